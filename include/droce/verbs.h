@@ -1,0 +1,216 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/** @file
+ * Verbs-semantics types shared by the public API and the transport: work requests,
+ * completions, QP attributes and states. Names and values follow libibverbs so that
+ * code written against ibv_* reads the same. */
+#pragma once
+
+#include <cstdint>
+
+namespace droce {
+
+/** Maximum scatter/gather entries per work request. */
+inline constexpr int kMaxSge = 4;
+
+/** Memory access rights (ibv_access_flags). */
+enum Access : uint32_t {
+    kAccessLocalWrite = 1u << 0,
+    kAccessRemoteWrite = 1u << 1,
+    kAccessRemoteRead = 1u << 2,
+    kAccessRemoteAtomic = 1u << 3,
+};
+
+/** One scatter/gather element: a range of a registered memory region. */
+struct Sge {
+    uint64_t addr;
+    uint32_t length;
+    uint32_t lkey;
+};
+
+/** Send work request opcodes (ibv_wr_opcode values). */
+enum class WrOpcode : uint8_t {
+    RdmaWrite = 0,
+    RdmaWriteWithImm = 1,
+    Send = 2,
+    SendWithImm = 3,
+    RdmaRead = 4,
+    AtomicCmpAndSwp = 5,
+    AtomicFetchAndAdd = 6,
+    SendWithInv = 9,
+};
+
+/** Send flags (ibv_send_flags). */
+enum SendFlags : uint32_t {
+    kSendFence = 1u << 0,
+    kSendSignaled = 1u << 1,
+    kSendSolicited = 1u << 2,
+    kSendInline = 1u << 3,
+};
+
+/** A send-queue work request. */
+struct SendWr {
+    uint64_t wr_id = 0;
+    WrOpcode opcode = WrOpcode::Send;
+    uint32_t send_flags = 0;
+    Sge sg_list[kMaxSge] = {};
+    int num_sge = 0;
+    uint32_t imm_data = 0;        /**< host order; sent as ImmDt (SendWithImm, RdmaWriteWithImm) */
+    uint32_t invalidate_rkey = 0; /**< SendWithInv */
+    uint64_t remote_addr = 0;     /**< RDMA and atomics */
+    uint32_t rkey = 0;
+    uint64_t compare_add = 0; /**< atomics */
+    uint64_t swap = 0;
+};
+
+/** A receive work request. */
+struct RecvWr {
+    uint64_t wr_id = 0;
+    Sge sg_list[kMaxSge] = {};
+    int num_sge = 0;
+};
+
+/** Work completion status (ibv_wc_status values). */
+enum class WcStatus : uint8_t {
+    Success = 0,
+    LocLenErr = 1,
+    LocQpOpErr = 2,
+    LocEecOpErr = 3,
+    LocProtErr = 4,
+    WrFlushErr = 5,
+    MwBindErr = 6,
+    BadRespErr = 7,
+    LocAccessErr = 8,
+    RemInvReqErr = 9,
+    RemAccessErr = 10,
+    RemOpErr = 11,
+    RetryExcErr = 12,
+    RnrRetryExcErr = 13,
+    LocRddViolErr = 14,
+    RemInvRdReqErr = 15,
+    RemAbortErr = 16,
+    InvEecnErr = 17,
+    InvEecStateErr = 18,
+    FatalErr = 19,
+    RespTimeoutErr = 20,
+    GeneralErr = 21,
+};
+/** "success", "local length error", ... as ibv_wc_status_str() prints them. */
+const char *wc_status_str(WcStatus s);
+
+/** Work completion opcode (ibv_wc_opcode values). */
+enum class WcOpcode : uint8_t {
+    Send = 0,
+    RdmaWrite = 1,
+    RdmaRead = 2,
+    CompSwap = 3,
+    FetchAdd = 4,
+    BindMw = 5,
+    LocalInv = 6,
+    Recv = 128,
+    RecvRdmaWithImm = 129,
+};
+
+/** Completion flags (ibv_wc_flags). */
+enum WcFlags : uint32_t {
+    kWcWithImm = 1u << 1,
+    kWcWithInv = 1u << 3,
+};
+
+/** A work completion. */
+struct Wc {
+    uint64_t wr_id;
+    WcStatus status;
+    WcOpcode opcode;
+    uint32_t vendor_err;
+    uint32_t byte_len;
+    uint32_t imm_data;         /**< host order, valid with kWcWithImm */
+    uint32_t invalidated_rkey; /**< valid with kWcWithInv */
+    uint32_t qp_num;
+    uint32_t src_qp;
+    uint32_t wc_flags;
+};
+
+/** QP states (ibv_qp_state values). */
+enum class QpState : uint8_t { Reset = 0, Init = 1, Rtr = 2, Rts = 3, Sqd = 4, Sqe = 5, Err = 6 };
+const char *qp_state_str(QpState s);
+
+/** Which QpAttr fields a modify() call sets (ibv_qp_attr_mask values). */
+enum QpAttrMask : uint32_t {
+    kQpState = 1u << 0,
+    kQpCurState = 1u << 1,
+    kQpEnSqdAsyncNotify = 1u << 2,
+    kQpAccessFlags = 1u << 3,
+    kQpPkeyIndex = 1u << 4,
+    kQpPort = 1u << 5,
+    kQpQkey = 1u << 6,
+    kQpAv = 1u << 7,
+    kQpPathMtu = 1u << 8,
+    kQpTimeout = 1u << 9,
+    kQpRetryCnt = 1u << 10,
+    kQpRnrRetry = 1u << 11,
+    kQpRqPsn = 1u << 12,
+    kQpMaxQpRdAtomic = 1u << 13,
+    kQpAltPath = 1u << 14,
+    kQpMinRnrTimer = 1u << 15,
+    kQpSqPsn = 1u << 16,
+    kQpMaxDestRdAtomic = 1u << 17,
+    kQpPathMigState = 1u << 18,
+    kQpCap = 1u << 19,
+    kQpDestQpn = 1u << 20,
+};
+
+/** IB path MTU enum (ibv_mtu). */
+enum class Mtu : uint8_t { Mtu256 = 1, Mtu512 = 2, Mtu1024 = 3, Mtu2048 = 4, Mtu4096 = 5 };
+/** Bytes of an Mtu value; 0 when invalid. */
+inline uint32_t mtu_bytes(Mtu m) {
+    const auto v = static_cast<uint8_t>(m);
+    return (v >= 1 && v <= 5) ? (128u << v) : 0;
+}
+
+/** A 16-byte GID (RoCEv2: an IPv6 address or an IPv4-mapped one). */
+struct Gid {
+    uint8_t raw[16];
+};
+
+/** Address vector: where the peer is (ibv_ah_attr with its GRH). */
+struct AhAttr {
+    Gid dgid = {};
+    uint8_t sgid_index = 0;
+    uint8_t hop_limit = 64;
+    uint8_t traffic_class = 0; /**< IPv4 TOS / IPv6 traffic class */
+    uint32_t flow_label = 0;
+    uint8_t sl = 0;
+    uint8_t port_num = 1;
+};
+
+/** QP attributes (ibv_qp_attr subset that RC uses). */
+struct QpAttr {
+    QpState qp_state = QpState::Reset;
+    QpState cur_qp_state = QpState::Reset;
+    Mtu path_mtu = Mtu::Mtu1024;
+    uint32_t qkey = 0;
+    uint32_t rq_psn = 0;
+    uint32_t sq_psn = 0;
+    uint32_t dest_qp_num = 0;
+    uint32_t qp_access_flags = 0;
+    uint16_t pkey_index = 0;
+    AhAttr ah_attr = {};
+    uint8_t max_rd_atomic = 1;
+    uint8_t max_dest_rd_atomic = 1;
+    uint8_t min_rnr_timer = 12; /**< RNR timer code 0..31 */
+    uint8_t port_num = 1;
+    uint8_t timeout = 14;  /**< 4.096 us * 2^timeout, 0 = infinite */
+    uint8_t retry_cnt = 7; /**< 0..7 */
+    uint8_t rnr_retry = 7; /**< 0..7, 7 = infinite */
+};
+
+/** Queue sizes requested at QP creation (ibv_qp_cap). */
+struct QpCap {
+    uint32_t max_send_wr = 128;
+    uint32_t max_recv_wr = 128;
+    uint32_t max_send_sge = kMaxSge;
+    uint32_t max_recv_sge = kMaxSge;
+    uint32_t max_inline_data = 0;
+};
+
+} // namespace droce

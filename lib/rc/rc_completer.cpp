@@ -1,0 +1,220 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Completer: consumes ACKs, NAKs, READ responses and atomic ACKs; retires send WQEs
+ * strictly in order; drives go-back-N on NAK, timeout and implied NAK; counts retries
+ * and fails the QP when they run out. */
+#include <cstring>
+
+#include "rc_qp.h"
+
+namespace droce::rc {
+
+void Qp::completer_on_packet(const wire::ParsedPacket &p, Time now) {
+    const uint32_t psn = p.bth.psn;
+    /* Only PSNs in [una, npsn) can be answered; anything else is stale or forged. */
+    if (wire::psn_diff(psn, sent_hi_psn_) >= 0 || sq_head_ == sq_tail_) {
+        ++cfg_.counters->rx_ghost_response;
+        return;
+    }
+    if (wire::psn_diff(psn, una_psn_) < 0) {
+        /* Older than anything outstanding: a duplicate ACK, harmless. */
+        return;
+    }
+    const uint8_t op = p.bth.opcode;
+    if (op == wire::kRcAcknowledge) {
+        const uint32_t prev = wire::psn_add(psn, wire::kPsnMask);
+        switch (p.aeth.type()) {
+        case wire::AethType::Ack:
+            ack_through(psn, now);
+            return;
+        case wire::AethType::RnrNak: {
+            ack_through(prev, now);
+            if (state_ == QpState::Err)
+                return;
+            ++cfg_.counters->rnr_nak_retry_err;
+            if (rnr_retry_left_ == 0) {
+                requester_error(sq_[sq_head_ & sq_mask_], WcStatus::RnrRetryExcErr);
+                return;
+            }
+            if (attr_.rnr_retry != 7)
+                --rnr_retry_left_;
+            rewind_to(psn);
+            retrans_deadline_ = 0;
+            rnr_deadline_ =
+                now + static_cast<Time>(wire::rnr_timer_code_to_us(p.aeth.value())) * 1000;
+            return;
+        }
+        case wire::AethType::Nak: {
+            ack_through(prev, now);
+            if (state_ == QpState::Err || sq_head_ == sq_tail_)
+                return;
+            SendWqe &w = sq_[sq_head_ & sq_mask_];
+            switch (p.aeth.syndrome) {
+            case wire::kAethNakPsnSeqErr:
+                ++cfg_.counters->packet_seq_err;
+                rewind_to(psn);
+                arm_retransmit(now);
+                return;
+            case wire::kAethNakInvalidRequest:
+                ++cfg_.counters->req_remote_invalid_request;
+                requester_error(w, WcStatus::RemInvReqErr);
+                return;
+            case wire::kAethNakRemoteAccessErr:
+                ++cfg_.counters->req_remote_access_errors;
+                requester_error(w, WcStatus::RemAccessErr);
+                return;
+            default:
+                ++cfg_.counters->req_remote_operational_error;
+                requester_error(w, WcStatus::RemOpErr);
+                return;
+            }
+        }
+        default:
+            ++cfg_.counters->rx_unexpected_response;
+            return;
+        }
+    }
+
+    /* READ response or atomic ACK: belongs to the oldest unfinished READ/atomic. */
+    for (uint32_t i = sq_head_; i != sq_tail_; ++i) {
+        SendWqe &w = sq_[i & sq_mask_];
+        if (!w.started)
+            break;
+        if (wire::psn_diff(psn, w.first_psn) < 0 || wire::psn_diff(psn, w.last_psn) > 0)
+            continue;
+        if (p.op->is(wire::kOpRead) && w.wr.opcode == WrOpcode::RdmaRead)
+            on_read_response(p, w, now);
+        else if (p.op->is(wire::kOpAtomic) && (w.wr.opcode == WrOpcode::AtomicCmpAndSwp ||
+                                               w.wr.opcode == WrOpcode::AtomicFetchAndAdd))
+            on_atomic_ack(p, w, now);
+        else
+            ++cfg_.counters->rx_unexpected_response;
+        return;
+    }
+    ++cfg_.counters->rx_unexpected_response;
+}
+
+void Qp::on_read_response(const wire::ParsedPacket &p, SendWqe &w, Time now) {
+    const uint32_t m = mtu();
+    const uint32_t expect = wire::psn_add(w.first_psn, w.read_off / m);
+    const int32_t d = wire::psn_diff(p.bth.psn, expect);
+    if (d < 0)
+        return; /* duplicate response */
+    /* Everything before the READ is implicitly acknowledged by its response. */
+    ack_through(wire::psn_add(w.first_psn, wire::kPsnMask), now);
+    if (state_ == QpState::Err)
+        return;
+    if (d > 0) {
+        /* A response went missing: ask again from the first missing byte. */
+        ++cfg_.counters->implied_nak_seq_err;
+        rewind_to(expect);
+        return;
+    }
+    const bool last = p.op->is(wire::kOpLast);
+    const uint32_t left = w.length - w.read_off;
+    const uint32_t want = last ? left : m;
+    if (p.payload_len != want || (!last && left <= m)) {
+        ++cfg_.counters->rx_unexpected_response;
+        requester_error(w, WcStatus::BadRespErr);
+        return;
+    }
+    /* Scatter into the local SGEs (resolved when the WR started). */
+    uint32_t off = w.read_off, len = p.payload_len;
+    const uint8_t *src = p.payload;
+    for (int i = 0; i < w.wr.num_sge && len > 0; ++i) {
+        const uint32_t sl = w.wr.sg_list[i].length;
+        if (off >= sl) {
+            off -= sl;
+            continue;
+        }
+        const uint32_t take = sl - off < len ? sl - off : len;
+        std::memcpy(w.host[i] + off, src, take);
+        src += take;
+        len -= take;
+        off = 0;
+    }
+    w.read_off += p.payload_len;
+    if (last)
+        ack_through(w.last_psn, now);
+    else {
+        una_psn_ = wire::psn_add(p.bth.psn, 1);
+        arm_retransmit(now);
+        retry_left_ = attr_.retry_cnt;
+    }
+}
+
+void Qp::on_atomic_ack(const wire::ParsedPacket &p, SendWqe &w, Time now) {
+    ack_through(wire::psn_add(w.first_psn, wire::kPsnMask), now);
+    if (state_ == QpState::Err)
+        return;
+    const uint64_t orig = p.atomic_ack.orig;
+    std::memcpy(w.host[0], &orig, sizeof(orig));
+    w.read_off = 8;
+    ack_through(w.last_psn, now);
+}
+
+void Qp::ack_through(uint32_t psn, Time now) {
+    if (wire::psn_diff(psn, una_psn_) < 0)
+        return;
+    while (sq_head_ != sq_tail_) {
+        SendWqe &w = sq_[sq_head_ & sq_mask_];
+        if (!w.started || wire::psn_diff(w.last_psn, psn) > 0)
+            break;
+        const bool rd = w.wr.opcode == WrOpcode::RdmaRead;
+        const bool at =
+            w.wr.opcode == WrOpcode::AtomicCmpAndSwp || w.wr.opcode == WrOpcode::AtomicFetchAndAdd;
+        if ((rd && w.read_off < w.length) || (at && w.read_off == 0)) {
+            /* An ACK past a READ/atomic whose data never came: its response was lost. */
+            ++cfg_.counters->implied_nak_seq_err;
+            una_psn_ = wire::psn_add(w.first_psn, rd ? w.read_off / mtu() : 0);
+            rewind_to(una_psn_);
+            arm_retransmit(now);
+            return;
+        }
+        if (rd || at)
+            --rd_atomic_inflight_;
+        complete_send(w, WcStatus::Success);
+        ++sq_head_;
+    }
+    una_psn_ = wire::psn_add(psn, 1);
+    /* The ACK may overtake a rewind: never send what the peer already has. */
+    if (static_cast<int32_t>(sq_head_ - sq_cur_) > 0 || wire::psn_diff(npsn_, una_psn_) < 0) {
+        if (static_cast<int32_t>(sq_head_ - sq_cur_) > 0) {
+            sq_cur_ = sq_head_;
+            cur_off_ = 0;
+        }
+        if (wire::psn_diff(npsn_, una_psn_) < 0) {
+            if (sq_head_ != sq_tail_ && sq_[sq_head_ & sq_mask_].started)
+                rewind_to(una_psn_);
+            else
+                npsn_ = una_psn_;
+        }
+    }
+    /* Any new acknowledgement is forward progress: the retry budgets start over. */
+    retry_left_ = attr_.retry_cnt;
+    rnr_retry_left_ = attr_.rnr_retry;
+    arm_retransmit(now);
+}
+
+void Qp::requester_error(SendWqe &w, WcStatus st) {
+    w.signaled = true;
+    complete_send(w, st);
+    ++sq_head_;
+    enter_error();
+}
+
+void Qp::retry_or_fail(Time now, bool rnr) {
+    (void)rnr;
+    ++cfg_.counters->local_ack_timeout_err;
+    retrans_deadline_ = 0;
+    if (sq_head_ == sq_tail_)
+        return;
+    if (retry_left_ == 0) {
+        requester_error(sq_[sq_head_ & sq_mask_], WcStatus::RetryExcErr);
+        return;
+    }
+    --retry_left_;
+    rewind_to(una_psn_);
+    arm_retransmit(now);
+}
+
+} // namespace droce::rc

@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Transport counters, named as mlx5 names them where mlx5 has one (rdma statistic
+ * show / hw_counters), so that dashboards and habits carry over. One set per device;
+ * QPs of a device share it (same worker, so no atomics). */
+#pragma once
+
+#include <cstdint>
+
+namespace droce::rc {
+
+#define DROCE_RC_COUNTERS(X)                                                                       \
+    /* responder */                                                                                \
+    X(out_of_sequence)          /* request PSN ahead of the expected one (gap) */                  \
+    X(duplicate_request)        /* request PSN behind the expected one */                          \
+    X(rnr_nak_sent)             /* SEND arrived with no receive posted */                          \
+    X(resp_local_length_error)  /* SEND longer than the posted receive */                          \
+    X(resp_remote_access_error) /* rkey/bounds/permission failure: NAK sent */                     \
+    X(resp_invalid_request)     /* bad opcode sequence or length: NAK sent */                      \
+    X(rx_read_requests)                                                                            \
+    X(rx_atomic_requests)                                                                          \
+    X(rx_write_requests)                                                                           \
+    X(rx_send_requests)                                                                            \
+    X(resp_cqe_error)                                                                              \
+    /* requester / completer */                                                                    \
+    X(packet_seq_err)             /* NAK PSN sequence error received */                            \
+    X(implied_nak_seq_err)        /* READ/atomic response implies earlier packets lost */          \
+    X(local_ack_timeout_err)      /* retransmission timer expired */                               \
+    X(rnr_nak_retry_err)          /* RNR NAK received */                                           \
+    X(req_remote_access_errors)   /* NAK remote access error received */                           \
+    X(req_remote_invalid_request) /* NAK invalid request received */                               \
+    X(req_remote_operational_error)                                                                \
+    X(req_cqe_error)                                                                               \
+    X(retransmitted_packets)                                                                       \
+    X(rx_ghost_response)      /* ACK/response for nothing outstanding: dropped */                  \
+    X(rx_unexpected_response) /* response out of order: dropped */                                 \
+    /* both */                                                                                     \
+    X(rx_qp_state_drop) /* packet for a QP not in a state that takes it */                         \
+    X(rx_pkey_violation)                                                                           \
+    X(tx_blocked)  /* transmit() refused: retried later */                                         \
+    X(ack_dropped) /* ACK/NAK could not be sent and was not worth keeping */                       \
+    X(cq_overflow)
+
+struct Counters {
+#define DROCE_RC_FIELD(n) uint64_t n = 0;
+    DROCE_RC_COUNTERS(DROCE_RC_FIELD)
+#undef DROCE_RC_FIELD
+
+    /** Calls f(name, value) for each counter. */
+    template <class F> void for_each(F &&f) const {
+#define DROCE_RC_VISIT(n) f(#n, n);
+        DROCE_RC_COUNTERS(DROCE_RC_VISIT)
+#undef DROCE_RC_VISIT
+    }
+};
+
+} // namespace droce::rc

@@ -1,0 +1,439 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* QP state machine, queue posting, flushing and the pieces the three roles share. */
+#include "rc_qp.h"
+
+#include <string>
+
+namespace droce::rc {
+
+namespace {
+
+uint32_t pow2_at_least(uint32_t n) {
+    uint32_t p = 1;
+    while (p < n)
+        p <<= 1;
+    return p;
+}
+
+struct Transition {
+    QpState from, to;
+    uint32_t required, optional;
+};
+
+/* The RC rows of the IBTA/libibverbs QP state table. */
+constexpr uint32_t kRtsOptional =
+    kQpCurState | kQpAccessFlags | kQpAltPath | kQpPathMigState | kQpMinRnrTimer;
+constexpr Transition kTransitions[] = {
+    {QpState::Reset, QpState::Init, kQpPkeyIndex | kQpPort | kQpAccessFlags, 0},
+    {QpState::Init, QpState::Init, 0, kQpPkeyIndex | kQpPort | kQpAccessFlags},
+    {QpState::Init, QpState::Rtr,
+     kQpAv | kQpPathMtu | kQpDestQpn | kQpRqPsn | kQpMaxDestRdAtomic | kQpMinRnrTimer,
+     kQpAltPath | kQpAccessFlags | kQpPkeyIndex},
+    {QpState::Rtr, QpState::Rts,
+     kQpSqPsn | kQpTimeout | kQpRetryCnt | kQpRnrRetry | kQpMaxQpRdAtomic, kRtsOptional},
+    {QpState::Rts, QpState::Rts, 0, kRtsOptional},
+    {QpState::Rts, QpState::Sqd, 0, kQpEnSqdAsyncNotify},
+    {QpState::Sqd, QpState::Rts, 0, kRtsOptional},
+    {QpState::Sqd, QpState::Sqd, 0,
+     kQpAv | kQpAltPath | kQpAccessFlags | kQpPkeyIndex | kQpMinRnrTimer | kQpTimeout |
+         kQpRetryCnt | kQpRnrRetry | kQpMaxQpRdAtomic | kQpMaxDestRdAtomic | kQpPathMigState |
+         kQpCurState},
+    {QpState::Sqe, QpState::Rts, 0, kQpCurState | kQpAccessFlags},
+};
+
+constexpr uint8_t kMaxRdAtomic = 16;
+
+std::string mask_names(uint32_t m) {
+    static const char *const names[] = {"STATE",
+                                        "CUR_STATE",
+                                        "EN_SQD_ASYNC_NOTIFY",
+                                        "ACCESS_FLAGS",
+                                        "PKEY_INDEX",
+                                        "PORT",
+                                        "QKEY",
+                                        "AV",
+                                        "PATH_MTU",
+                                        "TIMEOUT",
+                                        "RETRY_CNT",
+                                        "RNR_RETRY",
+                                        "RQ_PSN",
+                                        "MAX_QP_RD_ATOMIC",
+                                        "ALT_PATH",
+                                        "MIN_RNR_TIMER",
+                                        "SQ_PSN",
+                                        "MAX_DEST_RD_ATOMIC",
+                                        "PATH_MIG_STATE",
+                                        "CAP",
+                                        "DEST_QPN"};
+    std::string s;
+    for (unsigned i = 0; i < sizeof(names) / sizeof(names[0]); ++i)
+        if (m & (1u << i)) {
+            if (!s.empty())
+                s.push_back('|');
+            s.append(names[i]);
+        }
+    return s;
+}
+
+} // namespace
+
+Time ack_timeout_ns(uint8_t timeout) {
+    if (timeout == 0)
+        return 0;
+    /* 4.096 us * 2^timeout = 4096 ns << timeout */
+    return static_cast<Time>(4096) << (timeout > 31 ? 31 : timeout);
+}
+
+Qp::Qp(const QpConfig &cfg) : cfg_(cfg) {
+    const uint32_t sq = pow2_at_least(cfg.cap.max_send_wr ? cfg.cap.max_send_wr : 1);
+    const uint32_t rq = pow2_at_least(cfg.cap.max_recv_wr ? cfg.cap.max_recv_wr : 1);
+    sq_.resize(sq);
+    sq_mask_ = sq - 1;
+    rq_.resize(rq);
+    rq_mask_ = rq - 1;
+    rd_res_.resize(kMaxRdAtomic);
+}
+
+Status Qp::modify(const QpAttr &a, uint32_t mask, const Path *path) {
+    const QpState cur = state_;
+    const QpState to = (mask & kQpState) ? a.qp_state : cur;
+    if ((mask & kQpCurState) && a.cur_qp_state != cur)
+        return Status(EINVAL, std::string("modify QP: cur_qp_state ") +
+                                  qp_state_str(a.cur_qp_state) + " but QP is " + qp_state_str(cur));
+    uint32_t required = 0, optional = 0;
+    if (to == QpState::Reset || to == QpState::Err) {
+        optional = 0;
+    } else {
+        bool found = false;
+        for (const auto &t : kTransitions)
+            if (t.from == cur && t.to == to) {
+                required = t.required;
+                optional = t.optional;
+                found = true;
+            }
+        if (!found)
+            return Status(EINVAL, std::string("modify QP: invalid transition ") +
+                                      qp_state_str(cur) + " -> " + qp_state_str(to));
+    }
+    const uint32_t attrs = mask & ~(kQpState | kQpCurState);
+    if ((attrs & required) != required)
+        return Status(EINVAL, std::string("modify QP ") + qp_state_str(cur) + " -> " +
+                                  qp_state_str(to) + ": missing " + mask_names(required & ~attrs));
+    if (attrs & ~(required | optional))
+        return Status(EINVAL, std::string("modify QP ") + qp_state_str(cur) + " -> " +
+                                  qp_state_str(to) + ": attribute not allowed here: " +
+                                  mask_names(attrs & ~(required | optional)));
+
+    /* Validate values before changing anything. */
+    if ((mask & kQpPathMtu) && mtu_bytes(a.path_mtu) == 0)
+        return Status(EINVAL, "modify QP: path_mtu must be 1..5 (256..4096)");
+    if ((mask & kQpTimeout) && a.timeout > 31)
+        return Status(EINVAL, "modify QP: timeout must be 0..31");
+    if ((mask & kQpRetryCnt) && a.retry_cnt > 7)
+        return Status(EINVAL, "modify QP: retry_cnt must be 0..7");
+    if ((mask & kQpRnrRetry) && a.rnr_retry > 7)
+        return Status(EINVAL, "modify QP: rnr_retry must be 0..7");
+    if ((mask & kQpMinRnrTimer) && a.min_rnr_timer > 31)
+        return Status(EINVAL, "modify QP: min_rnr_timer must be 0..31");
+    if ((mask & kQpRqPsn) && a.rq_psn > wire::kPsnMask)
+        return Status(EINVAL, "modify QP: rq_psn must fit 24 bits");
+    if ((mask & kQpSqPsn) && a.sq_psn > wire::kPsnMask)
+        return Status(EINVAL, "modify QP: sq_psn must fit 24 bits");
+    if ((mask & kQpDestQpn) && a.dest_qp_num > wire::kQpnMask)
+        return Status(EINVAL, "modify QP: dest_qp_num must fit 24 bits");
+    if ((mask & kQpMaxQpRdAtomic) && a.max_rd_atomic > kMaxRdAtomic)
+        return Status(EINVAL, "modify QP: max_rd_atomic above " + std::to_string(kMaxRdAtomic));
+    if ((mask & kQpMaxDestRdAtomic) && a.max_dest_rd_atomic > kMaxRdAtomic)
+        return Status(EINVAL,
+                      "modify QP: max_dest_rd_atomic above " + std::to_string(kMaxRdAtomic));
+    if ((mask & kQpPkeyIndex) && a.pkey_index != 0)
+        return Status(EINVAL, "modify QP: pkey_index must be 0 (P_Key table has one entry)");
+    if ((mask & kQpPort) && a.port_num != 1)
+        return Status(EINVAL, "modify QP: port_num must be 1");
+    if ((mask & kQpAccessFlags) && (a.qp_access_flags & ~(kAccessLocalWrite | kAccessRemoteWrite |
+                                                          kAccessRemoteRead | kAccessRemoteAtomic)))
+        return Status(EINVAL, "modify QP: unknown access flag");
+    if ((mask & kQpAv) && path == nullptr)
+        return Status(EINVAL, "modify QP: address vector given but no resolved path");
+
+    /* Apply. */
+    if (mask & kQpAccessFlags)
+        attr_.qp_access_flags = a.qp_access_flags;
+    if (mask & kQpPkeyIndex)
+        attr_.pkey_index = a.pkey_index;
+    if (mask & kQpPort)
+        attr_.port_num = a.port_num;
+    if (mask & kQpAv) {
+        attr_.ah_attr = a.ah_attr;
+        path_ = *path;
+    }
+    if (mask & kQpPathMtu) {
+        attr_.path_mtu = a.path_mtu;
+        mtu_bytes_ = mtu_bytes(a.path_mtu);
+    }
+    if (mask & kQpDestQpn)
+        attr_.dest_qp_num = a.dest_qp_num;
+    if (mask & kQpRqPsn) {
+        attr_.rq_psn = a.rq_psn;
+        epsn_ = a.rq_psn;
+    }
+    if (mask & kQpMaxDestRdAtomic)
+        attr_.max_dest_rd_atomic = a.max_dest_rd_atomic;
+    if (mask & kQpMinRnrTimer)
+        attr_.min_rnr_timer = a.min_rnr_timer;
+    if (mask & kQpSqPsn) {
+        attr_.sq_psn = a.sq_psn;
+        npsn_ = una_psn_ = a.sq_psn;
+        ackreq_psn_ = wire::psn_add(a.sq_psn, wire::kPsnMask); /* sq_psn - 1 */
+        sent_hi_psn_ = a.sq_psn;
+    }
+    if (mask & kQpTimeout)
+        attr_.timeout = a.timeout;
+    if (mask & kQpRetryCnt) {
+        attr_.retry_cnt = a.retry_cnt;
+        retry_left_ = a.retry_cnt;
+    }
+    if (mask & kQpRnrRetry) {
+        attr_.rnr_retry = a.rnr_retry;
+        rnr_retry_left_ = a.rnr_retry;
+    }
+    if (mask & kQpMaxQpRdAtomic)
+        attr_.max_rd_atomic = a.max_rd_atomic;
+
+    if (to == QpState::Reset && cur != QpState::Reset) {
+        /* Verbs: RESET discards every queued WR without completions. */
+        sq_head_ = sq_cur_ = sq_tail_ = 0;
+        rq_head_ = rq_tail_ = 0;
+        cur_off_ = 0;
+        in_send_ = in_write_ = nak_sent_ = ack_owed_ = false;
+        retrans_deadline_ = rnr_deadline_ = 0;
+        rd_atomic_inflight_ = 0;
+        msn_ = 0;
+        for (auto &r : rd_res_)
+            r.valid = false;
+        state_ = QpState::Reset;
+        return {};
+    }
+    state_ = to;
+    attr_.qp_state = to;
+    if (to == QpState::Err && cur != QpState::Err)
+        flush_queues();
+    return {};
+}
+
+Status Qp::post_send(const SendWr &wr) {
+    if (state_ == QpState::Reset || state_ == QpState::Init || state_ == QpState::Rtr)
+        return Status(EINVAL, std::string("post_send: QP ") + std::to_string(cfg_.qpn) + " is in " +
+                                  qp_state_str(state_) + ", needs RTS");
+    if (sq_tail_ - sq_head_ >= cfg_.cap.max_send_wr)
+        return Status(ENOMEM, "post_send: send queue full (" +
+                                  std::to_string(cfg_.cap.max_send_wr) + " WRs)");
+    if (wr.num_sge < 0 || wr.num_sge > static_cast<int>(cfg_.cap.max_send_sge) ||
+        wr.num_sge > kMaxSge)
+        return Status(EINVAL, "post_send: num_sge " + std::to_string(wr.num_sge) + " out of range");
+    uint64_t len = 0;
+    for (int i = 0; i < wr.num_sge; ++i)
+        len += wr.sg_list[i].length;
+    switch (wr.opcode) {
+    case WrOpcode::Send:
+    case WrOpcode::SendWithImm:
+    case WrOpcode::SendWithInv:
+    case WrOpcode::RdmaWrite:
+    case WrOpcode::RdmaWriteWithImm:
+    case WrOpcode::RdmaRead:
+        if (len > (1ull << 31))
+            return Status(EINVAL, "post_send: message longer than 2 GiB");
+        break;
+    case WrOpcode::AtomicCmpAndSwp:
+    case WrOpcode::AtomicFetchAndAdd:
+        if (len != 8 || wr.num_sge != 1)
+            return Status(EINVAL, "post_send: atomics take exactly one 8-byte SGE");
+        if (wr.remote_addr & 7)
+            return Status(EINVAL, "post_send: atomic remote_addr must be 8-byte aligned");
+        break;
+    default:
+        return Status(EINVAL, "post_send: unsupported opcode " +
+                                  std::to_string(static_cast<int>(wr.opcode)));
+    }
+    SendWqe &w = sq_[sq_tail_ & sq_mask_];
+    w.wr = wr;
+    w.length = static_cast<uint32_t>(len);
+    w.started = false;
+    w.read_off = 0;
+    w.signaled = cfg_.sq_sig_all || (wr.send_flags & kSendSignaled);
+    ++sq_tail_;
+    if (state_ == QpState::Err)
+        flush_queues();
+    return {};
+}
+
+Status Qp::post_recv(const RecvWr &wr) {
+    if (rq_tail_ - rq_head_ >= cfg_.cap.max_recv_wr)
+        return Status(ENOMEM, "post_recv: receive queue full (" +
+                                  std::to_string(cfg_.cap.max_recv_wr) + " WRs)");
+    if (wr.num_sge < 0 || wr.num_sge > static_cast<int>(cfg_.cap.max_recv_sge) ||
+        wr.num_sge > kMaxSge)
+        return Status(EINVAL, "post_recv: num_sge " + std::to_string(wr.num_sge) + " out of range");
+    uint64_t len = 0;
+    for (int i = 0; i < wr.num_sge; ++i)
+        len += wr.sg_list[i].length;
+    RecvWqe &r = rq_[rq_tail_ & rq_mask_];
+    r.wr = wr;
+    r.length = len > UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(len);
+    ++rq_tail_;
+    if (state_ == QpState::Err)
+        flush_queues();
+    return {};
+}
+
+void Qp::complete_send(SendWqe &w, WcStatus st) {
+    if (!w.signaled && st == WcStatus::Success)
+        return;
+    Wc wc{};
+    wc.wr_id = w.wr.wr_id;
+    wc.status = st;
+    switch (w.wr.opcode) {
+    case WrOpcode::RdmaWrite:
+    case WrOpcode::RdmaWriteWithImm:
+        wc.opcode = WcOpcode::RdmaWrite;
+        break;
+    case WrOpcode::RdmaRead:
+        wc.opcode = WcOpcode::RdmaRead;
+        break;
+    case WrOpcode::AtomicCmpAndSwp:
+        wc.opcode = WcOpcode::CompSwap;
+        break;
+    case WrOpcode::AtomicFetchAndAdd:
+        wc.opcode = WcOpcode::FetchAdd;
+        break;
+    default:
+        wc.opcode = WcOpcode::Send;
+    }
+    wc.byte_len = (w.wr.opcode == WrOpcode::RdmaRead || w.wr.opcode == WrOpcode::AtomicCmpAndSwp ||
+                   w.wr.opcode == WrOpcode::AtomicFetchAndAdd)
+                      ? w.length
+                      : 0;
+    wc.qp_num = cfg_.qpn;
+    if (!cfg_.send_cq->push(wc))
+        ++cfg_.counters->cq_overflow;
+    if (st != WcStatus::Success && st != WcStatus::WrFlushErr)
+        ++cfg_.counters->req_cqe_error;
+}
+
+void Qp::complete_recv(const RecvWqe &r, WcStatus st, WcOpcode op, uint32_t byte_len,
+                       uint32_t flags, uint32_t imm) {
+    Wc wc{};
+    wc.wr_id = r.wr.wr_id;
+    wc.status = st;
+    wc.opcode = op;
+    wc.byte_len = byte_len;
+    wc.imm_data = imm;
+    wc.wc_flags = flags;
+    wc.qp_num = cfg_.qpn;
+    wc.src_qp = attr_.dest_qp_num;
+    if (flags & kWcWithInv)
+        wc.invalidated_rkey = imm;
+    if (!cfg_.recv_cq->push(wc))
+        ++cfg_.counters->cq_overflow;
+    if (st != WcStatus::Success && st != WcStatus::WrFlushErr)
+        ++cfg_.counters->resp_cqe_error;
+}
+
+void Qp::flush_queues() {
+    /* Every outstanding WR completes with WR_FLUSH_ERR, signaled or not (verbs). */
+    for (; sq_head_ != sq_tail_; ++sq_head_) {
+        SendWqe &w = sq_[sq_head_ & sq_mask_];
+        w.signaled = true;
+        complete_send(w, WcStatus::WrFlushErr);
+    }
+    sq_cur_ = sq_head_;
+    cur_off_ = 0;
+    for (; rq_head_ != rq_tail_; ++rq_head_)
+        complete_recv(rq_[rq_head_ & rq_mask_], WcStatus::WrFlushErr, WcOpcode::Recv, 0, 0, 0);
+    retrans_deadline_ = rnr_deadline_ = 0;
+    rd_atomic_inflight_ = 0;
+    in_send_ = in_write_ = false;
+}
+
+void Qp::enter_error() {
+    if (state_ == QpState::Err)
+        return;
+    state_ = QpState::Err;
+    attr_.qp_state = QpState::Err;
+    flush_queues();
+}
+
+wire::FrameSpec Qp::base_frame(uint8_t opcode, uint32_t psn) const {
+    wire::FrameSpec f{};
+    f.eth = path_.eth;
+    f.ipv6 = path_.ipv6;
+    for (int i = 0; i < 16; ++i) {
+        f.src_gid[i] = path_.sgid[i];
+        f.dst_gid[i] = path_.dgid[i];
+    }
+    f.tos = path_.tos;
+    f.ttl = path_.ttl;
+    f.flow_label = path_.flow_label;
+    f.udp_sport = path_.udp_sport;
+    f.bth.opcode = opcode;
+    f.bth.pkey = wire::kDefaultPkey;
+    f.bth.dest_qp = attr_.dest_qp_num;
+    f.bth.psn = psn;
+    return f;
+}
+
+void Qp::on_packet(const wire::ParsedPacket &p, Time now) {
+    if (p.bth.pkey != wire::kDefaultPkey && (p.bth.pkey & 0x7FFF) != 0x7FFF) {
+        ++cfg_.counters->rx_pkey_violation;
+        return;
+    }
+    if (p.op->is(wire::kOpResponse)) {
+        if (state_ != QpState::Rts && state_ != QpState::Sqd) {
+            ++cfg_.counters->rx_qp_state_drop;
+            return;
+        }
+        completer_on_packet(p, now);
+    } else {
+        if (state_ != QpState::Rtr && state_ != QpState::Rts && state_ != QpState::Sqd) {
+            ++cfg_.counters->rx_qp_state_drop;
+            return;
+        }
+        responder_on_packet(p, now);
+    }
+}
+
+void Qp::progress(Time now) {
+    if (state_ == QpState::Err || state_ == QpState::Reset)
+        return;
+    responder_progress();
+    if (state_ == QpState::Rts || state_ == QpState::Sqd)
+        requester_progress(now);
+}
+
+bool Qp::has_tx_work() const {
+    if (ack_owed_)
+        return true;
+    for (const auto &r : rd_res_)
+        if (r.valid && r.sent_pkts < r.npkts)
+            return true;
+    return (state_ == QpState::Rts || state_ == QpState::Sqd) && sq_cur_ != sq_tail_;
+}
+
+Time Qp::next_deadline() const {
+    Time d = retrans_deadline_;
+    if (rnr_deadline_ && (d == 0 || rnr_deadline_ < d))
+        d = rnr_deadline_;
+    return d;
+}
+
+void Qp::on_timer(Time now) {
+    if (rnr_deadline_ && now >= rnr_deadline_) {
+        rnr_deadline_ = 0;
+        /* the requester resumes from una_psn_ (rewound when the RNR NAK came) */
+        arm_retransmit(now);
+    }
+    if (retrans_deadline_ && now >= retrans_deadline_)
+        retry_or_fail(now, false);
+}
+
+} // namespace droce::rc

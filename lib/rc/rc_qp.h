@@ -1,0 +1,202 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* An RC queue pair: state machine, send and receive queues, and the three protocol
+ * roles Linux rxe splits it into — requester (rc_requester.cpp: WRs to packets),
+ * completer (rc_completer.cpp: ACK/NAK/READ responses to completions, retransmission)
+ * and responder (rc_responder.cpp: requests to memory, receive completions, ACKs).
+ * Sans-I/O: packets in through on_packet(), out through TxPort; time is an argument. */
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include <droce/status.h>
+#include <droce/verbs.h>
+
+#include "mem_mr.h"
+#include "rc_counters.h"
+#include "rc_env.h"
+#include "wire_packet.h"
+
+namespace droce::rc {
+
+/** The resolved network path of a connected QP (set when it goes to RTR): everything the
+ * frame builder needs below the BTH. */
+struct Path {
+    wire::EthHdr eth; /* dst = next hop MAC, src = port MAC, optional VLAN */
+    bool ipv6 = false;
+    uint8_t sgid[16] = {};
+    uint8_t dgid[16] = {};
+    uint8_t tos = 0;
+    uint8_t ttl = 64;
+    uint32_t flow_label = 0;
+    uint16_t udp_sport = 0xC000;
+};
+
+/** Tunables that verbs does not expose; defaults follow rxe where interop depends on it. */
+struct QpTuning {
+    uint32_t max_inflight_pkts = 128; /* unacked PSNs the requester keeps (rxe: 128) */
+    uint32_t ackreq_every = 64;       /* request an ACK at least every N packets (rxe: 64) */
+    uint32_t ack_every = 64; /* responder ACKs unasked after N packets (0 = only on AckReq) */
+};
+
+/** Everything a QP is created with. Pointers must outlive the QP. */
+struct QpConfig {
+    uint32_t qpn = 0;
+    uint32_t pd = 0;
+    QpCap cap;
+    bool sq_sig_all = false;
+    TxPort *port = nullptr;
+    CqSink *send_cq = nullptr;
+    CqSink *recv_cq = nullptr;
+    const mem::MrTable *mrs = nullptr;
+    Counters *counters = nullptr;
+    QpTuning tuning;
+};
+
+class Qp {
+  public:
+    explicit Qp(const QpConfig &cfg);
+
+    /* ---- verbs ---- */
+    /** ibv_modify_qp: validates the transition and the attributes it needs (as the
+     * libibverbs state table does). `path` is required with kQpAv. */
+    Status modify(const QpAttr &attr, uint32_t mask, const Path *path = nullptr);
+    /** ibv_post_send for one WR. Errors (bad state, full queue, bad WR) are returned and
+     * nothing is queued. Access to the SGEs is checked when the WR starts. */
+    Status post_send(const SendWr &wr);
+    /** ibv_post_recv for one WR. Allowed from RESET on (as ibverbs allows from INIT). */
+    Status post_recv(const RecvWr &wr);
+
+    /* ---- driver ---- */
+    /** A parsed packet whose BTH DestQP is this QP. */
+    void on_packet(const wire::ParsedPacket &p, Time now);
+    /** Sends what the window allows, and any ACK/NAK/READ response still owed. */
+    void progress(Time now);
+    /** When on_timer() must be called next (0 = no timer armed). */
+    Time next_deadline() const;
+    void on_timer(Time now);
+    /** True when progress() has something to send. */
+    bool has_tx_work() const;
+
+    uint32_t qpn() const { return cfg_.qpn; }
+    QpState state() const { return state_; }
+    const QpAttr &attr() const { return attr_; }
+    const Path &path() const { return path_; }
+    uint32_t send_queue_depth() const { return sq_tail_ - sq_head_; }
+    uint32_t recv_queue_depth() const { return rq_tail_ - rq_head_; }
+
+  private:
+    /* A send WQE with the requester's per-message state. */
+    struct SendWqe {
+        SendWr wr;
+        uint32_t length; /* total bytes of the message */
+        uint32_t first_psn;
+        uint32_t last_psn; /* first + packets - 1 */
+        uint32_t npkts;
+        uint8_t *host[kMaxSge]; /* resolved SGE addresses (set when the WR starts) */
+        uint32_t read_off;      /* READ: bytes of the response placed so far */
+        bool started;
+        bool signaled;
+    };
+    struct RecvWqe {
+        RecvWr wr;
+        uint32_t length;
+    };
+    /* A READ (or atomic) the responder still owes or may have to re-serve. */
+    struct ReadResource {
+        uint32_t psn; /* PSN of the request = first response PSN */
+        uint32_t npkts;
+        uint64_t va;
+        uint32_t rkey;
+        uint32_t length;
+        uint32_t sent_pkts; /* responses emitted so far */
+        bool is_atomic;
+        uint64_t atomic_orig; /* replay value of an executed atomic */
+        bool valid;
+    };
+
+    /* rc_qp.cpp */
+    void enter_error();
+    void flush_queues();
+    void complete_send(SendWqe &w, WcStatus st);
+    void complete_recv(const RecvWqe &r, WcStatus st, WcOpcode op, uint32_t byte_len,
+                       uint32_t flags, uint32_t imm);
+    wire::FrameSpec base_frame(uint8_t opcode, uint32_t psn) const;
+    uint32_t mtu() const { return mtu_bytes_; }
+
+    /* rc_requester.cpp */
+    void requester_progress(Time now);
+    bool start_wqe(SendWqe &w);
+    bool send_next_packet(SendWqe &w, Time now);
+    uint32_t gather(const SendWqe &w, uint32_t off, uint32_t len, wire::FrameSpec::Seg *segs) const;
+    void arm_retransmit(Time now);
+    void rewind_to(uint32_t psn);
+
+    /* rc_completer.cpp */
+    void completer_on_packet(const wire::ParsedPacket &p, Time now);
+    void ack_through(uint32_t psn, Time now);
+    void on_read_response(const wire::ParsedPacket &p, SendWqe &w, Time now);
+    void on_atomic_ack(const wire::ParsedPacket &p, SendWqe &w, Time now);
+    void requester_error(SendWqe &w, WcStatus st);
+    void retry_or_fail(Time now, bool rnr);
+
+    /* rc_responder.cpp */
+    void responder_on_packet(const wire::ParsedPacket &p, Time now);
+    void responder_duplicate(const wire::ParsedPacket &p);
+    void responder_progress();
+    bool send_ack(uint8_t syndrome, uint32_t psn);
+    void nak_and_error(uint8_t syndrome, uint32_t psn);
+    bool send_read_responses(ReadResource &r);
+    bool copy_to_recv(const RecvWqe &r, uint32_t off, const uint8_t *src, uint32_t len);
+    ReadResource *alloc_read_resource();
+
+    QpConfig cfg_;
+    QpState state_ = QpState::Reset;
+    QpAttr attr_;
+    Path path_;
+    uint32_t mtu_bytes_ = 1024;
+
+    /* ---- send queue + requester ---- */
+    std::vector<SendWqe> sq_;
+    uint32_t sq_mask_ = 0;
+    uint32_t sq_head_ = 0;     /* oldest WQE not yet completed */
+    uint32_t sq_cur_ = 0;      /* WQE being transmitted */
+    uint32_t sq_tail_ = 0;     /* next free slot */
+    uint32_t cur_off_ = 0;     /* bytes of sq_cur_ already sent */
+    uint32_t npsn_ = 0;        /* next PSN to send */
+    uint32_t una_psn_ = 0;     /* oldest unacknowledged PSN */
+    uint32_t ackreq_psn_ = 0;  /* PSN of the last packet sent with AckReq */
+    uint32_t sent_hi_psn_ = 0; /* one past the highest PSN ever sent (retransmit count) */
+    uint32_t rd_atomic_inflight_ = 0;
+    Time retrans_deadline_ = 0;
+    Time rnr_deadline_ = 0; /* sending paused until then after an RNR NAK */
+    uint8_t retry_left_ = 7;
+    uint8_t rnr_retry_left_ = 7;
+
+    /* ---- receive queue + responder ---- */
+    std::vector<RecvWqe> rq_;
+    uint32_t rq_mask_ = 0;
+    uint32_t rq_head_ = 0;
+    uint32_t rq_tail_ = 0;
+    uint32_t epsn_ = 0; /* expected request PSN */
+    uint32_t msn_ = 0;
+    uint32_t recv_off_ = 0; /* bytes placed into the head receive of a SEND in flight */
+    bool in_send_ = false;
+    bool in_write_ = false;
+    bool nak_sent_ = false;        /* one PSN sequence error NAK per gap */
+    uint8_t *write_ptr_ = nullptr; /* WRITE in flight: where the next payload goes */
+    uint32_t write_left_ = 0;
+    uint32_t write_len_ = 0;
+    uint32_t pkts_since_ack_ = 0;
+    /* an ACK/NAK that could not be sent yet (the newest supersedes older ones) */
+    bool ack_owed_ = false;
+    uint8_t ack_owed_syndrome_ = 0;
+    uint32_t ack_owed_psn_ = 0;
+    std::vector<ReadResource> rd_res_;
+    uint32_t rd_res_next_ = 0;
+};
+
+/** Local ACK timeout in ns for the 5-bit verbs value (0 = infinite -> 0). */
+Time ack_timeout_ns(uint8_t timeout);
+
+} // namespace droce::rc

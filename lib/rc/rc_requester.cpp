@@ -1,0 +1,235 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Requester: turns send WQEs into request packets. Segments by path MTU, assigns PSNs,
+ * asks for ACKs (message end and every ackreq_every packets, as rxe does), keeps at most
+ * max_inflight_pkts unacknowledged, honours fences and the READ/atomic limit, and
+ * restarts from any PSN (go-back-N) when the completer rewinds it. */
+#include <algorithm>
+
+#include "rc_qp.h"
+
+namespace droce::rc {
+
+namespace {
+
+bool is_read_or_atomic(WrOpcode op) {
+    return op == WrOpcode::RdmaRead || op == WrOpcode::AtomicCmpAndSwp ||
+           op == WrOpcode::AtomicFetchAndAdd;
+}
+
+uint8_t send_opcode(bool first, bool last, WrOpcode op) {
+    using namespace wire;
+    const bool imm = op == WrOpcode::SendWithImm;
+    const bool inv = op == WrOpcode::SendWithInv;
+    if (first && last)
+        return imm ? kRcSendOnlyImm : inv ? kRcSendOnlyInv : kRcSendOnly;
+    if (first)
+        return kRcSendFirst;
+    if (last)
+        return imm ? kRcSendLastImm : inv ? kRcSendLastInv : kRcSendLast;
+    return kRcSendMiddle;
+}
+
+uint8_t write_opcode(bool first, bool last, WrOpcode op) {
+    using namespace wire;
+    const bool imm = op == WrOpcode::RdmaWriteWithImm;
+    if (first && last)
+        return imm ? kRcWriteOnlyImm : kRcWriteOnly;
+    if (first)
+        return kRcWriteFirst;
+    if (last)
+        return imm ? kRcWriteLastImm : kRcWriteLast;
+    return kRcWriteMiddle;
+}
+
+} // namespace
+
+void Qp::requester_progress(Time now) {
+    if (rnr_deadline_ != 0)
+        return; /* paused by an RNR NAK until on_timer() */
+    while (sq_cur_ != sq_tail_ && state_ != QpState::Err) {
+        SendWqe &w = sq_[sq_cur_ & sq_mask_];
+        if (!w.started) {
+            if (state_ == QpState::Sqd)
+                return; /* draining: finish what started, start nothing new */
+            if ((w.wr.send_flags & kSendFence) && rd_atomic_inflight_ > 0)
+                return;
+            if (is_read_or_atomic(w.wr.opcode) &&
+                rd_atomic_inflight_ >= std::max<uint32_t>(1, attr_.max_rd_atomic))
+                return;
+            if (!start_wqe(w))
+                return;
+        }
+        if (static_cast<uint32_t>(wire::psn_diff(npsn_, una_psn_)) >= cfg_.tuning.max_inflight_pkts)
+            return;
+        if (!send_next_packet(w, now))
+            return;
+    }
+}
+
+bool Qp::start_wqe(SendWqe &w) {
+    /* Local access is checked once per WR; per packet the resolved addresses are used. */
+    const uint32_t need = is_read_or_atomic(w.wr.opcode) ? uint32_t{kAccessLocalWrite} : 0u;
+    for (int i = 0; i < w.wr.num_sge; ++i) {
+        const Sge &s = w.wr.sg_list[i];
+        if (s.length == 0) {
+            w.host[i] = nullptr;
+            continue;
+        }
+        if (cfg_.mrs->check(s.lkey, cfg_.pd, s.addr, s.length, need, &w.host[i]) !=
+            mem::AccessResult::Ok) {
+            requester_error(w, WcStatus::LocProtErr);
+            return false;
+        }
+    }
+    const uint32_t m = mtu();
+    switch (w.wr.opcode) {
+    case WrOpcode::AtomicCmpAndSwp:
+    case WrOpcode::AtomicFetchAndAdd:
+        w.npkts = 1;
+        break;
+    default:
+        w.npkts = w.length == 0 ? 1 : (w.length + m - 1) / m;
+    }
+    w.first_psn = npsn_;
+    w.last_psn = wire::psn_add(npsn_, w.npkts - 1);
+    w.read_off = 0;
+    w.started = true;
+    if (is_read_or_atomic(w.wr.opcode))
+        ++rd_atomic_inflight_;
+    cur_off_ = 0;
+    return true;
+}
+
+uint32_t Qp::gather(const SendWqe &w, uint32_t off, uint32_t len,
+                    wire::FrameSpec::Seg *segs) const {
+    uint32_t n = 0;
+    for (int i = 0; i < w.wr.num_sge && len > 0; ++i) {
+        const uint32_t sl = w.wr.sg_list[i].length;
+        if (off >= sl) {
+            off -= sl;
+            continue;
+        }
+        const uint32_t take = std::min(sl - off, len);
+        segs[n].addr = w.host[i] + off;
+        segs[n].len = take;
+        ++n;
+        len -= take;
+        off = 0;
+    }
+    return n;
+}
+
+bool Qp::send_next_packet(SendWqe &w, Time now) {
+    const uint32_t m = mtu();
+    wire::FrameSpec::Seg segs[kMaxSge];
+    wire::FrameSpec f;
+    uint32_t psn;
+    bool done_wqe = false;
+    uint32_t chunk = 0;
+    switch (w.wr.opcode) {
+    case WrOpcode::Send:
+    case WrOpcode::SendWithImm:
+    case WrOpcode::SendWithInv:
+    case WrOpcode::RdmaWrite:
+    case WrOpcode::RdmaWriteWithImm: {
+        const uint32_t off = cur_off_;
+        chunk = std::min(m, w.length - off);
+        const bool first = off == 0;
+        const bool last = off + chunk >= w.length;
+        const bool is_send = w.wr.opcode == WrOpcode::Send ||
+                             w.wr.opcode == WrOpcode::SendWithImm ||
+                             w.wr.opcode == WrOpcode::SendWithInv;
+        psn = wire::psn_add(w.first_psn, off / m);
+        f = base_frame(is_send ? send_opcode(first, last, w.wr.opcode)
+                               : write_opcode(first, last, w.wr.opcode),
+                       psn);
+        if (!is_send && first)
+            f.reth = {w.wr.remote_addr, w.wr.rkey, w.length};
+        f.imm = w.wr.imm_data;
+        f.ieth = w.wr.invalidate_rkey;
+        f.bth.se = last && (w.wr.send_flags & kSendSolicited) != 0;
+        f.nsegs = gather(w, off, chunk, segs);
+        f.segs = segs;
+        f.payload_len = chunk;
+        done_wqe = last;
+        f.bth.ack_req = last || static_cast<uint32_t>(wire::psn_diff(psn, ackreq_psn_)) >=
+                                    cfg_.tuning.ackreq_every;
+        break;
+    }
+    case WrOpcode::RdmaRead: {
+        /* A retried READ asks only for what has not arrived yet. */
+        const uint32_t off = w.read_off;
+        psn = wire::psn_add(w.first_psn, off / m);
+        f = base_frame(wire::kRcReadRequest, psn);
+        f.reth = {w.wr.remote_addr + off, w.wr.rkey, w.length - off};
+        f.bth.ack_req = true;
+        done_wqe = true;
+        break;
+    }
+    default: { /* atomics */
+        psn = w.first_psn;
+        f = base_frame(w.wr.opcode == WrOpcode::AtomicCmpAndSwp ? wire::kRcCompareSwap
+                                                                : wire::kRcFetchAdd,
+                       psn);
+        f.atomic.va = w.wr.remote_addr;
+        f.atomic.rkey = w.wr.rkey;
+        if (w.wr.opcode == WrOpcode::AtomicCmpAndSwp) {
+            f.atomic.swap_add = w.wr.swap;
+            f.atomic.compare = w.wr.compare_add;
+        } else {
+            f.atomic.swap_add = w.wr.compare_add;
+        }
+        f.bth.ack_req = true;
+        done_wqe = true;
+        break;
+    }
+    }
+    if (!cfg_.port->transmit(f)) {
+        ++cfg_.counters->tx_blocked;
+        return false;
+    }
+    if (f.bth.ack_req)
+        ackreq_psn_ = psn;
+    /* PSNs the packet consumes: a READ request takes one per response packet. */
+    const uint32_t next =
+        w.wr.opcode == WrOpcode::RdmaRead ? wire::psn_add(w.last_psn, 1) : wire::psn_add(psn, 1);
+    if (wire::psn_diff(psn, sent_hi_psn_) < 0)
+        ++cfg_.counters->retransmitted_packets;
+    else
+        sent_hi_psn_ = next;
+    npsn_ = next;
+    if (done_wqe) {
+        ++sq_cur_;
+        cur_off_ = 0;
+    } else {
+        cur_off_ += chunk;
+    }
+    if (retrans_deadline_ == 0)
+        arm_retransmit(now);
+    return true;
+}
+
+void Qp::arm_retransmit(Time now) {
+    const Time t = ack_timeout_ns(attr_.timeout);
+    retrans_deadline_ = (t != 0 && wire::psn_diff(npsn_, una_psn_) > 0) ? now + t : 0;
+}
+
+void Qp::rewind_to(uint32_t psn) {
+    for (uint32_t i = sq_head_; i != sq_tail_; ++i) {
+        SendWqe &w = sq_[i & sq_mask_];
+        if (!w.started)
+            break;
+        if (wire::psn_diff(psn, w.first_psn) >= 0 && wire::psn_diff(psn, w.last_psn) <= 0) {
+            sq_cur_ = i;
+            cur_off_ = static_cast<uint32_t>(wire::psn_diff(psn, w.first_psn)) * mtu();
+            if (w.wr.opcode == WrOpcode::RdmaRead)
+                cur_off_ = 0;
+            npsn_ = w.wr.opcode == WrOpcode::RdmaRead
+                        ? wire::psn_add(w.first_psn, w.read_off / mtu())
+                        : psn;
+            return;
+        }
+    }
+}
+
+} // namespace droce::rc

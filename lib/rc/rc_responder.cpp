@@ -1,0 +1,345 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Responder: checks each request's PSN (one NAK per gap, duplicates re-ACKed or
+ * re-served), its opcode sequence and length, the remote key before any byte moves,
+ * then places SEND payload into the posted receive and WRITE payload into the target
+ * region, executes atomics once (replayed from a cache when duplicated), answers READs,
+ * and ACKs on AckReq or every ack_every packets. */
+#include <algorithm>
+#include <cstring>
+
+#include "rc_qp.h"
+
+namespace droce::rc {
+
+namespace {
+constexpr uint8_t kAckSyndrome = 0x1F; /* ACK, credits not limited (rxe sends the same) */
+constexpr uint8_t kRnrNak = 0x20;
+} // namespace
+
+bool Qp::send_ack(uint8_t syndrome, uint32_t psn) {
+    wire::FrameSpec f = base_frame(wire::kRcAcknowledge, psn);
+    f.aeth.syndrome = syndrome;
+    f.aeth.msn = msn_ & 0xFFFFFF;
+    if (cfg_.port->transmit(f)) {
+        ack_owed_ = false;
+        return true;
+    }
+    /* Keep only the newest: a later ACK covers an earlier one. */
+    ++cfg_.counters->tx_blocked;
+    ack_owed_ = true;
+    ack_owed_syndrome_ = syndrome;
+    ack_owed_psn_ = psn;
+    return false;
+}
+
+void Qp::nak_and_error(uint8_t syndrome, uint32_t psn) {
+    send_ack(syndrome, psn);
+    enter_error();
+}
+
+Qp::ReadResource *Qp::alloc_read_resource() {
+    const uint32_t n = std::max<uint32_t>(1, attr_.max_dest_rd_atomic);
+    ReadResource *r = &rd_res_[rd_res_next_ % n];
+    rd_res_next_ = (rd_res_next_ + 1) % n;
+    return r;
+}
+
+bool Qp::copy_to_recv(const RecvWqe &r, uint32_t off, const uint8_t *src, uint32_t len) {
+    if (static_cast<uint64_t>(off) + len > r.length)
+        return false;
+    for (int i = 0; i < r.wr.num_sge && len > 0; ++i) {
+        const Sge &s = r.wr.sg_list[i];
+        if (off >= s.length) {
+            off -= s.length;
+            continue;
+        }
+        const uint32_t take = std::min(s.length - off, len);
+        uint8_t *dst;
+        if (cfg_.mrs->check(s.lkey, cfg_.pd, s.addr + off, take, kAccessLocalWrite, &dst) !=
+            mem::AccessResult::Ok)
+            return false;
+        std::memcpy(dst, src, take);
+        src += take;
+        len -= take;
+        off = 0;
+    }
+    return len == 0;
+}
+
+bool Qp::send_read_responses(ReadResource &r) {
+    const uint32_t m = mtu();
+    while (r.sent_pkts < r.npkts) {
+        const uint32_t i = r.sent_pkts;
+        wire::FrameSpec f;
+        wire::FrameSpec::Seg seg;
+        if (r.is_atomic) {
+            f = base_frame(wire::kRcAtomicAcknowledge, r.psn);
+            f.aeth = {kAckSyndrome, msn_ & 0xFFFFFF};
+            f.atomic_ack.orig = r.atomic_orig;
+        } else {
+            const uint32_t off = i * m;
+            const uint32_t chunk = std::min(m, r.length - off);
+            const uint8_t op = r.npkts == 1       ? wire::kRcReadResponseOnly
+                               : i == 0           ? wire::kRcReadResponseFirst
+                               : i == r.npkts - 1 ? wire::kRcReadResponseLast
+                                                  : wire::kRcReadResponseMiddle;
+            f = base_frame(op, wire::psn_add(r.psn, i));
+            f.aeth = {kAckSyndrome, msn_ & 0xFFFFFF};
+            if (chunk > 0) {
+                /* Re-check per packet: the region may have been deregistered while this
+                 * response waited for TX room; then stop rather than read freed memory. */
+                uint8_t *src;
+                if (cfg_.mrs->check(r.rkey, cfg_.pd, r.va + off, chunk, kAccessRemoteRead, &src) !=
+                    mem::AccessResult::Ok) {
+                    ++cfg_.counters->resp_remote_access_error;
+                    r.valid = false;
+                    return true;
+                }
+                seg = {src, chunk};
+                f.segs = &seg;
+                f.nsegs = 1;
+                f.payload_len = chunk;
+            }
+        }
+        if (!cfg_.port->transmit(f)) {
+            ++cfg_.counters->tx_blocked;
+            return false;
+        }
+        ++r.sent_pkts;
+    }
+    return true;
+}
+
+void Qp::responder_progress() {
+    if (ack_owed_)
+        send_ack(ack_owed_syndrome_, ack_owed_psn_);
+    for (auto &r : rd_res_)
+        if (r.valid && r.sent_pkts < r.npkts && !send_read_responses(r))
+            return;
+}
+
+void Qp::responder_duplicate(const wire::ParsedPacket &p) {
+    ++cfg_.counters->duplicate_request;
+    const uint32_t psn = p.bth.psn;
+    if (p.op->is(wire::kOpSend) || p.op->is(wire::kOpWrite)) {
+        /* The ACK was lost: say again how far we are (C9-105). */
+        send_ack(kAckSyndrome, wire::psn_add(epsn_, wire::kPsnMask));
+        return;
+    }
+    for (auto &r : rd_res_) {
+        if (!r.valid)
+            continue;
+        if (p.op->is(wire::kOpAtomic) && r.is_atomic && r.psn == psn) {
+            r.sent_pkts = 0; /* replay the saved result; never execute twice */
+            send_read_responses(r);
+            return;
+        }
+        if (p.op->is(wire::kOpRead) && !r.is_atomic && wire::psn_diff(psn, r.psn) >= 0 &&
+            wire::psn_diff(psn, wire::psn_add(r.psn, r.npkts - 1)) <= 0) {
+            /* Serve the retried READ as asked (it may start part-way), checked anew. */
+            const uint32_t m = mtu();
+            uint8_t *host;
+            if (p.reth.dma_len > 0 &&
+                (!(attr_.qp_access_flags & kAccessRemoteRead) ||
+                 cfg_.mrs->check(p.reth.rkey, cfg_.pd, p.reth.va, p.reth.dma_len, kAccessRemoteRead,
+                                 &host) != mem::AccessResult::Ok)) {
+                ++cfg_.counters->resp_remote_access_error;
+                return;
+            }
+            r.psn = psn;
+            r.va = p.reth.va;
+            r.rkey = p.reth.rkey;
+            r.length = p.reth.dma_len;
+            r.npkts = r.length == 0 ? 1 : (r.length + m - 1) / m;
+            r.sent_pkts = 0;
+            send_read_responses(r);
+            return;
+        }
+    }
+    /* Too old to have a resource: nothing sensible to answer. */
+}
+
+void Qp::responder_on_packet(const wire::ParsedPacket &p, Time now) {
+    (void)now;
+    const uint32_t psn = p.bth.psn;
+    const int32_t d = wire::psn_diff(psn, epsn_);
+    if (d > 0) {
+        ++cfg_.counters->out_of_sequence;
+        if (!nak_sent_) {
+            nak_sent_ = true;
+            send_ack(wire::kAethNakPsnSeqErr, epsn_);
+        }
+        return;
+    }
+    if (d < 0) {
+        responder_duplicate(p);
+        return;
+    }
+    nak_sent_ = false;
+
+    const wire::OpcodeInfo &op = *p.op;
+    const bool first = op.is(wire::kOpFirst);
+    const bool last = op.is(wire::kOpLast);
+    const uint32_t m = mtu();
+
+    /* Opcode sequence: a message in progress continues, anything else starts one. */
+    const bool seq_ok = in_send_    ? (op.is(wire::kOpSend) && !first)
+                        : in_write_ ? (op.is(wire::kOpWrite) && !first)
+                                    : first;
+    if (!seq_ok || p.op->transport != wire::Transport::Rc) {
+        ++cfg_.counters->resp_invalid_request;
+        nak_and_error(wire::kAethNakInvalidRequest, psn);
+        return;
+    }
+    if (op.is(wire::kOpPayload) && (p.payload_len > m || (!last && p.payload_len != m))) {
+        ++cfg_.counters->resp_invalid_request;
+        nak_and_error(wire::kAethNakInvalidRequest, psn);
+        return;
+    }
+    /* Resources first, before anything is written, so an RNR retry finds us unchanged. */
+    const bool consumes_recv = op.is(wire::kOpSend) ? first : (op.is(wire::kOpImm) && last);
+    if (consumes_recv && (!op.is(wire::kOpSend) || !in_send_) && rq_head_ == rq_tail_) {
+        ++cfg_.counters->rnr_nak_sent;
+        send_ack(static_cast<uint8_t>(kRnrNak | (attr_.min_rnr_timer & 0x1F)), psn);
+        return;
+    }
+
+    if (op.is(wire::kOpSend)) {
+        if (first) {
+            ++cfg_.counters->rx_send_requests;
+            recv_off_ = 0;
+            in_send_ = true;
+        }
+        RecvWqe &r = rq_[rq_head_ & rq_mask_];
+        if (!copy_to_recv(r, recv_off_, p.payload, p.payload_len)) {
+            ++cfg_.counters->resp_local_length_error;
+            complete_recv(r, WcStatus::LocLenErr, WcOpcode::Recv, recv_off_, 0, 0);
+            ++rq_head_;
+            nak_and_error(wire::kAethNakInvalidRequest, psn);
+            return;
+        }
+        recv_off_ += p.payload_len;
+        if (last) {
+            uint32_t flags = 0, extra = 0;
+            if (op.is(wire::kOpImm)) {
+                flags = kWcWithImm;
+                extra = p.imm;
+            } else if (op.is(wire::kOpInv)) {
+                flags = kWcWithInv;
+                extra = p.ieth;
+            }
+            complete_recv(r, WcStatus::Success, WcOpcode::Recv, recv_off_, flags, extra);
+            ++rq_head_;
+            in_send_ = false;
+            msn_ = (msn_ + 1) & 0xFFFFFF;
+        }
+    } else if (op.is(wire::kOpWrite)) {
+        if (first) {
+            ++cfg_.counters->rx_write_requests;
+            write_len_ = write_left_ = p.reth.dma_len;
+            write_ptr_ = nullptr;
+            if (p.reth.dma_len > 0 &&
+                (!(attr_.qp_access_flags & kAccessRemoteWrite) ||
+                 cfg_.mrs->check(p.reth.rkey, cfg_.pd, p.reth.va, p.reth.dma_len,
+                                 kAccessRemoteWrite, &write_ptr_) != mem::AccessResult::Ok)) {
+                ++cfg_.counters->resp_remote_access_error;
+                nak_and_error(wire::kAethNakRemoteAccessErr, psn);
+                return;
+            }
+            in_write_ = !last;
+        }
+        if (p.payload_len > write_left_ || (last && p.payload_len != write_left_)) {
+            /* The packets do not add up to the RETH length. */
+            ++cfg_.counters->resp_invalid_request;
+            nak_and_error(wire::kAethNakInvalidRequest, psn);
+            return;
+        }
+        if (p.payload_len) {
+            std::memcpy(write_ptr_, p.payload, p.payload_len);
+            write_ptr_ += p.payload_len;
+            write_left_ -= p.payload_len;
+        }
+        if (last) {
+            in_write_ = false;
+            msn_ = (msn_ + 1) & 0xFFFFFF;
+            if (op.is(wire::kOpImm)) {
+                RecvWqe &r = rq_[rq_head_ & rq_mask_];
+                complete_recv(r, WcStatus::Success, WcOpcode::RecvRdmaWithImm, write_len_,
+                              kWcWithImm, p.imm);
+                ++rq_head_;
+            }
+        }
+    } else if (op.is(wire::kOpRead)) {
+        ++cfg_.counters->rx_read_requests;
+        uint8_t *host;
+        if (p.reth.dma_len > 0 &&
+            (!(attr_.qp_access_flags & kAccessRemoteRead) ||
+             cfg_.mrs->check(p.reth.rkey, cfg_.pd, p.reth.va, p.reth.dma_len, kAccessRemoteRead,
+                             &host) != mem::AccessResult::Ok)) {
+            ++cfg_.counters->resp_remote_access_error;
+            nak_and_error(wire::kAethNakRemoteAccessErr, psn);
+            return;
+        }
+        ReadResource *r = alloc_read_resource();
+        *r = ReadResource{};
+        r->psn = psn;
+        r->va = p.reth.va;
+        r->rkey = p.reth.rkey;
+        r->length = p.reth.dma_len;
+        r->npkts = r->length == 0 ? 1 : (r->length + m - 1) / m;
+        r->valid = true;
+        epsn_ = wire::psn_add(psn, r->npkts);
+        msn_ = (msn_ + 1) & 0xFFFFFF;
+        send_read_responses(*r);
+        return;
+    } else if (op.is(wire::kOpAtomic)) {
+        ++cfg_.counters->rx_atomic_requests;
+        if (p.atomic.va & 7) {
+            ++cfg_.counters->resp_invalid_request;
+            nak_and_error(wire::kAethNakInvalidRequest, psn);
+            return;
+        }
+        uint8_t *host;
+        if (!(attr_.qp_access_flags & kAccessRemoteAtomic) ||
+            cfg_.mrs->check(p.atomic.rkey, cfg_.pd, p.atomic.va, 8, kAccessRemoteAtomic, &host) !=
+                mem::AccessResult::Ok) {
+            ++cfg_.counters->resp_remote_access_error;
+            nak_and_error(wire::kAethNakRemoteAccessErr, psn);
+            return;
+        }
+        uint64_t orig;
+        std::memcpy(&orig, host, 8);
+        uint64_t result = orig;
+        if (p.bth.opcode == wire::kRcCompareSwap) {
+            if (orig == p.atomic.compare)
+                result = p.atomic.swap_add;
+        } else {
+            result = orig + p.atomic.swap_add;
+        }
+        std::memcpy(host, &result, 8);
+        ReadResource *r = alloc_read_resource();
+        *r = ReadResource{};
+        r->psn = psn;
+        r->npkts = 1;
+        r->is_atomic = true;
+        r->atomic_orig = orig;
+        r->valid = true;
+        epsn_ = wire::psn_add(psn, 1);
+        msn_ = (msn_ + 1) & 0xFFFFFF;
+        send_read_responses(*r);
+        return;
+    } else {
+        ++cfg_.counters->resp_invalid_request;
+        nak_and_error(wire::kAethNakInvalidRequest, psn);
+        return;
+    }
+
+    epsn_ = wire::psn_add(psn, 1);
+    ++pkts_since_ack_;
+    if (p.bth.ack_req || (cfg_.tuning.ack_every && pkts_since_ack_ >= cfg_.tuning.ack_every)) {
+        pkts_since_ack_ = 0;
+        send_ack(kAckSyndrome, psn);
+    }
+}
+
+} // namespace droce::rc

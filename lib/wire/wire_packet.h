@@ -1,0 +1,127 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Whole-frame parse and build for RoCEv2 (Ethernet [802.1Q] / IPv4|IPv6 / UDP 4791 /
+ * BTH / extended headers / payload / pad / ICRC). The parser never reads outside
+ * [frame, frame+len) and reports every rejection as a named reason, which the
+ * engine turns into a drop counter. */
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "wire_headers.h"
+#include "wire_opcode.h"
+
+namespace droce::wire {
+
+/* Why a frame was not accepted as RoCEv2. Each value is a drop counter name. */
+enum class ParseResult : uint8_t {
+    Ok = 0,
+    NotRoce, /* well-formed but not UDP 4791 (ARP, ICMP, other UDP...): not an error */
+    TooShort, /* shorter than the headers it claims */
+    BadEthertype,
+    BadIpHeader, /* version/IHL/length inconsistent */
+    IpFragment,
+    BadUdpLength,
+    BadTver,
+    BadOpcode, /* unknown or unsupported opcode */
+    BadPadLength, /* pad count larger than the payload area */
+    BadIcrc,
+    Count_
+};
+const char *parse_result_name(ParseResult r); /* "bad_icrc", "too_short", ... */
+
+struct ParsedPacket {
+    /* L2 */
+    EthHdr eth;
+    /* L3: addresses kept in GID form (IPv4 as ::ffff:a.b.c.d) */
+    bool ipv6;
+    uint8_t src_gid[16];
+    uint8_t dst_gid[16];
+    uint8_t ecn; /* 0..3 (3 = CE) */
+    uint8_t dscp;
+    uint8_t ttl; /* TTL or hop limit */
+    Ipv4Hdr ip4; /* valid when !ipv6 */
+    Ipv6Hdr ip6; /* valid when ipv6 */
+    UdpHdr udp;
+    /* transport */
+    Bth bth;
+    const OpcodeInfo *op;
+    Reth reth;
+    Aeth aeth;
+    AtomicEth atomic;
+    AtomicAckEth atomic_ack;
+    Deth deth;
+    uint32_t imm; /* ImmDt, host order */
+    uint32_t ieth; /* IETH (rkey to invalidate), host order */
+    const uint8_t *payload; /* after extended headers, pad excluded */
+    uint32_t payload_len;
+    uint32_t icrc; /* as stored */
+    /* offsets into the frame */
+    uint16_t l3_off;
+    uint16_t bth_off;
+    uint32_t frame_len; /* L2 start to end of ICRC (trailing bytes, e.g. FCS or
+                           Ethernet minimum padding, excluded) */
+};
+
+/* Parses a frame. verify_icrc=false skips the CRC (e.g. snaplen-truncated captures,
+ * or a port that checked it already). The frame is only read. */
+ParseResult parse_frame(const uint8_t *frame, size_t len, ParsedPacket &out, bool verify_icrc);
+
+/* Everything needed to build one RoCEv2 frame. Extended headers are taken from the
+ * fields below according to the opcode table; unused ones are ignored. */
+struct FrameSpec {
+    EthHdr eth; /* ethertype is set by the builder */
+    bool ipv6;
+    uint8_t src_gid[16];
+    uint8_t dst_gid[16];
+    uint8_t tos; /* DSCP<<2 | ECN; IPv6 traffic class */
+    uint8_t ttl; /* or hop limit */
+    uint32_t flow_label; /* IPv6 only */
+    uint16_t ip_id;
+    uint16_t udp_sport;
+    Bth bth; /* pad_cnt is computed by the builder from payload_len */
+    Reth reth;
+    Aeth aeth;
+    AtomicEth atomic;
+    AtomicAckEth atomic_ack;
+    Deth deth;
+    uint32_t imm;
+    uint32_t ieth;
+    /* payload gather list (copied by build_frame; build_headers leaves it out) */
+    struct Seg {
+        const uint8_t *addr;
+        uint32_t len;
+    };
+    const Seg *segs;
+    uint32_t nsegs;
+    uint32_t payload_len; /* sum of segs[].len */
+};
+
+/* Bytes of headers (L2..last extended header) for this spec. */
+size_t headers_len(const FrameSpec &s);
+/* Whole frame length: headers + payload + pad + ICRC. */
+size_t frame_len(const FrameSpec &s);
+/* Writes the whole frame (headers, payload copy, zero pad, ICRC) into out; returns its
+ * length, or 0 when cap is too small. */
+size_t build_frame(const FrameSpec &s, uint8_t *out, size_t cap);
+
+/* Converts between IPv4 addresses (host order) and IPv4-mapped GIDs. */
+void gid_from_ipv4(uint32_t ip, uint8_t gid[16]);
+bool gid_is_ipv4(const uint8_t gid[16]);
+uint32_t gid_to_ipv4(const uint8_t gid[16]);
+
+/* rxe's UDP source port rule for a QP: 0xC000 | (hash_32(qpn, 14) & 0x3fff), qpn being
+ * the *sending* (local) QP. rxe uses it as is for UD QPs and QP1 (verified on the vectors:
+ * UD SEND_ONLY sport == this of DETH.SrcQP). */
+uint16_t udp_sport_for_qpn(uint32_t qpn);
+
+/* RC QPs on rxe (Linux core _ib_modify_qp, RoCEv2): when the AV carries no flow label the
+ * core sets flow_label = rdma_calc_flow_label(local QPN, remote QPN) and rxe then uses
+ * rdma_flow_label_to_udp_sport(flow_label) instead of the rule above. Symmetric in the
+ * two QPNs, so both directions of a connection use the same sport. Verified on every
+ * verbs-connected RC capture in vectors/rxe (RDMA-CM connections take the flow label
+ * from the CM, a hash of the rdma_cm ports, which these helpers cannot reproduce). */
+uint32_t rdma_calc_flow_label(uint32_t lqpn, uint32_t rqpn);
+uint16_t udp_sport_for_flow_label(uint32_t flow_label);
+
+} // namespace droce::wire

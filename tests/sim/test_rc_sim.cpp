@@ -1,0 +1,418 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* RC transport tests on the deterministic simulator: two endpoints running lib/rc over
+ * real frames. Each failure message carries the seed; the same seed replays it. */
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <numeric>
+#include <string>
+
+#include "sim_fabric.h"
+
+using namespace droce;
+using namespace droce::sim;
+
+namespace {
+
+constexpr uint32_t kIpA = 0x0A000001, kIpB = 0x0A000002;
+
+struct Pair {
+    explicit Pair(uint64_t seed, Faults f = {}, QpAttr attr = {}, Mtu mtu = Mtu::Mtu1024,
+                  uint32_t psn_a = 0x100, uint32_t psn_b = 0x200, QpCap cap = {})
+        : fab(seed, f), a(fab, kIpA, 1), b(fab, kIpB, 2), seed(seed) {
+        qa = &a.create_qp(0x11, &scq_a, &rcq_a, cap);
+        qb = &b.create_qp(0x22, &scq_b, &rcq_b, cap);
+        a.connect(*qa, b, *qb, psn_a, psn_b, attr, mtu);
+        b.connect(*qb, a, *qa, psn_b, psn_a, attr, mtu);
+        buf_a.assign(8 << 20, 0);
+        buf_b.assign(4 << 20, 0);
+        const uint32_t all =
+            kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead | kAccessRemoteAtomic;
+        mr_a = a.mrs.reg(1, buf_a.data(), buf_a.size(), all).value();
+        mr_b = b.mrs.reg(1, buf_b.data(), buf_b.size(), all).value();
+    }
+    bool run(const std::function<bool()> &done, Time limit_ns = 10'000'000'000ull) {
+        return fab.run_until(done, fab.now + limit_ns);
+    }
+    Fabric fab;
+    Endpoint a, b;
+    SimCq scq_a, rcq_a, scq_b, rcq_b;
+    rc::Qp *qa, *qb;
+    std::vector<uint8_t> buf_a, buf_b;
+    mem::MemoryRegion mr_a{}, mr_b{};
+    uint64_t seed;
+};
+
+SendWr make_wr(WrOpcode op, uint64_t id, const mem::MemoryRegion &mr, uint64_t off, uint32_t len,
+               bool signaled = true) {
+    SendWr wr;
+    wr.wr_id = id;
+    wr.opcode = op;
+    wr.send_flags = signaled ? uint32_t{kSendSignaled} : 0u;
+    wr.num_sge = 1;
+    wr.sg_list[0] = {mr.addr + off, len, mr.key};
+    return wr;
+}
+
+RecvWr make_recv(uint64_t id, const mem::MemoryRegion &mr, uint64_t off, uint32_t len) {
+    RecvWr wr;
+    wr.wr_id = id;
+    wr.num_sge = 1;
+    wr.sg_list[0] = {mr.addr + off, len, mr.key};
+    return wr;
+}
+
+void fill(std::vector<uint8_t> &v, size_t off, size_t len, uint8_t seed) {
+    for (size_t i = 0; i < len; ++i)
+        v[off + i] = static_cast<uint8_t>(seed + i * 7);
+}
+
+} // namespace
+
+TEST(RcModify, RejectsInvalidTransitionsAndAttributes) {
+    Fabric fab(1);
+    Endpoint e(fab, kIpA, 1);
+    SimCq cq;
+    rc::Qp &qp = e.create_qp(0x11, &cq, &cq);
+    QpAttr a;
+    a.qp_state = QpState::Rtr;
+    Status s = qp.modify(a, kQpState);
+    EXPECT_FALSE(s);
+    EXPECT_NE(s.message().find("RESET -> RTR"), std::string::npos) << s.message();
+    a.qp_state = QpState::Init;
+    s = qp.modify(a, kQpState | kQpPkeyIndex | kQpPort);
+    EXPECT_FALSE(s);
+    EXPECT_NE(s.message().find("ACCESS_FLAGS"), std::string::npos) << s.message();
+    s = qp.modify(a, kQpState | kQpPkeyIndex | kQpPort | kQpAccessFlags | kQpSqPsn);
+    EXPECT_FALSE(s) << "SQ_PSN is not allowed RESET->INIT";
+    EXPECT_TRUE(qp.modify(a, kQpState | kQpPkeyIndex | kQpPort | kQpAccessFlags));
+    EXPECT_EQ(qp.state(), QpState::Init);
+    a.qp_state = QpState::Rtr;
+    a.path_mtu = static_cast<Mtu>(9);
+    rc::Path path;
+    s = qp.modify(a,
+                  kQpState | kQpAv | kQpPathMtu | kQpDestQpn | kQpRqPsn | kQpMaxDestRdAtomic |
+                      kQpMinRnrTimer,
+                  &path);
+    EXPECT_FALSE(s);
+    EXPECT_EQ(qp.state(), QpState::Init) << "a refused modify changes nothing";
+    SendWr wr;
+    EXPECT_FALSE(qp.post_send(wr)) << "post_send before RTS must fail";
+    a.qp_state = QpState::Err;
+    EXPECT_TRUE(qp.modify(a, kQpState));
+    a.qp_state = QpState::Rts;
+    EXPECT_FALSE(qp.modify(a, kQpState)) << "ERR -> RTS is invalid";
+}
+
+TEST(RcSim, SendRecvSizesAcrossMtu) {
+    for (uint32_t len : {0u, 1u, 1023u, 1024u, 1025u, 4096u, 65536u}) {
+        Pair p(1);
+        fill(p.buf_a, 0, len, 3);
+        ASSERT_TRUE(p.qb->post_recv(make_recv(7, p.mr_b, 100, 70000)));
+        ASSERT_TRUE(p.qa->post_send(make_wr(WrOpcode::Send, 9, p.mr_a, 0, len)));
+        ASSERT_TRUE(p.run([&] { return p.scq_a.q.size() == 1 && p.rcq_b.q.size() == 1; }))
+            << "len " << len;
+        Wc s, r;
+        p.scq_a.pop(s);
+        p.rcq_b.pop(r);
+        EXPECT_EQ(s.status, WcStatus::Success);
+        EXPECT_EQ(s.wr_id, 9u);
+        EXPECT_EQ(s.opcode, WcOpcode::Send);
+        EXPECT_EQ(r.status, WcStatus::Success);
+        EXPECT_EQ(r.wr_id, 7u);
+        EXPECT_EQ(r.byte_len, len);
+        EXPECT_EQ(r.src_qp, 0x11u);
+        EXPECT_EQ(0, std::memcmp(p.buf_a.data(), p.buf_b.data() + 100, len)) << "len " << len;
+        EXPECT_EQ(p.a.counters.retransmitted_packets, 0u);
+        EXPECT_EQ(p.b.counters.out_of_sequence, 0u);
+    }
+}
+
+TEST(RcSim, SendWithImmAndScatterGather) {
+    Pair p(2);
+    fill(p.buf_a, 0, 3000, 1);
+    RecvWr r;
+    r.wr_id = 1;
+    r.num_sge = 3;
+    r.sg_list[0] = {p.mr_b.addr + 0, 1000, p.mr_b.key};
+    r.sg_list[1] = {p.mr_b.addr + 5000, 1000, p.mr_b.key};
+    r.sg_list[2] = {p.mr_b.addr + 9000, 1000, p.mr_b.key};
+    ASSERT_TRUE(p.qb->post_recv(r));
+    SendWr w = make_wr(WrOpcode::SendWithImm, 2, p.mr_a, 0, 1500);
+    w.num_sge = 2;
+    w.sg_list[1] = {p.mr_a.addr + 1500, 1500, p.mr_a.key};
+    w.imm_data = 0xdeadbeef;
+    ASSERT_TRUE(p.qa->post_send(w));
+    ASSERT_TRUE(p.run([&] { return p.rcq_b.q.size() == 1; }));
+    Wc wc;
+    p.rcq_b.pop(wc);
+    EXPECT_EQ(wc.byte_len, 3000u);
+    EXPECT_TRUE(wc.wc_flags & kWcWithImm);
+    EXPECT_EQ(wc.imm_data, 0xdeadbeefu);
+    EXPECT_EQ(0, std::memcmp(p.buf_a.data(), p.buf_b.data(), 1000));
+    EXPECT_EQ(0, std::memcmp(p.buf_a.data() + 1000, p.buf_b.data() + 5000, 1000));
+    EXPECT_EQ(0, std::memcmp(p.buf_a.data() + 2000, p.buf_b.data() + 9000, 1000));
+}
+
+TEST(RcSim, WriteReadAtomics) {
+    Pair p(3);
+    fill(p.buf_a, 0, 10000, 5);
+    SendWr w = make_wr(WrOpcode::RdmaWrite, 1, p.mr_a, 0, 10000);
+    w.remote_addr = p.mr_b.addr + 64;
+    w.rkey = p.mr_b.key;
+    ASSERT_TRUE(p.qa->post_send(w));
+    fill(p.buf_b, 200000, 7000, 9);
+    SendWr rd = make_wr(WrOpcode::RdmaRead, 2, p.mr_a, 100000, 7000);
+    rd.remote_addr = p.mr_b.addr + 200000;
+    rd.rkey = p.mr_b.key;
+    ASSERT_TRUE(p.qa->post_send(rd));
+    uint64_t v = 40;
+    std::memcpy(p.buf_b.data() + 300000, &v, 8);
+    SendWr fa = make_wr(WrOpcode::AtomicFetchAndAdd, 3, p.mr_a, 300000, 8);
+    fa.remote_addr = p.mr_b.addr + 300000;
+    fa.rkey = p.mr_b.key;
+    fa.compare_add = 2;
+    ASSERT_TRUE(p.qa->post_send(fa));
+    SendWr cs = make_wr(WrOpcode::AtomicCmpAndSwp, 4, p.mr_a, 300008, 8);
+    cs.remote_addr = p.mr_b.addr + 300000;
+    cs.rkey = p.mr_b.key;
+    cs.compare_add = 42;
+    cs.swap = 1000;
+    ASSERT_TRUE(p.qa->post_send(cs));
+    ASSERT_TRUE(p.qb->post_recv(make_recv(5, p.mr_b, 400000, 16)));
+    SendWr wi = make_wr(WrOpcode::RdmaWriteWithImm, 5, p.mr_a, 0, 16);
+    wi.remote_addr = p.mr_b.addr + 500000;
+    wi.rkey = p.mr_b.key;
+    wi.imm_data = 77;
+    ASSERT_TRUE(p.qa->post_send(wi));
+    ASSERT_TRUE(p.run([&] { return p.scq_a.q.size() == 5 && p.rcq_b.q.size() == 1; }));
+    for (uint64_t id = 1; id <= 5; ++id) {
+        Wc wc;
+        p.scq_a.pop(wc);
+        EXPECT_EQ(wc.wr_id, id) << "completions in order";
+        EXPECT_EQ(wc.status, WcStatus::Success) << wc_status_str(wc.status);
+    }
+    EXPECT_EQ(0, std::memcmp(p.buf_a.data(), p.buf_b.data() + 64, 10000));
+    EXPECT_EQ(0, std::memcmp(p.buf_a.data() + 100000, p.buf_b.data() + 200000, 7000));
+    uint64_t orig_fa, orig_cs, now;
+    std::memcpy(&orig_fa, p.buf_a.data() + 300000, 8);
+    std::memcpy(&orig_cs, p.buf_a.data() + 300008, 8);
+    std::memcpy(&now, p.buf_b.data() + 300000, 8);
+    EXPECT_EQ(orig_fa, 40u);
+    EXPECT_EQ(orig_cs, 42u);
+    EXPECT_EQ(now, 1000u);
+    Wc r;
+    p.rcq_b.pop(r);
+    EXPECT_EQ(r.opcode, WcOpcode::RecvRdmaWithImm);
+    EXPECT_EQ(r.imm_data, 77u);
+    EXPECT_EQ(r.byte_len, 16u);
+}
+
+TEST(RcSim, RemoteAccessErrorWritesNothing) {
+    Pair p(4);
+    fill(p.buf_a, 0, 4096, 1);
+    std::vector<uint8_t> before = p.buf_b;
+    SendWr w = make_wr(WrOpcode::RdmaWrite, 1, p.mr_a, 0, 4096);
+    w.remote_addr = p.mr_b.addr + 64;
+    w.rkey = p.mr_b.key ^ 0x01; /* wrong generation */
+    ASSERT_TRUE(p.qa->post_send(w));
+    ASSERT_TRUE(p.qa->post_send(make_wr(WrOpcode::Send, 2, p.mr_a, 0, 10)));
+    ASSERT_TRUE(p.run([&] { return p.scq_a.q.size() == 2; }));
+    Wc wc;
+    p.scq_a.pop(wc);
+    EXPECT_EQ(wc.status, WcStatus::RemAccessErr);
+    p.scq_a.pop(wc);
+    EXPECT_EQ(wc.status, WcStatus::WrFlushErr);
+    EXPECT_EQ(p.qa->state(), QpState::Err);
+    EXPECT_EQ(p.qb->state(), QpState::Err);
+    EXPECT_EQ(p.b.counters.resp_remote_access_error, 1u);
+    EXPECT_EQ(p.a.counters.req_remote_access_errors, 1u);
+    EXPECT_TRUE(p.buf_b == before) << "no byte may move on a refused access";
+}
+
+TEST(RcSim, RnrNakThenRecover) {
+    QpAttr attr;
+    attr.min_rnr_timer = 1; /* 10 us */
+    Pair p(5, {}, attr);
+    ASSERT_TRUE(p.qa->post_send(make_wr(WrOpcode::Send, 1, p.mr_a, 0, 100)));
+    p.run([] { return false; }, 30'000); /* let it be RNR-NAKed a few times */
+    EXPECT_GT(p.b.counters.rnr_nak_sent, 0u);
+    EXPECT_GT(p.a.counters.rnr_nak_retry_err, 0u);
+    ASSERT_TRUE(p.qb->post_recv(make_recv(1, p.mr_b, 0, 100)));
+    ASSERT_TRUE(p.run([&] { return p.scq_a.q.size() == 1; }));
+    Wc wc;
+    p.scq_a.pop(wc);
+    EXPECT_EQ(wc.status, WcStatus::Success);
+}
+
+TEST(RcSim, RnrRetryExhausted) {
+    QpAttr attr;
+    attr.min_rnr_timer = 1;
+    attr.rnr_retry = 2;
+    Pair p(6, {}, attr);
+    ASSERT_TRUE(p.qa->post_send(make_wr(WrOpcode::Send, 1, p.mr_a, 0, 100)));
+    ASSERT_TRUE(p.qa->post_send(make_wr(WrOpcode::Send, 2, p.mr_a, 0, 100, false)));
+    ASSERT_TRUE(p.run([&] { return p.scq_a.q.size() == 2; }));
+    Wc wc;
+    p.scq_a.pop(wc);
+    EXPECT_EQ(wc.status, WcStatus::RnrRetryExcErr);
+    p.scq_a.pop(wc);
+    EXPECT_EQ(wc.status, WcStatus::WrFlushErr) << "unsignaled WRs flush too";
+    EXPECT_EQ(p.a.counters.rnr_nak_retry_err, 3u) << "rnr_retry=2: three NAKs, then fail";
+}
+
+TEST(RcSim, RetryExhaustedOnBlackout) {
+    Faults f;
+    f.blackout_from = 0;
+    f.blackout_to = ~0ull;
+    QpAttr attr;
+    attr.timeout = 10; /* 4 ms */
+    attr.retry_cnt = 3;
+    Pair p(7, f, attr);
+    ASSERT_TRUE(p.qb->post_recv(make_recv(1, p.mr_b, 0, 100)));
+    ASSERT_TRUE(p.qa->post_send(make_wr(WrOpcode::Send, 1, p.mr_a, 0, 100)));
+    ASSERT_TRUE(p.run([&] { return p.scq_a.q.size() == 1; }));
+    Wc wc;
+    p.scq_a.pop(wc);
+    EXPECT_EQ(wc.status, WcStatus::RetryExcErr);
+    EXPECT_EQ(p.a.counters.local_ack_timeout_err, 4u);
+    /* 4 expiries of 4.19 ms each */
+    EXPECT_GE(p.fab.now, 4 * rc::ack_timeout_ns(10));
+}
+
+TEST(RcSim, PsnWrapAround) {
+    Pair p(8, {}, {}, Mtu::Mtu1024, 0xFFFFF0, 0xFFFFFA);
+    fill(p.buf_a, 0, 100 * 1024, 2);
+    ASSERT_TRUE(p.qb->post_recv(make_recv(1, p.mr_b, 0, 200 * 1024)));
+    ASSERT_TRUE(p.qa->post_send(make_wr(WrOpcode::Send, 1, p.mr_a, 0, 100 * 1024)));
+    SendWr w = make_wr(WrOpcode::RdmaWrite, 2, p.mr_b, 0, 30 * 1024);
+    w.sg_list[0] = {p.mr_b.addr + 1000000, 30 * 1024, p.mr_b.key};
+    w.remote_addr = p.mr_a.addr + 1000000;
+    w.rkey = p.mr_a.key;
+    fill(p.buf_b, 1000000, 30 * 1024, 4);
+    ASSERT_TRUE(p.qb->post_send(w));
+    ASSERT_TRUE(p.run([&] { return p.rcq_b.q.size() == 1 && p.scq_b.q.size() == 1; }));
+    EXPECT_EQ(0, std::memcmp(p.buf_a.data(), p.buf_b.data(), 100 * 1024));
+    EXPECT_EQ(0, std::memcmp(p.buf_a.data() + 1000000, p.buf_b.data() + 1000000, 30 * 1024));
+}
+
+/* Random operations under a fault profile: every WR completes exactly once, in order,
+ * successfully, and memory matches a shadow copy. A compact form of the property tests
+ * the simulator will grow into. */
+struct Profile {
+    const char *name;
+    Faults f;
+};
+
+void PrintTo(const Profile &p, std::ostream *os) { *os << p.name; }
+
+class RcSimFaults : public ::testing::TestWithParam<Profile> {};
+
+TEST_P(RcSimFaults, RandomOpsExactlyOnceInOrder) {
+    const Profile &prof = GetParam();
+    for (uint64_t seed : {11ull, 12ull}) {
+        QpAttr attr;
+        attr.timeout = 8; /* ~1 ms */
+        attr.retry_cnt = 7;
+        attr.min_rnr_timer = 1;
+        Pair p(seed, prof.f, attr, Mtu::Mtu1024, 0xFFFF00, 0x7FFFF0);
+        std::mt19937_64 rng(seed * 977);
+        std::vector<uint8_t> shadow_b = p.buf_b;
+        const int n = 300;
+        std::vector<uint64_t> expect_recv;
+        std::vector<uint64_t> sig_ids;
+        for (int i = 0; i < n; ++i) {
+            const int kind = static_cast<int>(rng() % 4);
+            const uint32_t len = static_cast<uint32_t>(rng() % 9000);
+            /* a source of its own: the WR reads it when it is sent, not when posted */
+            const uint64_t src = static_cast<uint64_t>(i) * 9000;
+            fill(p.buf_a, src, len, static_cast<uint8_t>(i));
+            const bool sig = (rng() % 3) != 0;
+            SendWr w;
+            if (kind == 0) {
+                w = make_wr(WrOpcode::Send, i, p.mr_a, src, len, sig);
+                const uint64_t dst = 2'000'000 + (i % 64) * 10000;
+                ASSERT_TRUE(p.qb->post_recv(make_recv(i, p.mr_b, dst, 10000)));
+                std::memcpy(shadow_b.data() + dst, p.buf_a.data() + src, len);
+                expect_recv.push_back(i);
+            } else if (kind == 1 || kind == 2) {
+                w = make_wr(WrOpcode::RdmaWrite, i, p.mr_a, src, len, sig);
+                const uint64_t dst = (rng() % 100) * 10000;
+                w.remote_addr = p.mr_b.addr + dst;
+                w.rkey = p.mr_b.key;
+                std::memcpy(shadow_b.data() + dst, p.buf_a.data() + src, len);
+            } else {
+                const uint64_t from = 3'000'000 + (rng() % 50) * 10000;
+                w = make_wr(WrOpcode::RdmaRead, i, p.mr_a, 7'000'000, len, sig);
+                w.remote_addr = p.mr_b.addr + from;
+                w.rkey = p.mr_b.key;
+            }
+            if (sig)
+                sig_ids.push_back(i);
+            ASSERT_TRUE(p.qa->post_send(w)) << "seed " << seed;
+            /* keep the queue from overflowing: run until there is room */
+            if (p.qa->send_queue_depth() >= 100) {
+                ASSERT_TRUE(p.run([&] { return p.qa->send_queue_depth() < 50; }))
+                    << prof.name << " seed " << seed << " stalled";
+            }
+            if (kind == 3) {
+                /* READ: the data must come back as the shadow says at this point */
+                ASSERT_TRUE(p.run([&] { return p.qa->send_queue_depth() == 0; }))
+                    << prof.name << " seed " << seed;
+                EXPECT_EQ(0, std::memcmp(p.buf_a.data() + 7'000'000,
+                                         shadow_b.data() + (w.remote_addr - p.mr_b.addr), len))
+                    << prof.name << " seed " << seed << " READ " << i;
+            }
+        }
+        ASSERT_TRUE(p.run([&] {
+            return p.qa->send_queue_depth() == 0 && p.rcq_b.q.size() == expect_recv.size();
+        })) << prof.name
+            << " seed " << seed << ": hung";
+        ASSERT_EQ(p.scq_a.q.size(), sig_ids.size()) << prof.name << " seed " << seed;
+        for (uint64_t id : sig_ids) {
+            Wc wc;
+            p.scq_a.pop(wc);
+            ASSERT_EQ(wc.wr_id, id) << prof.name << " seed " << seed;
+            ASSERT_EQ(wc.status, WcStatus::Success)
+                << prof.name << " seed " << seed << " " << wc_status_str(wc.status);
+        }
+        for (uint64_t id : expect_recv) {
+            Wc wc;
+            p.rcq_b.pop(wc);
+            ASSERT_EQ(wc.wr_id, id) << prof.name << " seed " << seed;
+            ASSERT_EQ(wc.status, WcStatus::Success) << prof.name << " seed " << seed;
+        }
+        EXPECT_TRUE(p.buf_b == shadow_b) << prof.name << " seed " << seed << ": memory differs";
+        EXPECT_EQ(p.qa->state(), QpState::Rts);
+        EXPECT_EQ(p.qb->state(), QpState::Rts);
+        /* the profile must actually have hit the run */
+        if (prof.f.loss > 0) {
+            EXPECT_GT(p.fab.frames_lost, 0u);
+            EXPECT_GT(p.a.counters.retransmitted_packets, 0u);
+        }
+        if (prof.f.dup > 0) {
+            EXPECT_GT(p.fab.frames_duplicated, 0u);
+            EXPECT_GT(p.b.counters.duplicate_request + p.a.counters.rx_ghost_response, 0u);
+        }
+        if (prof.f.corrupt > 0) {
+            EXPECT_GT(p.a.rx_drop_bad + p.b.rx_drop_bad, 0u);
+        }
+    }
+}
+
+static Faults mk(double loss, double dup, double reorder, double corrupt) {
+    Faults f;
+    f.loss = loss;
+    f.dup = dup;
+    f.reorder = reorder;
+    f.corrupt = corrupt;
+    return f;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Profiles, RcSimFaults,
+    ::testing::Values(Profile{"clean", mk(0, 0, 0, 0)}, Profile{"loss1", mk(0.01, 0, 0, 0)},
+                      Profile{"loss10", mk(0.10, 0, 0, 0)}, Profile{"reorder2", mk(0, 0, 0.02, 0)},
+                      Profile{"dup2", mk(0, 0.02, 0, 0)}, Profile{"corrupt05", mk(0, 0, 0, 0.005)},
+                      Profile{"all", mk(0.01, 0.02, 0.02, 0.005)}),
+    [](const auto &info) { return std::string(info.param.name); });
