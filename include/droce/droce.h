@@ -74,6 +74,10 @@ class Engine {
     static Result<std::unique_ptr<Engine>> create(int argc, char **argv, int *consumed,
                                                   const EngineOptions &opts = {});
 
+    /** Creates two net_ring ports back to back (A's TX ring is B's RX ring and vice
+     * versa) and returns their DPDK names, to be opened with open_device(): the default
+     * demo and test topology (one process, no hugepages, no NIC). */
+    virtual Result<std::pair<std::string, std::string>> create_ring_pair() = 0;
     /** Opens a DPDK port as a device. The engine keeps ownership. */
     virtual Result<Device *> open_device(const DeviceConfig &cfg) = 0;
     /** Starts the worker lcore (no-op in embedded mode). Devices may be opened before. */

@@ -101,8 +101,8 @@ void Qp::on_read_response(const wire::ParsedPacket &p, SendWqe &w, Time now) {
         return; /* duplicate response */
     /* Everything before the READ is implicitly acknowledged by its response. */
     ack_through(wire::psn_add(w.first_psn, wire::kPsnMask), now);
-    if (state_ == QpState::Err)
-        return;
+    if (state_ == QpState::Err || &sq_[sq_head_ & sq_mask_] != &w)
+        return; /* an earlier READ/atomic is still missing data: ack_through rewound */
     if (d > 0) {
         /* A response went missing: ask again from the first missing byte. */
         ++cfg_.counters->implied_nak_seq_err;
@@ -137,6 +137,7 @@ void Qp::on_read_response(const wire::ParsedPacket &p, SendWqe &w, Time now) {
         ack_through(w.last_psn, now);
     else {
         una_psn_ = wire::psn_add(p.bth.psn, 1);
+        catch_up_with_una();
         arm_retransmit(now);
         retry_left_ = attr_.retry_cnt;
     }
@@ -144,7 +145,7 @@ void Qp::on_read_response(const wire::ParsedPacket &p, SendWqe &w, Time now) {
 
 void Qp::on_atomic_ack(const wire::ParsedPacket &p, SendWqe &w, Time now) {
     ack_through(wire::psn_add(w.first_psn, wire::kPsnMask), now);
-    if (state_ == QpState::Err)
+    if (state_ == QpState::Err || &sq_[sq_head_ & sq_mask_] != &w)
         return;
     const uint64_t orig = p.atomic_ack.orig;
     std::memcpy(w.host[0], &orig, sizeof(orig));
@@ -176,23 +177,26 @@ void Qp::ack_through(uint32_t psn, Time now) {
         ++sq_head_;
     }
     una_psn_ = wire::psn_add(psn, 1);
-    /* The ACK may overtake a rewind: never send what the peer already has. */
-    if (static_cast<int32_t>(sq_head_ - sq_cur_) > 0 || wire::psn_diff(npsn_, una_psn_) < 0) {
-        if (static_cast<int32_t>(sq_head_ - sq_cur_) > 0) {
-            sq_cur_ = sq_head_;
-            cur_off_ = 0;
-        }
-        if (wire::psn_diff(npsn_, una_psn_) < 0) {
-            if (sq_head_ != sq_tail_ && sq_[sq_head_ & sq_mask_].started)
-                rewind_to(una_psn_);
-            else
-                npsn_ = una_psn_;
-        }
-    }
+    catch_up_with_una();
     /* Any new acknowledgement is forward progress: the retry budgets start over. */
     retry_left_ = attr_.retry_cnt;
     rnr_retry_left_ = attr_.rnr_retry;
     arm_retransmit(now);
+}
+
+/* An acknowledgement (or READ response) may arrive after a rewind for packets the peer had
+ * after all: never resend what it already has. */
+void Qp::catch_up_with_una() {
+    if (static_cast<int32_t>(sq_head_ - sq_cur_) > 0) {
+        sq_cur_ = sq_head_;
+        cur_off_ = 0;
+    }
+    if (wire::psn_diff(npsn_, una_psn_) < 0) {
+        if (sq_head_ != sq_tail_ && sq_[sq_head_ & sq_mask_].started)
+            rewind_to(una_psn_);
+        else
+            npsn_ = una_psn_;
+    }
 }
 
 void Qp::requester_error(SendWqe &w, WcStatus st) {

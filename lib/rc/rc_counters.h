@@ -21,6 +21,7 @@ namespace droce::rc {
     X(rx_write_requests)                                                                           \
     X(rx_send_requests)                                                                            \
     X(resp_cqe_error)                                                                              \
+    X(resp_busy_drop) /* new request while READ responses were queued: dropped, NAKed after */     \
     /* requester / completer */                                                                    \
     X(packet_seq_err)             /* NAK PSN sequence error received */                            \
     X(implied_nak_seq_err)        /* READ/atomic response implies earlier packets lost */          \

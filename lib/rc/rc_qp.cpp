@@ -2,6 +2,7 @@
 /* QP state machine, queue posting, flushing and the pieces the three roles share. */
 #include "rc_qp.h"
 
+#include <cstdio>
 #include <string>
 
 namespace droce::rc {
@@ -205,7 +206,7 @@ Status Qp::modify(const QpAttr &a, uint32_t mask, const Path *path) {
         sq_head_ = sq_cur_ = sq_tail_ = 0;
         rq_head_ = rq_tail_ = 0;
         cur_off_ = 0;
-        in_send_ = in_write_ = nak_sent_ = ack_owed_ = false;
+        in_send_ = in_write_ = nak_sent_ = ack_owed_ = busy_dropped_ = false;
         retrans_deadline_ = rnr_deadline_ = 0;
         rd_atomic_inflight_ = 0;
         msn_ = 0;
@@ -411,12 +412,11 @@ void Qp::progress(Time now) {
 }
 
 bool Qp::has_tx_work() const {
-    if (ack_owed_)
+    if (state_ == QpState::Err || state_ == QpState::Reset)
+        return false;
+    if (ack_owed_ || busy_dropped_ || read_responses_pending())
         return true;
-    for (const auto &r : rd_res_)
-        if (r.valid && r.sent_pkts < r.npkts)
-            return true;
-    return (state_ == QpState::Rts || state_ == QpState::Sqd) && sq_cur_ != sq_tail_;
+    return requester_can_send();
 }
 
 Time Qp::next_deadline() const {
@@ -434,6 +434,39 @@ void Qp::on_timer(Time now) {
     }
     if (retrans_deadline_ && now >= retrans_deadline_)
         retry_or_fail(now, false);
+}
+
+std::string Qp::check_invariants() const {
+    if (state_ != QpState::Rts && state_ != QpState::Sqd)
+        return {};
+    if (wire::psn_diff(npsn_, una_psn_) < 0)
+        return "npsn before una";
+    if (wire::psn_diff(sent_hi_psn_, npsn_) < 0)
+        return "npsn beyond sent_hi";
+    if (static_cast<int32_t>(sq_cur_ - sq_head_) < 0 ||
+        static_cast<int32_t>(sq_tail_ - sq_cur_) < 0)
+        return "sq indices out of order";
+    if (wire::psn_diff(npsn_, una_psn_) > 0 && retrans_deadline_ == 0 && rnr_deadline_ == 0 &&
+        attr_.timeout != 0)
+        return "packets outstanding but no timer armed";
+    return {};
+}
+
+std::string Qp::debug_string() const {
+    char buf[512];
+    uint32_t pending_rd = 0;
+    for (const auto &r : rd_res_)
+        pending_rd += r.valid && r.sent_pkts < r.npkts;
+    std::snprintf(buf, sizeof buf,
+                  "qpn 0x%06x %s sq %u (cur +%u) npsn 0x%06x una 0x%06x sent_hi 0x%06x "
+                  "rdat %u retry %u rnr %u t_retx %llu t_rnr %llu | rq %u epsn 0x%06x msn %u "
+                  "in_send %d in_write %d nak %d busy %d ack_owed %d rd_pending %u",
+                  cfg_.qpn, qp_state_str(state_), sq_tail_ - sq_head_, sq_cur_ - sq_head_, npsn_,
+                  una_psn_, sent_hi_psn_, rd_atomic_inflight_, retry_left_, rnr_retry_left_,
+                  static_cast<unsigned long long>(retrans_deadline_),
+                  static_cast<unsigned long long>(rnr_deadline_), rq_tail_ - rq_head_, epsn_, msn_,
+                  in_send_, in_write_, nak_sent_, busy_dropped_, ack_owed_, pending_rd);
+    return buf;
 }
 
 } // namespace droce::rc

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include <droce/status.h>
@@ -84,6 +85,10 @@ class Qp {
     const Path &path() const { return path_; }
     uint32_t send_queue_depth() const { return sq_tail_ - sq_head_; }
     uint32_t recv_queue_depth() const { return rq_tail_ - rq_head_; }
+    /** One line of protocol state, for diagnostics (droce-info -q, test failures). */
+    std::string debug_string() const;
+    /** Checks the requester's PSN invariants; empty when they hold (for tests). */
+    std::string check_invariants() const;
 
   private:
     /* A send WQE with the requester's per-message state. */
@@ -126,6 +131,7 @@ class Qp {
 
     /* rc_requester.cpp */
     void requester_progress(Time now);
+    bool requester_can_send() const;
     bool start_wqe(SendWqe &w);
     bool send_next_packet(SendWqe &w, Time now);
     uint32_t gather(const SendWqe &w, uint32_t off, uint32_t len, wire::FrameSpec::Seg *segs) const;
@@ -135,6 +141,7 @@ class Qp {
     /* rc_completer.cpp */
     void completer_on_packet(const wire::ParsedPacket &p, Time now);
     void ack_through(uint32_t psn, Time now);
+    void catch_up_with_una();
     void on_read_response(const wire::ParsedPacket &p, SendWqe &w, Time now);
     void on_atomic_ack(const wire::ParsedPacket &p, SendWqe &w, Time now);
     void requester_error(SendWqe &w, WcStatus st);
@@ -145,6 +152,10 @@ class Qp {
     void responder_duplicate(const wire::ParsedPacket &p);
     void responder_progress();
     bool send_ack(uint8_t syndrome, uint32_t psn);
+    bool read_responses_pending() const;
+    bool overlaps_pending_read(uint64_t va, uint64_t len) const;
+    bool flush_read_responses();
+    bool conflicts_with_pending_read(const wire::ParsedPacket &p) const;
     void nak_and_error(uint8_t syndrome, uint32_t psn);
     bool send_read_responses(ReadResource &r);
     bool copy_to_recv(const RecvWqe &r, uint32_t off, const uint8_t *src, uint32_t len);
@@ -183,7 +194,11 @@ class Qp {
     uint32_t recv_off_ = 0; /* bytes placed into the head receive of a SEND in flight */
     bool in_send_ = false;
     bool in_write_ = false;
-    bool nak_sent_ = false;        /* one PSN sequence error NAK per gap */
+    bool nak_sent_ = false; /* one PSN sequence error NAK per gap */
+    /* A new request arrived while READ responses were still queued: it was dropped (to
+     * keep responses in PSN order and memory effects in request order) and a PSN
+     * sequence NAK will restart the requester from it as soon as they are out. */
+    bool busy_dropped_ = false;
     uint8_t *write_ptr_ = nullptr; /* WRITE in flight: where the next payload goes */
     uint32_t write_left_ = 0;
     uint32_t write_len_ = 0;

@@ -43,6 +43,24 @@ uint8_t write_opcode(bool first, bool last, WrOpcode op) {
 
 } // namespace
 
+/* Whether requester_progress() would send a packet now: the same gates, no side effects. */
+bool Qp::requester_can_send() const {
+    if ((state_ != QpState::Rts && state_ != QpState::Sqd) || rnr_deadline_ != 0 ||
+        sq_cur_ == sq_tail_)
+        return false;
+    if (static_cast<uint32_t>(wire::psn_diff(npsn_, una_psn_)) >= cfg_.tuning.max_inflight_pkts)
+        return false;
+    const SendWqe &w = sq_[sq_cur_ & sq_mask_];
+    if (w.started)
+        return true;
+    if (state_ == QpState::Sqd)
+        return false;
+    if ((w.wr.send_flags & kSendFence) && rd_atomic_inflight_ > 0)
+        return false;
+    return !is_read_or_atomic(w.wr.opcode) ||
+           rd_atomic_inflight_ < std::max<uint32_t>(1, attr_.max_rd_atomic);
+}
+
 void Qp::requester_progress(Time now) {
     if (rnr_deadline_ != 0)
         return; /* paused by an RNR NAK until on_timer() */

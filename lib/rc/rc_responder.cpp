@@ -16,7 +16,44 @@ constexpr uint8_t kAckSyndrome = 0x1F; /* ACK, credits not limited (rxe sends th
 constexpr uint8_t kRnrNak = 0x20;
 } // namespace
 
+bool Qp::read_responses_pending() const {
+    for (const auto &r : rd_res_)
+        if (r.valid && r.sent_pkts < r.npkts)
+            return true;
+    return false;
+}
+
+bool Qp::overlaps_pending_read(uint64_t va, uint64_t len) const {
+    for (const auto &r : rd_res_)
+        if (r.valid && !r.is_atomic && r.sent_pkts < r.npkts && len > 0 && va < r.va + r.length &&
+            r.va < va + len)
+            return true;
+    return false;
+}
+
+/* Sends queued READ/atomic responses oldest PSN first; false when TX is full. */
+bool Qp::flush_read_responses() {
+    for (;;) {
+        ReadResource *next = nullptr;
+        for (auto &r : rd_res_)
+            if (r.valid && r.sent_pkts < r.npkts && (!next || wire::psn_diff(r.psn, next->psn) < 0))
+                next = &r;
+        if (!next)
+            return true;
+        if (!send_read_responses(*next))
+            return false;
+    }
+}
+
 bool Qp::send_ack(uint8_t syndrome, uint32_t psn) {
+    if (read_responses_pending()) {
+        /* Responses leave in PSN order: an ACK for a later request must not overtake
+         * READ responses still queued. Keep the newest; progress() sends it after. */
+        ack_owed_ = true;
+        ack_owed_syndrome_ = syndrome;
+        ack_owed_psn_ = psn;
+        return false;
+    }
     wire::FrameSpec f = base_frame(wire::kRcAcknowledge, psn);
     f.aeth.syndrome = syndrome;
     f.aeth.msn = msn_ & 0xFFFFFF;
@@ -111,11 +148,41 @@ bool Qp::send_read_responses(ReadResource &r) {
 }
 
 void Qp::responder_progress() {
+    if (!flush_read_responses())
+        return;
+    if (busy_dropped_) {
+        /* Restart the requester at the first request we had to drop; this NAK also
+         * acknowledges everything before it, so it supersedes any owed ACK. */
+        if (send_ack(wire::kAethNakPsnSeqErr, epsn_)) {
+            busy_dropped_ = false;
+            nak_sent_ = true;
+        }
+        return;
+    }
     if (ack_owed_)
         send_ack(ack_owed_syndrome_, ack_owed_psn_);
-    for (auto &r : rd_res_)
-        if (r.valid && r.sent_pkts < r.npkts && !send_read_responses(r))
-            return;
+}
+
+/* While READ responses wait for TX room they read memory when sent, so a later request
+ * may not change what they will read, nor take the resource slot they still use. */
+bool Qp::conflicts_with_pending_read(const wire::ParsedPacket &p) const {
+    const wire::OpcodeInfo &op = *p.op;
+    if (op.is(wire::kOpRead) || op.is(wire::kOpAtomic)) {
+        const uint32_t n = std::max<uint32_t>(1, attr_.max_dest_rd_atomic);
+        const ReadResource &slot = rd_res_[rd_res_next_ % n];
+        if (slot.valid && slot.sent_pkts < slot.npkts)
+            return true;
+        return op.is(wire::kOpAtomic) && overlaps_pending_read(p.atomic.va, 8);
+    }
+    if (op.is(wire::kOpWrite) && op.is(wire::kOpFirst))
+        return overlaps_pending_read(p.reth.va, p.reth.dma_len);
+    if (op.is(wire::kOpSend) && op.is(wire::kOpFirst) && rq_head_ != rq_tail_) {
+        const RecvWqe &r = rq_[rq_head_ & rq_mask_];
+        for (int i = 0; i < r.wr.num_sge; ++i)
+            if (overlaps_pending_read(r.wr.sg_list[i].addr, r.wr.sg_list[i].length))
+                return true;
+    }
+    return false;
 }
 
 void Qp::responder_duplicate(const wire::ParsedPacket &p) {
@@ -131,7 +198,7 @@ void Qp::responder_duplicate(const wire::ParsedPacket &p) {
             continue;
         if (p.op->is(wire::kOpAtomic) && r.is_atomic && r.psn == psn) {
             r.sent_pkts = 0; /* replay the saved result; never execute twice */
-            send_read_responses(r);
+            flush_read_responses();
             return;
         }
         if (p.op->is(wire::kOpRead) && !r.is_atomic && wire::psn_diff(psn, r.psn) >= 0 &&
@@ -152,7 +219,7 @@ void Qp::responder_duplicate(const wire::ParsedPacket &p) {
             r.length = p.reth.dma_len;
             r.npkts = r.length == 0 ? 1 : (r.length + m - 1) / m;
             r.sent_pkts = 0;
-            send_read_responses(r);
+            flush_read_responses();
             return;
         }
     }
@@ -173,6 +240,11 @@ void Qp::responder_on_packet(const wire::ParsedPacket &p, Time now) {
     }
     if (d < 0) {
         responder_duplicate(p);
+        return;
+    }
+    if (read_responses_pending() && conflicts_with_pending_read(p)) {
+        ++cfg_.counters->resp_busy_drop;
+        busy_dropped_ = true;
         return;
     }
     nak_sent_ = false;
@@ -290,7 +362,7 @@ void Qp::responder_on_packet(const wire::ParsedPacket &p, Time now) {
         r->valid = true;
         epsn_ = wire::psn_add(psn, r->npkts);
         msn_ = (msn_ + 1) & 0xFFFFFF;
-        send_read_responses(*r);
+        flush_read_responses();
         return;
     } else if (op.is(wire::kOpAtomic)) {
         ++cfg_.counters->rx_atomic_requests;
@@ -326,7 +398,7 @@ void Qp::responder_on_packet(const wire::ParsedPacket &p, Time now) {
         r->valid = true;
         epsn_ = wire::psn_add(psn, 1);
         msn_ = (msn_ + 1) & 0xFFFFFF;
-        send_read_responses(*r);
+        flush_read_responses();
         return;
     } else {
         ++cfg_.counters->resp_invalid_request;

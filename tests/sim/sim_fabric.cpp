@@ -119,7 +119,16 @@ void Fabric::deliver(const std::vector<uint8_t> &bytes) {
             continue;
         if (rc::Qp *qp = e->qp(p.bth.dest_qp)) {
             ++e->rx_delivered;
+            const std::string before = check_invariants ? qp->debug_string() : std::string();
             qp->on_packet(p, now);
+            if (check_invariants && violation.empty()) {
+                std::string v = qp->check_invariants();
+                if (!v.empty())
+                    violation = v + " after " + (p.op->name ? p.op->name : "?") + " psn " +
+                                std::to_string(p.bth.psn) + " syndrome " +
+                                std::to_string(p.aeth.syndrome) + "\n before: " + before +
+                                "\n after:  " + qp->debug_string();
+            }
         }
     }
 }
@@ -146,9 +155,16 @@ void Fabric::step() {
         for (auto &kv : e->qps) {
             rc::Qp &q = *kv.second;
             const Time d = q.next_deadline();
+            const std::string before = check_invariants ? q.debug_string() : std::string();
             if (d && d <= now)
                 q.on_timer(now);
             q.progress(now);
+            if (check_invariants && violation.empty()) {
+                std::string v = q.check_invariants();
+                if (!v.empty())
+                    violation = v + " after timer/progress\n before: " + before +
+                                "\n after:  " + q.debug_string();
+            }
         }
     }
 }

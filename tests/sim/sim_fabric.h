@@ -104,6 +104,9 @@ class Fabric {
     uint64_t frames_sent = 0, frames_lost = 0, frames_corrupted = 0, frames_duplicated = 0;
     /* Optional tap to look at or tamper with each frame as it is sent. */
     std::function<void(std::vector<uint8_t> &)> on_send;
+    /* Set: check every QP's invariants after every event; the first violation stops. */
+    bool check_invariants = false;
+    std::string violation;
 
   private:
     struct InFlight {

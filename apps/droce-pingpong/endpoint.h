@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/** @file
+ * One side of ibv_rc_pingpong as a state machine: setup() builds PD/MR/CQ/QP (INIT) and
+ * posts the receives, connect() takes the QP through RTR and RTS, start() arms the loop
+ * (the client posts the first send), and step() polls the CQ once and advances, never
+ * blocking. Several endpoints (and, in embedded mode, Engine::poll()) can so share one
+ * thread: that is how --loopback runs server and client together. */
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include <droce/droce.h>
+
+#include "exchange.h"
+
+namespace droce::pingpong {
+
+struct EndpointConfig {
+    bool is_client = false;
+    uint32_t size = 4096;
+    uint32_t rx_depth = 500;
+    uint32_t iters = 1000;
+    Mtu mtu = Mtu::Mtu1024;
+    int sl = 0;
+    int gid_idx = 1;
+    int ib_port = 1;
+    bool validate = false;
+    /** Prepended to every line printed ("" in the two-process mode). */
+    std::string prefix;
+};
+
+class PingpongEndpoint {
+  public:
+    enum class State { Created, Ready, Connected, Running, Done, Failed };
+    /** What one step() did. */
+    enum class Step { Progress, Idle, Done, Failed };
+
+    explicit PingpongEndpoint(EndpointConfig cfg);
+    ~PingpongEndpoint();
+    PingpongEndpoint(const PingpongEndpoint &) = delete;
+    PingpongEndpoint &operator=(const PingpongEndpoint &) = delete;
+
+    /** Created -> Ready: buffer, PD, MR, CQ, QP, INIT, rx_depth receives, local address.
+     * psn is our 24-bit starting PSN. Prints the reason and returns false on failure. */
+    bool setup(Device &dev, uint32_t psn);
+    /** Ready -> Connected: RTR (towards remote) and RTS. */
+    bool connect(const Dest &remote);
+    /** Connected -> Running: the client posts the first send; starts the clock. */
+    bool start();
+    /** Running: polls the CQ once and handles what it got. */
+    Step step();
+
+    /** Prints "  local address:  LID ..." */
+    void print_local() const;
+    /** Prints "  remote address: LID ..." for d. */
+    void print_remote(const Dest &d) const;
+    /** Done: prints the two summary lines and runs the -c check (server side).
+     * Returns false if the check failed. */
+    bool report();
+
+    State state() const { return state_; }
+    const Dest &local() const { return local_; }
+    const Dest &remote() const { return remote_; }
+    uint32_t scnt() const { return static_cast<uint32_t>(scnt_); }
+    uint32_t rcnt() const { return static_cast<uint32_t>(rcnt_); }
+    const std::string &prefix() const { return cfg_.prefix; }
+
+  private:
+    enum : uint64_t { kRecvWrid = 1, kSendWrid = 2 };
+
+    bool fail(const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+    int post_recv(int n);
+    Status post_send();
+    bool handle_wc(const Wc &wc);
+
+    EndpointConfig cfg_;
+    State state_ = State::Created;
+    size_t page_size_ = 4096;
+    uint8_t *buf_ = nullptr;
+    size_t buf_len_ = 0;
+    Device *dev_ = nullptr;
+    // Declaration order = reverse destruction order: QP first, then CQ, MR, PD.
+    std::unique_ptr<ProtectionDomain> pd_;
+    std::unique_ptr<MemoryRegion> mr_;
+    std::unique_ptr<CompletionQueue> cq_;
+    std::unique_ptr<QueuePair> qp_;
+    Dest local_;
+    Dest remote_;
+    int routs_ = 0;
+    int rcnt_ = 0;
+    int scnt_ = 0;
+    uint64_t pending_ = 0;
+    std::chrono::steady_clock::time_point t_start_;
+    std::chrono::steady_clock::time_point t_end_;
+};
+
+} // namespace droce::pingpong

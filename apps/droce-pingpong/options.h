@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/** @file
+ * Command line of droce-pingpong: ibv_rc_pingpong's options plus droce's own. */
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <droce/verbs.h>
+
+namespace droce::pingpong {
+
+struct Options {
+    // ---- ibv_rc_pingpong's options ----
+    int tcp_port = 18515;    /**< -p */
+    std::string ib_dev;      /**< -d (checked against the droce device name) */
+    int ib_port = 1;         /**< -i (droce devices have one port: must be 1) */
+    uint32_t size = 4096;    /**< -s */
+    Mtu mtu = Mtu::Mtu1024;  /**< -m */
+    uint32_t rx_depth = 500; /**< -r */
+    uint32_t iters = 1000;   /**< -n */
+    int sl = 0;              /**< -l */
+    bool events = false;     /**< -e (accepted: we poll with backoff) */
+    int gid_idx = 1;         /**< -g (default 1: the IPv4-mapped GID) */
+    bool validate = false;   /**< -c */
+    std::string servername;  /**< positional: client mode when set */
+
+    // ---- droce's options ----
+    std::string dpdk_port;          /**< --dpdk-port NAME|ID */
+    std::string ip;                 /**< --ip A.B.C.D/P */
+    std::string mac;                /**< --mac */
+    uint32_t eth_mtu = 0;           /**< --eth-mtu */
+    bool counters = false;          /**< --counters */
+    bool embedded = false;          /**< --embedded (set by default with --loopback) */
+    bool worker = false;            /**< --worker: force worker mode (for --loopback) */
+    bool loopback = false;          /**< --loopback */
+    bool busy_poll = false;         /**< --busy-poll */
+    double timeout_s = 60.0;        /**< --timeout */
+    std::string log_level = "warn"; /**< --log-level (droce's control plane) */
+
+    // ---- EAL ----
+    std::vector<std::string> eal_args; /**< before "--" (or defaults) */
+    bool eal_defaulted = false;
+};
+
+/** Outcome of parse_command_line. */
+enum class ParseResult { Run, ExitOk, ExitError };
+
+/** Splits argv at "--" (EAL args before, ours after; no "--" means all ours) and
+ * parses our part. On error prints one line plus the usage to stderr. */
+ParseResult parse_command_line(int argc, char **argv, Options &opt);
+
+void print_usage(const char *argv0, FILE *out);
+
+} // namespace droce::pingpong

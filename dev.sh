@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# droce developer entry point. Run as root on Debian 12.
+#   ./dev.sh demo    install what is missing, build, run the in-process pingpong demo
+#                    (two droce endpoints over a back-to-back net_ring pair, no hugepages)
+#   ./dev.sh test    install what is missing, build, run the whole test suite: units,
+#                    packet vectors, simulator, engine over net_ring, a bounded fuzz run,
+#                    and interop against Linux Soft-RoCE in a VM (../shared/rxe-peer)
+#   ./dev.sh build   install what is missing and build only
+# Environment: BUILD_DIR (default build), FUZZ_SECONDS (default 60), SKIP_INTEROP=1
+# (developer convenience only; CI never sets it).
+set -euo pipefail
+cd "$(dirname "$(readlink -f "$0")")"
+BUILD_DIR=${BUILD_DIR:-build}
+
+need_root() {
+    if [ "$(id -u)" != 0 ]; then
+        echo "dev.sh: run as root (apt installs, taps and VMs need it)" >&2
+        exit 1
+    fi
+}
+
+build() {
+    need_root
+    bash scripts/deps.sh
+    local werror=false
+    [ "${CI:-}" = true ] && werror=true
+    if [ ! -f "$BUILD_DIR/build.ninja" ]; then
+        meson setup "$BUILD_DIR" -Dwerror=$werror >/dev/null
+    else
+        meson configure "$BUILD_DIR" -Dwerror=$werror >/dev/null
+    fi
+    ninja -C "$BUILD_DIR"
+}
+
+demo() {
+    build
+    echo
+    echo "== droce-pingpong --loopback: two droce endpoints over a net_ring pair =="
+    "$BUILD_DIR/apps/droce-pingpong/droce-pingpong" --loopback -s 4096 -n 1000 -c
+}
+
+run_tests() {
+    # Stages: build -> meson tests (units, vectors, simulator, engine, apps) -> bounded fuzz
+    # run -> interop against Linux Soft-RoCE in a VM. One closing "N passed, N failed" line
+    # over all of them; exit 1 on any failure or on a stage that did not complete.
+    local t0 pass=0 fail=0 broken=()
+    t0=$(date +%s)
+    stage() { echo; echo "=== [$(($(date +%s) - t0))s] $*"; }
+    stage "deps + build"
+    build || { echo "build failed"; echo "0 passed, 1 failed"; return 1; }
+
+    stage "meson test"
+    local log=$BUILD_DIR/meson-test.out
+    timeout 2400 meson test -C "$BUILD_DIR" --print-errorlogs 2>&1 | tee "$log"
+    local mrc=${PIPESTATUS[0]} ok bad
+    ok=$(awk '/^Ok:/{print $NF}' "$log" | tail -1)
+    bad=$(awk '/^(Fail|Timeout|Unexpected Pass):/{n+=$NF} END{print n+0}' "$log")
+    pass=$((pass + ${ok:-0}))
+    fail=$((fail + bad))
+    [ "$mrc" = 0 ] || [ "$bad" -gt 0 ] || broken+=("meson test exit $mrc")
+
+    stage "fuzz: packet decoder, ${FUZZ_SECONDS:-60} s"
+    if timeout $((${FUZZ_SECONDS:-60} + 900)) bash scripts/fuzz.sh "${FUZZ_SECONDS:-60}"; then
+        pass=$((pass + 1))
+    else
+        fail=$((fail + 1))
+    fi
+
+    if [ "${SKIP_INTEROP:-0}" = 1 ] && [ "${CI:-}" != true ]; then
+        echo "interop skipped (SKIP_INTEROP=1)"
+    else
+        stage "interop: droce-pingpong vs ibv_rc_pingpong on Linux Soft-RoCE (rxe VM)"
+        # CI has 90 minutes in all; give interop what is left, at most 25 minutes.
+        local left=$((5400 - 300 - ($(date +%s) - t0))) budget ilog irc ipass ifail
+        budget=$((left < 1500 ? left : 1500))
+        if [ "$budget" -lt 300 ]; then
+            broken+=("no time left for interop (${left}s)")
+        else
+            ilog=$BUILD_DIR/interop.out
+            # 1000 iterations for 1 B and 4 KiB, 300 for 64 KiB (about 70 s per path MTU
+            # on an idle 2-core machine; see tests/interop/README.md)
+            timeout $((budget + 300)) bash tests/interop/pingpong_rxe.sh \
+                --out "$BUILD_DIR/interop" --budget "$budget" --iters 1000 --iters-large 300 \
+                "$BUILD_DIR/apps/droce-pingpong/droce-pingpong" 2>&1 | tee "$ilog"
+            irc=${PIPESTATUS[0]}
+            read -r ipass _ ifail _ < <(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$ilog" | tail -1) || true
+            pass=$((pass + ${ipass:-0}))
+            fail=$((fail + ${ifail:-0}))
+            [ -n "${ipass:-}" ] || broken+=("interop exit $irc without a summary")
+        fi
+    fi
+
+    stage "done"
+    local b
+    for b in "${broken[@]}"; do
+        echo "broken: $b"
+        fail=$((fail + 1))
+    done
+    echo "$pass passed, $fail failed"
+    [ "$fail" = 0 ]
+}
+
+case "${1:-}" in
+demo) demo ;;
+test) run_tests ;;
+build) build ;;
+*)
+    sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'
+    exit 2
+    ;;
+esac

@@ -1,0 +1,376 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The public classes of droce.h on top of lib/engine. Control calls run on the worker
+ * through Runtime::exec(); the data calls (post_send/post_recv/poll) touch only SPSC
+ * rings in worker mode, or the QP itself in embedded mode. */
+#include <chrono>
+#include <cstring>
+
+#include <rte_errno.h>
+#include <rte_ring.h>
+#include <rte_ring_elem.h>
+#include <spdlog/spdlog.h>
+
+#include <droce/droce.h>
+
+#include "engine.h"
+
+namespace droce {
+
+namespace {
+
+using engine::CqCtx;
+using engine::Dev;
+using engine::QpCtx;
+using engine::Runtime;
+
+/* Ring capacity for n entries (at least 1). */
+unsigned ring_size(uint32_t n) { return n == 0 ? 1 : n; }
+
+rte_ring *make_elem_ring(Runtime &rt, const char *prefix, unsigned esize, uint32_t n) {
+    const std::string name = rt.unique_name(prefix);
+    return rte_ring_create_elem(name.c_str(), esize, ring_size(n), SOCKET_ID_ANY,
+                                RING_F_SP_ENQ | RING_F_SC_DEQ | RING_F_EXACT_SZ);
+}
+
+/* Live children of a PD, shared so that children outliving a PD (a misuse we report)
+ * do not touch freed memory. */
+struct PdState {
+    uint32_t id = 0;
+    uint32_t qps = 0;
+    uint32_t mrs = 0;
+};
+
+class MrImpl final : public MemoryRegion {
+  public:
+    MrImpl(Runtime &rt, Dev &dev, std::shared_ptr<PdState> pd, const mem::MemoryRegion &r)
+        : rt_(rt), dev_(dev), pd_(std::move(pd)), r_(r) {
+        ++pd_->mrs;
+    }
+    ~MrImpl() override {
+        Status s;
+        rt_.exec([&] { s = dev_.mrs().dereg(r_.key); });
+        if (!s)
+            spdlog::error("{}: dereg MR 0x{:x}: {}", dev_.name(), r_.key, s.message());
+        --pd_->mrs;
+    }
+    uint32_t lkey() const override { return r_.key; }
+    uint32_t rkey() const override { return r_.key; }
+    void *addr() const override { return reinterpret_cast<void *>(r_.addr); }
+    size_t length() const override { return r_.length; }
+
+  private:
+    Runtime &rt_;
+    Dev &dev_;
+    std::shared_ptr<PdState> pd_;
+    mem::MemoryRegion r_;
+};
+
+class CqImpl final : public CompletionQueue {
+  public:
+    CqImpl(Runtime &rt, Dev &dev, std::unique_ptr<CqCtx> ctx)
+        : rt_(rt), dev_(dev), ctx_(std::move(ctx)) {}
+    ~CqImpl() override {
+        rt_.exec([&] {
+            if (ctx_->refs != 0) {
+                /* ibv_destroy_cq would fail with EBUSY; a destructor cannot, so keep the
+                 * ring alive for the QPs still pointing at it. */
+                spdlog::error("{}: CQ destroyed while {} QP(s) still use it; kept until the "
+                              "device closes",
+                              dev_.name(), ctx_->refs);
+                dev_.retire_cq(std::move(ctx_));
+            }
+        });
+        ctx_.reset();
+    }
+    int poll(Wc *wc, int max) override { return ctx_->poll(wc, max); }
+    CqCtx *ctx() const { return ctx_.get(); }
+
+  private:
+    Runtime &rt_;
+    Dev &dev_;
+    std::unique_ptr<CqCtx> ctx_;
+};
+
+class QpImpl final : public QueuePair {
+  public:
+    QpImpl(Runtime &rt, Dev &dev, std::shared_ptr<PdState> pd, QpCtx *ctx, uint32_t qpn,
+           const QpCap &cap)
+        : rt_(rt), dev_(dev), pd_(std::move(pd)), ctx_(ctx), qpn_(qpn), cap_(cap) {
+        ++pd_->qps;
+    }
+    ~QpImpl() override {
+        rt_.exec([&] { dev_.destroy_qp(qpn_); });
+        --pd_->qps;
+    }
+
+    uint32_t qp_num() const override { return qpn_; }
+
+    Status modify(const QpAttr &attr, uint32_t mask) override {
+        if (mask & kQpPathMtu) {
+            const uint32_t want = mtu_bytes(attr.path_mtu);
+            if (want > dev_.active_mtu())
+                return Status(EINVAL, "modify QP: path_mtu " + std::to_string(want) +
+                                          " exceeds the active MTU " +
+                                          std::to_string(dev_.active_mtu()) + " of " + dev_.name() +
+                                          " (Ethernet MTU " + std::to_string(dev_.eth_mtu()) + ")");
+        }
+        rc::Path path;
+        const rc::Path *pp = nullptr;
+        if (mask & kQpAv) {
+            Status s = resolve_path(attr.ah_attr, &path);
+            if (!s)
+                return s;
+            pp = &path;
+        }
+        Status s;
+        rt_.exec([&] {
+            s = ctx_->qp->modify(attr, mask, pp);
+            state_ = ctx_->qp->state();
+        });
+        return s;
+    }
+
+    Status query(QpAttr &attr) override {
+        rt_.exec([&] {
+            attr = ctx_->qp->attr();
+            attr.qp_state = attr.cur_qp_state = ctx_->qp->state();
+            state_ = attr.qp_state;
+        });
+        return {};
+    }
+
+    Status post_send(const SendWr &wr) override {
+        if (rt_.embedded())
+            return ctx_->qp->post_send(wr);
+        /* Worker mode: check here what can be checked here, so that the caller gets
+         * errors as values; the worker completes anything it still refuses in error. */
+        if (state_ == QpState::Reset || state_ == QpState::Init || state_ == QpState::Rtr)
+            return Status(EINVAL, "post_send: QP " + std::to_string(qpn_) + " is in " +
+                                      qp_state_str(state_) + ", needs RTS");
+        if (wr.num_sge < 0 || wr.num_sge > kMaxSge ||
+            static_cast<uint32_t>(wr.num_sge) > cap_.max_send_sge)
+            return Status(EINVAL,
+                          "post_send: num_sge " + std::to_string(wr.num_sge) + " out of range");
+        if (wr.opcode == WrOpcode::AtomicCmpAndSwp || wr.opcode == WrOpcode::AtomicFetchAndAdd) {
+            if (wr.num_sge != 1 || wr.sg_list[0].length != 8)
+                return Status(EINVAL, "post_send: atomics take exactly one 8-byte SGE");
+            if (wr.remote_addr & 7)
+                return Status(EINVAL, "post_send: atomic remote_addr must be 8-byte aligned");
+        }
+        if (rte_ring_sp_enqueue_elem(ctx_->sq, const_cast<SendWr *>(&wr), sizeof(SendWr)) != 0)
+            return Status(ENOMEM, "post_send: send queue full (" +
+                                      std::to_string(cap_.max_send_wr) + " WRs)");
+        return {};
+    }
+
+    Status post_recv(const RecvWr &wr) override {
+        if (rt_.embedded())
+            return ctx_->qp->post_recv(wr);
+        if (wr.num_sge < 0 || wr.num_sge > kMaxSge ||
+            static_cast<uint32_t>(wr.num_sge) > cap_.max_recv_sge)
+            return Status(EINVAL,
+                          "post_recv: num_sge " + std::to_string(wr.num_sge) + " out of range");
+        if (rte_ring_sp_enqueue_elem(ctx_->rq, const_cast<RecvWr *>(&wr), sizeof(RecvWr)) != 0)
+            return Status(ENOMEM, "post_recv: receive queue full (" +
+                                      std::to_string(cap_.max_recv_wr) + " WRs)");
+        return {};
+    }
+
+  private:
+    Status resolve_path(const AhAttr &ah, rc::Path *path) {
+        const Gid *sgid = dev_.gids().at(ah.sgid_index);
+        if (sgid == nullptr)
+            return Status(EINVAL, "modify QP: sgid_index " + std::to_string(ah.sgid_index) +
+                                      " is not in the GID table of " + dev_.name() + " (" +
+                                      std::to_string(dev_.gids().size()) + " entries)");
+        if (!net::GidTable::is_ipv4_mapped(ah.dgid))
+            return Status(EINVAL, "modify QP: dgid is not IPv4-mapped (::ffff:a.b.c.d); "
+                                  "RoCEv2 over IPv6 is not supported yet");
+        if (!net::GidTable::is_ipv4_mapped(*sgid))
+            return Status(EINVAL, "modify QP: sgid_index " + std::to_string(ah.sgid_index) +
+                                      " is an IPv6 GID but the dgid is IPv4 (use index 1)");
+        const uint32_t dst = net::GidTable::to_ipv4(ah.dgid);
+        Result<uint32_t> nh = net::next_hop(dev_.iface(), dst);
+        if (!nh)
+            return Status(nh.status().code(), "modify QP: " + nh.status().message());
+
+        /* ARP: the worker sends and retries the request (every 200 ms); we wait here. */
+        const uint64_t t0 = rt_.now_ns();
+        const uint64_t limit = uint64_t{dev_.arp_timeout_ms()} * 1'000'000;
+        net::Mac mac{};
+        for (;;) {
+            net::ResolveStep st{};
+            rt_.exec([&] { st = dev_.resolve(*nh, rt_.now_ns(), &mac); });
+            if (st == net::ResolveStep::Resolved)
+                break;
+            if (st == net::ResolveStep::TableFull)
+                return Status(ENOSPC, "ARP: neighbour table of " + dev_.name() + " is full");
+            if (rt_.now_ns() - t0 >= limit)
+                return Status(ETIMEDOUT, "ARP: no reply from " + net::ipv4_str(*nh) + " within " +
+                                             std::to_string(dev_.arp_timeout_ms()) + " ms");
+            rt_.wait_a_bit();
+        }
+        *path = rc::Path{};
+        std::memcpy(path->eth.dst, mac.data(), 6);
+        std::memcpy(path->eth.src, dev_.iface().mac.data(), 6);
+        path->eth.has_vlan = false;
+        path->eth.ethertype = wire::kEtherTypeIpv4;
+        path->ipv6 = false;
+        std::memcpy(path->sgid, sgid->raw, 16);
+        std::memcpy(path->dgid, ah.dgid.raw, 16);
+        path->tos = ah.traffic_class;
+        path->ttl = ah.hop_limit;
+        path->flow_label = ah.flow_label;
+        path->udp_sport = wire::udp_sport_for_qpn(qpn_);
+        spdlog::debug("{}: QP {} path to {} via {}", dev_.name(), qpn_, net::ipv4_str(dst),
+                      net::mac_str(mac));
+        return {};
+    }
+
+    Runtime &rt_;
+    Dev &dev_;
+    std::shared_ptr<PdState> pd_;
+    QpCtx *ctx_;
+    uint32_t qpn_;
+    QpCap cap_;
+    QpState state_ = QpState::Reset; /* as of the last control call (worker mode checks) */
+};
+
+class PdImpl final : public ProtectionDomain {
+  public:
+    PdImpl(Runtime &rt, Dev &dev, uint32_t id)
+        : rt_(rt), dev_(dev), st_(std::make_shared<PdState>()) {
+        st_->id = id;
+    }
+    ~PdImpl() override {
+        if (st_->qps || st_->mrs)
+            spdlog::error("{}: PD {} destroyed with {} QP(s) and {} MR(s) still alive; "
+                          "destroy children first (they keep working until destroyed)",
+                          dev_.name(), st_->id, st_->qps, st_->mrs);
+    }
+
+    Result<std::unique_ptr<MemoryRegion>> reg_mr(void *addr, size_t length,
+                                                 uint32_t access) override {
+        if (addr == nullptr || length == 0)
+            return Status(EINVAL, "reg_mr: empty region");
+        Result<mem::MemoryRegion> r = Status(EINVAL, "");
+        rt_.exec([&] { r = dev_.mrs().reg(st_->id, addr, length, access); });
+        if (!r)
+            return r.status();
+        return std::unique_ptr<MemoryRegion>(new MrImpl(rt_, dev_, st_, *r));
+    }
+
+    Result<std::unique_ptr<QueuePair>> create_qp(const QpInitAttr &attr) override {
+        if (attr.send_cq == nullptr || attr.recv_cq == nullptr)
+            return Status(EINVAL, "create_qp: send_cq and recv_cq are required");
+        auto *scq = dynamic_cast<CqImpl *>(attr.send_cq);
+        auto *rcq = dynamic_cast<CqImpl *>(attr.recv_cq);
+        if (scq == nullptr || rcq == nullptr)
+            return Status(EINVAL, "create_qp: CQ not made by a droce device");
+        if (attr.cap.max_send_wr == 0 || attr.cap.max_recv_wr == 0 ||
+            attr.cap.max_send_wr > 16384 || attr.cap.max_recv_wr > 16384)
+            return Status(EINVAL, "create_qp: max_send_wr/max_recv_wr must be 1..16384");
+        if (attr.cap.max_send_sge > kMaxSge || attr.cap.max_recv_sge > kMaxSge)
+            return Status(EINVAL, "create_qp: at most " + std::to_string(kMaxSge) + " SGEs");
+        rte_ring *sq = nullptr, *rq = nullptr;
+        if (!rt_.embedded()) {
+            sq = make_elem_ring(rt_, "dq_s", sizeof(SendWr), attr.cap.max_send_wr);
+            rq = make_elem_ring(rt_, "dq_r", sizeof(RecvWr), attr.cap.max_recv_wr);
+            if (sq == nullptr || rq == nullptr) {
+                rte_ring_free(sq);
+                rte_ring_free(rq);
+                return Status(ENOMEM,
+                              std::string("create_qp: WR rings: ") + rte_strerror(rte_errno));
+            }
+        }
+        Result<uint32_t> qpn = Status(EINVAL, "");
+        QpCtx *ctx = nullptr;
+        rt_.exec(
+            [&] { qpn = dev_.create_qp(st_->id, attr, scq->ctx(), rcq->ctx(), sq, rq, &ctx); });
+        if (!qpn) {
+            rte_ring_free(sq);
+            rte_ring_free(rq);
+            return qpn.status();
+        }
+        spdlog::debug("{}: QP {} created", dev_.name(), *qpn);
+        return std::unique_ptr<QueuePair>(new QpImpl(rt_, dev_, st_, ctx, *qpn, attr.cap));
+    }
+
+  private:
+    Runtime &rt_;
+    Dev &dev_;
+    std::shared_ptr<PdState> st_;
+};
+
+class DeviceImpl final : public Device {
+  public:
+    DeviceImpl(Runtime &rt, Dev &dev) : rt_(rt), dev_(dev) {}
+    const std::string &name() const override { return dev_.name(); }
+    uint16_t port_id() const override { return dev_.port_id(); }
+    std::string mac() const override { return net::mac_str(dev_.iface().mac); }
+    std::vector<GidEntry> gids() const override { return dev_.gids().entries(); }
+    uint32_t active_mtu() const override { return dev_.active_mtu(); }
+    uint32_t eth_mtu() const override { return dev_.eth_mtu(); }
+    std::vector<std::pair<std::string, uint64_t>> counters() const override {
+        std::vector<std::pair<std::string, uint64_t>> v;
+        rt_.exec([&] { v = dev_.counters(); });
+        return v;
+    }
+    Result<std::unique_ptr<ProtectionDomain>> alloc_pd() override {
+        return std::unique_ptr<ProtectionDomain>(new PdImpl(rt_, dev_, ++pd_seq_));
+    }
+    Result<std::unique_ptr<CompletionQueue>> create_cq(uint32_t cqe) override {
+        if (cqe == 0 || cqe > (1u << 20))
+            return Status(EINVAL, "create_cq: cqe must be 1..1048576");
+        auto ctx = std::make_unique<CqCtx>();
+        ctx->ring = make_elem_ring(rt_, "dq_c", sizeof(Wc), cqe);
+        if (ctx->ring == nullptr)
+            return Status(ENOMEM, std::string("create_cq: ") + rte_strerror(rte_errno));
+        return std::unique_ptr<CompletionQueue>(new CqImpl(rt_, dev_, std::move(ctx)));
+    }
+
+  private:
+    Runtime &rt_;
+    Dev &dev_;
+    uint32_t pd_seq_ = 0;
+};
+
+class EngineImpl final : public Engine {
+  public:
+    explicit EngineImpl(std::unique_ptr<Runtime> rt) : rt_(std::move(rt)) {}
+    ~EngineImpl() override {
+        rt_->stop();
+        devs_.clear();
+        rt_.reset();
+    }
+    Result<std::pair<std::string, std::string>> create_ring_pair() override {
+        return rt_->create_ring_pair();
+    }
+    Result<Device *> open_device(const DeviceConfig &cfg) override {
+        Result<Dev *> d = rt_->open_device(cfg);
+        if (!d)
+            return d.status();
+        devs_.push_back(std::make_unique<DeviceImpl>(*rt_, **d));
+        return static_cast<Device *>(devs_.back().get());
+    }
+    Status start() override { return rt_->start(); }
+    int poll() override { return rt_->embedded() ? rt_->poll_once() : -1; }
+    void stop() override { rt_->stop(); }
+    bool embedded() const override { return rt_->embedded(); }
+
+  private:
+    std::unique_ptr<Runtime> rt_;
+    std::vector<std::unique_ptr<DeviceImpl>> devs_;
+};
+
+} // namespace
+
+Result<std::unique_ptr<Engine>> Engine::create(int argc, char **argv, int *consumed,
+                                               const EngineOptions &opts) {
+    Result<std::unique_ptr<Runtime>> rt = Runtime::create(argc, argv, consumed, opts);
+    if (!rt)
+        return rt.status();
+    return std::unique_ptr<Engine>(new EngineImpl(std::move(*rt)));
+}
+
+} // namespace droce

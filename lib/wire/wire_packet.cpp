@@ -1,0 +1,321 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include "wire_packet.h"
+
+#include <cstring>
+
+#include "wire_icrc.h"
+
+namespace droce::wire {
+
+namespace {
+
+constexpr uint8_t kIpProtoUdp = 17;
+constexpr uint16_t kEtherTypeQinQ = 0x88A8;
+constexpr uint16_t kIpv4Df = 0x4000;
+constexpr uint16_t kIpv4MfOffset = 0x3FFF; /* MF flag + fragment offset */
+
+inline uint16_t ld16(const uint8_t *p) { return static_cast<uint16_t>((p[0] << 8) | p[1]); }
+
+/* Ethertype policy: IPv4 / IPv6 are parsed; a stacked or 802.1ad tag, or a value that is
+ * an 802.3 length (< 0x0600) rather than an Ethernet II type, is BadEthertype; every
+ * other type (ARP, RoCEv1 0x8915, LLDP, ...) is well-formed traffic that is simply
+ * not ours: NotRoce. */
+inline bool bad_ethertype(uint16_t et) {
+    return et < 0x0600 || et == kEtherTypeVlan || et == kEtherTypeQinQ;
+}
+
+} // namespace
+
+const char *parse_result_name(ParseResult r) {
+    switch (r) {
+    case ParseResult::Ok:
+        return "ok";
+    case ParseResult::NotRoce:
+        return "not_roce";
+    case ParseResult::TooShort:
+        return "too_short";
+    case ParseResult::BadEthertype:
+        return "bad_ethertype";
+    case ParseResult::BadIpHeader:
+        return "bad_ip_header";
+    case ParseResult::IpFragment:
+        return "ip_fragment";
+    case ParseResult::BadUdpLength:
+        return "bad_udp_length";
+    case ParseResult::BadTver:
+        return "bad_tver";
+    case ParseResult::BadOpcode:
+        return "bad_opcode";
+    case ParseResult::BadPadLength:
+        return "bad_pad_length";
+    case ParseResult::BadIcrc:
+        return "bad_icrc";
+    case ParseResult::Count_:
+        break;
+    }
+    return "unknown";
+}
+
+/* Rejection order: L2 -> L3 -> UDP port (NotRoce) -> UDP length -> BTH -> ext headers ->
+ * pad -> ICRC. Every read is preceded by a bound check against len (or against the
+ * IP-declared end, which is itself checked against len first). The IPv4 header checksum
+ * is not verified: the ICRC masks it, rxe ignores it, and NICs check it in hardware. */
+ParseResult parse_frame(const uint8_t *frame, size_t len, ParsedPacket &out, bool verify_icrc) {
+    out = ParsedPacket{};
+    const size_t l2 = decode_eth(frame, len, out.eth);
+    if (l2 == 0)
+        return ParseResult::TooShort;
+    const uint16_t et = out.eth.ethertype;
+    if (et != kEtherTypeIpv4 && et != kEtherTypeIpv6)
+        return bad_ethertype(et) ? ParseResult::BadEthertype : ParseResult::NotRoce;
+
+    const uint8_t *l3 = frame + l2;
+    const size_t avail = len - l2;
+    size_t l4_off;  /* from l3 */
+    size_t ip_end;  /* from l3: end of the IP datagram */
+    size_t udp_len; /* as the IP header declares it */
+    if (et == kEtherTypeIpv4) {
+        out.ipv6 = false;
+        if (avail < kIpv4Len)
+            return ParseResult::TooShort;
+        if ((l3[0] >> 4) != 4 || (l3[0] & 0xF) < 5)
+            return ParseResult::BadIpHeader;
+        if ((l3[0] & 0xF) != 5) /* options: never on RoCEv2, fine on anything else */
+            return l3[9] == kIpProtoUdp ? ParseResult::BadIpHeader : ParseResult::NotRoce;
+        decode_ipv4(l3, avail, out.ip4);
+        if (out.ip4.total_len < kIpv4Len)
+            return ParseResult::BadIpHeader;
+        if (out.ip4.total_len > avail)
+            return ParseResult::TooShort;
+        if (out.ip4.proto != kIpProtoUdp)
+            return ParseResult::NotRoce;
+        if (out.ip4.frag & kIpv4MfOffset)
+            return ParseResult::IpFragment;
+        l4_off = kIpv4Len;
+        ip_end = out.ip4.total_len;
+        udp_len = ip_end - kIpv4Len;
+    } else {
+        out.ipv6 = true;
+        if (avail < kIpv6Len)
+            return ParseResult::TooShort;
+        if (!decode_ipv6(l3, avail, out.ip6))
+            return ParseResult::BadIpHeader;
+        if (kIpv6Len + size_t{out.ip6.payload_len} > avail)
+            return ParseResult::TooShort;
+        if (out.ip6.next_hdr != kIpProtoUdp) /* extension headers are not used by RoCEv2 */
+            return ParseResult::NotRoce;
+        l4_off = kIpv6Len;
+        ip_end = kIpv6Len + out.ip6.payload_len;
+        udp_len = out.ip6.payload_len;
+    }
+    if (udp_len < kUdpLen)
+        return ParseResult::BadUdpLength;
+    const uint8_t *udp = l3 + l4_off;
+    out.udp = decode_udp(udp);
+    if (out.udp.dport != kRoceV2UdpPort)
+        return ParseResult::NotRoce;
+    if (out.udp.len != udp_len)
+        return ParseResult::BadUdpLength;
+
+    /* L3 summary. */
+    if (out.ipv6) {
+        std::memcpy(out.src_gid, out.ip6.src, 16);
+        std::memcpy(out.dst_gid, out.ip6.dst, 16);
+        out.ecn = out.ip6.tclass & 3;
+        out.dscp = out.ip6.tclass >> 2;
+        out.ttl = out.ip6.hop_limit;
+    } else {
+        gid_from_ipv4(out.ip4.src, out.src_gid);
+        gid_from_ipv4(out.ip4.dst, out.dst_gid);
+        out.ecn = out.ip4.tos & 3;
+        out.dscp = out.ip4.tos >> 2;
+        out.ttl = out.ip4.ttl;
+    }
+    out.l3_off = static_cast<uint16_t>(l2);
+    out.bth_off = static_cast<uint16_t>(l2 + l4_off + kUdpLen);
+
+    /* BTH. */
+    const size_t roce_len = udp_len - kUdpLen; /* BTH .. ICRC */
+    if (roce_len < kBthLen + kIcrcLen)
+        return ParseResult::TooShort;
+    const uint8_t *bth = udp + kUdpLen;
+    out.bth = decode_bth(bth);
+    if (out.bth.tver != 0)
+        return ParseResult::BadTver;
+    const OpcodeInfo &op = opcode_info(out.bth.opcode);
+    if (!op.valid())
+        return ParseResult::BadOpcode;
+    out.op = &op;
+    if (roce_len < size_t{op.hdr_len} + kIcrcLen)
+        return ParseResult::TooShort;
+    const size_t data_area = roce_len - op.hdr_len - kIcrcLen; /* payload + pad */
+    if (out.bth.pad_cnt > data_area)
+        return ParseResult::BadPadLength;
+
+    /* Extended headers (all inside hdr_len, checked above). */
+    if (op.off_reth)
+        out.reth = decode_reth(bth + op.off_reth);
+    if (op.off_atomic_eth)
+        out.atomic = decode_atomic_eth(bth + op.off_atomic_eth);
+    if (op.off_deth)
+        out.deth = decode_deth(bth + op.off_deth);
+    if (op.off_aeth)
+        out.aeth = decode_aeth(bth + op.off_aeth);
+    if (op.off_atomic_ack_eth)
+        out.atomic_ack = decode_atomic_ack_eth(bth + op.off_atomic_ack_eth);
+    if (op.off_imm)
+        out.imm = decode_u32(bth + op.off_imm);
+    if (op.off_ieth)
+        out.ieth = decode_u32(bth + op.off_ieth);
+
+    out.payload = bth + op.hdr_len;
+    out.payload_len = static_cast<uint32_t>(data_area - out.bth.pad_cnt);
+    out.icrc = icrc_load(l3 + ip_end - kIcrcLen);
+    out.frame_len = static_cast<uint32_t>(l2 + ip_end);
+
+    if (verify_icrc && icrc_compute(l3, ip_end - kIcrcLen, out.ipv6) != out.icrc)
+        return ParseResult::BadIcrc;
+    return ParseResult::Ok;
+}
+
+/* ---- build ---- */
+
+size_t headers_len(const FrameSpec &s) {
+    const OpcodeInfo &op = opcode_info(s.bth.opcode);
+    if (!op.valid())
+        return 0;
+    return encoded_len(s.eth) + (s.ipv6 ? kIpv6Len : kIpv4Len) + kUdpLen + op.hdr_len;
+}
+
+namespace {
+inline uint32_t pad_for(uint32_t payload_len) { return (4 - (payload_len & 3)) & 3; }
+} // namespace
+
+size_t frame_len(const FrameSpec &s) {
+    const size_t h = headers_len(s);
+    if (h == 0)
+        return 0;
+    return h + s.payload_len + pad_for(s.payload_len) + kIcrcLen;
+}
+
+size_t build_frame(const FrameSpec &s, uint8_t *out, size_t cap) {
+    const OpcodeInfo &op = opcode_info(s.bth.opcode);
+    const size_t total = frame_len(s);
+    if (total == 0 || total > cap)
+        return 0;
+    const uint32_t pad = pad_for(s.payload_len);
+    const size_t ip_len = s.ipv6 ? kIpv6Len : kIpv4Len;
+    const size_t udp_len = kUdpLen + op.hdr_len + s.payload_len + pad + kIcrcLen;
+    if (udp_len + ip_len > 0xFFFF)
+        return 0;
+
+    EthHdr eth = s.eth;
+    eth.ethertype = s.ipv6 ? kEtherTypeIpv6 : kEtherTypeIpv4;
+    const size_t l2 = encode(eth, out);
+    uint8_t *l3 = out + l2;
+
+    if (s.ipv6) {
+        Ipv6Hdr ip{};
+        ip.tclass = s.tos;
+        ip.flow_label = s.flow_label;
+        ip.payload_len = static_cast<uint16_t>(udp_len);
+        ip.next_hdr = kIpProtoUdp;
+        ip.hop_limit = s.ttl;
+        std::memcpy(ip.src, s.src_gid, 16);
+        std::memcpy(ip.dst, s.dst_gid, 16);
+        encode(ip, l3);
+    } else {
+        Ipv4Hdr ip{};
+        ip.tos = s.tos;
+        ip.total_len = static_cast<uint16_t>(kIpv4Len + udp_len);
+        ip.id = s.ip_id;
+        ip.frag = kIpv4Df;
+        ip.ttl = s.ttl;
+        ip.proto = kIpProtoUdp;
+        ip.src = gid_to_ipv4(s.src_gid);
+        ip.dst = gid_to_ipv4(s.dst_gid);
+        encode(ip, l3);
+    }
+    uint8_t *udp = l3 + ip_len;
+    encode(UdpHdr{s.udp_sport, kRoceV2UdpPort, static_cast<uint16_t>(udp_len), 0}, udp);
+
+    uint8_t *bth = udp + kUdpLen;
+    Bth b = s.bth;
+    b.pad_cnt = static_cast<uint8_t>(pad);
+    encode(b, bth);
+    if (op.off_reth)
+        encode(s.reth, bth + op.off_reth);
+    if (op.off_atomic_eth)
+        encode(s.atomic, bth + op.off_atomic_eth);
+    if (op.off_deth)
+        encode(s.deth, bth + op.off_deth);
+    if (op.off_aeth)
+        encode(s.aeth, bth + op.off_aeth);
+    if (op.off_atomic_ack_eth)
+        encode(s.atomic_ack, bth + op.off_atomic_ack_eth);
+    if (op.off_imm)
+        encode_u32(s.imm, bth + op.off_imm);
+    if (op.off_ieth)
+        encode_u32(s.ieth, bth + op.off_ieth);
+    if (op.has(kHdrCnpPad))
+        std::memset(bth + op.hdr_len - kCnpPadLen, 0, kCnpPadLen);
+
+    uint8_t *p = bth + op.hdr_len;
+    uint32_t left = s.payload_len;
+    for (uint32_t i = 0; i < s.nsegs && left > 0; ++i) {
+        const uint32_t n = s.segs[i].len < left ? s.segs[i].len : left;
+        std::memcpy(p, s.segs[i].addr, n);
+        p += n;
+        left -= n;
+    }
+    if (left != 0) /* segs hold fewer bytes than payload_len */
+        return 0;
+    std::memset(p, 0, pad);
+    p += pad;
+    const size_t crc_len = static_cast<size_t>(p - l3);
+    icrc_store(icrc_compute_inplace(l3, crc_len, s.ipv6), p);
+    return total;
+}
+
+/* ---- helpers ---- */
+
+void gid_from_ipv4(uint32_t ip, uint8_t gid[16]) {
+    std::memset(gid, 0, 10);
+    gid[10] = gid[11] = 0xFF;
+    gid[12] = static_cast<uint8_t>(ip >> 24);
+    gid[13] = static_cast<uint8_t>(ip >> 16);
+    gid[14] = static_cast<uint8_t>(ip >> 8);
+    gid[15] = static_cast<uint8_t>(ip);
+}
+
+bool gid_is_ipv4(const uint8_t gid[16]) {
+    static constexpr uint8_t kPrefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF};
+    return std::memcmp(gid, kPrefix, 12) == 0;
+}
+
+uint32_t gid_to_ipv4(const uint8_t gid[16]) {
+    return (static_cast<uint32_t>(gid[12]) << 24) | (static_cast<uint32_t>(gid[13]) << 16) |
+           (static_cast<uint32_t>(gid[14]) << 8) | gid[15];
+}
+
+/* Linux hash_32(): multiplicative hash with GOLDEN_RATIO_32, top `bits` bits. rxe
+ * (rxe_qp.c, rxe_qp_init_req) hashes its *own* (source) QPN, not the BTH DestQP. In the
+ * vectors this only shows on UD (DETH.SrcQP 0x12 -> 63494) and QP1 (-> 55410), where both
+ * ends happen to have the same QPN; RC QPs use the flow-label rule below instead. */
+uint16_t udp_sport_for_qpn(uint32_t qpn) {
+    const uint32_t h = (qpn * 0x61C88647u) >> (32 - 14);
+    return static_cast<uint16_t>(0xC000 | (h & 0x3FFF));
+}
+
+uint32_t rdma_calc_flow_label(uint32_t lqpn, uint32_t rqpn) {
+    uint64_t v = static_cast<uint64_t>(lqpn) * rqpn;
+    v ^= v >> 20;
+    v ^= v >> 40;
+    return static_cast<uint32_t>(v & 0xFFFFF);
+}
+
+uint16_t udp_sport_for_flow_label(uint32_t fl) {
+    return static_cast<uint16_t>(0xC000 | ((fl & 0x3FFF) ^ ((fl & 0xFC000) >> 14)));
+}
+
+} // namespace droce::wire

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# droce-pingpong --loopback: the in-process demo (two devices on a net_ring pair, server
+# and client in one thread, no hugepages) must finish, print ibv_rc_pingpong's summary
+# lines for both sides and exit 0; bad command lines must exit 1 with a message.
+# Usage: test_pingpong_loopback.sh PATH/TO/droce-pingpong
+set -u
+exe=${1:?usage: $0 PATH/TO/droce-pingpong}
+# No hugepages, no PCI, no shared runtime dir (other DPDK processes may be running).
+eal=(-l 0 --no-huge -m 512 --no-pci --no-shconf --log-level='*:warning')
+fails=0
+out=$(mktemp); err=$(mktemp)
+trap 'rm -f "$out" "$err"' EXIT
+
+fail() { echo "FAIL: $*"; echo "--- stdout"; cat "$out"; echo "--- stderr"; cat "$err"; fails=$((fails + 1)); }
+
+# run_ok DESCRIPTION SIZE ITERS ARGS...: loopback run that must succeed.
+run_ok() {
+    local desc=$1 size=$2 iters=$3; shift 3
+    local bytes=$((size * iters * 2))
+    "$exe" "${eal[@]}" -- --loopback --timeout 60 -s "$size" -n "$iters" "$@" >"$out" 2>"$err"
+    local rc=$?
+    if [[ $rc -ne 0 ]]; then fail "$desc: exit $rc"; return; fi
+    for side in server client; do
+        grep -Eq "^\[$side\]   local address:  LID 0x0000, QPN 0x[0-9a-f]{6}, PSN 0x[0-9a-f]{6}, GID ::ffff:10\.0\.0\.[12]$" "$out" \
+            || { fail "$desc: no $side local address line"; return; }
+        grep -Eq "^\[$side\]   remote address: LID 0x0000, QPN 0x[0-9a-f]{6}, PSN 0x[0-9a-f]{6}, GID ::ffff:10\.0\.0\.[12]$" "$out" \
+            || { fail "$desc: no $side remote address line"; return; }
+        grep -Eq "^\[$side\] $bytes bytes in [0-9]+\.[0-9]{2} seconds = [0-9.]+ Mbit/sec$" "$out" \
+            || { fail "$desc: no $side bytes summary line ($bytes bytes)"; return; }
+        grep -Eq "^\[$side\] $iters iters in [0-9]+\.[0-9]{2} seconds = [0-9.]+ usec/iter$" "$out" \
+            || { fail "$desc: no $side iters summary line"; return; }
+    done
+    if grep -q "invalid data" "$out"; then fail "$desc: -c found invalid data"; return; fi
+    echo "ok: $desc"
+    grep -E "bytes in|iters in" "$out" | sed 's/^/    /'
+}
+
+# run_bad DESCRIPTION PATTERN ARGS...: command line that must exit 1 with PATTERN on stderr.
+run_bad() {
+    local desc=$1 pattern=$2; shift 2
+    "$exe" "$@" >"$out" 2>"$err"
+    local rc=$?
+    if [[ $rc -ne 1 ]]; then fail "$desc: exit $rc, expected 1"; return; fi
+    if ! grep -q -- "$pattern" "$err"; then fail "$desc: stderr lacks '$pattern'"; return; fi
+    if ! grep -q "^Usage:" "$err"; then fail "$desc: no usage on stderr"; return; fi
+    echo "ok: $desc"
+}
+
+run_ok "-s 1 -n 100 -c" 1 100 -c
+run_ok "-s 4096 -n 100 -c" 4096 100 -c
+run_ok "-s 65536 -m 1024 -n 100 -c (64 packets per message)" 65536 100 -m 1024 -c
+run_ok "-s 4096 -n 50 -r 4 (small receive queue)" 4096 50 -r 4
+
+run_bad "unknown long flag" "unknown option" -- --loopback --no-such-flag
+run_bad "unknown short flag" "unknown option" -- --loopback -z
+run_bad "bad size" "invalid value 'abc' for -s/--size" -- --loopback -s abc
+run_bad "bad mtu" "invalid value '1000' for -m/--mtu" -- --loopback -m 1000
+run_bad "ib port 2" "invalid value '2' for -i/--ib-port" -- --loopback -i 2
+run_bad "odp" "on-demand paging" -- --loopback -o
+run_bad "missing value" "needs a value" -- --loopback -n
+run_bad "no --ip outside loopback" "--ip A.B.C.D/P is required" -- 10.0.0.9
+
+"$exe" -h >"$out" 2>"$err"
+if [[ $? -eq 0 ]] && grep -q -- "--loopback" "$out"; then echo "ok: -h"; else fail "-h"; fi
+
+if [[ $fails -ne 0 ]]; then echo "$fails check(s) failed"; exit 1; fi
+echo "all pingpong loopback checks passed"

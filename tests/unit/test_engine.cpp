@@ -1,0 +1,615 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Engine end to end in one process: two devices on a net_ring pair, embedded and worker
+ * mode, every RC operation; plus raw-port tests of the RX classifier (ARP, ICMP echo,
+ * drop counters). The EAL is initialised once (by the first engine) and reused. */
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <rte_ethdev.h>
+#include <rte_mbuf.h>
+
+#include <droce/droce.h>
+
+#include "net.h"
+#include "wire_packet.h"
+
+using namespace droce;
+using namespace std::chrono_literals;
+
+namespace {
+
+/* --no-huge/-m: no hugepages on CI; --no-shconf: no shared config file, so parallel
+ * DPDK processes of other builds on the machine do not collide; -l 0-1: lcore 1 is the
+ * worker in worker mode. */
+std::unique_ptr<Engine> make_engine(bool embedded) {
+    static const char *args[] = {"test_engine", "--no-huge",   "-m", "512",
+                                 "--no-pci",    "--no-shconf", "-l", "0-1",
+                                 "--log-level", "*:warning",   "--", nullptr};
+    EngineOptions o;
+    o.embedded = embedded;
+    /* Be gentle with the 2 shared cores (and CI's VM): sleep after 200 idle polls. */
+    o.idle_polls_before_sleep = 200;
+    o.idle_sleep_us = 50;
+    o.mbufs = 4095;
+    o.log_level = "warn";
+    int consumed = 0;
+    auto e = Engine::create(11, const_cast<char **>(args), &consumed, o);
+    EXPECT_TRUE(e) << e.status().message();
+    if (!e)
+        return nullptr;
+    EXPECT_EQ(consumed, 11);
+    return std::move(*e);
+}
+
+std::map<std::string, uint64_t> counter_map(const Device &d) {
+    std::map<std::string, uint64_t> m;
+    for (const auto &[k, v] : d.counters())
+        m[k] = v;
+    return m;
+}
+
+/* One side of a connection. Members in destruction-safe order (QP before CQs/MR/PD). */
+struct Side {
+    Device *dev = nullptr;
+    std::unique_ptr<ProtectionDomain> pd;
+    std::unique_ptr<CompletionQueue> scq, rcq;
+    std::vector<uint8_t> buf;
+    std::unique_ptr<MemoryRegion> mr;
+    std::unique_ptr<QueuePair> qp;
+
+    void init(Device *d, size_t bytes) {
+        dev = d;
+        pd = std::move(*d->alloc_pd());
+        scq = std::move(*d->create_cq(256));
+        rcq = std::move(*d->create_cq(256));
+        buf.assign(bytes, 0);
+        auto m = pd->reg_mr(buf.data(), buf.size(),
+                            kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead |
+                                kAccessRemoteAtomic);
+        ASSERT_TRUE(m) << m.status().message();
+        mr = std::move(*m);
+        QpInitAttr a;
+        a.send_cq = scq.get();
+        a.recv_cq = rcq.get();
+        auto q = pd->create_qp(a);
+        ASSERT_TRUE(q) << q.status().message();
+        qp = std::move(*q);
+    }
+    /* Children before parents, as verbs requires. */
+    void reset() {
+        qp.reset();
+        mr.reset();
+        scq.reset();
+        rcq.reset();
+        pd.reset();
+    }
+    uint64_t addr(size_t off) const { return reinterpret_cast<uint64_t>(buf.data() + off); }
+    Sge sge(size_t off, uint32_t len) const { return Sge{addr(off), len, mr->lkey()}; }
+};
+
+Status to_init(QueuePair &qp) {
+    QpAttr a;
+    a.qp_state = QpState::Init;
+    a.qp_access_flags =
+        kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead | kAccessRemoteAtomic;
+    return qp.modify(a, kQpState | kQpPkeyIndex | kQpPort | kQpAccessFlags);
+}
+
+Status to_rtr(QueuePair &qp, const Gid &dgid, uint32_t dqpn, uint32_t rq_psn,
+              Mtu mtu = Mtu::Mtu1024, uint8_t sgid_index = 1) {
+    QpAttr a;
+    a.qp_state = QpState::Rtr;
+    a.path_mtu = mtu;
+    a.dest_qp_num = dqpn;
+    a.rq_psn = rq_psn;
+    a.max_dest_rd_atomic = 4;
+    a.min_rnr_timer = 12;
+    a.ah_attr.dgid = dgid;
+    a.ah_attr.sgid_index = sgid_index;
+    return qp.modify(a, kQpState | kQpAv | kQpPathMtu | kQpDestQpn | kQpRqPsn | kQpMaxDestRdAtomic |
+                            kQpMinRnrTimer);
+}
+
+Status to_rts(QueuePair &qp, uint32_t sq_psn) {
+    QpAttr a;
+    a.qp_state = QpState::Rts;
+    a.sq_psn = sq_psn;
+    a.timeout = 18; /* ~1 s: the shared 2-core machine must not cause spurious retries */
+    a.retry_cnt = 7;
+    a.rnr_retry = 7;
+    a.max_rd_atomic = 4;
+    return qp.modify(a, kQpState | kQpSqPsn | kQpTimeout | kQpRetryCnt | kQpRnrRetry |
+                            kQpMaxQpRdAtomic);
+}
+
+class EngineE2E : public ::testing::TestWithParam<bool> {
+  protected:
+    void SetUp() override {
+        engine = make_engine(GetParam());
+        ASSERT_TRUE(engine);
+        auto ports = engine->create_ring_pair();
+        ASSERT_TRUE(ports) << ports.status().message();
+        DeviceConfig ca;
+        ca.port = ports->first;
+        ca.ipv4_cidr = "10.77.0.1/24";
+        ca.mac = "02:00:00:00:01:01";
+        ca.mtu = 1500;
+        DeviceConfig cb = ca;
+        cb.port = ports->second;
+        cb.ipv4_cidr = "10.77.0.2/24";
+        cb.mac = "02:00:00:00:01:02";
+        auto da = engine->open_device(ca);
+        ASSERT_TRUE(da) << da.status().message();
+        auto db = engine->open_device(cb);
+        ASSERT_TRUE(db) << db.status().message();
+        ASSERT_TRUE(engine->start());
+        a.init(*da, 1 << 20);
+        b.init(*db, 1 << 20);
+    }
+    void TearDown() override {
+        a.reset();
+        b.reset();
+        engine.reset();
+    }
+
+    void connect() {
+        ASSERT_TRUE(to_init(*a.qp));
+        ASSERT_TRUE(to_init(*b.qp));
+        const Gid ga = a.dev->gids().at(1).gid, gb = b.dev->gids().at(1).gid;
+        Status s = to_rtr(*a.qp, gb, b.qp->qp_num(), 0x200);
+        ASSERT_TRUE(s) << s.message();
+        s = to_rtr(*b.qp, ga, a.qp->qp_num(), 0x100);
+        ASSERT_TRUE(s) << s.message();
+        ASSERT_TRUE(to_rts(*a.qp, 0x100));
+        ASSERT_TRUE(to_rts(*b.qp, 0x200));
+    }
+
+    /* Polls cq until n completions arrived (driving the engine in embedded mode). */
+    std::vector<Wc> wait(CompletionQueue &cq, int n) {
+        std::vector<Wc> out;
+        const auto deadline = std::chrono::steady_clock::now() + 10s;
+        while (static_cast<int>(out.size()) < n && std::chrono::steady_clock::now() < deadline) {
+            Wc wc[16];
+            const int k = cq.poll(wc, 16);
+            out.insert(out.end(), wc, wc + k);
+            if (k == 0) {
+                if (engine->embedded())
+                    engine->poll();
+                else
+                    std::this_thread::sleep_for(20us);
+            }
+        }
+        EXPECT_EQ(static_cast<int>(out.size()), n) << "timed out waiting for completions";
+        return out;
+    }
+
+    void send_recv(uint32_t len, bool with_imm) {
+        for (uint32_t i = 0; i < len; ++i)
+            a.buf[i] = static_cast<uint8_t>(i * 7 + len);
+        std::memset(b.buf.data() + 0x80000, 0, len);
+        RecvWr r;
+        r.wr_id = 0xB0 + len;
+        r.sg_list[0] = b.sge(0x80000, len);
+        r.num_sge = 1;
+        ASSERT_TRUE(b.qp->post_recv(r));
+        SendWr w;
+        w.wr_id = 0xA0 + len;
+        w.opcode = with_imm ? WrOpcode::SendWithImm : WrOpcode::Send;
+        w.send_flags = kSendSignaled;
+        w.sg_list[0] = a.sge(0, len);
+        w.num_sge = 1;
+        w.imm_data = 0xC0FFEE;
+        ASSERT_TRUE(a.qp->post_send(w));
+        auto sc = wait(*a.scq, 1);
+        auto rc = wait(*b.rcq, 1);
+        ASSERT_EQ(sc.size(), 1u);
+        ASSERT_EQ(rc.size(), 1u);
+        EXPECT_EQ(sc[0].status, WcStatus::Success) << wc_status_str(sc[0].status);
+        EXPECT_EQ(sc[0].wr_id, 0xA0 + len);
+        EXPECT_EQ(sc[0].opcode, WcOpcode::Send);
+        EXPECT_EQ(rc[0].status, WcStatus::Success) << wc_status_str(rc[0].status);
+        EXPECT_EQ(rc[0].wr_id, 0xB0 + len);
+        EXPECT_EQ(rc[0].opcode, WcOpcode::Recv);
+        EXPECT_EQ(rc[0].byte_len, len);
+        EXPECT_EQ(rc[0].qp_num, b.qp->qp_num());
+        EXPECT_EQ(rc[0].src_qp, a.qp->qp_num());
+        if (with_imm) {
+            EXPECT_TRUE(rc[0].wc_flags & kWcWithImm);
+            EXPECT_EQ(rc[0].imm_data, 0xC0FFEEu);
+        } else {
+            EXPECT_FALSE(rc[0].wc_flags & kWcWithImm);
+        }
+        EXPECT_EQ(0, std::memcmp(a.buf.data(), b.buf.data() + 0x80000, len));
+    }
+
+    void expect_no_drops(const Device &d) {
+        const auto c = counter_map(d);
+        EXPECT_GT(c.at("port_rcv_packets"), 0u);
+        EXPECT_GT(c.at("port_xmit_packets"), 0u);
+        for (const auto &[k, v] : c) {
+            const bool is_drop =
+                k.rfind("rx_drop_", 0) == 0 || k.find("discard") != std::string::npos ||
+                k.rfind("tx_no_", 0) == 0 || k == "tx_frame_too_big" ||
+                k.rfind("arp_drop", 0) == 0 || k.rfind("icmp_drop", 0) == 0 ||
+                k == "out_of_sequence" || k == "duplicate_request" || k == "packet_seq_err" ||
+                k == "local_ack_timeout_err" || k == "rnr_nak_sent" ||
+                k == "retransmitted_packets" || k.find("error") != std::string::npos ||
+                k == "cq_overflow" || k == "sq_wr_rejected" || k == "rq_wr_rejected";
+            if (is_drop) {
+                EXPECT_EQ(v, 0u) << d.name() << " " << k;
+            }
+        }
+    }
+
+    std::unique_ptr<Engine> engine;
+    Side a, b;
+};
+
+TEST_P(EngineE2E, AllOperations) {
+    ASSERT_NO_FATAL_FAILURE(connect());
+    EXPECT_EQ(a.dev->active_mtu(), 1024u);
+
+    /* SEND / RECV: one packet, four, and 64 segments of 1024 bytes. */
+    for (uint32_t len : {1u, 4096u, 65536u})
+        ASSERT_NO_FATAL_FAILURE(send_recv(len, false)) << len;
+    ASSERT_NO_FATAL_FAILURE(send_recv(3000, true));
+
+    /* RDMA WRITE 10000 bytes into B at offset 0x10000. */
+    for (uint32_t i = 0; i < 10000; ++i)
+        a.buf[0x1000 + i] = static_cast<uint8_t>(i ^ 0x5a);
+    SendWr w;
+    w.wr_id = 1;
+    w.opcode = WrOpcode::RdmaWrite;
+    w.send_flags = kSendSignaled;
+    w.sg_list[0] = a.sge(0x1000, 10000);
+    w.num_sge = 1;
+    w.remote_addr = b.addr(0x10000);
+    w.rkey = b.mr->rkey();
+    ASSERT_TRUE(a.qp->post_send(w));
+    auto sc = wait(*a.scq, 1);
+    ASSERT_EQ(sc.size(), 1u);
+    EXPECT_EQ(sc[0].status, WcStatus::Success);
+    EXPECT_EQ(sc[0].opcode, WcOpcode::RdmaWrite);
+    EXPECT_EQ(0, std::memcmp(a.buf.data() + 0x1000, b.buf.data() + 0x10000, 10000));
+
+    /* WRITE_WITH_IMM consumes a receive on B. */
+    RecvWr r;
+    r.wr_id = 77;
+    r.num_sge = 0;
+    ASSERT_TRUE(b.qp->post_recv(r));
+    w.wr_id = 2;
+    w.opcode = WrOpcode::RdmaWriteWithImm;
+    w.sg_list[0] = a.sge(0x1000, 2048);
+    w.remote_addr = b.addr(0x20000);
+    w.imm_data = 0x12345678;
+    ASSERT_TRUE(a.qp->post_send(w));
+    sc = wait(*a.scq, 1);
+    auto rc = wait(*b.rcq, 1);
+    ASSERT_EQ(sc.size(), 1u);
+    ASSERT_EQ(rc.size(), 1u);
+    EXPECT_EQ(sc[0].status, WcStatus::Success);
+    EXPECT_EQ(rc[0].status, WcStatus::Success);
+    EXPECT_EQ(rc[0].opcode, WcOpcode::RecvRdmaWithImm);
+    EXPECT_EQ(rc[0].wr_id, 77u);
+    EXPECT_EQ(rc[0].imm_data, 0x12345678u);
+    EXPECT_TRUE(rc[0].wc_flags & kWcWithImm);
+    EXPECT_EQ(rc[0].byte_len, 2048u);
+    EXPECT_EQ(0, std::memcmp(a.buf.data() + 0x1000, b.buf.data() + 0x20000, 2048));
+
+    /* READ 20000 bytes from B (multi-packet response). */
+    for (uint32_t i = 0; i < 20000; ++i)
+        b.buf[0x30000 + i] = static_cast<uint8_t>(i * 13);
+    w = SendWr{};
+    w.wr_id = 3;
+    w.opcode = WrOpcode::RdmaRead;
+    w.send_flags = kSendSignaled;
+    w.sg_list[0] = a.sge(0x40000, 20000);
+    w.num_sge = 1;
+    w.remote_addr = b.addr(0x30000);
+    w.rkey = b.mr->rkey();
+    ASSERT_TRUE(a.qp->post_send(w));
+    sc = wait(*a.scq, 1);
+    ASSERT_EQ(sc.size(), 1u);
+    EXPECT_EQ(sc[0].status, WcStatus::Success) << wc_status_str(sc[0].status);
+    EXPECT_EQ(sc[0].opcode, WcOpcode::RdmaRead);
+    EXPECT_EQ(sc[0].byte_len, 20000u);
+    EXPECT_EQ(0, std::memcmp(a.buf.data() + 0x40000, b.buf.data() + 0x30000, 20000));
+
+    /* FETCH_ADD then CMP_SWAP on one 8-byte word of B. */
+    uint64_t v = 1000;
+    std::memcpy(b.buf.data() + 0x50000, &v, 8);
+    w = SendWr{};
+    w.wr_id = 4;
+    w.opcode = WrOpcode::AtomicFetchAndAdd;
+    w.send_flags = kSendSignaled;
+    w.sg_list[0] = a.sge(0x60000, 8);
+    w.num_sge = 1;
+    w.remote_addr = b.addr(0x50000);
+    w.rkey = b.mr->rkey();
+    w.compare_add = 42;
+    ASSERT_TRUE(a.qp->post_send(w));
+    sc = wait(*a.scq, 1);
+    ASSERT_EQ(sc.size(), 1u);
+    EXPECT_EQ(sc[0].status, WcStatus::Success) << wc_status_str(sc[0].status);
+    EXPECT_EQ(sc[0].opcode, WcOpcode::FetchAdd);
+    std::memcpy(&v, a.buf.data() + 0x60000, 8);
+    EXPECT_EQ(v, 1000u) << "original value returned";
+    std::memcpy(&v, b.buf.data() + 0x50000, 8);
+    EXPECT_EQ(v, 1042u);
+
+    w.wr_id = 5;
+    w.opcode = WrOpcode::AtomicCmpAndSwp;
+    w.sg_list[0] = a.sge(0x60008, 8);
+    w.compare_add = 1042;
+    w.swap = 0xDEADBEEFCAFEull;
+    ASSERT_TRUE(a.qp->post_send(w));
+    sc = wait(*a.scq, 1);
+    ASSERT_EQ(sc.size(), 1u);
+    EXPECT_EQ(sc[0].status, WcStatus::Success);
+    EXPECT_EQ(sc[0].opcode, WcOpcode::CompSwap);
+    std::memcpy(&v, a.buf.data() + 0x60008, 8);
+    EXPECT_EQ(v, 1042u);
+    std::memcpy(&v, b.buf.data() + 0x50000, 8);
+    EXPECT_EQ(v, 0xDEADBEEFCAFEull);
+
+    /* And the other direction, B -> A, to exercise both QPs as requesters. */
+    std::swap(a, b);
+    ASSERT_NO_FATAL_FAILURE(send_recv(5000, false));
+    std::swap(a, b);
+
+    expect_no_drops(*a.dev);
+    expect_no_drops(*b.dev);
+    const auto ca = counter_map(*a.dev);
+    EXPECT_GE(ca.at("arp_requests_sent"), 1u);
+    const auto cb = counter_map(*b.dev);
+    EXPECT_EQ(ca.at("rx_send_requests") + cb.at("rx_send_requests"), 5u) << "SEND messages";
+    /* Segmentation at MTU 1024: 1 + 4 + 64 + 3 SEND packets, 10 + 2 WRITE packets and a
+     * READ request and two atomics reached B. */
+    EXPECT_GE(cb.at("port_rcv_packets"), 1u + 4u + 64u + 3u + 10u + 2u + 3u);
+}
+
+TEST_P(EngineE2E, ControlPathErrors) {
+    QpInitAttr bad;
+    auto q = a.pd->create_qp(bad);
+    ASSERT_FALSE(q);
+    EXPECT_EQ(q.status().code(), EINVAL);
+
+    ASSERT_TRUE(to_init(*a.qp));
+    const Gid gb = b.dev->gids().at(1).gid;
+    Status s = to_rtr(*a.qp, gb, b.qp->qp_num(), 0, Mtu::Mtu2048);
+    EXPECT_EQ(s.code(), EINVAL);
+    EXPECT_NE(s.message().find("exceeds the active MTU 1024"), std::string::npos) << s.message();
+    s = to_rtr(*a.qp, gb, b.qp->qp_num(), 0, Mtu::Mtu1024, 7);
+    EXPECT_EQ(s.code(), EINVAL);
+    EXPECT_NE(s.message().find("sgid_index 7"), std::string::npos) << s.message();
+    s = to_rtr(*a.qp, gb, b.qp->qp_num(), 0, Mtu::Mtu1024, 0);
+    EXPECT_EQ(s.code(), EINVAL) << "IPv6 link-local sgid with an IPv4 dgid";
+    Gid off = gb;
+    off.raw[13] = 78; /* 10.78.0.2 */
+    s = to_rtr(*a.qp, off, b.qp->qp_num(), 0);
+    EXPECT_EQ(s.code(), ENETUNREACH);
+    EXPECT_NE(s.message().find("no gateway support"), std::string::npos) << s.message();
+
+    SendWr w;
+    w.num_sge = 0;
+    s = a.qp->post_send(w);
+    EXPECT_EQ(s.code(), EINVAL) << "post_send before RTS";
+
+    QpAttr qa;
+    ASSERT_TRUE(a.qp->query(qa));
+    EXPECT_EQ(qa.qp_state, QpState::Init);
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, EngineE2E, ::testing::Values(true, false),
+                         [](const auto &i) { return i.param ? "Embedded" : "Worker"; });
+
+TEST(EngineArp, TimeoutMessageWhenPeerDoesNotExist) {
+    auto engine = make_engine(true);
+    ASSERT_TRUE(engine);
+    auto ports = engine->create_ring_pair();
+    ASSERT_TRUE(ports);
+    DeviceConfig c;
+    c.port = ports->first;
+    c.ipv4_cidr = "10.77.0.1/24";
+    c.mac = "02:00:00:00:01:01";
+    c.arp_timeout_ms = 500;
+    auto d = engine->open_device(c);
+    ASSERT_TRUE(d) << d.status().message();
+    Side s;
+    ASSERT_NO_FATAL_FAILURE(s.init(*d, 4096));
+    ASSERT_TRUE(to_init(*s.qp));
+    const Gid nobody = net::GidTable::ipv4_mapped(0x0A4D0063); /* 10.77.0.99 */
+    const auto t0 = std::chrono::steady_clock::now();
+    Status st = to_rtr(*s.qp, nobody, 0x11, 0);
+    const auto ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0)
+            .count();
+    EXPECT_EQ(st.code(), ETIMEDOUT);
+    EXPECT_EQ(st.message(), "ARP: no reply from 10.77.0.99 within 500 ms");
+    EXPECT_GE(ms, 500);
+    EXPECT_LT(ms, 5000); /* generous: the machine is shared */
+    /* Requests at 0, 200 and 400 ms; a descheduled process may miss the last one. */
+    EXPECT_GE(counter_map(**d).at("arp_requests_sent"), 2u);
+    QpAttr qa;
+    ASSERT_TRUE(s.qp->query(qa));
+    EXPECT_EQ(qa.qp_state, QpState::Init) << "a failed modify changes nothing";
+    s.reset();
+}
+
+/* Raw frames through the ring: port B is driven by the test itself. */
+class RawPort : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        engine = make_engine(true);
+        ASSERT_TRUE(engine);
+        auto ports = engine->create_ring_pair();
+        ASSERT_TRUE(ports);
+        DeviceConfig c;
+        c.port = ports->first;
+        c.ipv4_cidr = "10.77.0.1/24";
+        c.mac = "02:00:00:00:01:01";
+        auto d = engine->open_device(c);
+        ASSERT_TRUE(d) << d.status().message();
+        dev = *d;
+        ASSERT_EQ(rte_eth_dev_get_port_by_name(ports->second.c_str(), &peer), 0);
+        static int seq = 0;
+        const std::string pn = "test_raw_pool" + std::to_string(seq++);
+        pool = rte_pktmbuf_pool_create(pn.c_str(), 255, 0, 0, RTE_MBUF_DEFAULT_BUF_SIZE,
+                                       SOCKET_ID_ANY);
+        ASSERT_NE(pool, nullptr);
+        rte_eth_conf conf{};
+        ASSERT_EQ(rte_eth_dev_configure(peer, 1, 1, &conf), 0);
+        ASSERT_EQ(rte_eth_rx_queue_setup(peer, 0, 256, SOCKET_ID_ANY, nullptr, pool), 0);
+        ASSERT_EQ(rte_eth_tx_queue_setup(peer, 0, 256, SOCKET_ID_ANY, nullptr), 0);
+        ASSERT_EQ(rte_eth_dev_start(peer), 0);
+    }
+    void TearDown() override {
+        rte_eth_dev_stop(peer);
+        rte_eth_dev_close(peer);
+        engine.reset();
+        rte_mempool_free(pool);
+    }
+    void send(const std::vector<uint8_t> &f) {
+        rte_mbuf *m = rte_pktmbuf_alloc(pool);
+        ASSERT_NE(m, nullptr);
+        std::memcpy(rte_pktmbuf_append(m, static_cast<uint16_t>(f.size())), f.data(), f.size());
+        ASSERT_EQ(rte_eth_tx_burst(peer, 0, &m, 1), 1);
+        engine->poll(); /* RX + reply TX in one iteration */
+    }
+    std::vector<std::vector<uint8_t>> receive() {
+        std::vector<std::vector<uint8_t>> out;
+        rte_mbuf *m[8];
+        const uint16_t n = rte_eth_rx_burst(peer, 0, m, 8);
+        for (uint16_t i = 0; i < n; ++i) {
+            const auto *p = rte_pktmbuf_mtod(m[i], const uint8_t *);
+            out.emplace_back(p, p + rte_pktmbuf_pkt_len(m[i]));
+            rte_pktmbuf_free(m[i]);
+        }
+        return out;
+    }
+
+    std::unique_ptr<Engine> engine;
+    Device *dev = nullptr;
+    uint16_t peer = 0;
+    rte_mempool *pool = nullptr;
+};
+
+const uint8_t kDevMac[6] = {0x02, 0, 0, 0, 0x01, 0x01};
+const uint8_t kPeerMac[6] = {0x02, 0, 0, 0, 0x01, 0x09};
+
+std::vector<uint8_t> eth(const uint8_t *dst, uint16_t type) {
+    std::vector<uint8_t> f(14);
+    std::memcpy(f.data(), dst, 6);
+    std::memcpy(f.data() + 6, kPeerMac, 6);
+    f[12] = static_cast<uint8_t>(type >> 8);
+    f[13] = static_cast<uint8_t>(type);
+    return f;
+}
+
+TEST_F(RawPort, ArpAndIcmpEcho) {
+    /* who-has 10.77.0.1 tell 10.77.0.9 */
+    auto f = eth(net::kBroadcastMac.data(), 0x0806);
+    const uint8_t arp[] = {0,  1,  8, 0, 6, 4, 0, 1, 0x02, 0, 0,  0,  0x01, 0x09,
+                           10, 77, 0, 9, 0, 0, 0, 0, 0,    0, 10, 77, 0,    1};
+    f.insert(f.end(), arp, arp + sizeof(arp));
+    f.resize(60, 0);
+    ASSERT_NO_FATAL_FAILURE(send(f));
+    auto got = receive();
+    ASSERT_EQ(got.size(), 1u);
+    ASSERT_GE(got[0].size(), 42u);
+    EXPECT_EQ(0, std::memcmp(got[0].data(), kPeerMac, 6));
+    EXPECT_EQ(0, std::memcmp(got[0].data() + 6, kDevMac, 6));
+    EXPECT_EQ(got[0][21], 2) << "ARP reply";
+    EXPECT_EQ(0, std::memcmp(got[0].data() + 22, kDevMac, 6));
+
+    /* ping 10.77.0.1 with 56 data bytes */
+    f = eth(kDevMac, 0x0800);
+    std::vector<uint8_t> ip = {0x45, 0, 0,  84, 0x12, 0x34, 0x40, 0,  64, 1,
+                               0,    0, 10, 77, 0,    9,    10,   77, 0,  1};
+    const uint16_t ipc = net::inet_checksum(ip.data(), 20);
+    ip[10] = static_cast<uint8_t>(ipc >> 8);
+    ip[11] = static_cast<uint8_t>(ipc);
+    std::vector<uint8_t> icmp = {8, 0, 0, 0, 0xbe, 0xef, 0, 1};
+    for (int i = 0; i < 56; ++i)
+        icmp.push_back(static_cast<uint8_t>(i));
+    const uint16_t ic = net::inet_checksum(icmp.data(), icmp.size());
+    icmp[2] = static_cast<uint8_t>(ic >> 8);
+    icmp[3] = static_cast<uint8_t>(ic);
+    f.insert(f.end(), ip.begin(), ip.end());
+    f.insert(f.end(), icmp.begin(), icmp.end());
+    ASSERT_NO_FATAL_FAILURE(send(f));
+    got = receive();
+    ASSERT_EQ(got.size(), 1u);
+    const auto &r = got[0];
+    ASSERT_EQ(r.size(), f.size());
+    EXPECT_EQ(0, std::memcmp(r.data(), kPeerMac, 6));
+    EXPECT_EQ(0, std::memcmp(r.data() + 6, kDevMac, 6));
+    EXPECT_EQ(net::inet_checksum(r.data() + 14, 20), 0) << "IP checksum";
+    EXPECT_EQ(r[14 + 12], 10);
+    EXPECT_EQ(r[14 + 15], 1) << "from 10.77.0.1";
+    EXPECT_EQ(r[14 + 19], 9) << "to 10.77.0.9";
+    EXPECT_EQ(r[34], 0) << "echo reply";
+    EXPECT_EQ(net::inet_checksum(r.data() + 34, 64), 0) << "ICMP checksum";
+    EXPECT_EQ(0, std::memcmp(r.data() + 38, f.data() + 38, 60)) << "id, seq, data echoed";
+
+    const auto c = counter_map(*dev);
+    EXPECT_EQ(c.at("arp_replies_sent"), 1u);
+    EXPECT_EQ(c.at("icmp_echo_replies"), 1u);
+    EXPECT_EQ(c.at("port_rcv_packets"), 2u);
+    EXPECT_EQ(c.at("port_xmit_packets"), 2u);
+}
+
+TEST_F(RawPort, DropsAreCountedByReason) {
+    /* Not our MAC. */
+    const uint8_t other[6] = {0x02, 0, 0, 0, 0x07, 0x07};
+    auto f = eth(other, 0x0800);
+    f.resize(60, 0);
+    ASSERT_NO_FATAL_FAILURE(send(f));
+    /* Unknown ethertype (LLDP). */
+    f = eth(kDevMac, 0x88cc);
+    f.resize(60, 0);
+    ASSERT_NO_FATAL_FAILURE(send(f));
+    /* A valid RoCEv2 SEND_ONLY to a QPN nobody has, then the same with a bad ICRC. */
+    wire::FrameSpec s{};
+    std::memcpy(s.eth.dst, kDevMac, 6);
+    std::memcpy(s.eth.src, kPeerMac, 6);
+    wire::gid_from_ipv4(0x0A4D0009, s.src_gid);
+    wire::gid_from_ipv4(0x0A4D0001, s.dst_gid);
+    s.ttl = 64;
+    s.udp_sport = 0xC000;
+    s.bth.opcode = 0x04;
+    s.bth.pkey = 0xFFFF;
+    s.bth.dest_qp = 0x3FF;
+    const uint8_t payload[16] = {1, 2, 3};
+    const wire::FrameSpec::Seg seg{payload, sizeof(payload)};
+    s.segs = &seg;
+    s.nsegs = 1;
+    s.payload_len = sizeof(payload);
+    std::vector<uint8_t> roce(256);
+    roce.resize(wire::build_frame(s, roce.data(), roce.size()));
+    ASSERT_GT(roce.size(), 0u);
+    ASSERT_NO_FATAL_FAILURE(send(roce));
+    roce[roce.size() - 1] ^= 0xff;
+    ASSERT_NO_FATAL_FAILURE(send(roce));
+    /* For another IP on our MAC. */
+    roce[roce.size() - 1] ^= 0xff;
+    wire::gid_from_ipv4(0x0A4D0005, s.dst_gid);
+    roce.resize(256);
+    roce.resize(wire::build_frame(s, roce.data(), roce.size()));
+    ASSERT_NO_FATAL_FAILURE(send(roce));
+
+    EXPECT_TRUE(receive().empty());
+    const auto c = counter_map(*dev);
+    EXPECT_EQ(c.at("port_rcv_packets"), 5u);
+    EXPECT_EQ(c.at("rx_drop_not_our_mac"), 1u);
+    EXPECT_EQ(c.at("rx_drop_unknown_ethertype"), 1u);
+    EXPECT_EQ(c.at("rx_drop_unknown_qpn"), 1u);
+    EXPECT_EQ(c.at("rx_drop_bad_icrc"), 1u);
+    EXPECT_EQ(c.at("rx_drop_not_our_ip"), 1u);
+}
+
+} // namespace

@@ -1,0 +1,467 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* lib/wire: build/parse round trips, ICRC coverage, rejection reasons, truncation. */
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "wire_headers.h"
+#include "wire_icrc.h"
+#include "wire_opcode.h"
+#include "wire_packet.h"
+
+using namespace droce::wire;
+
+namespace {
+
+const uint8_t kAllOpcodes[] = {kRcSendFirst,          kRcSendMiddle,
+                               kRcSendLast,           kRcSendLastImm,
+                               kRcSendOnly,           kRcSendOnlyImm,
+                               kRcWriteFirst,         kRcWriteMiddle,
+                               kRcWriteLast,          kRcWriteLastImm,
+                               kRcWriteOnly,          kRcWriteOnlyImm,
+                               kRcReadRequest,        kRcReadResponseFirst,
+                               kRcReadResponseMiddle, kRcReadResponseLast,
+                               kRcReadResponseOnly,   kRcAcknowledge,
+                               kRcAtomicAcknowledge,  kRcCompareSwap,
+                               kRcFetchAdd,           kRcSendLastInv,
+                               kRcSendOnlyInv,        kUdSendOnly,
+                               kUdSendOnlyImm,        kCnp};
+
+struct Built {
+    std::vector<uint8_t> payload;
+    FrameSpec::Seg seg;
+    FrameSpec spec;
+    std::vector<uint8_t> frame;
+};
+
+/* A spec with every field non-trivial, so a round trip proves each one. */
+FrameSpec make_spec(uint8_t opcode, bool ipv6, bool vlan, uint32_t plen) {
+    FrameSpec s{};
+    const uint8_t dst[6] = {0x02, 0, 0, 0, 0, 0x0b}, src[6] = {0x02, 0, 0, 0, 0, 0x0a};
+    std::memcpy(s.eth.dst, dst, 6);
+    std::memcpy(s.eth.src, src, 6);
+    s.eth.has_vlan = vlan;
+    s.eth.vlan_tci = vlan ? 0x6064 : 0;
+    s.ipv6 = ipv6;
+    if (ipv6) {
+        for (int i = 0; i < 16; ++i) {
+            s.src_gid[i] = static_cast<uint8_t>(0xF0 + i);
+            s.dst_gid[i] = static_cast<uint8_t>(0x10 + i);
+        }
+        s.flow_label = 0x12345;
+    } else {
+        gid_from_ipv4(0x0A4D0002, s.src_gid);
+        gid_from_ipv4(0x0A4D0003, s.dst_gid);
+    }
+    s.tos = 26 << 2 | 2;
+    s.ttl = 64;
+    s.ip_id = 0x1234;
+    s.udp_sport = udp_sport_for_qpn(0x11);
+    s.bth.opcode = opcode;
+    s.bth.se = true;
+    s.bth.pkey = kDefaultPkey;
+    s.bth.becn = opcode == kCnp;
+    s.bth.dest_qp = 0x000022;
+    s.bth.ack_req = true;
+    s.bth.psn = 0xFFFFFE;
+    s.reth = Reth{0x00007F0000001000ull, 0xA1B2C3D4, 4096};
+    s.aeth = Aeth{0x1F, 0x123456};
+    s.atomic = AtomicEth{0x1000, 0x4242, 0x1111222233334444ull, 0x5555666677778888ull};
+    s.atomic_ack = AtomicAckEth{0x0102030405060708ull};
+    s.deth = Deth{0x11111111, 0x000033};
+    s.imm = 0xDEADBEEF;
+    s.ieth = 0xCAFE0001;
+    s.payload_len = opcode_info(opcode).is(kOpPayload) ? plen : 0;
+    return s;
+}
+
+Built build(uint8_t opcode, bool ipv6, bool vlan, uint32_t plen) {
+    Built b;
+    b.spec = make_spec(opcode, ipv6, vlan, plen);
+    b.payload.resize(b.spec.payload_len);
+    for (size_t i = 0; i < b.payload.size(); ++i)
+        b.payload[i] = static_cast<uint8_t>(i * 7 + 3);
+    b.seg = FrameSpec::Seg{b.payload.data(), b.spec.payload_len};
+    b.spec.segs = &b.seg;
+    b.spec.nsegs = 1;
+    b.frame.resize(frame_len(b.spec));
+    const size_t n = build_frame(b.spec, b.frame.data(), b.frame.size());
+    EXPECT_EQ(n, b.frame.size());
+    return b;
+}
+
+} // namespace
+
+TEST(WireCrc, PrefixSeedMatchesRxe) {
+    uint32_t st = 0xFFFFFFFF;
+    for (int i = 0; i < 8; ++i) {
+        st ^= 0xFF;
+        for (int k = 0; k < 8; ++k)
+            st = (st & 1) ? (0xEDB88320u ^ (st >> 1)) : (st >> 1);
+    }
+    EXPECT_EQ(st, 0xDEBB20E3u);
+}
+
+TEST(WireCrc, DpdkMatchesReference) {
+    std::mt19937 rng(42);
+    for (size_t len : {48u, 49u, 60u, 64u, 100u, 1024u, 1500u, 4096u, 9000u, 16384u}) {
+        for (bool v6 : {false, true}) {
+            if (len < (v6 ? 60u : 40u))
+                continue;
+            std::vector<uint8_t> buf(len + 8);
+            for (auto &c : buf)
+                c = static_cast<uint8_t>(rng());
+            std::vector<uint8_t> copy = buf;
+            const uint32_t ref = icrc_compute_reference(buf.data() + 8, len, v6);
+            EXPECT_EQ(icrc_compute(buf.data() + 8, len, v6), ref) << len;
+            EXPECT_EQ(icrc_compute_inplace(buf.data() + 8, len, v6), ref) << len;
+            EXPECT_EQ(buf, copy) << "inplace must restore everything";
+        }
+    }
+}
+
+TEST(WireCrc, OversizeAndUndersizeAreSafe) {
+    std::vector<uint8_t> big(kIcrcMaxLen + 100, 0x5A);
+    const uint32_t ref = icrc_compute_reference(big.data(), big.size(), false);
+    EXPECT_EQ(icrc_compute(big.data(), big.size(), false), ref);
+    uint8_t small[64] = {};
+    EXPECT_EQ(icrc_compute(small + 8, 39, false), 0u);
+    EXPECT_EQ(icrc_compute(small + 8, 59, true), 0u);
+    EXPECT_EQ(icrc_compute_inplace(small + 8, 39, false), 0u);
+}
+
+TEST(WireCrc, LoadStoreLsbFirst) {
+    uint8_t p[4];
+    icrc_store(0x2A00FD82, p);
+    EXPECT_EQ(p[0], 0x82);
+    EXPECT_EQ(p[3], 0x2A);
+    EXPECT_EQ(icrc_load(p), 0x2A00FD82u);
+}
+
+TEST(WireBuild, RoundTripEveryOpcode) {
+    for (uint8_t opc : kAllOpcodes) {
+        for (bool v6 : {false, true}) {
+            for (bool vlan : {false, true}) {
+                for (uint32_t plen : {0u, 1u, 2u, 3u, 4u, 61u, 1024u}) {
+                    SCOPED_TRACE(testing::Message() << "op " << int(opc) << " v6 " << v6 << " vlan "
+                                                    << vlan << " plen " << plen);
+                    Built b = build(opc, v6, vlan, plen);
+                    const FrameSpec &s = b.spec;
+                    ParsedPacket p;
+                    ASSERT_EQ(parse_frame(b.frame.data(), b.frame.size(), p, true),
+                              ParseResult::Ok);
+                    EXPECT_EQ(p.frame_len, b.frame.size());
+                    EXPECT_EQ(p.ipv6, v6);
+                    EXPECT_EQ(p.eth.has_vlan, vlan);
+                    EXPECT_EQ(p.eth.vlan_tci, s.eth.vlan_tci);
+                    EXPECT_EQ(0, std::memcmp(p.eth.dst, s.eth.dst, 6));
+                    EXPECT_EQ(0, std::memcmp(p.src_gid, s.src_gid, 16));
+                    EXPECT_EQ(0, std::memcmp(p.dst_gid, s.dst_gid, 16));
+                    EXPECT_EQ((p.dscp << 2) | p.ecn, s.tos);
+                    EXPECT_EQ(p.ttl, s.ttl);
+                    if (v6) {
+                        EXPECT_EQ(p.ip6.flow_label, s.flow_label);
+                    } else {
+                        EXPECT_EQ(p.ip4.id, s.ip_id);
+                        EXPECT_EQ(p.ip4.frag, 0x4000);
+                        EXPECT_EQ(p.ip4.checksum, ipv4_checksum(b.frame.data() + p.l3_off));
+                    }
+                    EXPECT_EQ(p.udp.sport, s.udp_sport);
+                    EXPECT_EQ(p.udp.dport, kRoceV2UdpPort);
+                    EXPECT_EQ(p.udp.csum, 0);
+                    EXPECT_EQ(p.bth.opcode, opc);
+                    EXPECT_EQ(p.bth.se, s.bth.se);
+                    EXPECT_EQ(p.bth.becn, s.bth.becn);
+                    EXPECT_EQ(p.bth.pkey, s.bth.pkey);
+                    EXPECT_EQ(p.bth.dest_qp, s.bth.dest_qp);
+                    EXPECT_EQ(p.bth.psn, s.bth.psn);
+                    EXPECT_EQ(p.bth.ack_req, s.bth.ack_req);
+                    EXPECT_EQ((p.payload_len + p.bth.pad_cnt) % 4, 0u);
+                    EXPECT_EQ(p.op, &opcode_info(opc));
+                    const OpcodeInfo &op = *p.op;
+                    if (op.has(kHdrReth)) {
+                        EXPECT_EQ(p.reth.va, s.reth.va);
+                        EXPECT_EQ(p.reth.rkey, s.reth.rkey);
+                        EXPECT_EQ(p.reth.dma_len, s.reth.dma_len);
+                    }
+                    if (op.has(kHdrAeth)) {
+                        EXPECT_EQ(p.aeth.syndrome, s.aeth.syndrome);
+                        EXPECT_EQ(p.aeth.msn, s.aeth.msn);
+                    }
+                    if (op.has(kHdrAtomicEth)) {
+                        EXPECT_EQ(p.atomic.swap_add, s.atomic.swap_add);
+                        EXPECT_EQ(p.atomic.compare, s.atomic.compare);
+                        EXPECT_EQ(p.atomic.rkey, s.atomic.rkey);
+                    }
+                    if (op.has(kHdrAtomicAckEth)) {
+                        EXPECT_EQ(p.atomic_ack.orig, s.atomic_ack.orig);
+                    }
+                    if (op.has(kHdrDeth)) {
+                        EXPECT_EQ(p.deth.qkey, s.deth.qkey);
+                        EXPECT_EQ(p.deth.src_qp, s.deth.src_qp);
+                    }
+                    if (op.has(kHdrImmDt)) {
+                        EXPECT_EQ(p.imm, s.imm);
+                    }
+                    if (op.has(kHdrIeth)) {
+                        EXPECT_EQ(p.ieth, s.ieth);
+                    }
+                    ASSERT_EQ(p.payload_len, s.payload_len);
+                    if (p.payload_len) {
+                        EXPECT_EQ(0, std::memcmp(p.payload, b.payload.data(), p.payload_len));
+                    }
+                }
+            }
+        }
+    }
+}
+
+TEST(WireBuild, GatherListAndErrors) {
+    std::vector<uint8_t> data(1000);
+    for (size_t i = 0; i < data.size(); ++i)
+        data[i] = static_cast<uint8_t>(i);
+    FrameSpec s = make_spec(kRcSendOnly, false, false, 1000);
+    FrameSpec::Seg segs[3] = {{data.data(), 1}, {data.data() + 1, 500}, {data.data() + 501, 499}};
+    s.segs = segs;
+    s.nsegs = 3;
+    std::vector<uint8_t> f(frame_len(s));
+    EXPECT_EQ(f.size(), 14u + 20 + 8 + 12 + 1000 + 0 + 4);
+    EXPECT_EQ(headers_len(s), 14u + 20 + 8 + 12);
+    ASSERT_EQ(build_frame(s, f.data(), f.size()), f.size());
+    ParsedPacket p;
+    ASSERT_EQ(parse_frame(f.data(), f.size(), p, true), ParseResult::Ok);
+    EXPECT_EQ(0, std::memcmp(p.payload, data.data(), 1000));
+    /* too small a buffer */
+    EXPECT_EQ(build_frame(s, f.data(), f.size() - 1), 0u);
+    /* segs shorter than payload_len */
+    s.nsegs = 2;
+    EXPECT_EQ(build_frame(s, f.data(), f.size()), 0u);
+    /* unknown opcode */
+    s.nsegs = 3;
+    s.bth.opcode = 0x15;
+    EXPECT_EQ(frame_len(s), 0u);
+    EXPECT_EQ(build_frame(s, f.data(), f.size()), 0u);
+}
+
+TEST(WireIcrc, EveryCoveredBitMatters) {
+    for (auto [opc, v6, vlan, plen] :
+         {std::tuple{kRcWriteFirst, false, false, 61u}, std::tuple{kRcAcknowledge, false, true, 0u},
+          std::tuple{kUdSendOnlyImm, true, false, 33u}, std::tuple{kCnp, false, false, 0u}}) {
+        Built b = build(opc, v6, vlan, plen);
+        ParsedPacket p;
+        ASSERT_EQ(parse_frame(b.frame.data(), b.frame.size(), p, true), ParseResult::Ok);
+        const size_t l3 = p.l3_off, ip_len = v6 ? 40 : 20;
+        const size_t crc_len = p.frame_len - 4 - l3;
+        /* byte offsets from l3 of the masked (variant) fields */
+        std::vector<bool> masked(crc_len, false);
+        std::vector<uint8_t> mask_bits(crc_len, 0);
+        if (v6) {
+            mask_bits[0] = 0x0F;
+            mask_bits[1] = mask_bits[2] = mask_bits[3] = mask_bits[7] = 0xFF;
+        } else {
+            mask_bits[1] = mask_bits[8] = mask_bits[10] = mask_bits[11] = 0xFF;
+        }
+        mask_bits[ip_len + 6] = mask_bits[ip_len + 7] = 0xFF;
+        mask_bits[ip_len + 8 + 4] = 0xFF;
+        const uint32_t good = icrc_compute(b.frame.data() + l3, crc_len, v6);
+        ASSERT_EQ(good, p.icrc);
+        for (size_t i = 0; i < crc_len; ++i) {
+            for (int bit = 0; bit < 8; ++bit) {
+                std::vector<uint8_t> f = b.frame;
+                f[l3 + i] ^= static_cast<uint8_t>(1u << bit);
+                const uint32_t c = icrc_compute(f.data() + l3, crc_len, v6);
+                if (mask_bits[i] & (1u << bit)) {
+                    EXPECT_EQ(c, good) << "masked byte " << i << " bit " << bit;
+                } else
+                    EXPECT_NE(c, good) << "covered byte " << i << " bit " << bit;
+            }
+        }
+        /* L2 bytes are not covered; the stored ICRC bytes are compared */
+        for (size_t i = 0; i < l3; ++i) {
+            std::vector<uint8_t> f = b.frame;
+            f[i] ^= 0x01;
+            if (i == 12 || i == 13 || (vlan && (i == 16 || i == 17)))
+                continue; /* ethertypes change the parse path, not the CRC */
+            EXPECT_EQ(parse_frame(f.data(), f.size(), p, true), ParseResult::Ok) << i;
+        }
+        for (size_t i = p.frame_len - 4; i < p.frame_len; ++i) {
+            std::vector<uint8_t> f = b.frame;
+            f[i] ^= 0x80;
+            EXPECT_EQ(parse_frame(f.data(), f.size(), p, true), ParseResult::BadIcrc) << i;
+        }
+    }
+}
+
+TEST(WireIcrc, MaskedFieldsKeepParseOk) {
+    Built b = build(kRcWriteOnly, false, false, 100);
+    ParsedPacket p;
+    ASSERT_EQ(parse_frame(b.frame.data(), b.frame.size(), p, true), ParseResult::Ok);
+    const size_t l3 = p.l3_off, udp = l3 + 20, bth = udp + 8;
+    struct Edit {
+        size_t off;
+        uint8_t val;
+        const char *what;
+    };
+    for (Edit e : {Edit{l3 + 8, 1, "TTL"}, Edit{l3 + 1, 0x03, "ECN CE"}, Edit{l3 + 1, 0xB8, "DSCP"},
+                   Edit{l3 + 10, 0x12, "IP checksum"}, Edit{udp + 6, 0xAB, "UDP checksum"},
+                   Edit{bth + 4, 0x80, "FECN"}, Edit{bth + 4, 0x40, "BECN"},
+                   Edit{bth + 4, 0x3F, "BTH resv6"}}) {
+        std::vector<uint8_t> f = b.frame;
+        f[e.off] = e.val;
+        ParsedPacket q;
+        EXPECT_EQ(parse_frame(f.data(), f.size(), q, true), ParseResult::Ok) << e.what;
+    }
+    /* ...but e.g. the P_Key, DestQP, PSN, IP addresses and length are covered */
+    for (size_t off : {bth + 2, bth + 7, bth + 11, l3 + 15, l3 + 19, bth + 1, bth + 8}) {
+        std::vector<uint8_t> f = b.frame;
+        f[off] ^= 0x01;
+        ParsedPacket q;
+        EXPECT_NE(parse_frame(f.data(), f.size(), q, true), ParseResult::Ok) << off;
+    }
+    /* IPv6: traffic class, flow label, hop limit are masked */
+    Built b6 = build(kRcWriteOnly, true, false, 100);
+    for (size_t off : {size_t{0}, size_t{1}, size_t{2}, size_t{3}, size_t{7}}) {
+        std::vector<uint8_t> f = b6.frame;
+        f[14 + off] ^= (off == 0 ? 0x0F : 0xFF);
+        ParsedPacket q;
+        EXPECT_EQ(parse_frame(f.data(), f.size(), q, true), ParseResult::Ok) << off;
+    }
+}
+
+TEST(WireParse, EveryTruncationRejected) {
+    for (auto [opc, v6, vlan, plen] :
+         {std::tuple{kRcWriteFirst, false, false, 1024u},
+          std::tuple{kRcReadResponseLast, true, true, 7u},
+          std::tuple{kRcAtomicAcknowledge, false, false, 0u},
+          std::tuple{kUdSendOnlyImm, true, false, 256u}, std::tuple{kCnp, false, true, 0u}}) {
+        Built b = build(opc, v6, vlan, plen);
+        for (size_t n = 0; n < b.frame.size(); ++n) {
+            /* copy into an exact-size heap block so ASan catches any overread */
+            std::vector<uint8_t> f(b.frame.begin(), b.frame.begin() + static_cast<long>(n));
+            ParsedPacket p;
+            EXPECT_EQ(parse_frame(f.data(), f.size(), p, false), ParseResult::TooShort) << n;
+            EXPECT_EQ(parse_frame(f.data(), f.size(), p, true), ParseResult::TooShort) << n;
+        }
+    }
+}
+
+TEST(WireParse, TrailingBytesExcluded) {
+    Built b = build(kRcAcknowledge, false, false, 0);
+    ASSERT_EQ(b.frame.size(), 14u + 20 + 8 + 16 + 4); /* 62: below the 64 B minimum */
+    std::vector<uint8_t> f = b.frame;
+    f.resize(64 + 4, 0xEE); /* Ethernet padding + FCS */
+    ParsedPacket p;
+    ASSERT_EQ(parse_frame(f.data(), f.size(), p, true), ParseResult::Ok);
+    EXPECT_EQ(p.frame_len, 62u);
+}
+
+TEST(WireParse, RejectionReasons) {
+    auto parse = [](std::vector<uint8_t> &f, bool verify = true) {
+        ParsedPacket p;
+        return parse_frame(f.data(), f.size(), p, verify);
+    };
+    const Built b = build(kRcSendOnly, false, false, 16);
+    const size_t l3 = 14, udp = 34, bth = 42;
+    std::vector<uint8_t> f;
+
+    f = b.frame;
+    f[12] = 0x08, f[13] = 0x06; /* ARP */
+    EXPECT_EQ(parse(f), ParseResult::NotRoce);
+    f[12] = 0x89, f[13] = 0x15; /* RoCEv1 */
+    EXPECT_EQ(parse(f), ParseResult::NotRoce);
+    f[12] = 0x05, f[13] = 0xDC; /* 802.3 length */
+    EXPECT_EQ(parse(f), ParseResult::BadEthertype);
+    f[12] = 0x88, f[13] = 0xA8; /* 802.1ad */
+    EXPECT_EQ(parse(f), ParseResult::BadEthertype);
+
+    f = b.frame;
+    f[l3] = 0x46; /* IHL 6 on UDP */
+    EXPECT_EQ(parse(f), ParseResult::BadIpHeader);
+    f[l3 + 9] = 6; /* ... on TCP: not ours */
+    EXPECT_EQ(parse(f), ParseResult::NotRoce);
+    f = b.frame;
+    f[l3] = 0x55;
+    EXPECT_EQ(parse(f), ParseResult::BadIpHeader);
+    f = b.frame;
+    f[l3 + 2] = 0, f[l3 + 3] = 19; /* total_len < 20 */
+    EXPECT_EQ(parse(f), ParseResult::BadIpHeader);
+    f = b.frame;
+    f[l3 + 3] += 1; /* total_len beyond the buffer */
+    EXPECT_EQ(parse(f), ParseResult::TooShort);
+    f = b.frame;
+    f[l3 + 9] = 1; /* ICMP */
+    EXPECT_EQ(parse(f), ParseResult::NotRoce);
+    f = b.frame;
+    f[l3 + 6] = 0x20; /* MF */
+    EXPECT_EQ(parse(f), ParseResult::IpFragment);
+    f = b.frame;
+    f[l3 + 6] = 0x40, f[l3 + 7] = 0x01; /* offset 8 */
+    EXPECT_EQ(parse(f), ParseResult::IpFragment);
+
+    f = b.frame;
+    f[udp + 3] = 0xB8; /* dport 4792 */
+    EXPECT_EQ(parse(f), ParseResult::NotRoce);
+    f = b.frame;
+    f[udp + 5] -= 1;
+    EXPECT_EQ(parse(f), ParseResult::BadUdpLength);
+    f = b.frame;
+    f[udp + 4] = 0, f[udp + 5] = 4;
+    EXPECT_EQ(parse(f), ParseResult::BadUdpLength);
+
+    f = b.frame;
+    f[bth + 1] |= 0x01; /* TVer 1 */
+    EXPECT_EQ(parse(f), ParseResult::BadTver);
+    f = b.frame;
+    f[bth] = 0x15;
+    EXPECT_EQ(parse(f), ParseResult::BadOpcode);
+    f[bth] = 0x20; /* UC */
+    EXPECT_EQ(parse(f), ParseResult::BadOpcode);
+    f = b.frame;
+    f[bth] = kRcWriteOnlyImm; /* needs 32 + 4 bytes; the frame carries 12 + 16 + 4 */
+    EXPECT_EQ(parse(f, false), ParseResult::TooShort);
+
+    /* pad count larger than the payload area: a 0-byte ACK with PadCnt 3 */
+    const Built a = build(kRcAcknowledge, false, false, 0);
+    f = a.frame;
+    f[bth + 1] |= 0x30;
+    EXPECT_EQ(parse(f, false), ParseResult::BadPadLength);
+    /* a 16-byte SEND with PadCnt 3: parses, payload 13 (ICRC now wrong) */
+    f = b.frame;
+    f[bth + 1] |= 0x30;
+    ParsedPacket p;
+    EXPECT_EQ(parse_frame(f.data(), f.size(), p, false), ParseResult::Ok);
+    EXPECT_EQ(p.payload_len, 13u);
+    EXPECT_EQ(parse(f, true), ParseResult::BadIcrc);
+
+    /* IPv6 with a non-UDP next header */
+    const Built b6 = build(kRcSendOnly, true, false, 16);
+    f = b6.frame;
+    f[14 + 6] = 0; /* hop-by-hop */
+    EXPECT_EQ(parse(f), ParseResult::NotRoce);
+    f = b6.frame;
+    f[14] = 0x40; /* version 4 in an IPv6 ethertype */
+    EXPECT_EQ(parse(f), ParseResult::BadIpHeader);
+    f = b6.frame;
+    f[14 + 5] += 1;
+    EXPECT_EQ(parse(f), ParseResult::TooShort);
+}
+
+TEST(WireParse, RandomGarbageNeverCrashes) {
+    std::mt19937 rng(7);
+    const Built b = build(kRcWriteFirst, false, true, 64);
+    for (int iter = 0; iter < 20000; ++iter) {
+        std::vector<uint8_t> f = b.frame;
+        const int flips = 1 + static_cast<int>(rng() % 4);
+        for (int k = 0; k < flips; ++k)
+            f[rng() % f.size()] ^= static_cast<uint8_t>(1u << (rng() % 8));
+        f.resize(rng() % (f.size() + 1));
+        ParsedPacket p;
+        const ParseResult r = parse_frame(f.data(), f.size(), p, true);
+        if (r == ParseResult::Ok) {
+            EXPECT_LE(p.frame_len, f.size());
+            EXPECT_LE(p.payload + p.payload_len, f.data() + p.frame_len - 4);
+        }
+    }
+}
