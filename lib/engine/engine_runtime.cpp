@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* EAL and port bring-up, the worker loop and the command mailbox. */
+#include <algorithm>
 #include <cstring>
 #include <thread>
 
@@ -203,14 +204,18 @@ Result<Dev *> Runtime::open_device(const DeviceConfig &cfg) {
             return Status(EINVAL, name + ": MTU " + std::to_string(cfg.mtu) + " above " +
                                       std::to_string(max_frame_ - RTE_ETHER_HDR_LEN - 4) +
                                       " (mbuf data room)");
-        if (info.max_mtu != 0 && cfg.mtu > info.max_mtu) {
+        uint32_t port_max = info.max_mtu != 0 ? info.max_mtu : UINT16_MAX;
+        if (info.max_rx_pktlen > RTE_ETHER_HDR_LEN + RTE_ETHER_CRC_LEN)
+            port_max = std::min<uint32_t>(port_max, info.max_rx_pktlen - RTE_ETHER_HDR_LEN -
+                                                        RTE_ETHER_CRC_LEN);
+        if (cfg.mtu > port_max) {
             /* Some virtual ports report a maximum they do not enforce: net_af_packet says
              * 1500 whatever its tap and framesz carry. The user asked for this MTU, so it
              * becomes droce's own; a frame the port truncates anyway is still refused by
              * the parser and counted (rx_drop_too_short / rx_drop_bad_udp_length). */
             spdlog::warn("{}: port reports max MTU {}; using {} as droce's own MTU without "
                          "setting the port's",
-                         name, info.max_mtu, cfg.mtu);
+                         name, port_max, cfg.mtu);
             port_sets_mtu = false;
         } else {
             conf.rxmode.mtu = cfg.mtu;

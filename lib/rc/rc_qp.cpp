@@ -2,7 +2,9 @@
 /* QP state machine, queue posting, flushing and the pieces the three roles share. */
 #include "rc_qp.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <string>
 
 namespace droce::rc {
@@ -85,13 +87,12 @@ Time ack_timeout_ns(uint8_t timeout) {
     return static_cast<Time>(4096) << (timeout > 31 ? 31 : timeout);
 }
 
-Qp::Qp(const QpConfig &cfg) : cfg_(cfg) {
+Qp::Qp(const QpConfig &cfg)
+    : cfg_(cfg), rq_(cfg.srq ? 1 : cfg.cap.max_recv_wr, cfg.cap.max_recv_sge),
+      rcv_(cfg.srq ? cfg.srq : &rq_) {
     const uint32_t sq = pow2_at_least(cfg.cap.max_send_wr ? cfg.cap.max_send_wr : 1);
-    const uint32_t rq = pow2_at_least(cfg.cap.max_recv_wr ? cfg.cap.max_recv_wr : 1);
     sq_.resize(sq);
     sq_mask_ = sq - 1;
-    rq_.resize(rq);
-    rq_mask_ = rq - 1;
     rd_res_.resize(kMaxRdAtomic);
 }
 
@@ -204,7 +205,7 @@ Status Qp::modify(const QpAttr &a, uint32_t mask, const Path *path) {
     if (to == QpState::Reset && cur != QpState::Reset) {
         /* Verbs: RESET discards every queued WR without completions. */
         sq_head_ = sq_cur_ = sq_tail_ = 0;
-        rq_head_ = rq_tail_ = 0;
+        rq_.clear();
         cur_off_ = 0;
         in_send_ = in_write_ = nak_sent_ = ack_owed_ = busy_dropped_ = false;
         retrans_deadline_ = rnr_deadline_ = 0;
@@ -256,8 +257,30 @@ Status Qp::post_send(const SendWr &wr) {
         return Status(EINVAL, "post_send: unsupported opcode " +
                                   std::to_string(static_cast<int>(wr.opcode)));
     }
+    const bool inl = (wr.send_flags & kSendInline) != 0;
+    if (inl) {
+        if (wr.opcode != WrOpcode::Send && wr.opcode != WrOpcode::SendWithImm &&
+            wr.opcode != WrOpcode::SendWithInv && wr.opcode != WrOpcode::RdmaWrite &&
+            wr.opcode != WrOpcode::RdmaWriteWithImm)
+            return Status(EINVAL, "post_send: IBV_SEND_INLINE only with SEND and RDMA WRITE");
+        const uint32_t cap = std::min(cfg_.cap.max_inline_data, kMaxInlineData);
+        if (len > cap)
+            return Status(EINVAL, "post_send: inline data of " + std::to_string(len) +
+                                      " bytes above max_inline_data " + std::to_string(cap));
+    }
     SendWqe &w = sq_[sq_tail_ & sq_mask_];
     w.wr = wr;
+    if (inl) {
+        /* Verbs: inline payload is copied now, the buffer is reusable on return, and the
+         * lkeys are not looked at. */
+        uint32_t off = 0;
+        for (int i = 0; i < wr.num_sge; ++i) {
+            if (wr.sg_list[i].length)
+                std::memcpy(w.inline_data + off, reinterpret_cast<const void *>(wr.sg_list[i].addr),
+                            wr.sg_list[i].length);
+            off += wr.sg_list[i].length;
+        }
+    }
     w.length = static_cast<uint32_t>(len);
     w.started = false;
     w.read_off = 0;
@@ -269,22 +292,13 @@ Status Qp::post_send(const SendWr &wr) {
 }
 
 Status Qp::post_recv(const RecvWr &wr) {
-    if (rq_tail_ - rq_head_ >= cfg_.cap.max_recv_wr)
-        return Status(ENOMEM, "post_recv: receive queue full (" +
-                                  std::to_string(cfg_.cap.max_recv_wr) + " WRs)");
-    if (wr.num_sge < 0 || wr.num_sge > static_cast<int>(cfg_.cap.max_recv_sge) ||
-        wr.num_sge > kMaxSge)
-        return Status(EINVAL, "post_recv: num_sge " + std::to_string(wr.num_sge) + " out of range");
-    uint64_t len = 0;
-    for (int i = 0; i < wr.num_sge; ++i)
-        len += wr.sg_list[i].length;
-    RecvWqe &r = rq_[rq_tail_ & rq_mask_];
-    r.wr = wr;
-    r.length = len > UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(len);
-    ++rq_tail_;
-    if (state_ == QpState::Err)
+    if (cfg_.srq)
+        return Status(EINVAL, "post_recv: QP " + std::to_string(cfg_.qpn) +
+                                  " uses a shared receive queue; post to the SRQ");
+    Status st = rq_.post(wr);
+    if (st && state_ == QpState::Err)
         flush_queues();
-    return {};
+    return st;
 }
 
 void Qp::complete_send(SendWqe &w, WcStatus st) {
@@ -349,8 +363,12 @@ void Qp::flush_queues() {
     }
     sq_cur_ = sq_head_;
     cur_off_ = 0;
-    for (; rq_head_ != rq_tail_; ++rq_head_)
-        complete_recv(rq_[rq_head_ & rq_mask_], WcStatus::WrFlushErr, WcOpcode::Recv, 0, 0, 0);
+    /* A receive a SEND was filling completes with the flush too; the WRs still on an SRQ
+     * belong to the SRQ and stay there (verbs). */
+    if (in_send_)
+        complete_recv(cur_recv_, WcStatus::WrFlushErr, WcOpcode::Recv, 0, 0, 0);
+    while (!rq_.empty())
+        complete_recv(rq_.pop(), WcStatus::WrFlushErr, WcOpcode::Recv, 0, 0, 0);
     retrans_deadline_ = rnr_deadline_ = 0;
     rd_atomic_inflight_ = 0;
     in_send_ = in_write_ = false;
@@ -464,7 +482,7 @@ std::string Qp::debug_string() const {
                   cfg_.qpn, qp_state_str(state_), sq_tail_ - sq_head_, sq_cur_ - sq_head_, npsn_,
                   una_psn_, sent_hi_psn_, rd_atomic_inflight_, retry_left_, rnr_retry_left_,
                   static_cast<unsigned long long>(retrans_deadline_),
-                  static_cast<unsigned long long>(rnr_deadline_), rq_tail_ - rq_head_, epsn_, msn_,
+                  static_cast<unsigned long long>(rnr_deadline_), rcv_->depth(), epsn_, msn_,
                   in_send_, in_write_, nak_sent_, busy_dropped_, ack_owed_, pending_rd);
     return buf;
 }

@@ -16,6 +16,7 @@
 #include "mem_mr.h"
 #include "rc_counters.h"
 #include "rc_env.h"
+#include "rc_recv_queue.h"
 #include "wire_packet.h"
 
 namespace droce::rc {
@@ -32,6 +33,9 @@ struct Path {
     uint32_t flow_label = 0;
     uint16_t udp_sport = 0xC000;
 };
+
+/** Largest payload a WR may carry inline (copied at post time, lkeys not checked). */
+inline constexpr uint32_t kMaxInlineData = 256;
 
 /** Tunables that verbs does not expose; defaults follow rxe where interop depends on it. */
 struct QpTuning {
@@ -50,6 +54,7 @@ struct QpConfig {
     CqSink *send_cq = nullptr;
     CqSink *recv_cq = nullptr;
     const mem::MrTable *mrs = nullptr;
+    RecvQueue *srq = nullptr; /* shared receive queue; then post_recv() on the QP fails */
     Counters *counters = nullptr;
     QpTuning tuning;
 };
@@ -84,7 +89,7 @@ class Qp {
     const QpAttr &attr() const { return attr_; }
     const Path &path() const { return path_; }
     uint32_t send_queue_depth() const { return sq_tail_ - sq_head_; }
-    uint32_t recv_queue_depth() const { return rq_tail_ - rq_head_; }
+    uint32_t recv_queue_depth() const { return rcv_->depth(); }
     /** One line of protocol state, for diagnostics (droce-info -q, test failures). */
     std::string debug_string() const;
     /** Checks the requester's PSN invariants; empty when they hold (for tests). */
@@ -102,10 +107,7 @@ class Qp {
         uint32_t read_off;      /* READ: bytes of the response placed so far */
         bool started;
         bool signaled;
-    };
-    struct RecvWqe {
-        RecvWr wr;
-        uint32_t length;
+        uint8_t inline_data[kMaxInlineData]; /* kSendInline: payload copied at post time */
     };
     /* A READ (or atomic) the responder still owes or may have to re-serve. */
     struct ReadResource {
@@ -185,11 +187,10 @@ class Qp {
     uint8_t rnr_retry_left_ = 7;
 
     /* ---- receive queue + responder ---- */
-    std::vector<RecvWqe> rq_;
-    uint32_t rq_mask_ = 0;
-    uint32_t rq_head_ = 0;
-    uint32_t rq_tail_ = 0;
-    uint32_t epsn_ = 0; /* expected request PSN */
+    RecvQueue rq_;       /* the QP's own receive queue (unused with an SRQ) */
+    RecvQueue *rcv_;     /* where receives come from: &rq_ or the SRQ */
+    RecvWqe cur_recv_{}; /* the receive a multi-packet SEND is filling (taken at FIRST) */
+    uint32_t epsn_ = 0;  /* expected request PSN */
     uint32_t msn_ = 0;
     uint32_t recv_off_ = 0; /* bytes placed into the head receive of a SEND in flight */
     bool in_send_ = false;

@@ -87,7 +87,14 @@ void Qp::requester_progress(Time now) {
 bool Qp::start_wqe(SendWqe &w) {
     /* Local access is checked once per WR; per packet the resolved addresses are used. */
     const uint32_t need = is_read_or_atomic(w.wr.opcode) ? uint32_t{kAccessLocalWrite} : 0u;
+    const bool inl = (w.wr.send_flags & kSendInline) != 0;
+    uint32_t inline_off = 0;
     for (int i = 0; i < w.wr.num_sge; ++i) {
+        if (inl) {
+            w.host[i] = w.inline_data + inline_off;
+            inline_off += w.wr.sg_list[i].length;
+            continue;
+        }
         const Sge &s = w.wr.sg_list[i];
         if (s.length == 0) {
             w.host[i] = nullptr;

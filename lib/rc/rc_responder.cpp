@@ -176,8 +176,8 @@ bool Qp::conflicts_with_pending_read(const wire::ParsedPacket &p) const {
     }
     if (op.is(wire::kOpWrite) && op.is(wire::kOpFirst))
         return overlaps_pending_read(p.reth.va, p.reth.dma_len);
-    if (op.is(wire::kOpSend) && op.is(wire::kOpFirst) && rq_head_ != rq_tail_) {
-        const RecvWqe &r = rq_[rq_head_ & rq_mask_];
+    if (op.is(wire::kOpSend) && op.is(wire::kOpFirst) && !rcv_->empty()) {
+        const RecvWqe &r = rcv_->front();
         for (int i = 0; i < r.wr.num_sge; ++i)
             if (overlaps_pending_read(r.wr.sg_list[i].addr, r.wr.sg_list[i].length))
                 return true;
@@ -270,7 +270,7 @@ void Qp::responder_on_packet(const wire::ParsedPacket &p, Time now) {
     }
     /* Resources first, before anything is written, so an RNR retry finds us unchanged. */
     const bool consumes_recv = op.is(wire::kOpSend) ? first : (op.is(wire::kOpImm) && last);
-    if (consumes_recv && (!op.is(wire::kOpSend) || !in_send_) && rq_head_ == rq_tail_) {
+    if (consumes_recv && (!op.is(wire::kOpSend) || !in_send_) && rcv_->empty()) {
         ++cfg_.counters->rnr_nak_sent;
         send_ack(static_cast<uint8_t>(kRnrNak | (attr_.min_rnr_timer & 0x1F)), psn);
         return;
@@ -278,15 +278,18 @@ void Qp::responder_on_packet(const wire::ParsedPacket &p, Time now) {
 
     if (op.is(wire::kOpSend)) {
         if (first) {
+            /* The receive leaves the queue now: with an SRQ, other QPs must not take it
+             * while the rest of this message is on its way. */
             ++cfg_.counters->rx_send_requests;
+            cur_recv_ = rcv_->pop();
             recv_off_ = 0;
             in_send_ = true;
         }
-        RecvWqe &r = rq_[rq_head_ & rq_mask_];
+        const RecvWqe &r = cur_recv_;
         if (!copy_to_recv(r, recv_off_, p.payload, p.payload_len)) {
             ++cfg_.counters->resp_local_length_error;
+            in_send_ = false;
             complete_recv(r, WcStatus::LocLenErr, WcOpcode::Recv, recv_off_, 0, 0);
-            ++rq_head_;
             nak_and_error(wire::kAethNakInvalidRequest, psn);
             return;
         }
@@ -300,9 +303,8 @@ void Qp::responder_on_packet(const wire::ParsedPacket &p, Time now) {
                 flags = kWcWithInv;
                 extra = p.ieth;
             }
-            complete_recv(r, WcStatus::Success, WcOpcode::Recv, recv_off_, flags, extra);
-            ++rq_head_;
             in_send_ = false;
+            complete_recv(r, WcStatus::Success, WcOpcode::Recv, recv_off_, flags, extra);
             msn_ = (msn_ + 1) & 0xFFFFFF;
         }
     } else if (op.is(wire::kOpWrite)) {
@@ -335,10 +337,8 @@ void Qp::responder_on_packet(const wire::ParsedPacket &p, Time now) {
             in_write_ = false;
             msn_ = (msn_ + 1) & 0xFFFFFF;
             if (op.is(wire::kOpImm)) {
-                RecvWqe &r = rq_[rq_head_ & rq_mask_];
-                complete_recv(r, WcStatus::Success, WcOpcode::RecvRdmaWithImm, write_len_,
+                complete_recv(rcv_->pop(), WcStatus::Success, WcOpcode::RecvRdmaWithImm, write_len_,
                               kWcWithImm, p.imm);
-                ++rq_head_;
             }
         }
     } else if (op.is(wire::kOpRead)) {

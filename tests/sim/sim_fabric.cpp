@@ -23,7 +23,7 @@ bool Endpoint::transmit(const wire::FrameSpec &frame) {
 }
 
 rc::Qp &Endpoint::create_qp(uint32_t qpn, rc::CqSink *scq, rc::CqSink *rcq, QpCap cap,
-                            rc::QpTuning t) {
+                            rc::QpTuning t, rc::RecvQueue *srq) {
     rc::QpConfig c;
     c.qpn = qpn;
     c.pd = 1;
@@ -34,6 +34,7 @@ rc::Qp &Endpoint::create_qp(uint32_t qpn, rc::CqSink *scq, rc::CqSink *rcq, QpCa
     c.mrs = &mrs;
     c.counters = &counters;
     c.tuning = t;
+    c.srq = srq;
     auto qp = std::make_unique<rc::Qp>(c);
     rc::Qp &ref = *qp;
     qps[qpn] = std::move(qp);

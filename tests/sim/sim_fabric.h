@@ -64,7 +64,8 @@ class Endpoint : public rc::TxPort {
     bool transmit(const wire::FrameSpec &frame) override;
 
     rc::Qp &create_qp(uint32_t qpn, rc::CqSink *scq, rc::CqSink *rcq, QpCap cap = {},
-                      rc::QpTuning t = {});
+                      rc::QpTuning t = {}, rc::RecvQueue *srq = nullptr);
+    void destroy_qp(uint32_t qpn) { qps.erase(qpn); }
     rc::Qp *qp(uint32_t qpn) {
         auto it = qps.find(qpn);
         return it == qps.end() ? nullptr : it->second.get();

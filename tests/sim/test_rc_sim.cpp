@@ -416,3 +416,145 @@ INSTANTIATE_TEST_SUITE_P(
                       Profile{"dup2", mk(0, 0.02, 0, 0)}, Profile{"corrupt05", mk(0, 0, 0, 0.005)},
                       Profile{"all", mk(0.01, 0.02, 0.02, 0.005)}),
     [](const auto &info) { return std::string(info.param.name); });
+
+TEST(RcSim, SharedReceiveQueueAcrossQps) {
+    /* Two QPs on B share one SRQ; multi-packet SENDs on both interleave on the wire and
+     * each message must land whole in the receive it took at its FIRST packet. */
+    Fabric fab(21);
+    Endpoint a(fab, kIpA, 1), b(fab, kIpB, 2);
+    SimCq scq_a, rcq_a, scq_b, rcq_b;
+    rc::RecvQueue srq(64, kMaxSge);
+    /* one packet in flight per QP: the two QPs' packets alternate on the wire */
+    rc::QpTuning one;
+    one.max_inflight_pkts = 1;
+    one.ackreq_every = 1;
+    rc::Qp &a1 = a.create_qp(0x11, &scq_a, &rcq_a, {}, one);
+    rc::Qp &a2 = a.create_qp(0x12, &scq_a, &rcq_a, {}, one);
+    rc::Qp &b1 = b.create_qp(0x21, &scq_b, &rcq_b, {}, {}, &srq);
+    rc::Qp &b2 = b.create_qp(0x22, &scq_b, &rcq_b, {}, {}, &srq);
+    a.connect(a1, b, b1, 1, 2);
+    b.connect(b1, a, a1, 2, 1);
+    a.connect(a2, b, b2, 3, 4);
+    b.connect(b2, a, a2, 4, 3);
+    std::vector<uint8_t> src(1 << 20), dst(1 << 20, 0);
+    fill(src, 0, src.size(), 9);
+    auto mra = a.mrs.reg(1, src.data(), src.size(), kAccessLocalWrite).value();
+    auto mrb = b.mrs.reg(1, dst.data(), dst.size(), kAccessLocalWrite).value();
+    EXPECT_FALSE(b1.post_recv(make_recv(0, mrb, 0, 10))) << "post_recv on an SRQ QP must fail";
+    for (int i = 0; i < 8; ++i)
+        ASSERT_TRUE(srq.post(make_recv(100 + i, mrb, i * 65536, 65536)));
+    for (int i = 0; i < 4; ++i) {
+        ASSERT_TRUE(a1.post_send(make_wr(WrOpcode::Send, i, mra, i * 20000, 20000)));
+        ASSERT_TRUE(a2.post_send(make_wr(WrOpcode::Send, 10 + i, mra, 500000 + i * 30000, 30000)));
+    }
+    ASSERT_TRUE(fab.run_until([&] { return rcq_b.q.size() == 8; }, 1'000'000'000));
+    int from1 = 0, from2 = 0;
+    for (const Wc &wc : rcq_b.q) {
+        ASSERT_EQ(wc.status, WcStatus::Success);
+        const size_t slot = wc.wr_id - 100;
+        if (wc.qp_num == 0x21) {
+            ASSERT_EQ(wc.byte_len, 20000u);
+            EXPECT_EQ(0, std::memcmp(dst.data() + slot * 65536, src.data() + from1 * 20000, 20000));
+            ++from1;
+        } else {
+            ASSERT_EQ(wc.byte_len, 30000u);
+            EXPECT_EQ(0, std::memcmp(dst.data() + slot * 65536, src.data() + 500000 + from2 * 30000,
+                                     30000));
+            ++from2;
+        }
+    }
+    EXPECT_EQ(from1, 4);
+    EXPECT_EQ(from2, 4);
+    EXPECT_EQ(srq.depth(), 0u);
+}
+
+TEST(RcSim, InlineDataIsCopiedAtPost) {
+    QpCap cap;
+    cap.max_inline_data = 64;
+    Pair q(23, {}, {}, Mtu::Mtu1024, 0x100, 0x200, cap);
+    fill(q.buf_a, 0, 64, 1);
+    std::vector<uint8_t> expect(q.buf_a.begin(), q.buf_a.begin() + 64);
+    ASSERT_TRUE(q.qb->post_recv(make_recv(1, q.mr_b, 0, 100)));
+    SendWr w = make_wr(WrOpcode::Send, 1, q.mr_a, 0, 64);
+    w.send_flags |= kSendInline;
+    w.sg_list[0].lkey = 0xdead; /* ignored for inline */
+    ASSERT_TRUE(q.qa->post_send(w));
+    std::memset(q.buf_a.data(), 0, 64); /* reusable at once */
+    SendWr big = make_wr(WrOpcode::Send, 2, q.mr_a, 0, 65);
+    big.send_flags |= kSendInline;
+    EXPECT_FALSE(q.qa->post_send(big)) << "above max_inline_data";
+    ASSERT_TRUE(q.run([&] { return q.rcq_b.q.size() == 1; }));
+    EXPECT_EQ(q.rcq_b.q.front().status, WcStatus::Success);
+    EXPECT_EQ(0, std::memcmp(q.buf_b.data(), expect.data(), 64));
+}
+
+TEST(RcSim, FenceWaitsForEarlierReads) {
+    /* A fenced WRITE may not start before the READ ahead of it completed: with the READ's
+     * response delayed, the WRITE's packets must not be on the wire before it. */
+    Faults f;
+    f.delay_ns = 50'000;
+    Pair p(24, f);
+    fill(p.buf_b, 0, 4096, 3);
+    SendWr rd = make_wr(WrOpcode::RdmaRead, 1, p.mr_a, 0, 4096);
+    rd.remote_addr = p.mr_b.addr;
+    rd.rkey = p.mr_b.key;
+    SendWr wr = make_wr(WrOpcode::RdmaWrite, 2, p.mr_a, 100000, 100);
+    wr.send_flags |= kSendFence;
+    wr.remote_addr = p.mr_b.addr + 200000;
+    wr.rkey = p.mr_b.key;
+    ASSERT_TRUE(p.qa->post_send(rd));
+    ASSERT_TRUE(p.qa->post_send(wr));
+    Time read_done = 0, write_seen = 0;
+    p.fab.on_send = [&](std::vector<uint8_t> &fr) {
+        wire::ParsedPacket pp;
+        if (wire::parse_frame(fr.data(), fr.size(), pp, false) != wire::ParseResult::Ok)
+            return;
+        if (pp.bth.opcode == wire::kRcWriteOnly && write_seen == 0)
+            write_seen = p.fab.now;
+        if (pp.bth.opcode == wire::kRcReadResponseLast && read_done == 0)
+            read_done = p.fab.now + f.delay_ns;
+    };
+    ASSERT_TRUE(p.run([&] { return p.scq_a.q.size() == 2; }));
+    ASSERT_GT(write_seen, 0u);
+    EXPECT_GE(write_seen, read_done) << "fenced WRITE left before the READ completed";
+}
+
+TEST(RcSim, PeerQpDestroyedMidStream) {
+    QpAttr attr;
+    attr.timeout = 10;
+    attr.retry_cnt = 2;
+    Pair p(25, {}, attr);
+    for (int i = 0; i < 4; ++i)
+        ASSERT_TRUE(p.qb->post_recv(make_recv(i, p.mr_b, i * 70000, 70000)));
+    ASSERT_TRUE(p.qa->post_send(make_wr(WrOpcode::Send, 1, p.mr_a, 0, 65536)));
+    ASSERT_TRUE(p.run([&] { return p.scq_a.q.size() == 1; }));
+    p.b.destroy_qp(0x22); /* the responder goes away */
+    ASSERT_TRUE(p.qa->post_send(make_wr(WrOpcode::Send, 2, p.mr_a, 0, 65536)));
+    ASSERT_TRUE(p.qa->post_send(make_wr(WrOpcode::Send, 3, p.mr_a, 0, 10)));
+    ASSERT_TRUE(p.run([&] { return p.scq_a.q.size() == 3; }));
+    Wc wc;
+    p.scq_a.pop(wc);
+    EXPECT_EQ(wc.status, WcStatus::Success);
+    p.scq_a.pop(wc);
+    EXPECT_EQ(wc.status, WcStatus::RetryExcErr);
+    p.scq_a.pop(wc);
+    EXPECT_EQ(wc.status, WcStatus::WrFlushErr);
+    EXPECT_EQ(p.qa->state(), QpState::Err);
+    EXPECT_EQ(p.a.counters.local_ack_timeout_err, 3u);
+}
+
+TEST(RcSim, ErrorFlushesReceivesAndSends) {
+    Pair p(26);
+    ASSERT_TRUE(p.qb->post_recv(make_recv(1, p.mr_b, 0, 10)));
+    ASSERT_TRUE(p.qb->post_recv(make_recv(2, p.mr_b, 0, 10)));
+    QpAttr a;
+    a.qp_state = QpState::Err;
+    ASSERT_TRUE(p.qb->modify(a, kQpState));
+    ASSERT_EQ(p.rcq_b.q.size(), 2u);
+    EXPECT_EQ(p.rcq_b.q[0].wr_id, 1u);
+    EXPECT_EQ(p.rcq_b.q[0].status, WcStatus::WrFlushErr);
+    EXPECT_EQ(p.rcq_b.q[1].wr_id, 2u);
+    /* posting in ERR completes at once with a flush */
+    ASSERT_TRUE(p.qb->post_recv(make_recv(3, p.mr_b, 0, 10)));
+    EXPECT_EQ(p.rcq_b.q.size(), 3u);
+}
