@@ -32,6 +32,7 @@ class ProtectionDomain;
 class MemoryRegion;
 class CompletionQueue;
 class QueuePair;
+class SharedReceiveQueue;
 
 /** Engine-wide options (droce's own, after the EAL's). */
 struct EngineOptions {
@@ -119,10 +120,18 @@ class Device {
     virtual Result<std::unique_ptr<CompletionQueue>> create_cq(uint32_t cqe) = 0;
 };
 
+/** ibv_srq_init_attr. */
+struct SrqInitAttr {
+    uint32_t max_wr = 128;
+    uint32_t max_sge = kMaxSge;
+};
+
 /** ibv_qp_init_attr. */
 struct QpInitAttr {
     CompletionQueue *send_cq = nullptr;
     CompletionQueue *recv_cq = nullptr;
+    /** Receives come from this shared receive queue; post_recv on the QP then fails. */
+    SharedReceiveQueue *srq = nullptr;
     QpCap cap;
     bool sq_sig_all = false;
 };
@@ -135,6 +144,17 @@ class ProtectionDomain {
                                                          uint32_t access) = 0;
     /** Creates an RC QP in RESET. */
     virtual Result<std::unique_ptr<QueuePair>> create_qp(const QpInitAttr &attr) = 0;
+    /** Creates a shared receive queue (ibv_create_srq). Destroy its QPs first. */
+    virtual Result<std::unique_ptr<SharedReceiveQueue>> create_srq(const SrqInitAttr &attr) = 0;
+};
+
+/** A receive queue several QPs of one device take receives from (ibv_srq). WRs left on it
+ * are not flushed when a QP fails: they stay for the other QPs. */
+class SharedReceiveQueue {
+  public:
+    virtual ~SharedReceiveQueue() = default;
+    /** ibv_post_srq_recv: never blocks; errors as values. */
+    virtual Status post_recv(const RecvWr &wr) = 0;
 };
 
 class MemoryRegion {

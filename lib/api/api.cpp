@@ -22,6 +22,7 @@ using engine::CqCtx;
 using engine::Dev;
 using engine::QpCtx;
 using engine::Runtime;
+using engine::SrqCtx;
 
 /* Ring capacity for n entries (at least 1). */
 unsigned ring_size(uint32_t n) { return n == 0 ? 1 : n; }
@@ -164,6 +165,9 @@ class QpImpl final : public QueuePair {
     }
 
     Status post_recv(const RecvWr &wr) override {
+        if (ctx_->srq)
+            return Status(EINVAL, "post_recv: QP " + std::to_string(qpn_) +
+                                      " uses a shared receive queue; post to the SRQ");
         if (rt_.embedded())
             return ctx_->qp->post_recv(wr);
         if (wr.num_sge < 0 || wr.num_sge > kMaxSge ||
@@ -236,6 +240,39 @@ class QpImpl final : public QueuePair {
     QpState state_ = QpState::Reset; /* as of the last control call (worker mode checks) */
 };
 
+class SrqImpl final : public SharedReceiveQueue {
+  public:
+    SrqImpl(Runtime &rt, Dev &dev, SrqCtx *ctx, const SrqInitAttr &attr)
+        : rt_(rt), dev_(dev), ctx_(ctx), attr_(attr) {}
+    ~SrqImpl() override {
+        bool ok = false;
+        rt_.exec([&] { ok = dev_.destroy_srq(ctx_); });
+        if (!ok)
+            spdlog::error("{}: SRQ destroyed while QPs still use it; it stays until the "
+                          "device closes",
+                          dev_.name());
+    }
+    Status post_recv(const RecvWr &wr) override {
+        if (rt_.embedded())
+            return ctx_->q->post(wr);
+        if (wr.num_sge < 0 || wr.num_sge > kMaxSge ||
+            static_cast<uint32_t>(wr.num_sge) > attr_.max_sge)
+            return Status(EINVAL,
+                          "post_srq_recv: num_sge " + std::to_string(wr.num_sge) + " out of range");
+        if (rte_ring_sp_enqueue_elem(ctx_->ring, const_cast<RecvWr *>(&wr), sizeof(RecvWr)) != 0)
+            return Status(ENOMEM, "post_srq_recv: shared receive queue full (" +
+                                      std::to_string(attr_.max_wr) + " WRs)");
+        return {};
+    }
+    SrqCtx *ctx() const { return ctx_; }
+
+  private:
+    Runtime &rt_;
+    Dev &dev_;
+    SrqCtx *ctx_;
+    SrqInitAttr attr_;
+};
+
 class PdImpl final : public ProtectionDomain {
   public:
     PdImpl(Runtime &rt, Dev &dev, uint32_t id)
@@ -272,6 +309,13 @@ class PdImpl final : public ProtectionDomain {
             return Status(EINVAL, "create_qp: max_send_wr/max_recv_wr must be 1..16384");
         if (attr.cap.max_send_sge > kMaxSge || attr.cap.max_recv_sge > kMaxSge)
             return Status(EINVAL, "create_qp: at most " + std::to_string(kMaxSge) + " SGEs");
+        SrqCtx *srq = nullptr;
+        if (attr.srq) {
+            auto *si = dynamic_cast<SrqImpl *>(attr.srq);
+            if (si == nullptr)
+                return Status(EINVAL, "create_qp: SRQ not made by a droce device");
+            srq = si->ctx();
+        }
         rte_ring *sq = nullptr, *rq = nullptr;
         if (!rt_.embedded()) {
             sq = make_elem_ring(rt_, "dq_s", sizeof(SendWr), attr.cap.max_send_wr);
@@ -285,8 +329,9 @@ class PdImpl final : public ProtectionDomain {
         }
         Result<uint32_t> qpn = Status(EINVAL, "");
         QpCtx *ctx = nullptr;
-        rt_.exec(
-            [&] { qpn = dev_.create_qp(st_->id, attr, scq->ctx(), rcq->ctx(), sq, rq, &ctx); });
+        rt_.exec([&] {
+            qpn = dev_.create_qp(st_->id, attr, scq->ctx(), rcq->ctx(), sq, rq, &ctx, srq);
+        });
         if (!qpn) {
             rte_ring_free(sq);
             rte_ring_free(rq);
@@ -294,6 +339,22 @@ class PdImpl final : public ProtectionDomain {
         }
         spdlog::debug("{}: QP {} created", dev_.name(), *qpn);
         return std::unique_ptr<QueuePair>(new QpImpl(rt_, dev_, st_, ctx, *qpn, attr.cap));
+    }
+
+    Result<std::unique_ptr<SharedReceiveQueue>> create_srq(const SrqInitAttr &attr) override {
+        if (attr.max_wr == 0 || attr.max_wr > 16384)
+            return Status(EINVAL, "create_srq: max_wr must be 1..16384");
+        if (attr.max_sge == 0 || attr.max_sge > kMaxSge)
+            return Status(EINVAL, "create_srq: max_sge must be 1.." + std::to_string(kMaxSge));
+        rte_ring *ring = nullptr;
+        if (!rt_.embedded()) {
+            ring = make_elem_ring(rt_, "dq_srq", sizeof(RecvWr), attr.max_wr);
+            if (ring == nullptr)
+                return Status(ENOMEM, std::string("create_srq: ring: ") + rte_strerror(rte_errno));
+        }
+        SrqCtx *ctx = nullptr;
+        rt_.exec([&] { ctx = dev_.create_srq(attr.max_wr, attr.max_sge, ring); });
+        return std::unique_ptr<SharedReceiveQueue>(new SrqImpl(rt_, dev_, ctx, attr));
     }
 
   private:

@@ -74,8 +74,17 @@ struct CqCtx final : rc::CqSink {
 };
 
 /** A QP as the engine keeps it. */
+/* A shared receive queue; worker mode feeds it through an SPSC ring like a QP's RQ. */
+struct SrqCtx {
+    std::unique_ptr<rc::RecvQueue> q;
+    rte_ring *ring = nullptr; /* worker mode: RecvWr, application -> worker */
+    uint32_t refs = 0;        /* QPs using it */
+    ~SrqCtx();
+};
+
 struct QpCtx {
     std::unique_ptr<rc::Qp> qp;
+    SrqCtx *srq = nullptr;
     rte_ring *sq = nullptr; /* worker mode: SendWr, application -> worker */
     rte_ring *rq = nullptr; /* worker mode: RecvWr */
     CqCtx *scq = nullptr;
@@ -107,7 +116,10 @@ class Dev final : public rc::TxPort {
 
     /* ---- control: on the worker (through Runtime::exec) ---- */
     Result<uint32_t> create_qp(uint32_t pd, const QpInitAttr &attr, CqCtx *scq, CqCtx *rcq,
-                               rte_ring *sq, rte_ring *rq, QpCtx **out);
+                               rte_ring *sq, rte_ring *rq, QpCtx **out, SrqCtx *srq = nullptr);
+    SrqCtx *create_srq(uint32_t max_wr, uint32_t max_sge, rte_ring *ring);
+    /** False (and nothing done) while QPs still use it. */
+    bool destroy_srq(SrqCtx *s);
     /** Frees the QPN; the QP's rings are freed with it. */
     void destroy_qp(uint32_t qpn);
     QpCtx *qp(uint32_t qpn) { return qpn < kMaxQpsPerDevice ? qps_[qpn].get() : nullptr; }
@@ -132,6 +144,7 @@ class Dev final : public rc::TxPort {
 
   private:
     uint32_t drain_rings(QpCtx &q);
+    uint32_t drain_srq(SrqCtx &s);
     bool queue_tx(rte_mbuf *m);
     void send_arp_request(uint32_t ip);
 
@@ -148,6 +161,7 @@ class Dev final : public rc::TxPort {
     mem::MrTable mrs_;
     std::vector<std::unique_ptr<QpCtx>> qps_; /* indexed by QPN */
     std::vector<QpCtx *> active_;             /* scanned each iteration for timers/TX */
+    std::vector<std::unique_ptr<SrqCtx>> srqs_;
     uint32_t next_qpn_ = kFirstQpn;
     std::vector<std::unique_ptr<CqCtx>> retired_cqs_;
 

@@ -31,6 +31,28 @@ int CqCtx::poll(Wc *wc, int max) {
 
 CqCtx::~CqCtx() { rte_ring_free(ring); }
 
+SrqCtx::~SrqCtx() { rte_ring_free(ring); }
+
+SrqCtx *Dev::create_srq(uint32_t max_wr, uint32_t max_sge, rte_ring *ring) {
+    auto s = std::make_unique<SrqCtx>();
+    s->q = std::make_unique<rc::RecvQueue>(max_wr, max_sge);
+    s->ring = ring;
+    srqs_.push_back(std::move(s));
+    return srqs_.back().get();
+}
+
+bool Dev::destroy_srq(SrqCtx *s) {
+    if (s->refs)
+        return false;
+    for (size_t i = 0; i < srqs_.size(); ++i)
+        if (srqs_[i].get() == s) {
+            srqs_[i] = std::move(srqs_.back());
+            srqs_.pop_back();
+            return true;
+        }
+    return false;
+}
+
 QpCtx::~QpCtx() {
     rte_ring_free(sq);
     rte_ring_free(rq);
@@ -63,7 +85,7 @@ uint32_t Dev::active_mtu() const {
 }
 
 Result<uint32_t> Dev::create_qp(uint32_t pd, const QpInitAttr &attr, CqCtx *scq, CqCtx *rcq,
-                                rte_ring *sq, rte_ring *rq, QpCtx **out) {
+                                rte_ring *sq, rte_ring *rq, QpCtx **out, SrqCtx *srq) {
     /* Round-robin from the last allocation so a just-freed QPN is not handed out again
      * at once (stale packets for the old QP would land on the new one). */
     uint32_t qpn = 0;
@@ -89,7 +111,11 @@ Result<uint32_t> Dev::create_qp(uint32_t pd, const QpInitAttr &attr, CqCtx *scq,
     cfg.recv_cq = rcq;
     cfg.mrs = &mrs_;
     cfg.counters = &rcc_;
+    cfg.srq = srq ? srq->q.get() : nullptr;
     ctx->qp = std::make_unique<rc::Qp>(cfg);
+    ctx->srq = srq;
+    if (srq)
+        ++srq->refs;
     ctx->sq = sq;
     ctx->rq = rq;
     ctx->scq = scq;
@@ -110,6 +136,8 @@ void Dev::destroy_qp(uint32_t qpn) {
         return;
     --q->scq->refs;
     --q->rcq->refs;
+    if (q->srq)
+        --q->srq->refs;
     for (size_t i = 0; i < active_.size(); ++i)
         if (active_[i] == q) {
             active_[i] = active_.back();
@@ -302,7 +330,7 @@ uint32_t Dev::drain_rings(QpCtx &q) {
     uint32_t n = 0;
     rc::Qp &qp = *q.qp;
     /* Take only what the QP has room for, so a WR is never dequeued and then lost. */
-    const uint32_t rq_room = q.max_recv_wr - qp.recv_queue_depth();
+    const uint32_t rq_room = q.srq ? 0 : q.max_recv_wr - qp.recv_queue_depth();
     if (rq_room && !rte_ring_empty(q.rq)) {
         RecvWr wr[kWrBurst];
         const unsigned k = rte_ring_sc_dequeue_burst_elem(
@@ -341,11 +369,27 @@ uint32_t Dev::drain_rings(QpCtx &q) {
     return n;
 }
 
+uint32_t Dev::drain_srq(SrqCtx &s) {
+    const uint32_t room = s.q->max_wr() - s.q->depth();
+    if (room == 0 || rte_ring_empty(s.ring))
+        return 0;
+    RecvWr wr[kWrBurst];
+    const unsigned k = rte_ring_sc_dequeue_burst_elem(s.ring, wr, sizeof(RecvWr),
+                                                      room < kWrBurst ? room : kWrBurst, nullptr);
+    for (unsigned i = 0; i < k; ++i)
+        if (!s.q->post(wr[i]).is_ok())
+            ++ec_.rq_wr_rejected; /* checked on the application side; cannot happen */
+    return k;
+}
+
 uint32_t Dev::poll(uint64_t now, uint32_t *work) {
     uint32_t w = 0;
-    if (worker_rings_)
+    if (worker_rings_) {
         for (QpCtx *q : active_)
             w += drain_rings(*q);
+        for (auto &srq : srqs_)
+            w += drain_srq(*srq);
+    }
 
     rte_mbuf *rx[kRxBurst];
     const uint16_t nrx = rte_eth_rx_burst(port_, 0, rx, kRxBurst);

@@ -372,6 +372,52 @@ TEST_P(EngineE2E, AllOperations) {
     EXPECT_GE(cb.at("port_rcv_packets"), 1u + 4u + 64u + 3u + 10u + 2u + 3u);
 }
 
+TEST_P(EngineE2E, SharedReceiveQueue) {
+    /* b's QP takes receives from an SRQ (through the worker's ring in worker mode). */
+    auto srq = b.pd->create_srq(SrqInitAttr{});
+    ASSERT_TRUE(srq) << srq.status().message();
+    b.qp.reset();
+    QpInitAttr qa;
+    qa.send_cq = b.scq.get();
+    qa.recv_cq = b.rcq.get();
+    qa.srq = srq->get();
+    auto q = b.pd->create_qp(qa);
+    ASSERT_TRUE(q) << q.status().message();
+    b.qp = std::move(*q);
+    ASSERT_NO_FATAL_FAILURE(connect());
+    RecvWr r;
+    r.num_sge = 1;
+    r.sg_list[0] = b.sge(0, 100);
+    EXPECT_FALSE(b.qp->post_recv(r)) << "post_recv on an SRQ QP must fail";
+    for (int i = 0; i < 3; ++i) {
+        r.wr_id = 0x500 + i;
+        r.sg_list[0] = b.sge(0x10000 * (i + 1), 8192);
+        ASSERT_TRUE((*srq)->post_recv(r));
+    }
+    for (int i = 0; i < 3; ++i) {
+        for (uint32_t k = 0; k < 5000; ++k)
+            a.buf[i * 8192 + k] = static_cast<uint8_t>(k + i);
+        SendWr w;
+        w.wr_id = i;
+        w.opcode = WrOpcode::Send;
+        w.send_flags = kSendSignaled;
+        w.num_sge = 1;
+        w.sg_list[0] = a.sge(i * 8192, 5000);
+        ASSERT_TRUE(a.qp->post_send(w));
+    }
+    auto rc = wait(*b.rcq, 3);
+    ASSERT_EQ(rc.size(), 3u);
+    for (int i = 0; i < 3; ++i) {
+        EXPECT_EQ(rc[i].status, WcStatus::Success);
+        EXPECT_EQ(rc[i].wr_id, 0x500u + i);
+        EXPECT_EQ(rc[i].byte_len, 5000u);
+        EXPECT_EQ(0, std::memcmp(a.buf.data() + i * 8192, b.buf.data() + 0x10000 * (i + 1), 5000));
+    }
+    wait(*a.scq, 3);
+    b.qp.reset(); /* QPs before their SRQ */
+    srq->reset();
+}
+
 TEST_P(EngineE2E, ControlPathErrors) {
     QpInitAttr bad;
     auto q = a.pd->create_qp(bad);
