@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include "sim_fabric.h"
 
+#include <algorithm>
+
 namespace droce::sim {
 
 Endpoint::Endpoint(Fabric &f, uint32_t ip_, uint8_t mac_last) : fabric(f), ip(ip_) {
@@ -82,6 +84,16 @@ void Fabric::send(std::vector<uint8_t> &&frame) {
         on_send(frame);
     if (frame.empty())
         return;
+    Time depart = now;
+    if (faults.link_gbps > 0) {
+        /* serialization on the sender's link (identified by source MAC) */
+        for (Endpoint *e : endpoints)
+            if (frame.size() >= 12 && std::memcmp(e->mac, frame.data() + 6, 6) == 0) {
+                const Time ser = static_cast<Time>((frame.size() + 24) * 8 / faults.link_gbps);
+                depart = std::max(now, e->link_free_at) + ser;
+                e->link_free_at = depart;
+            }
+    }
     if (faults.blackout_to > faults.blackout_from && now >= faults.blackout_from &&
         now < faults.blackout_to) {
         ++frames_lost;
@@ -96,7 +108,7 @@ void Fabric::send(std::vector<uint8_t> &&frame) {
         const size_t byte = std::uniform_int_distribution<size_t>(0, frame.size() - 1)(rng);
         frame[byte] ^= static_cast<uint8_t>(1u << std::uniform_int_distribution<>(0, 7)(rng));
     }
-    Time at = now + faults.delay_ns;
+    Time at = depart + faults.delay_ns;
     if (chance(faults.reorder))
         at += faults.reorder_delay_ns;
     if (chance(faults.dup)) {

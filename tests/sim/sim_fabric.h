@@ -31,6 +31,9 @@ struct Faults {
     double corrupt = 0;   /* flip one random bit (the ICRC must catch it) */
     Time delay_ns = 1000; /* one-way latency */
     Time reorder_delay_ns = 20000;
+    /* Each sender's link rate (0 = infinite): a frame occupies the sender's link for
+     * its serialization time, so frames queue behind each other as at a bottleneck. */
+    double link_gbps = 0;
     /* A blackout drops everything in [blackout_from, blackout_to). */
     Time blackout_from = 0, blackout_to = 0;
 };
@@ -84,6 +87,7 @@ class Endpoint : public rc::TxPort {
     uint32_t tx_used = 0;
     uint64_t rx_drop_bad = 0; /* frames the parser refused (corruption) */
     uint64_t rx_delivered = 0;
+    Time link_free_at = 0; /* when this endpoint's link finishes its last frame */
 };
 
 class Fabric {
