@@ -87,6 +87,18 @@ run_tests() {
             pass=$((pass + ${ipass:-0}))
             fail=$((fail + ${ifail:-0}))
             [ -n "${ipass:-}" ] || broken+=("interop exit $irc without a summary")
+
+            stage "interop under loss: the guest drops 5% of what it sends (netem)"
+            ilog=$BUILD_DIR/interop-netem.out
+            ipass="" ifail=""
+            timeout 900 bash tests/interop/pingpong_rxe.sh --out "$BUILD_DIR/interop-netem" \
+                --budget 600 --mtus 1024 --sizes 4096 --iters 300 --netem "loss 5%" \
+                "$BUILD_DIR/apps/droce-pingpong/droce-pingpong" 2>&1 | tee "$ilog"
+            irc=${PIPESTATUS[0]}
+            read -r ipass _ ifail _ < <(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$ilog" | tail -1) || true
+            pass=$((pass + ${ipass:-0}))
+            fail=$((fail + ${ifail:-0}))
+            [ -n "${ipass:-}" ] || broken+=("netem interop exit $irc without a summary")
         fi
     fi
 

@@ -29,17 +29,22 @@
 #   --iters-large N      iterations for sizes > 4096 (default 100)
 #   --case-timeout S     per process (default 120)
 #   --budget S           no case starts after S seconds; those left FAIL (default 1200)
+#   --netem SPEC         after boot, run `tc qdisc add dev eth0 root netem SPEC` in the guest
+#                        (e.g. "loss 5%": the guest drops what it sends toward droce); case
+#                        names get a -netem suffix and droce prints its counters
+
 # Env: DROCE_EAL (default "-l 0 --no-huge -m 512 --no-pci --no-shconf"),
 #      DROCE_VDEV_EXTRA (appended to the vdev string), IL_* (see lib.sh), RXE_HOME.
 set -uo pipefail
 . "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/lib.sh"
 
 OUT="" MTUS="1024 4096" SIZES="1 4096 65536" ROLES="client server"
-ITERS=500 ITERS_LARGE=100 CASE_TIMEOUT=120 BUDGET=1200 BIN=""
+ITERS=500 ITERS_LARGE=100 CASE_TIMEOUT=120 BUDGET=1200 BIN="" NETEM=""
 while (($#)); do case $1 in
   --out) OUT=$2; shift 2;; --mtus) MTUS=$2; shift 2;; --sizes) SIZES=$2; shift 2;;
   --roles) ROLES=$2; shift 2;; --iters) ITERS=$2; shift 2;; --iters-large) ITERS_LARGE=$2; shift 2;;
   --case-timeout) CASE_TIMEOUT=$2; shift 2;; --budget) BUDGET=$2; shift 2;;
+  --netem) NETEM=$2; shift 2;;
   -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0;;
   -*) il_die "unknown option $1";;
   *) [ -z "$BIN" ] || il_die "one binary only"; BIN=$1; shift;;
@@ -50,7 +55,7 @@ trap il_cleanup EXIT
 trap 'exit 130' INT TERM
 
 cases() { local m s r; for m in $MTUS; do for s in $SIZES; do for r in $ROLES; do echo "$m $s $r"; done; done; done; }
-case_name() { echo "mtu$1-size$2-droce_$3"; }
+case_name() { echo "mtu$1-size$2-droce_$3${NETEM:+-netem}"; }
 
 # A missing binary fails every case, loudly, before any VM boots.
 if [ -z "$BIN" ] || [ ! -x "$BIN" ]; then
@@ -82,6 +87,7 @@ run_case() {
   local guest=(ibv_rc_pingpong -d rxe0 "${common[@]}")
   # shellcheck disable=SC2206
   local droce=("$BIN" $DROCE_EAL --vdev "$(vdev_for "$m")" -- --ip "$IL_DROCE_IP/$IL_PREFIX" --mac "$IL_DROCE_MAC" --eth-mtu "$IL_ETH_MTU" "${common[@]}")
+  [ -n "$NETEM" ] && droce+=(--counters)
   [ "$role" = client ] && droce+=("$IL_VM_IP") || guest+=("$IL_HOST_IP")
   printf '%q ' "${droce[@]}" > "$dir/droce.cmd"; printf '%q ' "${guest[@]}" > "$dir/guest.cmd"
 
@@ -135,7 +141,11 @@ for m in $MTUS; do
   else
     il_log "booting VM for path MTU $m"
     if ! il_vm_up "$m" > "$OUT/vm-mtu$m.log" 2>&1; then vm_ok=0; why="VM boot failed (see $OUT/vm-mtu$m.log)"; fi
-    il_log "VM ready"
+    if [ $vm_ok = 1 ] && [ -n "$NETEM" ] &&
+       ! il_vm_exec --timeout 30 -- "tc qdisc add dev eth0 root netem $NETEM" >> "$OUT/vm-mtu$m.log" 2>&1; then
+      vm_ok=0; why="netem '$NETEM' could not be set in the guest (see $OUT/vm-mtu$m.log)"
+    fi
+    il_log "VM ready${NETEM:+ (netem $NETEM)}"
   fi
   while read -r -u 3 mm s r; do
     [ "$mm" = "$m" ] || continue
