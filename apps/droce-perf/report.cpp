@@ -55,7 +55,7 @@ void print_dest(const char *side, const Dest &d, Verb verb) {
     if (verb == Verb::Read)
         std::printf(" OUT %#04x", d.out_reads);
     if (verb == Verb::Read || verb == Verb::Write)
-        std::printf(" RKEY %#08x VADDR %#016llx", d.rkey, static_cast<unsigned long long>(d.vaddr));
+        std::printf(" RKey %#08x VAddr %#016llx", d.rkey, static_cast<unsigned long long>(d.vaddr));
     std::printf("\n GID: %s\n", gid_to_string(d.gid).c_str());
 }
 
