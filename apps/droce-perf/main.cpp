@@ -1,0 +1,513 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/** @file
+ * droce-perf: perftest's ib_{write,read,send,atomic}_{bw,lat} on droce.
+ *
+ *   droce-perf MODE [EAL args] -- [perftest flags] [server]
+ *
+ * Same flags, same TCP exchange on port 18515 and same tables as perftest 4.5, so either
+ * side may be the real tool (e.g. in the Soft-RoCE VM). --loopback runs both sides in
+ * this process over a net_ring pair, one thread, no TCP. */
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <droce/droce.h>
+
+#include "options.h"
+#include "proto.h"
+#include "report.h"
+#include "side.h"
+
+using namespace droce;
+using namespace droce::perf;
+
+namespace {
+
+volatile std::sig_atomic_t g_stop = 0;
+void on_signal(int) { g_stop = 1; }
+
+/** Handshakes both perftest 4.5 sides make before the test (after the preamble), as seen
+ * on the wire: bw tests 3 (write_bw.pcap, read_bw.pcap, atomic_fadd.pcap), lat tests 4
+ * (send_lat.pcap). After the test: bw 1 + the 5 report values + 1 (close); lat 1 (close);
+ * then each side writes "done". */
+int pre_test_handshakes(const Options &opt) { return opt.kind == Kind::Bw ? 3 : 4; }
+
+class Backoff {
+  public:
+    explicit Backoff(bool busy) : busy_(busy) {}
+    void progress() { idle_ = 0; }
+    void idle() {
+        if (busy_ || ++idle_ < 2000)
+            return;
+        std::this_thread::sleep_for(std::chrono::microseconds(20));
+    }
+
+  private:
+    bool busy_;
+    uint32_t idle_ = 0;
+};
+
+struct Run {
+    const Options &opt;
+    Engine &engine;
+    Waiter waiter;
+    int pump() { return engine.embedded() ? engine.poll() : 0; }
+    bool timed_out() const { return waiter.expired(); }
+};
+
+void print_counters(const Device *dev, const char *prefix) {
+    if (dev == nullptr)
+        return;
+    std::printf("%sdevice %s counters:\n", prefix, dev->name().c_str());
+    for (const auto &[name, value] : dev->counters())
+        std::printf("%s  %-40s %llu\n", prefix, name.c_str(), static_cast<unsigned long long>(value));
+    std::fflush(stdout);
+}
+
+SideConfig side_config(const Options &opt, bool client, std::string prefix) {
+    SideConfig c;
+    c.verb = opt.verb;
+    c.kind = opt.kind;
+    c.client = client;
+    c.max_size = opt.all_sizes ? (1ull << 23) : opt.size;
+    c.iters = opt.run_infinitely ? UINT32_MAX : opt.iters;
+    c.tx_depth = opt.tx_depth;
+    c.rx_depth = opt.rx_depth;
+    c.out_reads = opt.out_reads;
+    c.gid_idx = opt.gid_idx;
+    c.atomic_cas = opt.atomic_cas;
+    c.duration_s = opt.run_infinitely ? 0 : opt.duration_s;
+    c.prefix = std::move(prefix);
+    return c;
+}
+
+std::vector<uint64_t> sizes(const Options &opt) {
+    std::vector<uint64_t> v;
+    if (opt.all_sizes)
+        for (int i = 1; i < 24; ++i)
+            v.push_back(1ull << i);
+    else
+        v.push_back(opt.size);
+    return v;
+}
+
+Mtu mtu_of_bytes(uint32_t b) {
+    switch (b) {
+    case 256:
+        return Mtu::Mtu256;
+    case 512:
+        return Mtu::Mtu512;
+    case 2048:
+        return Mtu::Mtu2048;
+    case 4096:
+        return Mtu::Mtu4096;
+    default:
+        return Mtu::Mtu1024;
+    }
+}
+
+/** The path MTU we ask for: -m, capped by the port's active MTU. */
+int local_mtu_enum(const Options &opt, const Device &dev) {
+    uint32_t b = dev.active_mtu();
+    if (opt.mtu != 0 && opt.mtu < b)
+        b = opt.mtu;
+    if (opt.mtu != 0 && opt.mtu > dev.active_mtu())
+        std::fprintf(stderr, " Requested mtu is higher than active mtu \n Will run with the port active mtu - %u\n",
+                     dev.active_mtu());
+    return static_cast<int>(mtu_of_bytes(b));
+}
+
+uint32_t random_psn() { return static_cast<uint32_t>(lrand48()) & 0xffffff; }
+
+/** Runs sides until `until` says stop; returns false on failure/timeout. */
+template <class Pred>
+bool drive(Run &run, std::vector<Side *> sides, Pred until) {
+    Backoff b(run.opt.busy_poll);
+    while (!until()) {
+        bool progress = run.pump() > 0;
+        for (Side *s : sides) {
+            const auto st = s->step();
+            if (st == Side::Step::Failed)
+                return false;
+            progress = progress || st == Side::Step::Progress;
+        }
+        if (g_stop) {
+            std::fprintf(stderr, "Interrupted\n");
+            return false;
+        }
+        if (run.timed_out()) {
+            std::fflush(stdout);
+            std::fprintf(stderr, "Timed out after %.0f s (--timeout)\n", run.opt.timeout_s);
+            return false;
+        }
+        progress ? b.progress() : b.idle();
+    }
+    return true;
+}
+
+/** --run_infinitely on the client: a row every -D seconds until interrupted/timeout. */
+bool run_infinitely(Run &run, Side &client, std::vector<Side *> sides) {
+    const Options &opt = run.opt;
+    if (!client.start(opt.size))
+        return false;
+    for (Side *s : sides)
+        if (s != &client)
+            s->start(opt.size);
+    auto next = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                   std::chrono::duration<double>(opt.duration_s));
+    while (true) {
+        const bool ok = drive(run, sides, [&] { return Clock::now() >= next; });
+        if (!ok)
+            return g_stop != 0 || run.timed_out(); // a clean stop ends the run
+        uint64_t ops = 0;
+        double secs = 0;
+        client.take_period(ops, secs);
+        BwReport r;
+        r.size = opt.size;
+        r.iters = ops;
+        const double ff = opt.report_gbits ? 125000000.0 : 1048576.0;
+        r.bw_avg = r.bw_peak = static_cast<double>(ops) * static_cast<double>(opt.size) / secs / ff;
+        r.msg_rate = static_cast<double>(ops) / secs / 1e6;
+        print_bw_row(opt, r);
+        next += std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(opt.duration_s));
+    }
+}
+
+int run_loopback(Run &run) {
+    const Options &opt = run.opt;
+    auto ports = run.engine.create_ring_pair();
+    if (!ports) {
+        std::fprintf(stderr, "Couldn't create the net_ring pair: %s\n", ports.status().message().c_str());
+        return 1;
+    }
+    DeviceConfig ca;
+    ca.port = ports.value().first;
+    ca.ipv4_cidr = "10.0.0.1/24";
+    ca.mac = "02:00:0a:00:00:01";
+    ca.mtu = opt.eth_mtu;
+    DeviceConfig cb = ca;
+    cb.port = ports.value().second;
+    cb.ipv4_cidr = "10.0.0.2/24";
+    cb.mac = "02:00:0a:00:00:02";
+    auto da = run.engine.open_device(ca);
+    auto db = da ? run.engine.open_device(cb) : Result<Device *>(da.status());
+    if (!da || !db) {
+        std::fprintf(stderr, "Couldn't open the net_ring ports: %s\n",
+                     (!da ? da.status() : db.status()).message().c_str());
+        return 1;
+    }
+    Device *dev_s = da.value(), *dev_c = db.value();
+    if (Status st = run.engine.start(); !st) {
+        std::fprintf(stderr, "Couldn't start the engine: %s\n", st.message().c_str());
+        return 1;
+    }
+    int mtu_enum = local_mtu_enum(opt, *dev_c);
+    const Mtu mtu = static_cast<Mtu>(mtu_enum);
+    int rc = 1;
+    {
+        Side server(side_config(opt, false, "[server] "));
+        Side client(side_config(opt, true, "[client] "));
+        auto finish = [&](int code) {
+            if (opt.counters) {
+                print_counters(dev_s, "[server] ");
+                print_counters(dev_c, "[client] ");
+            }
+            return code;
+        };
+        if (!server.setup(*dev_s, random_psn()) || !client.setup(*dev_c, random_psn()))
+            return finish(1);
+        print_banner(opt, dev_c->name(), mtu_bytes(mtu), false);
+        print_dest("local", client.local(), opt.verb);
+        print_dest("remote", server.local(), opt.verb);
+        if (!server.connect(client.local(), mtu) || !client.connect(server.local(), mtu))
+            return finish(1);
+        print_header(opt);
+        std::vector<Side *> both = {&server, &client};
+        if (opt.run_infinitely) {
+            const bool ok = run_infinitely(run, client, both);
+            print_line();
+            return finish(ok ? 0 : 1);
+        }
+        for (uint64_t sz : sizes(opt)) {
+            if (!server.start(sz) || !client.start(sz))
+                return finish(1);
+            // The client decides the end; then the server (send_bw counting receives,
+            // the other half of a ping-pong) must finish too, or is told to.
+            if (!drive(run, both, [&] { return client.done(); }))
+                return finish(1);
+            const auto grace = Clock::now() + std::chrono::seconds(opt.duration_s > 0 ? 2 : 30);
+            if (!drive(run, both, [&] { return server.done() || Clock::now() >= grace; }))
+                return finish(1);
+            if (!server.done()) {
+                if (opt.duration_s > 0) {
+                    server.finish();
+                } else {
+                    std::fprintf(stderr, "[server] did not complete its %u iterations\n", opt.iters);
+                    return finish(1);
+                }
+            }
+            if (opt.kind == Kind::Bw)
+                print_bw_row(opt, compute_bw(opt, client));
+            else if (!print_lat_row(opt, client))
+                return finish(1);
+        }
+        print_line();
+        rc = finish(0);
+    }
+    return rc;
+}
+
+/** droce as the perftest server: versions, records, then answer whatever the client
+ * sends (records: our record; report values: ours; "done": ours) while our side runs. */
+int run_server(Run &run, Device &dev) {
+    const Options &opt = run.opt;
+    Side side(side_config(opt, false, ""));
+    if (!side.setup(dev, random_psn()))
+        return 1;
+    Conn conn;
+    std::printf("\n************************************\n* Waiting for client to connect... *\n"
+                "************************************\n");
+    std::fflush(stdout);
+    if (!conn.accept(opt.tcp_port, run.waiter))
+        return 1;
+    int mtu_enum = local_mtu_enum(opt, dev);
+    if (!exchange_preamble(conn, false, mtu_enum, run.waiter))
+        return 1;
+    const Mtu mtu = static_cast<Mtu>(mtu_enum);
+    print_banner(opt, dev.name(), mtu_bytes(mtu), false);
+    Dest remote;
+    if (!conn.hand_shake(false, side.local(), remote, run.waiter))
+        return 1;
+    print_dest("local", side.local(), opt.verb);
+    print_dest("remote", remote, opt.verb);
+    if (!side.connect(remote, mtu))
+        return 1;
+    print_header(opt);
+    if (!side.start(opt.size))
+        return 1;
+
+    BwReport rem_rep;
+    bool got_report = false, closed = false;
+    int handshakes = 1;
+    Backoff b(opt.busy_poll);
+    while (!closed) {
+        bool progress = run.pump() > 0;
+        const auto st = side.step();
+        if (st == Side::Step::Failed)
+            return 1;
+        progress = progress || st == Side::Step::Progress;
+        unsigned char peek[kRecordLen];
+        const long n = conn.peek(peek, sizeof peek);
+        if (n < 0) {
+            closed = true; // the client closed: it is done
+        } else if (n > 0) {
+            progress = true;
+            if (peek[0] == 0x00 || (got_report == false && handshakes >= 3 && peek[0] != '0' &&
+                                    peek[0] != 'd' && n < static_cast<long>(kRecordLen))) {
+                // bw report values (size first: big-endian, top byte 0)
+                BwReport mine;
+                if (opt.verb == Verb::Send && opt.kind == Kind::Bw && side.done())
+                    mine = compute_bw(opt, side);
+                if (!conn.xchg_reports(false, mine, rem_rep, run.waiter))
+                    return 1;
+                got_report = true;
+            } else if (peek[0] == 'd') {
+                char done[5];
+                if (!conn.read_exact(done, sizeof done, run.waiter))
+                    return 1;
+                conn.close_done(run.waiter);
+                closed = true;
+            } else if (n >= static_cast<long>(kRecordLen)) {
+                Dest again;
+                if (!conn.hand_shake(false, side.local(), again, run.waiter))
+                    return 1;
+                ++handshakes;
+            }
+        }
+        if (g_stop || run.timed_out()) {
+            std::fprintf(stderr, g_stop ? "Interrupted\n" : "Timed out (--timeout)\n");
+            return 1;
+        }
+        progress ? b.progress() : b.idle();
+    }
+    // Our side may still be finishing (the last write_lat/send_lat message went out).
+    if (!side.done())
+        drive(run, {&side}, [&] { return side.done(); });
+    if (opt.kind == Kind::Bw) {
+        if (opt.verb == Verb::Send && side.done() && side.completed() > 0)
+            print_bw_row(opt, compute_bw(opt, side));
+        else if (got_report)
+            print_bw_row(opt, rem_rep);
+    } else if (opt.verb == Verb::Write || opt.verb == Verb::Send) {
+        print_lat_row(opt, side);
+    }
+    print_line();
+    // Keep answering ACKs/retransmissions a moment.
+    const auto until = Clock::now() + std::chrono::milliseconds(100);
+    while (Clock::now() < until)
+        run.pump();
+    return 0;
+}
+
+int run_client(Run &run, Device &dev) {
+    const Options &opt = run.opt;
+    Side side(side_config(opt, true, ""));
+    if (!side.setup(dev, random_psn()))
+        return 1;
+    Conn conn;
+    if (!conn.connect(opt.servername, opt.tcp_port, run.waiter))
+        return 1;
+    int mtu_enum = local_mtu_enum(opt, dev);
+    if (!exchange_preamble(conn, true, mtu_enum, run.waiter))
+        return 1;
+    const Mtu mtu = static_cast<Mtu>(mtu_enum);
+    print_banner(opt, dev.name(), mtu_bytes(mtu), false);
+    Dest remote;
+    if (!conn.hand_shake(true, side.local(), remote, run.waiter))
+        return 1;
+    print_dest("local", side.local(), opt.verb);
+    print_dest("remote", remote, opt.verb);
+    if (!side.connect(remote, mtu))
+        return 1;
+    for (int i = 1; i < pre_test_handshakes(opt); ++i) {
+        Dest again;
+        if (!conn.hand_shake(true, side.local(), again, run.waiter))
+            return 1;
+    }
+    print_header(opt);
+    BwReport last;
+    if (opt.run_infinitely) {
+        if (!run_infinitely(run, side, {&side}))
+            return 1;
+    } else {
+        for (uint64_t sz : sizes(opt)) {
+            if (!side.start(sz) || !drive(run, {&side}, [&] { return side.done(); }))
+                return 1;
+            if (opt.kind == Kind::Bw) {
+                last = compute_bw(opt, side);
+                print_bw_row(opt, last);
+            } else if (!print_lat_row(opt, side)) {
+                return 1;
+            }
+        }
+    }
+    print_line();
+    // After the test, as perftest 4.5 servers expect it: write/read/atomic bw: a handshake,
+    // the 5 report values, the closing handshake; send_bw: two handshakes (its server
+    // reports by itself); lat: the closing handshake. Then "done". A peer that already
+    // closed (ib_write_lat's server does) ends the run cleanly: the test itself is over.
+    Dest again;
+    auto peer_gone = [&] {
+        unsigned char c;
+        return conn.peek(&c, 1) < 0;
+    };
+    bool ok = true;
+    if (opt.kind == Kind::Bw && opt.verb != Verb::Send) {
+        BwReport theirs;
+        ok = conn.hand_shake(true, side.local(), again, run.waiter) &&
+             conn.xchg_reports(true, last, theirs, run.waiter);
+    } else if (opt.kind == Kind::Bw) {
+        ok = conn.hand_shake(true, side.local(), again, run.waiter);
+    }
+    if (ok && !(opt.kind == Kind::Lat && peer_gone()))
+        ok = conn.hand_shake(true, side.local(), again, run.waiter);
+    if (!ok && !(opt.kind == Kind::Lat && peer_gone()))
+        return 1;
+    conn.close_done(run.waiter);
+    const auto until = Clock::now() + std::chrono::milliseconds(100);
+    while (Clock::now() < until)
+        run.pump();
+    return 0;
+}
+
+int run_tcp(Run &run) {
+    const Options &opt = run.opt;
+    DeviceConfig cfg;
+    cfg.port = opt.dpdk_port;
+    cfg.ipv4_cidr = opt.ip;
+    cfg.mac = opt.mac;
+    cfg.mtu = opt.eth_mtu;
+    auto d = run.engine.open_device(cfg);
+    if (!d) {
+        std::fprintf(stderr, "Couldn't open DPDK port '%s': %s\n",
+                     opt.dpdk_port.empty() ? "(first)" : opt.dpdk_port.c_str(),
+                     d.status().message().c_str());
+        return 1;
+    }
+    Device *dev = d.value();
+    if (!opt.ib_dev.empty() && opt.ib_dev != dev->name()) {
+        std::fprintf(stderr, " IB device %s not found (the droce device is %s)\n", opt.ib_dev.c_str(),
+                     dev->name().c_str());
+        return 1;
+    }
+    if (Status st = run.engine.start(); !st) {
+        std::fprintf(stderr, "Couldn't start the engine: %s\n", st.message().c_str());
+        return 1;
+    }
+    const int rc = opt.servername.empty() ? run_server(run, *dev) : run_client(run, *dev);
+    if (opt.counters)
+        print_counters(dev, "");
+    return rc;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+    Options opt;
+    switch (parse_command_line(argc, argv, opt)) {
+    case ParseResult::ExitOk:
+        return 0;
+    case ParseResult::ExitError:
+        return 1;
+    case ParseResult::Run:
+        break;
+    }
+    srand48(static_cast<long>(getpid()) * static_cast<long>(time(nullptr)));
+    std::signal(SIGINT, on_signal);
+    std::signal(SIGTERM, on_signal);
+
+    std::vector<std::string> eal_strings;
+    eal_strings.emplace_back(argv[0]);
+    for (const auto &a : opt.eal_args)
+        eal_strings.push_back(a);
+    std::vector<char *> eal_argv;
+    for (auto &s : eal_strings)
+        eal_argv.push_back(s.data());
+    eal_argv.push_back(nullptr);
+
+    EngineOptions eo;
+    eo.embedded = opt.embedded;
+    eo.idle_polls_before_sleep = opt.busy_poll ? 0 : 1000;
+    eo.idle_sleep_us = 20;
+    eo.log_level = opt.log_level;
+    int consumed = 0;
+    auto engine = Engine::create(static_cast<int>(eal_argv.size()) - 1, eal_argv.data(), &consumed, eo);
+    if (!engine) {
+        std::fprintf(stderr, "Couldn't start droce (EAL args:");
+        for (const auto &a : opt.eal_args)
+            std::fprintf(stderr, " %s", a.c_str());
+        std::fprintf(stderr, "): %s\n", engine.status().message().c_str());
+        return 1;
+    }
+    Run run{opt, *engine.value(), {}};
+    if (opt.timeout_s > 0) {
+        run.waiter.has_deadline = true;
+        run.waiter.deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                                 std::chrono::duration<double>(opt.timeout_s));
+    }
+    if (engine.value()->embedded())
+        run.waiter.pump = [&run] { run.pump(); };
+    const int rc = opt.loopback ? run_loopback(run) : run_tcp(run);
+    json_write(opt);
+    std::fflush(stdout);
+    engine.value()->stop();
+    return rc;
+}

@@ -1,0 +1,498 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include "options.h"
+
+#include <getopt.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+
+namespace droce::perf {
+
+namespace {
+
+const char *const kDefaultEalEmbedded[] = {"-l",   "0",           "--no-huge",      "-m",
+                                           "512",  "--no-pci",    "--no-shconf",    "--no-telemetry",
+                                           "--log-level=*:warning"};
+const char *const kDefaultEalWorker[] = {"-l",   "0,1",         "--no-huge",      "-m",
+                                         "512",  "--no-pci",    "--no-shconf",    "--no-telemetry",
+                                         "--log-level=*:warning"};
+
+/** Largest message: perftest's -a goes up to 2^23. */
+constexpr uint64_t kMaxSize = 1ull << 23;
+
+enum LongOnly : int {
+    kOptDpdkPort = 1000,
+    kOptIp,
+    kOptMac,
+    kOptEthMtu,
+    kOptCounters,
+    kOptEmbedded,
+    kOptWorker,
+    kOptLoopback,
+    kOptBusyPoll,
+    kOptTimeout,
+    kOptLogLevel,
+    kOptReportGbits,
+    kOptOutJson,
+    kOptOutJsonFile,
+    kOptRunInfinitely,
+};
+
+const struct option kLongOptions[] = {
+    {"port", required_argument, nullptr, 'p'},
+    {"ib-dev", required_argument, nullptr, 'd'},
+    {"ib-port", required_argument, nullptr, 'i'},
+    {"size", required_argument, nullptr, 's'},
+    {"all", no_argument, nullptr, 'a'},
+    {"iters", required_argument, nullptr, 'n'},
+    {"duration", required_argument, nullptr, 'D'},
+    {"qp", required_argument, nullptr, 'q'},
+    {"mtu", required_argument, nullptr, 'm'},
+    {"gid-index", required_argument, nullptr, 'x'},
+    {"CPU-freq", no_argument, nullptr, 'F'},
+    {"tx-depth", required_argument, nullptr, 't'},
+    {"rx-depth", required_argument, nullptr, 'r'},
+    {"post_list", required_argument, nullptr, 'l'},
+    {"connection", required_argument, nullptr, 'c'},
+    {"events", no_argument, nullptr, 'e'},
+    {"atomic_type", required_argument, nullptr, 'A'},
+    {"outs", required_argument, nullptr, 'o'},
+    {"help", no_argument, nullptr, 'h'},
+    {"report_gbits", no_argument, nullptr, kOptReportGbits},
+    {"out_json", no_argument, nullptr, kOptOutJson},
+    {"out_json_file", required_argument, nullptr, kOptOutJsonFile},
+    {"run_infinitely", no_argument, nullptr, kOptRunInfinitely},
+    {"dpdk-port", required_argument, nullptr, kOptDpdkPort},
+    {"ip", required_argument, nullptr, kOptIp},
+    {"mac", required_argument, nullptr, kOptMac},
+    {"eth-mtu", required_argument, nullptr, kOptEthMtu},
+    {"counters", no_argument, nullptr, kOptCounters},
+    {"embedded", no_argument, nullptr, kOptEmbedded},
+    {"worker", no_argument, nullptr, kOptWorker},
+    {"loopback", no_argument, nullptr, kOptLoopback},
+    {"busy-poll", no_argument, nullptr, kOptBusyPoll},
+    {"timeout", required_argument, nullptr, kOptTimeout},
+    {"log-level", required_argument, nullptr, kOptLogLevel},
+    {nullptr, 0, nullptr, 0},
+};
+
+const char kShortOptions[] = ":p:d:i:s:an:D:q:m:x:Ft:r:l:c:eA:o:h";
+
+bool parse_u64(const char *s, uint64_t max, uint64_t &out) {
+    if (s == nullptr || *s == '\0' || *s == '-' || *s == '+')
+        return false;
+    errno = 0;
+    char *end = nullptr;
+    const unsigned long long v = std::strtoull(s, &end, 0);
+    if (errno != 0 || end == s || *end != '\0' || v > max)
+        return false;
+    out = v;
+    return true;
+}
+
+std::string option_name(int c) {
+    for (const auto *o = kLongOptions; o->name != nullptr; ++o) {
+        if (o->val == c) {
+            if (c < 256)
+                return std::string("-") + static_cast<char>(c) + "/--" + o->name;
+            return std::string("--") + o->name;
+        }
+    }
+    return std::string("-") + static_cast<char>(c);
+}
+
+ParseResult bad(const char *argv0, const std::string &msg) {
+    std::fprintf(stderr, "%s: %s (see %s --help)\n", argv0, msg.c_str(), argv0);
+    return ParseResult::ExitError;
+}
+
+ParseResult bad_value(const char *argv0, int c, const char *value, const char *why) {
+    return bad(argv0, "invalid value '" + std::string(value ? value : "") + "' for " +
+                          option_name(c) + " (" + why + ")");
+}
+
+bool eal_single_lcore(const std::vector<std::string> &eal) {
+    auto single_list = [](const std::string &v) {
+        return !v.empty() && v.find_first_not_of("0123456789") == std::string::npos;
+    };
+    for (size_t i = 0; i < eal.size(); ++i) {
+        const std::string &a = eal[i];
+        const std::string next = i + 1 < eal.size() ? eal[i + 1] : "";
+        if (a == "-l" || a == "--lcores")
+            return single_list(next);
+        if (a.rfind("--lcores=", 0) == 0)
+            return single_list(a.substr(9));
+        if (a.size() > 2 && a.rfind("-l", 0) == 0 && a[2] != '-')
+            return single_list(a.substr(2));
+    }
+    return false;
+}
+
+struct ModeEntry {
+    const char *name;
+    Verb verb;
+    Kind kind;
+};
+const ModeEntry kModes[] = {
+    {"write_bw", Verb::Write, Kind::Bw},   {"write_lat", Verb::Write, Kind::Lat},
+    {"read_bw", Verb::Read, Kind::Bw},     {"read_lat", Verb::Read, Kind::Lat},
+    {"send_bw", Verb::Send, Kind::Bw},     {"send_lat", Verb::Send, Kind::Lat},
+    {"atomic_bw", Verb::Atomic, Kind::Bw}, {"atomic_lat", Verb::Atomic, Kind::Lat},
+};
+
+} // namespace
+
+const char *verb_name(Verb v) {
+    switch (v) {
+    case Verb::Write:
+        return "RDMA_Write";
+    case Verb::Read:
+        return "RDMA_Read";
+    case Verb::Send:
+        return "Send";
+    case Verb::Atomic:
+        return "Atomic";
+    }
+    return "?";
+}
+
+void print_usage(const char *argv0, FILE *out) {
+    std::fprintf(
+        out,
+        "Usage:\n"
+        "  %s MODE [EAL args] -- [options]             server: wait for a client on TCP 18515\n"
+        "  %s MODE [EAL args] -- [options] <host>      client: connect to the server at <host>\n"
+        "  %s MODE [EAL args] -- --loopback [options]  both sides in this process, over a\n"
+        "                                              net_ring pair (no TCP, no NIC)\n"
+        "MODE: write_bw write_lat read_bw read_lat send_bw send_lat atomic_bw atomic_lat\n"
+        "      (as perftest's ib_write_bw ... ib_atomic_lat; the TCP exchange is perftest's,\n"
+        "      so either side may be the real perftest tool)\n"
+        "\n"
+        "EAL args (before --) go to DPDK. With none: -l 0 --no-huge -m 512 --no-pci --no-shconf\n"
+        "--no-telemetry --log-level=*:warning (one lcore: embedded mode). Example against a\n"
+        "Soft-RoCE peer on a tap (the kernel keeps TCP, droce owns 10.77.0.100 and UDP 4791):\n"
+        "  %s write_bw -l 0 --no-huge -m 512 --no-pci --no-shconf \\\n"
+        "     --vdev net_af_packet0,iface=tap0,qdisc_bypass=0 -- --ip 10.77.0.100/24 \\\n"
+        "     --mac 02:00:00:00:01:00 -x 1 -s 65536 -n 1000 -F 10.77.0.2\n"
+        "On a real NIC give its PCI address instead of --vdev: -a 0000:03:00.0\n"
+        "\n"
+        "perftest options:\n"
+        "  -p, --port=<port>        TCP port of the exchange (default 18515)\n"
+        "  -d, --ib-dev=<dev>       droce device name (checked; default the one opened)\n"
+        "  -i, --ib-port=<port>     must be 1\n"
+        "  -s, --size=<size>        message size (default 65536; lat 2; atomic 8), 1..8388608\n"
+        "  -a, --all                run sizes 2..2^23 (not atomics)\n"
+        "  -n, --iters=<iters>      iterations (default bw 5000, lat 1000)\n"
+        "  -D, --duration=<sec>     run for <sec> seconds instead of -n\n"
+        "  -q, --qp=<num>           number of QPs (droce-perf supports 1)\n"
+        "  -m, --mtu=<mtu>          path MTU 256..4096 (default the port's active MTU)\n"
+        "  -x, --gid-index=<idx>    GID index (default 1: the IPv4-mapped GID)\n"
+        "  -F, --CPU-freq           accepted (droce-perf times with the steady clock)\n"
+        "  -t, --tx-depth=<n>       send queue depth (default bw 128, lat 1)\n"
+        "  -r, --rx-depth=<n>       receive queue depth for send tests (default 512)\n"
+        "  -l, --post_list=<n>      accepted (WRs are posted one at a time)\n"
+        "  -c, --connection=RC      connection type: RC only\n"
+        "  -e, --events             accepted (droce-perf polls)\n"
+        "  -A, --atomic_type=<t>    FETCH_AND_ADD (default) or CMP_AND_SWAP\n"
+        "  -o, --outs=<n>           outstanding reads/atomics (default 16, max 16)\n"
+        "      --report_gbits       report Gb/sec instead of MB/sec\n"
+        "      --out_json           also write the results to a JSON file\n"
+        "      --out_json_file=<f>  its name (default perftest_out.json)\n"
+        "      --run_infinitely     bw tests: report every -D seconds (default 5) until\n"
+        "                           interrupted (Ctrl-C) or --timeout\n"
+        "  -h, --help               this text\n"
+        "\n"
+        "droce options:\n"
+        "  --ip=<A.B.C.D/P>         droce's IPv4 address (required except with --loopback)\n"
+        "  --mac=<MAC>              droce's MAC (default the port's)\n"
+        "  --dpdk-port=<name|id>    DPDK port (default the first)\n"
+        "  --eth-mtu=<n>            Ethernet MTU (default the port's)\n"
+        "  --loopback               both sides in one process over a net_ring pair\n"
+        "  --counters               print the device counters at exit\n"
+        "  --embedded / --worker    poll loop on this thread (default with one lcore) / on a\n"
+        "                           worker lcore (needs -l 0,1)\n"
+        "  --busy-poll              never sleep while idle\n"
+        "  --timeout=<sec>          give up after <sec> seconds (default 120; 0 = never)\n"
+        "  --log-level=<lvl>        droce log level: trace..off (default warn)\n",
+        argv0, argv0, argv0, argv0);
+}
+
+ParseResult parse_command_line(int argc, char **argv, Options &opt) {
+    const char *argv0 = argc > 0 ? argv[0] : "droce-perf";
+    if (argc < 2) {
+        std::fprintf(stderr, "%s: missing MODE (see %s --help)\n", argv0, argv0);
+        return ParseResult::ExitError;
+    }
+    if (std::strcmp(argv[1], "-h") == 0 || std::strcmp(argv[1], "--help") == 0) {
+        print_usage(argv0, stdout);
+        return ParseResult::ExitOk;
+    }
+    opt.mode = argv[1];
+    bool found = false;
+    for (const auto &m : kModes) {
+        if (opt.mode == m.name) {
+            opt.verb = m.verb;
+            opt.kind = m.kind;
+            found = true;
+        }
+    }
+    if (!found)
+        return bad(argv0, "unknown MODE '" + opt.mode +
+                              "' (write_bw write_lat read_bw read_lat send_bw send_lat "
+                              "atomic_bw atomic_lat)");
+
+    int dashdash = -1;
+    for (int i = 2; i < argc; ++i) {
+        if (std::strcmp(argv[i], "--") == 0) {
+            dashdash = i;
+            break;
+        }
+    }
+    std::vector<char *> ours;
+    ours.push_back(argv[0]);
+    if (dashdash >= 0) {
+        for (int i = 2; i < dashdash; ++i)
+            opt.eal_args.emplace_back(argv[i]);
+        for (int i = dashdash + 1; i < argc; ++i)
+            ours.push_back(argv[i]);
+    } else {
+        for (int i = 2; i < argc; ++i)
+            ours.push_back(argv[i]);
+    }
+    ours.push_back(nullptr);
+    const int our_argc = static_cast<int>(ours.size()) - 1;
+
+    bool embedded_given = false, tx_given = false;
+    opterr = 0;
+    optind = 1;
+    while (true) {
+        int longind = -1;
+        const int c = getopt_long(our_argc, ours.data(), kShortOptions, kLongOptions, &longind);
+        if (c == -1)
+            break;
+        uint64_t u = 0;
+        switch (c) {
+        case 'p':
+            if (!parse_u64(optarg, 65535, u) || u == 0)
+                return bad_value(argv0, c, optarg, "1..65535");
+            opt.tcp_port = static_cast<int>(u);
+            break;
+        case 'd':
+            opt.ib_dev = optarg;
+            break;
+        case 'i':
+            if (!parse_u64(optarg, 1000, u) || u != 1)
+                return bad_value(argv0, c, optarg, "droce devices have one port: 1");
+            break;
+        case 's':
+            if (!parse_u64(optarg, kMaxSize, u) || u == 0)
+                return bad_value(argv0, c, optarg, "1..8388608 bytes");
+            opt.size = u;
+            opt.size_given = true;
+            break;
+        case 'a':
+            opt.all_sizes = true;
+            break;
+        case 'n':
+            if (!parse_u64(optarg, 100000000, u) || u < 5)
+                return bad_value(argv0, c, optarg, "5..100000000");
+            opt.iters = static_cast<uint32_t>(u);
+            break;
+        case 'D':
+            if (!parse_u64(optarg, 86400, u) || u == 0)
+                return bad_value(argv0, c, optarg, "1..86400 seconds");
+            opt.duration_s = static_cast<double>(u);
+            break;
+        case 'q':
+            if (!parse_u64(optarg, 1000000, u) || u != 1)
+                return bad_value(argv0, c, optarg, "droce-perf runs one QP: 1");
+            break;
+        case 'm':
+            if (!parse_u64(optarg, 4096, u) ||
+                (u != 256 && u != 512 && u != 1024 && u != 2048 && u != 4096))
+                return bad_value(argv0, c, optarg, "256, 512, 1024, 2048 or 4096");
+            opt.mtu = static_cast<uint32_t>(u);
+            break;
+        case 'x':
+            if (!parse_u64(optarg, 255, u))
+                return bad_value(argv0, c, optarg, "0..255");
+            opt.gid_idx = static_cast<int>(u);
+            break;
+        case 'F':
+        case 'e':
+            break;
+        case 't':
+            if (!parse_u64(optarg, 16384, u) || u == 0)
+                return bad_value(argv0, c, optarg, "1..16384");
+            opt.tx_depth = static_cast<uint32_t>(u);
+            tx_given = true;
+            break;
+        case 'r':
+            if (!parse_u64(optarg, 16384, u) || u == 0)
+                return bad_value(argv0, c, optarg, "1..16384");
+            opt.rx_depth = static_cast<uint32_t>(u);
+            break;
+        case 'l':
+            if (!parse_u64(optarg, 16384, u) || u == 0)
+                return bad_value(argv0, c, optarg, "1..16384");
+            opt.post_list = static_cast<uint32_t>(u);
+            break;
+        case 'c':
+            if (std::strcmp(optarg, "RC") != 0)
+                return bad_value(argv0, c, optarg, "droce-perf supports RC only");
+            break;
+        case 'A':
+            if (std::strcmp(optarg, "FETCH_AND_ADD") == 0)
+                opt.atomic_cas = false;
+            else if (std::strcmp(optarg, "CMP_AND_SWAP") == 0)
+                opt.atomic_cas = true;
+            else
+                return bad_value(argv0, c, optarg, "FETCH_AND_ADD or CMP_AND_SWAP");
+            break;
+        case 'o':
+            if (!parse_u64(optarg, 16, u) || u == 0)
+                return bad_value(argv0, c, optarg, "1..16");
+            opt.out_reads = static_cast<uint32_t>(u);
+            break;
+        case 'h':
+            print_usage(argv0, stdout);
+            return ParseResult::ExitOk;
+        case kOptReportGbits:
+            opt.report_gbits = true;
+            break;
+        case kOptOutJson:
+            opt.out_json = true;
+            break;
+        case kOptOutJsonFile:
+            opt.out_json = true;
+            opt.out_json_file = optarg;
+            break;
+        case kOptRunInfinitely:
+            opt.run_infinitely = true;
+            break;
+        case kOptDpdkPort:
+            opt.dpdk_port = optarg;
+            break;
+        case kOptIp:
+            opt.ip = optarg;
+            break;
+        case kOptMac:
+            opt.mac = optarg;
+            break;
+        case kOptEthMtu:
+            if (!parse_u64(optarg, 9600, u) || u < 576)
+                return bad_value(argv0, c, optarg, "576..9600");
+            opt.eth_mtu = static_cast<uint32_t>(u);
+            break;
+        case kOptCounters:
+            opt.counters = true;
+            break;
+        case kOptEmbedded:
+            opt.embedded = true;
+            embedded_given = true;
+            break;
+        case kOptWorker:
+            opt.worker = true;
+            break;
+        case kOptLoopback:
+            opt.loopback = true;
+            break;
+        case kOptBusyPoll:
+            opt.busy_poll = true;
+            break;
+        case kOptTimeout: {
+            errno = 0;
+            char *end = nullptr;
+            const double t = std::strtod(optarg, &end);
+            if (errno != 0 || end == optarg || *end != '\0' || !(t >= 0) || t > 1e6)
+                return bad_value(argv0, c, optarg, "seconds, 0 = never");
+            opt.timeout_s = t;
+            opt.timeout_given = true;
+            break;
+        }
+        case kOptLogLevel: {
+            static const char *const levels[] = {"trace", "debug",    "info", "warn", "warning",
+                                                 "error", "critical", "off"};
+            bool ok = false;
+            for (const char *l : levels)
+                ok = ok || std::strcmp(l, optarg) == 0;
+            if (!ok)
+                return bad_value(argv0, c, optarg, "trace, debug, info, warn, error, off");
+            opt.log_level = std::strcmp(optarg, "warning") == 0 ? "warn" : optarg;
+            break;
+        }
+        case ':':
+            return bad(argv0, std::string("option '") + ours[optind - 1] + "' needs a value");
+        case '?':
+        default: {
+            const char *arg = ours[optind - 1];
+            if (std::strncmp(arg, "--", 2) == 0)
+                return bad(argv0, std::string("unknown option or unexpected value '") + arg + "'");
+            if (optopt > 0 && optopt < 256)
+                return bad(argv0,
+                           std::string("unknown option '-") + static_cast<char>(optopt) + "'");
+            return bad(argv0, std::string("unknown option '") + arg + "'");
+        }
+        }
+    }
+    if (optind == our_argc - 1)
+        opt.servername = ours[optind];
+    else if (optind < our_argc)
+        return bad(argv0, std::string("unexpected argument '") + ours[optind + 1] +
+                              "' (only one <host> is allowed)");
+
+    // perftest's per-test defaults.
+    if (opt.verb == Verb::Atomic) {
+        if (opt.size_given && opt.size != 8)
+            return bad(argv0, "atomic tests use 8-byte messages: drop -s or give -s 8");
+        if (opt.all_sizes)
+            return bad(argv0, "-a (all sizes) does not apply to atomic tests");
+        opt.size = 8;
+    } else if (!opt.size_given) {
+        opt.size = opt.kind == Kind::Lat ? 2 : 65536;
+    }
+    if (opt.iters == 0)
+        opt.iters = opt.kind == Kind::Lat ? 1000 : 5000;
+    if (opt.kind == Kind::Lat && !tx_given)
+        opt.tx_depth = 1;
+    if (opt.run_infinitely) {
+        if (opt.kind != Kind::Bw)
+            return bad(argv0, "--run_infinitely applies to bw tests only");
+        if (opt.duration_s == 0)
+            opt.duration_s = 5;
+        if (!opt.timeout_given)
+            opt.timeout_s = 0;
+    }
+    if (opt.duration_s > 0 && opt.all_sizes)
+        return bad(argv0, "-D and -a exclude each other");
+    if (opt.duration_s > 0 && opt.timeout_given && opt.timeout_s > 0 &&
+        opt.timeout_s < opt.duration_s && !opt.run_infinitely)
+        return bad(argv0, "--timeout is shorter than -D");
+    if (opt.duration_s > 0 && !opt.timeout_given)
+        opt.timeout_s = opt.duration_s + 120;
+
+    if (opt.worker && embedded_given)
+        return bad(argv0, "--worker and --embedded exclude each other");
+    if (opt.loopback && !opt.servername.empty())
+        return bad(argv0, "--loopback runs both sides: do not give a <host>");
+    if (opt.loopback && (!opt.ip.empty() || !opt.mac.empty() || !opt.dpdk_port.empty()))
+        return bad(argv0, "--loopback sets its own ports and addresses: drop --ip/--mac/--dpdk-port");
+    if (opt.loopback && !opt.worker)
+        opt.embedded = true;
+    if (!opt.loopback && opt.ip.empty())
+        return bad(argv0, "--ip A.B.C.D/P is required (droce's own address, not the host's)");
+    if (!opt.worker && !opt.embedded && (opt.eal_args.empty() || eal_single_lcore(opt.eal_args)))
+        opt.embedded = true;
+    if (opt.eal_args.empty()) {
+        if (opt.embedded)
+            opt.eal_args.assign(std::begin(kDefaultEalEmbedded), std::end(kDefaultEalEmbedded));
+        else
+            opt.eal_args.assign(std::begin(kDefaultEalWorker), std::end(kDefaultEalWorker));
+    }
+    return ParseResult::Run;
+}
+
+} // namespace droce::perf
