@@ -5,6 +5,7 @@
 #include <rte_byteorder.h>
 #include <rte_ethdev.h>
 #include <rte_mbuf.h>
+#include <rte_mempool.h>
 #include <rte_ring.h>
 #include <rte_ring_elem.h>
 #include <spdlog/spdlog.h>
@@ -189,6 +190,9 @@ std::vector<std::pair<std::string, uint64_t>> Dev::counters() const {
         v.emplace_back("rx_out_of_buffer", st.imissed + st.rx_nombuf);
         v.emplace_back("port_rcv_errors", st.ierrors);
     }
+    /* Engine-wide: mbufs not in the pool (in rings, TX batches, PMD queues). After the
+     * traffic stops it must come back to what the ports hold; a leak shows here. */
+    v.emplace_back("mbufs_in_use", rte_mempool_in_use_count(rt_.pool()));
     nc_.for_each([&](const char *n, uint64_t x) { v.emplace_back(n, x); });
     rcc_.for_each([&](const char *n, uint64_t x) { v.emplace_back(n, x); });
     return v;

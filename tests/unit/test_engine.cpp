@@ -370,6 +370,19 @@ TEST_P(EngineE2E, AllOperations) {
     /* Segmentation at MTU 1024: 1 + 4 + 64 + 3 SEND packets, 10 + 2 WRITE packets and a
      * READ request and two atomics reached B. */
     EXPECT_GE(cb.at("port_rcv_packets"), 1u + 4u + 64u + 3u + 10u + 2u + 3u);
+
+    /* Every mbuf is back in the pool once the traffic has stopped (net_ring ports hold
+     * none of their own). */
+    const auto deadline = std::chrono::steady_clock::now() + 5s;
+    uint64_t in_use = 0;
+    do {
+        if (engine->embedded())
+            engine->poll();
+        else
+            std::this_thread::sleep_for(1ms);
+        in_use = counter_map(*a.dev).at("mbufs_in_use");
+    } while (in_use != 0 && std::chrono::steady_clock::now() < deadline);
+    EXPECT_EQ(in_use, 0u) << "mbufs leaked";
 }
 
 TEST_P(EngineE2E, SharedReceiveQueue) {
