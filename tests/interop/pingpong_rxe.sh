@@ -97,6 +97,10 @@ run_case() {
   if [ "$role" = server ]; then
     il_bg "$dir/droce.log" "${droce[@]}"; dpid=$IL_BG
     if il_wait_host_listen "$IL_PORT" 30 "$dpid"; then
+      # droce answers ICMP echo for its own address: the guest's kernel pings it first
+      if [ "$s" = 1 ] && ! il_vm_exec --timeout 20 -- "ping -c 3 -W 2 $IL_DROCE_IP" > "$dir/ping.log" 2>&1; then
+        CASE_WHY+="guest could not ping droce at $IL_DROCE_IP (see ping.log); "
+      fi
       il_bg "$dir/guest.log" "$IL_PEER" exec "$IL_VM" --timeout "$CASE_TIMEOUT" -- "${guest[@]}"; gpid=$IL_BG
       il_wait_pid "$gpid" $((CASE_TIMEOUT + 15)); grc=$IL_RC
     else
