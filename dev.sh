@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # droce developer entry point. Run as root on Debian 12.
-#   ./dev.sh demo    install what is missing, build, run the in-process pingpong demo
-#                    (two droce endpoints over a back-to-back net_ring pair, no hugepages)
+#   ./dev.sh demo    install what is missing, build, run the in-process demo: two droce
+#                    endpoints over a back-to-back net_ring pair (no hugepages) doing an
+#                    ibv_rc_pingpong-style run, then perftest-style write_bw and write_lat
 #   ./dev.sh test    install what is missing, build, run the whole test suite: units,
 #                    packet vectors, simulator, engine over net_ring, a bounded fuzz run,
 #                    and interop against Linux Soft-RoCE in a VM (../shared/rxe-peer)
@@ -37,6 +38,12 @@ demo() {
     echo
     echo "== droce-pingpong --loopback: two droce endpoints over a net_ring pair =="
     "$BUILD_DIR/apps/droce-pingpong/droce-pingpong" --loopback -s 4096 -n 1000 -c
+    echo
+    echo "== droce-perf write_bw --loopback: perftest-style bandwidth, 64 KiB RDMA WRITEs =="
+    "$BUILD_DIR/apps/droce-perf/droce-perf" write_bw --loopback -s 65536 -n 5000
+    echo
+    echo "== droce-perf write_lat --loopback: perftest-style latency, 64 B RDMA WRITEs =="
+    "$BUILD_DIR/apps/droce-perf/droce-perf" write_lat --loopback -s 64 -n 5000
 }
 
 run_tests() {
