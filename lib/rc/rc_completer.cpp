@@ -206,8 +206,7 @@ void Qp::requester_error(SendWqe &w, WcStatus st) {
     enter_error();
 }
 
-void Qp::retry_or_fail(Time now, bool rnr) {
-    (void)rnr;
+void Qp::retry_or_fail(Time now) {
     ++cfg_.counters->local_ack_timeout_err;
     retrans_deadline_ = 0;
     if (sq_head_ == sq_tail_)

@@ -451,7 +451,7 @@ void Qp::on_timer(Time now) {
         arm_retransmit(now);
     }
     if (retrans_deadline_ && now >= retrans_deadline_)
-        retry_or_fail(now, false);
+        retry_or_fail(now);
 }
 
 std::string Qp::check_invariants() const {

@@ -147,7 +147,7 @@ class Qp {
     void on_read_response(const wire::ParsedPacket &p, SendWqe &w, Time now);
     void on_atomic_ack(const wire::ParsedPacket &p, SendWqe &w, Time now);
     void requester_error(SendWqe &w, WcStatus st);
-    void retry_or_fail(Time now, bool rnr);
+    void retry_or_fail(Time now);
 
     /* rc_responder.cpp */
     void responder_on_packet(const wire::ParsedPacket &p, Time now);
