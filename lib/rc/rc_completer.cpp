@@ -8,6 +8,12 @@
 
 namespace droce::rc {
 
+namespace {
+bool op_is_plain_ack(const wire::ParsedPacket &p) {
+    return p.bth.opcode == wire::kRcAcknowledge && p.aeth.type() == wire::AethType::Ack;
+}
+} // namespace
+
 void Qp::completer_on_packet(const wire::ParsedPacket &p, Time now) {
     const uint32_t psn = p.bth.psn;
     /* Only PSNs in [una, npsn) can be answered; anything else is stale or forged. */
@@ -16,7 +22,16 @@ void Qp::completer_on_packet(const wire::ParsedPacket &p, Time now) {
         return;
     }
     if (wire::psn_diff(psn, una_psn_) < 0) {
-        /* Older than anything outstanding: a duplicate ACK, harmless. */
+        /* Older than anything outstanding. An ACK of exactly una-1 is the responder
+         * re-ACKing one of our duplicates: it is alive and working through a backlog of
+         * them (a slow software peer after a go-back-N). Restart the timer so the new
+         * packets queued behind that backlog get their time, instead of piling more
+         * duplicates on top and running out of retries; the retry budget is not refilled. */
+        if (op_is_plain_ack(p) && wire::psn_diff(psn, una_psn_) == -1 &&
+            wire::psn_diff(npsn_, una_psn_) > 0) {
+            ++cfg_.counters->rx_duplicate_ack;
+            arm_retransmit(now);
+        }
         return;
     }
     const uint8_t op = p.bth.opcode;

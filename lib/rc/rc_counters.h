@@ -32,6 +32,7 @@ namespace droce::rc {
     X(req_remote_operational_error)                                                                \
     X(req_cqe_error)                                                                               \
     X(retransmitted_packets)                                                                       \
+    X(rx_duplicate_ack)       /* re-ACK of una-1: peer alive behind a backlog; timer restarted */  \
     X(rx_ghost_response)      /* ACK/response for nothing outstanding: dropped */                  \
     X(rx_unexpected_response) /* response out of order: dropped */                                 \
     /* both */                                                                                     \

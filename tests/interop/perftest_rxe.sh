@@ -57,7 +57,7 @@ run_case() { # MODE ROLE -> CASE_OK, CASE_WHY
   [[ $mode == atomic_* ]] || common+=(-s "$SIZE")
   local guest=(ib_$mode -d rxe0 "${common[@]}")
   # shellcheck disable=SC2206
-  local droce=("$BIN" "$mode" $DROCE_EAL --vdev "$VDEV" -- --ip "$IL_DROCE_IP/$IL_PREFIX" --mac "$IL_DROCE_MAC" --eth-mtu "$IL_ETH_MTU" --timeout "$CASE_TIMEOUT" "${common[@]}")
+  local droce=("$BIN" "$mode" $DROCE_EAL --vdev "$VDEV" -- --ip "$IL_DROCE_IP/$IL_PREFIX" --mac "$IL_DROCE_MAC" --eth-mtu "$IL_ETH_MTU" --timeout "$CASE_TIMEOUT" --counters "${common[@]}")
   [ "$role" = client ] && droce+=("$IL_VM_IP") || guest+=("$IL_HOST_IP")
   printf '%q ' "${droce[@]}" > "$dir/droce.cmd"; printf '%q ' "${guest[@]}" > "$dir/guest.cmd"
   il_capture_start "$dir/capture.pcap" || true

@@ -87,7 +87,7 @@ run_case() {
   local guest=(ibv_rc_pingpong -d rxe0 "${common[@]}")
   # shellcheck disable=SC2206
   local droce=("$BIN" $DROCE_EAL --vdev "$(vdev_for "$m")" -- --ip "$IL_DROCE_IP/$IL_PREFIX" --mac "$IL_DROCE_MAC" --eth-mtu "$IL_ETH_MTU" "${common[@]}")
-  [ -n "$NETEM" ] && droce+=(--counters)
+  droce+=(--counters) # printed at exit: every failure log carries them
   [ "$role" = client ] && droce+=("$IL_VM_IP") || guest+=("$IL_HOST_IP")
   printf '%q ' "${droce[@]}" > "$dir/droce.cmd"; printf '%q ' "${guest[@]}" > "$dir/guest.cmd"
 

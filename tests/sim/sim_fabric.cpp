@@ -109,6 +109,11 @@ void Fabric::send(std::vector<uint8_t> &&frame) {
         frame[byte] ^= static_cast<uint8_t>(1u << std::uniform_int_distribution<>(0, 7)(rng));
     }
     Time at = depart + faults.delay_ns;
+    for (Endpoint *e : endpoints)
+        if (e->rx_pps > 0 && std::memcmp(e->mac, frame.data(), 6) == 0) {
+            at = std::max(at, e->rx_free_at) + static_cast<Time>(1e9 / e->rx_pps);
+            e->rx_free_at = at;
+        }
     if (chance(faults.reorder))
         at += faults.reorder_delay_ns;
     if (chance(faults.dup)) {

@@ -88,6 +88,10 @@ class Endpoint : public rc::TxPort {
     uint64_t rx_drop_bad = 0; /* frames the parser refused (corruption) */
     uint64_t rx_delivered = 0;
     Time link_free_at = 0; /* when this endpoint's link finishes its last frame */
+    /* Receive processing rate in frames per second (0 = instant): frames wait in a FIFO
+     * for the endpoint, as at a software peer that falls behind (rxe under emulation). */
+    double rx_pps = 0;
+    Time rx_free_at = 0;
 };
 
 class Fabric {

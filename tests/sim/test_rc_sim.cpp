@@ -558,3 +558,76 @@ TEST(RcSim, ErrorFlushesReceivesAndSends) {
     ASSERT_TRUE(p.qb->post_recv(make_recv(3, p.mr_b, 0, 10)));
     EXPECT_EQ(p.rcq_b.q.size(), 3u);
 }
+
+/* A receiver slower than one window per retransmission timeout (rxe under emulation):
+ * each go-back-N round queues another window of duplicates ahead of the new packets, so
+ * the ACKs for new data arrive later and later. The duplicate ACKs the responder sends
+ * for them show it is alive and working through the backlog; they must keep the QP from
+ * exhausting its retries. */
+TEST(RcSim, SlowReceiverBacklogDoesNotExhaustRetries) {
+    Faults f;
+    f.delay_ns = 100'000;
+    QpAttr attr;
+    attr.timeout = 14; /* 67 ms */
+    attr.retry_cnt = 7;
+    attr.min_rnr_timer = 12;
+    QpCap cap;
+    cap.max_send_wr = 128;
+    cap.max_recv_wr = 128;
+    Pair p(31, f, attr, Mtu::Mtu4096, 0x100, 0x200, cap);
+    p.b.rx_pps = 1000; /* a 128-packet window takes 128 ms, twice the 67 ms timeout */
+    for (int i = 0; i < 60; ++i)
+        ASSERT_TRUE(p.qa->post_send(make_wr(WrOpcode::Send, i, p.mr_a, 0, 65536)));
+    p.run([] { return false; }, 20'000'000); /* RNR NAKs: the receives come 20 ms late */
+    for (int i = 0; i < 60; ++i)
+        ASSERT_TRUE(p.qb->post_recv(make_recv(i, p.mr_b, (i % 8) * 65536, 65536)));
+    ASSERT_TRUE(p.run([&] { return p.scq_a.q.size() == 60 || p.qa->state() == QpState::Err; },
+                      600'000'000'000ull));
+    EXPECT_EQ(p.qa->state(), QpState::Rts)
+        << p.qa->debug_string() << " timeouts " << p.a.counters.local_ack_timeout_err
+        << " duplicates at B " << p.b.counters.duplicate_request;
+    EXPECT_EQ(p.rcq_b.q.size(), 60u);
+    std::printf("slow receiver: timeouts %llu, duplicates at B %llu, virtual %.3f s\n",
+                static_cast<unsigned long long>(p.a.counters.local_ack_timeout_err),
+                static_cast<unsigned long long>(p.b.counters.duplicate_request), p.fab.now / 1e9);
+}
+
+/* The shape of an interop failure against rxe under emulation: a burst of 64 KiB SENDs
+ * at path MTU 4096 meets a receiver that has not posted its receives yet (RNR NAK), then
+ * a slow, lossy, reordering path. Every message must complete, for many seeds. */
+TEST(RcSim, RnrAtStartThenLossyBurstsOfLargeSends) {
+    for (uint64_t seed = 100; seed < 106; ++seed) {
+        Faults f;
+        f.loss = 0.05;
+        f.reorder = 0.05;
+        f.dup = 0.02;
+        f.delay_ns = 200'000;
+        f.reorder_delay_ns = 3'000'000;
+        f.link_gbps = 0.5;
+        QpAttr attr;
+        attr.timeout = 14;
+        attr.retry_cnt = 7;
+        attr.rnr_retry = 7;
+        attr.min_rnr_timer = 12;
+        QpCap cap;
+        cap.max_send_wr = 128;
+        cap.max_recv_wr = 512;
+        Pair p(seed, f, attr, Mtu::Mtu4096, 0xfff83f, 0x50fb65, cap);
+        p.fab.check_invariants = true;
+        fill(p.buf_a, 0, 65536, 1);
+        for (int i = 0; i < 100; ++i)
+            ASSERT_TRUE(p.qa->post_send(make_wr(WrOpcode::Send, i, p.mr_a, 0, 65536)));
+        p.run([] { return false; }, 2'000'000); /* 2 ms of RNR before receives exist */
+        for (int i = 0; i < 100; ++i)
+            ASSERT_TRUE(p.qb->post_recv(make_recv(i, p.mr_b, (i % 8) * 65536, 65536)));
+        const bool ok =
+            p.run([&] { return p.scq_a.q.size() == 100 || p.qa->state() == QpState::Err; },
+                  600'000'000'000ull);
+        ASSERT_TRUE(ok) << "seed " << seed << " hung: " << p.qa->debug_string();
+        ASSERT_EQ(p.fab.violation, "") << "seed " << seed;
+        ASSERT_EQ(p.qa->state(), QpState::Rts)
+            << "seed " << seed << ": " << p.qa->debug_string() << " timeouts "
+            << p.a.counters.local_ack_timeout_err;
+        ASSERT_EQ(p.rcq_b.q.size(), 100u) << "seed " << seed;
+    }
+}
