@@ -11,6 +11,10 @@
 
 namespace droce::app {
 
+/** Outcome of a tool's parse_command_line: run, or exit 0 (--help) or 1 (bad command
+ * line, message printed). */
+enum class ParseResult { Run, ExitOk, ExitError };
+
 /** The option as the user spelled it, for messages: "-s/--size", "--ip" or "-z". */
 std::string option_name(const struct option *long_options, int c);
 

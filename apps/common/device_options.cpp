@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "cli_numbers.h"
+#include "cli_options.h"
 #include "eal_args.h"
 
 namespace droce::app {
@@ -40,6 +41,66 @@ bool valid_mac(const char *s) {
            m[0] <= 255 && m[1] <= 255 && m[2] <= 255 && m[3] <= 255 && m[4] <= 255 && m[5] <= 255;
 }
 
+/** Takes a device option into o: "" or what a valid value is; nullptr when c is not a
+ * device option. */
+const char *take(int c, const char *arg, DeviceOptions &o, const DeviceOptionRules &rules) {
+    uint64_t u = 0;
+    switch (c) {
+    case kOptDpdkPort:
+        o.dpdk_port = arg;
+        return "";
+    case kOptIp:
+        if (rules.check_address_syntax && !valid_ipv4_cidr(arg))
+            return "A.B.C.D/P";
+        o.ip = arg;
+        return "";
+    case kOptMac:
+        if (rules.check_address_syntax && !valid_mac(arg))
+            return "xx:xx:xx:xx:xx:xx";
+        o.mac = arg;
+        return "";
+    case kOptEthMtu:
+        if (!parse_u64(arg, 9600, u) || u < 576)
+            return "576..9600";
+        o.eth_mtu = static_cast<uint32_t>(u);
+        return "";
+    case kOptCounters:
+        o.counters = true;
+        return "";
+    case kOptEmbedded:
+        o.embedded = true;
+        o.embedded_given = true;
+        return "";
+    case kOptWorker:
+        o.worker = true;
+        return "";
+    case kOptLoopback:
+        o.loopback = true;
+        return "";
+    case kOptBusyPoll:
+        o.busy_poll = true;
+        return "";
+    case kOptTimeout:
+        if (!parse_seconds(arg, o.timeout_s))
+            return "seconds, 0 = never";
+        o.timeout_given = true;
+        return "";
+    case kOptLogLevel: {
+        static const char *const levels[] = {"trace",   "debug", "info",     "warn",
+                                             "warning", "error", "critical", "off"};
+        bool ok = false;
+        for (const char *l : levels)
+            ok = ok || std::strcmp(l, arg) == 0;
+        if (!ok)
+            return "trace, debug, info, warn, error, off";
+        o.log_level = std::strcmp(arg, "warning") == 0 ? "warn" : arg;
+        return "";
+    }
+    default:
+        return nullptr;
+    }
+}
+
 } // namespace
 
 std::vector<struct option> with_device_options(std::initializer_list<struct option> own) {
@@ -49,73 +110,15 @@ std::vector<struct option> with_device_options(std::initializer_list<struct opti
     return all;
 }
 
-OptionUse take_device_option(int c, const char *arg, DeviceOptions &o,
-                             const DeviceOptionRules &rules, const char *&why) {
-    uint64_t u = 0;
-    switch (c) {
-    case kOptDpdkPort:
-        o.dpdk_port = arg;
-        return OptionUse::Taken;
-    case kOptIp:
-        if (rules.check_address_syntax && !valid_ipv4_cidr(arg)) {
-            why = "A.B.C.D/P";
-            return OptionUse::BadValue;
-        }
-        o.ip = arg;
-        return OptionUse::Taken;
-    case kOptMac:
-        if (rules.check_address_syntax && !valid_mac(arg)) {
-            why = "xx:xx:xx:xx:xx:xx";
-            return OptionUse::BadValue;
-        }
-        o.mac = arg;
-        return OptionUse::Taken;
-    case kOptEthMtu:
-        if (!parse_u64(arg, 9600, u) || u < 576) {
-            why = "576..9600";
-            return OptionUse::BadValue;
-        }
-        o.eth_mtu = static_cast<uint32_t>(u);
-        return OptionUse::Taken;
-    case kOptCounters:
-        o.counters = true;
-        return OptionUse::Taken;
-    case kOptEmbedded:
-        o.embedded = true;
-        o.embedded_given = true;
-        return OptionUse::Taken;
-    case kOptWorker:
-        o.worker = true;
-        return OptionUse::Taken;
-    case kOptLoopback:
-        o.loopback = true;
-        return OptionUse::Taken;
-    case kOptBusyPoll:
-        o.busy_poll = true;
-        return OptionUse::Taken;
-    case kOptTimeout:
-        if (!parse_seconds(arg, o.timeout_s)) {
-            why = "seconds, 0 = never";
-            return OptionUse::BadValue;
-        }
-        o.timeout_given = true;
-        return OptionUse::Taken;
-    case kOptLogLevel: {
-        static const char *const levels[] = {"trace",   "debug", "info",     "warn",
-                                             "warning", "error", "critical", "off"};
-        bool ok = false;
-        for (const char *l : levels)
-            ok = ok || std::strcmp(l, arg) == 0;
-        if (!ok) {
-            why = "trace, debug, info, warn, error, off";
-            return OptionUse::BadValue;
-        }
-        o.log_level = std::strcmp(arg, "warning") == 0 ? "warn" : arg;
-        return OptionUse::Taken;
-    }
-    default:
-        return OptionUse::NotMine;
-    }
+std::string take_device_option(int c, const char *arg, char *const *argv,
+                               const struct option *long_options, DeviceOptions &o,
+                               const DeviceOptionRules &rules) {
+    const char *why = take(c, arg, o, rules);
+    if (why == nullptr)
+        return getopt_error_message(c, argv);
+    if (*why != '\0')
+        return invalid_value_message(long_options, c, arg, why);
+    return "";
 }
 
 std::string finish_device_options(DeviceOptions &o, bool has_host, const DeviceOptionRules &rules) {

@@ -69,13 +69,13 @@ struct DeviceOptionRules {
     bool coremask_single_lcore = true;
 };
 
-/** What take_device_option did with a getopt_long result. */
-enum class OptionUse { NotMine, Taken, BadValue };
-
-/** Takes option c (with its value arg) into o if it is a device option. On BadValue,
- * why says what is expected ("576..9600"). */
-OptionUse take_device_option(int c, const char *arg, DeviceOptions &o,
-                             const DeviceOptionRules &rules, const char *&why);
+/** The default: of a tool's getopt_long switch (c, its value arg, the argv and long
+ * options given to getopt_long): takes a device option into o and returns "", or returns
+ * the message: "invalid value ..." for a device option, getopt's ':' (missing value) and
+ * '?' (unknown option), or any other unknown result. */
+std::string take_device_option(int c, const char *arg, char *const *argv,
+                               const struct option *long_options, DeviceOptions &o,
+                               const DeviceOptionRules &rules);
 
 /** The checks and defaults once the whole command line is parsed: --worker/--embedded,
  * --loopback against a <host> and addresses, --ip required, embedded mode for a single

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "cli_options.h"
 #include "device_options.h"
 
 namespace droce::perf {
@@ -50,7 +51,7 @@ struct Options : app::DeviceOptions {
     std::string servername;
 };
 
-enum class ParseResult { Run, ExitOk, ExitError };
+using app::ParseResult;
 
 ParseResult parse_command_line(int argc, char **argv, Options &opt);
 void print_usage(const char *argv0, FILE *out);

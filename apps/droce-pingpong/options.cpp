@@ -209,21 +209,12 @@ ParseResult parse_command_line(int argc, char **argv, Options &opt) {
         case 'H':
             print_usage(argv0, stdout);
             return ParseResult::ExitOk;
-        case ':':
-        case '?':
-            return bad(argv0, app::getopt_error_message(c, ours.data()));
-        default: {
-            const char *why = "";
-            switch (app::take_device_option(c, optarg, opt, kDeviceRules, why)) {
-            case app::OptionUse::Taken:
-                break;
-            case app::OptionUse::BadValue:
-                return bad_value(argv0, c, optarg, why);
-            case app::OptionUse::NotMine:
-                return bad(argv0, app::getopt_error_message('?', ours.data()));
-            }
+        default:
+            if (std::string err = app::take_device_option(c, optarg, ours.data(),
+                                                          kLongOptions.data(), opt, kDeviceRules);
+                !err.empty())
+                return bad(argv0, err);
             break;
-        }
         }
     }
 

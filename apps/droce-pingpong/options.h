@@ -9,6 +9,7 @@
 
 #include <droce/verbs.h>
 
+#include "cli_options.h"
 #include "device_options.h"
 
 namespace droce::pingpong {
@@ -33,8 +34,7 @@ struct Options : app::DeviceOptions {
     std::string servername;  /**< positional: client mode when set */
 };
 
-/** Outcome of parse_command_line. */
-enum class ParseResult { Run, ExitOk, ExitError };
+using app::ParseResult;
 
 /** Splits argv at "--" (EAL args before, ours after; no "--" means all ours) and
  * parses our part. On error prints one line plus the usage to stderr. */
