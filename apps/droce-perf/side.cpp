@@ -68,25 +68,11 @@ bool Side::setup(Device &dev, uint32_t psn) {
         return fail("Couldn't create CQ: %s", cq.status().message().c_str());
     res_.cq = std::move(cq.value());
 
-    QpInitAttr ia;
-    ia.send_cq = res_.cq.get();
-    ia.recv_cq = res_.cq.get();
-    ia.cap.max_send_wr = cfg_.tx_depth;
-    ia.cap.max_recv_wr = cfg_.rx_depth;
-    ia.cap.max_send_sge = 1;
-    ia.cap.max_recv_sge = 1;
-    auto qp = res_.pd->create_qp(ia);
-    if (!qp)
-        return fail("Couldn't create QP: %s", qp.status().message().c_str());
-    res_.qp = std::move(qp.value());
-
-    QpAttr a;
-    a.qp_state = QpState::Init;
-    a.pkey_index = 0;
-    a.port_num = 1;
-    a.qp_access_flags = kAccessRemoteWrite | kAccessRemoteRead | kAccessRemoteAtomic;
-    if (Status st = res_.qp->modify(a, kQpState | kQpPkeyIndex | kQpPort | kQpAccessFlags); !st)
-        return fail("Failed to modify QP to INIT: %s", st.message().c_str());
+    if (std::string err =
+            res_.create_qp_in_init(cfg_.tx_depth, cfg_.rx_depth, 1,
+                                   kAccessRemoteWrite | kAccessRemoteRead | kAccessRemoteAtomic);
+        !err.empty())
+        return fail("%s", err.c_str());
     if (cfg_.verb == Verb::Send && !(cfg_.client && cfg_.kind == Kind::Bw))
         if (!post_recv(static_cast<int>(cfg_.rx_depth)))
             return false;
@@ -123,17 +109,10 @@ bool Side::connect(const Dest &remote, Mtu mtu) {
                                            kQpMaxDestRdAtomic | kQpMinRnrTimer);
         !st)
         return fail("Failed to modify QP %u to RTR: %s", local_.qpn, st.message().c_str());
-    a.qp_state = QpState::Rts;
-    a.timeout = 14;
-    a.retry_cnt = 7;
-    a.rnr_retry = 7;
-    a.sq_psn = local_.psn;
-    a.max_rd_atomic = static_cast<uint8_t>(
+    const auto max_rd_atomic = static_cast<uint8_t>(
         std::clamp<uint32_t>(std::min(remote.out_reads, cfg_.out_reads), 1, 16));
-    if (Status st = res_.qp->modify(a, kQpState | kQpTimeout | kQpRetryCnt | kQpRnrRetry |
-                                           kQpSqPsn | kQpMaxQpRdAtomic);
-        !st)
-        return fail("Failed to modify QP to RTS: %s", st.message().c_str());
+    if (std::string err = res_.modify_qp_to_rts(local_.psn, max_rd_atomic); !err.empty())
+        return fail("%s", err.c_str());
     return true;
 }
 

@@ -49,27 +49,10 @@ bool PingpongEndpoint::setup(Device &dev, uint32_t psn) {
         return fail("Couldn't create CQ: %s", cq.status().message().c_str());
     res_.cq = std::move(cq.value());
 
-    QpInitAttr ia;
-    ia.send_cq = res_.cq.get();
-    ia.recv_cq = res_.cq.get();
-    ia.cap.max_send_wr = 1;
-    ia.cap.max_recv_wr = cfg_.rx_depth;
-    ia.cap.max_send_sge = 1;
-    ia.cap.max_recv_sge = 1;
-    ia.cap.max_inline_data = 0;
-    ia.sq_sig_all = false;
-    auto qp = res_.pd->create_qp(ia);
-    if (!qp)
-        return fail("Couldn't create QP: %s", qp.status().message().c_str());
-    res_.qp = std::move(qp.value());
-
-    QpAttr a;
-    a.qp_state = QpState::Init;
-    a.pkey_index = 0;
-    a.port_num = static_cast<uint8_t>(cfg_.ib_port);
-    a.qp_access_flags = 0;
-    if (Status st = res_.qp->modify(a, kQpState | kQpPkeyIndex | kQpPort | kQpAccessFlags); !st)
-        return fail("Failed to modify QP to INIT: %s", st.message().c_str());
+    if (std::string err =
+            res_.create_qp_in_init(1, cfg_.rx_depth, static_cast<uint8_t>(cfg_.ib_port), 0);
+        !err.empty())
+        return fail("%s", err.c_str());
 
     routs_ = post_recv(static_cast<int>(cfg_.rx_depth));
     if (routs_ < static_cast<int>(cfg_.rx_depth))
@@ -112,16 +95,8 @@ bool PingpongEndpoint::connect(const Dest &remote) {
         !st)
         return fail("Failed to modify QP to RTR: %s", st.message().c_str());
 
-    a.qp_state = QpState::Rts;
-    a.timeout = 14;
-    a.retry_cnt = 7;
-    a.rnr_retry = 7;
-    a.sq_psn = local_.psn;
-    a.max_rd_atomic = 1;
-    if (Status st = res_.qp->modify(a, kQpState | kQpTimeout | kQpRetryCnt | kQpRnrRetry |
-                                           kQpSqPsn | kQpMaxQpRdAtomic);
-        !st)
-        return fail("Failed to modify QP to RTS: %s", st.message().c_str());
+    if (std::string err = res_.modify_qp_to_rts(local_.psn, 1); !err.empty())
+        return fail("%s", err.c_str());
     state_ = State::Connected;
     return true;
 }
