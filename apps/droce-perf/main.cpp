@@ -21,6 +21,8 @@
 
 #include <droce/droce.h>
 
+#include "app_engine.h"
+#include "eal_args.h"
 #include "options.h"
 #include "proto.h"
 #include "report.h"
@@ -40,37 +42,12 @@ void on_signal(int) { g_stop = 1; }
  * then each side writes "done". */
 int pre_test_handshakes(const Options &opt) { return opt.kind == Kind::Bw ? 3 : 4; }
 
-class Backoff {
-  public:
-    explicit Backoff(bool busy) : busy_(busy) {}
-    void progress() { idle_ = 0; }
-    void idle() {
-        if (busy_ || ++idle_ < 2000)
-            return;
-        std::this_thread::sleep_for(std::chrono::microseconds(20));
-    }
+/** Idle rounds before the loops back off to sleeping (see app::Backoff). */
+constexpr uint32_t kBackoffSpins = 2000;
 
-  private:
-    bool busy_;
-    uint32_t idle_ = 0;
-};
-
-struct Run {
+struct Run : app::EngineRun {
     const Options &opt;
-    Engine &engine;
-    Waiter waiter;
-    int pump() { return engine.embedded() ? engine.poll() : 0; }
-    bool timed_out() const { return waiter.expired(); }
 };
-
-void print_counters(const Device *dev, const char *prefix) {
-    if (dev == nullptr)
-        return;
-    std::printf("%sdevice %s counters:\n", prefix, dev->name().c_str());
-    for (const auto &[name, value] : dev->counters())
-        std::printf("%s  %-40s %llu\n", prefix, name.c_str(), static_cast<unsigned long long>(value));
-    std::fflush(stdout);
-}
 
 SideConfig side_config(const Options &opt, bool client, std::string prefix) {
     SideConfig c;
@@ -120,17 +97,16 @@ int local_mtu_enum(const Options &opt, const Device &dev) {
     if (opt.mtu != 0 && opt.mtu < b)
         b = opt.mtu;
     if (opt.mtu != 0 && opt.mtu > dev.active_mtu())
-        std::fprintf(stderr, " Requested mtu is higher than active mtu \n Will run with the port active mtu - %u\n",
-                     dev.active_mtu());
+        std::fprintf(
+            stderr,
+            " Requested mtu is higher than active mtu \n Will run with the port active mtu - %u\n",
+            dev.active_mtu());
     return static_cast<int>(mtu_of_bytes(b));
 }
 
-uint32_t random_psn() { return static_cast<uint32_t>(lrand48()) & 0xffffff; }
-
 /** Runs sides until `until` says stop; returns false on failure/timeout. */
-template <class Pred>
-bool drive(Run &run, std::vector<Side *> sides, Pred until) {
-    Backoff b(run.opt.busy_poll);
+template <class Pred> bool drive(Run &run, std::vector<Side *> sides, Pred until) {
+    app::Backoff b(run.opt.busy_poll, kBackoffSpins);
     while (!until()) {
         bool progress = run.pump() > 0;
         for (Side *s : sides) {
@@ -177,38 +153,22 @@ bool run_infinitely(Run &run, Side &client, std::vector<Side *> sides) {
         r.bw_avg = r.bw_peak = static_cast<double>(ops) * static_cast<double>(opt.size) / secs / ff;
         r.msg_rate = static_cast<double>(ops) / secs / 1e6;
         print_bw_row(opt, r);
-        next += std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(opt.duration_s));
+        next += std::chrono::duration_cast<Clock::duration>(
+            std::chrono::duration<double>(opt.duration_s));
     }
 }
 
 int run_loopback(Run &run) {
     const Options &opt = run.opt;
-    auto ports = run.engine.create_ring_pair();
-    if (!ports) {
-        std::fprintf(stderr, "Couldn't create the net_ring pair: %s\n", ports.status().message().c_str());
+    const auto devs = app::open_loopback_devices(
+        run.engine, opt.eth_mtu, [](const std::string &, const Status &st) {
+            std::fprintf(stderr, "Couldn't open the net_ring ports: %s\n", st.message().c_str());
+        });
+    if (!devs)
         return 1;
-    }
-    DeviceConfig ca;
-    ca.port = ports.value().first;
-    ca.ipv4_cidr = "10.0.0.1/24";
-    ca.mac = "02:00:0a:00:00:01";
-    ca.mtu = opt.eth_mtu;
-    DeviceConfig cb = ca;
-    cb.port = ports.value().second;
-    cb.ipv4_cidr = "10.0.0.2/24";
-    cb.mac = "02:00:0a:00:00:02";
-    auto da = run.engine.open_device(ca);
-    auto db = da ? run.engine.open_device(cb) : Result<Device *>(da.status());
-    if (!da || !db) {
-        std::fprintf(stderr, "Couldn't open the net_ring ports: %s\n",
-                     (!da ? da.status() : db.status()).message().c_str());
+    Device *dev_s = devs->server, *dev_c = devs->client;
+    if (!app::start_engine(run.engine))
         return 1;
-    }
-    Device *dev_s = da.value(), *dev_c = db.value();
-    if (Status st = run.engine.start(); !st) {
-        std::fprintf(stderr, "Couldn't start the engine: %s\n", st.message().c_str());
-        return 1;
-    }
     int mtu_enum = local_mtu_enum(opt, *dev_c);
     const Mtu mtu = static_cast<Mtu>(mtu_enum);
     int rc = 1;
@@ -217,12 +177,12 @@ int run_loopback(Run &run) {
         Side client(side_config(opt, true, "[client] "));
         auto finish = [&](int code) {
             if (opt.counters) {
-                print_counters(dev_s, "[server] ");
-                print_counters(dev_c, "[client] ");
+                app::print_device_counters(dev_s, "[server] ");
+                app::print_device_counters(dev_c, "[client] ");
             }
             return code;
         };
-        if (!server.setup(*dev_s, random_psn()) || !client.setup(*dev_c, random_psn()))
+        if (!server.setup(*dev_s, app::random_psn()) || !client.setup(*dev_c, app::random_psn()))
             return finish(1);
         print_banner(opt, dev_c->name(), mtu_bytes(mtu), false);
         print_dest("local", client.local(), opt.verb);
@@ -250,7 +210,8 @@ int run_loopback(Run &run) {
                 if (opt.duration_s > 0) {
                     server.finish();
                 } else {
-                    std::fprintf(stderr, "[server] did not complete its %u iterations\n", opt.iters);
+                    std::fprintf(stderr, "[server] did not complete its %u iterations\n",
+                                 opt.iters);
                     return finish(1);
                 }
             }
@@ -270,7 +231,7 @@ int run_loopback(Run &run) {
 int run_server(Run &run, Device &dev) {
     const Options &opt = run.opt;
     Side side(side_config(opt, false, ""));
-    if (!side.setup(dev, random_psn()))
+    if (!side.setup(dev, app::random_psn()))
         return 1;
     Conn conn;
     std::printf("\n************************************\n* Waiting for client to connect... *\n"
@@ -297,7 +258,7 @@ int run_server(Run &run, Device &dev) {
     BwReport rem_rep;
     bool got_report = false, closed = false;
     int handshakes = 1;
-    Backoff b(opt.busy_poll);
+    app::Backoff b(opt.busy_poll, kBackoffSpins);
     while (!closed) {
         bool progress = run.pump() > 0;
         const auto st = side.step();
@@ -360,7 +321,7 @@ int run_server(Run &run, Device &dev) {
 int run_client(Run &run, Device &dev) {
     const Options &opt = run.opt;
     Side side(side_config(opt, true, ""));
-    if (!side.setup(dev, random_psn()))
+    if (!side.setup(dev, app::random_psn()))
         return 1;
     Conn conn;
     if (!conn.connect(opt.servername, opt.tcp_port, run.waiter))
@@ -430,31 +391,19 @@ int run_client(Run &run, Device &dev) {
 
 int run_tcp(Run &run) {
     const Options &opt = run.opt;
-    DeviceConfig cfg;
-    cfg.port = opt.dpdk_port;
-    cfg.ipv4_cidr = opt.ip;
-    cfg.mac = opt.mac;
-    cfg.mtu = opt.eth_mtu;
-    auto d = run.engine.open_device(cfg);
-    if (!d) {
-        std::fprintf(stderr, "Couldn't open DPDK port '%s': %s\n",
-                     opt.dpdk_port.empty() ? "(first)" : opt.dpdk_port.c_str(),
-                     d.status().message().c_str());
+    Device *dev = app::open_port_device(run.engine, opt);
+    if (dev == nullptr)
         return 1;
-    }
-    Device *dev = d.value();
     if (!opt.ib_dev.empty() && opt.ib_dev != dev->name()) {
-        std::fprintf(stderr, " IB device %s not found (the droce device is %s)\n", opt.ib_dev.c_str(),
-                     dev->name().c_str());
+        std::fprintf(stderr, " IB device %s not found (the droce device is %s)\n",
+                     opt.ib_dev.c_str(), dev->name().c_str());
         return 1;
     }
-    if (Status st = run.engine.start(); !st) {
-        std::fprintf(stderr, "Couldn't start the engine: %s\n", st.message().c_str());
+    if (!app::start_engine(run.engine))
         return 1;
-    }
     const int rc = opt.servername.empty() ? run_server(run, *dev) : run_client(run, *dev);
     if (opt.counters)
-        print_counters(dev, "");
+        app::print_device_counters(dev, "");
     return rc;
 }
 
@@ -470,44 +419,19 @@ int main(int argc, char **argv) {
     case ParseResult::Run:
         break;
     }
-    srand48(static_cast<long>(getpid()) * static_cast<long>(time(nullptr)));
+    app::seed_random_psn();
     std::signal(SIGINT, on_signal);
     std::signal(SIGTERM, on_signal);
 
-    std::vector<std::string> eal_strings;
-    eal_strings.emplace_back(argv[0]);
-    for (const auto &a : opt.eal_args)
-        eal_strings.push_back(a);
-    std::vector<char *> eal_argv;
-    for (auto &s : eal_strings)
-        eal_argv.push_back(s.data());
-    eal_argv.push_back(nullptr);
-
-    EngineOptions eo;
-    eo.embedded = opt.embedded;
-    eo.idle_polls_before_sleep = opt.busy_poll ? 0 : 1000;
-    eo.idle_sleep_us = 20;
-    eo.log_level = opt.log_level;
-    int consumed = 0;
-    auto engine = Engine::create(static_cast<int>(eal_argv.size()) - 1, eal_argv.data(), &consumed, eo);
-    if (!engine) {
-        std::fprintf(stderr, "Couldn't start droce (EAL args:");
-        for (const auto &a : opt.eal_args)
-            std::fprintf(stderr, " %s", a.c_str());
-        std::fprintf(stderr, "): %s\n", engine.status().message().c_str());
+    app::EalArgv eal(argv[0], opt.eal_args);
+    std::unique_ptr<Engine> engine = app::create_engine(eal, opt);
+    if (!engine)
         return 1;
-    }
-    Run run{opt, *engine.value(), {}};
-    if (opt.timeout_s > 0) {
-        run.waiter.has_deadline = true;
-        run.waiter.deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                                 std::chrono::duration<double>(opt.timeout_s));
-    }
-    if (engine.value()->embedded())
-        run.waiter.pump = [&run] { run.pump(); };
+    Run run{{*engine, {}}, opt};
+    app::arm_waiter(run, opt.timeout_s, 0);
     const int rc = opt.loopback ? run_loopback(run) : run_tcp(run);
     json_write(opt);
     std::fflush(stdout);
-    engine.value()->stop();
+    engine->stop();
     return rc;
 }

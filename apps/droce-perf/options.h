@@ -8,58 +8,50 @@
 #include <string>
 #include <vector>
 
+#include "cli_options.h"
+#include "device_options.h"
+
 namespace droce::perf {
 
 enum class Verb { Write, Read, Send, Atomic };
 enum class Kind { Bw, Lat };
 
-struct Options {
+/** perftest's mode and flags; droce's own (--ip, --loopback, ..., the EAL arguments) are
+ * the DeviceOptions (--timeout defaults to 120 s). */
+struct Options : app::DeviceOptions {
+    Options() : app::DeviceOptions(120.0) {}
+
     // ---- the mode ----
     std::string mode; /**< write_bw, read_lat, ... */
     Verb verb = Verb::Write;
     Kind kind = Kind::Bw;
 
     // ---- perftest's flags ----
-    int tcp_port = 18515;        /**< -p */
-    std::string ib_dev;          /**< -d */
-    int ib_port = 1;             /**< -i */
-    uint64_t size = 65536;       /**< -s (bw default 65536, lat 2, atomic 8) */
+    int tcp_port = 18515;  /**< -p */
+    std::string ib_dev;    /**< -d */
+    int ib_port = 1;       /**< -i */
+    uint64_t size = 65536; /**< -s (bw default 65536, lat 2, atomic 8) */
     bool size_given = false;
-    bool all_sizes = false;      /**< -a */
-    uint32_t iters = 0;          /**< -n (0 = default: bw 5000, lat 1000) */
-    double duration_s = 0;       /**< -D (0 = iterations mode) */
-    int num_qps = 1;             /**< -q */
-    uint32_t mtu = 0;            /**< -m bytes; 0 = the port's active MTU */
-    int gid_idx = 1;             /**< -x (default 1: the IPv4-mapped GID) */
-    uint32_t tx_depth = 128;     /**< -t */
-    uint32_t rx_depth = 512;     /**< -r */
-    uint32_t post_list = 1;      /**< -l (accepted) */
-    bool report_gbits = false;   /**< --report_gbits */
-    bool out_json = false;       /**< --out_json */
+    bool all_sizes = false;                          /**< -a */
+    uint32_t iters = 0;                              /**< -n (0 = default: bw 5000, lat 1000) */
+    double duration_s = 0;                           /**< -D (0 = iterations mode) */
+    int num_qps = 1;                                 /**< -q */
+    uint32_t mtu = 0;                                /**< -m bytes; 0 = the port's active MTU */
+    int gid_idx = 1;                                 /**< -x (default 1: the IPv4-mapped GID) */
+    uint32_t tx_depth = 128;                         /**< -t */
+    uint32_t rx_depth = 512;                         /**< -r */
+    uint32_t post_list = 1;                          /**< -l (accepted) */
+    bool report_gbits = false;                       /**< --report_gbits */
+    bool out_json = false;                           /**< --out_json */
     std::string out_json_file = "perftest_out.json"; /**< --out_json_file */
-    bool run_infinitely = false; /**< --run_infinitely */
-    bool atomic_cas = false;     /**< -A CMP_AND_SWAP (default FETCH_AND_ADD) */
-    uint32_t out_reads = 16;     /**< -o */
+    bool run_infinitely = false;                     /**< --run_infinitely */
+    bool atomic_cas = false;                         /**< -A CMP_AND_SWAP (default FETCH_AND_ADD) */
+    uint32_t out_reads = 16;                         /**< -o */
 
-    // ---- droce's ----
-    std::string dpdk_port;
-    std::string ip;
-    std::string mac;
-    uint32_t eth_mtu = 0;
-    bool counters = false;
-    bool loopback = false;
-    bool embedded = false;
-    bool worker = false;
-    bool busy_poll = false;
-    double timeout_s = 120.0;
-    bool timeout_given = false;
-    std::string log_level = "warn";
     std::string servername;
-
-    std::vector<std::string> eal_args;
 };
 
-enum class ParseResult { Run, ExitOk, ExitError };
+using app::ParseResult;
 
 ParseResult parse_command_line(int argc, char **argv, Options &opt);
 void print_usage(const char *argv0, FILE *out);

@@ -3,9 +3,7 @@
 
 #include <arpa/inet.h>
 #include <endian.h>
-#include <fcntl.h>
 #include <netdb.h>
-#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -13,41 +11,10 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <thread>
 
 namespace droce::perf {
 
 namespace {
-
-enum class WaitResult { Ready, Timeout, Error };
-
-WaitResult wait_fd(int fd, short events, const Waiter &w) {
-    while (true) {
-        int slice_ms = w.pump ? 0 : 100;
-        if (w.has_deadline) {
-            const auto left = std::chrono::ceil<std::chrono::milliseconds>(
-                                  w.deadline - std::chrono::steady_clock::now())
-                                  .count();
-            if (left <= 0)
-                return WaitResult::Timeout;
-            slice_ms = static_cast<int>(std::min<long long>(slice_ms, left));
-        }
-        struct pollfd p = {fd, events, 0};
-        const int n = ::poll(&p, 1, slice_ms);
-        if (n < 0 && errno != EINTR)
-            return WaitResult::Error;
-        if (n > 0)
-            return WaitResult::Ready;
-        if (w.pump)
-            w.pump();
-    }
-}
-
-void set_nonblocking(int fd) {
-    const int fl = ::fcntl(fd, F_GETFL, 0);
-    if (fl >= 0)
-        ::fcntl(fd, F_SETFL, fl | O_NONBLOCK);
-}
 
 uint64_t dbl_bits(double d) {
     uint64_t u;
@@ -79,11 +46,10 @@ bool parse_dest(const char *msg, size_t len, Dest &d) {
     unsigned lid, outs, qpn, psn, rkey, srqn;
     unsigned long long vaddr;
     unsigned g[16];
-    const int n = std::sscanf(buf,
-                              "%x:%x:%x:%x:%x:%llx:%x:%x:%x:%x:%x:%x:%x:%x:%x:%x:%x:%x:%x:%x:%x:%x:%x",
-                              &lid, &outs, &qpn, &psn, &rkey, &vaddr, &g[0], &g[1], &g[2], &g[3],
-                              &g[4], &g[5], &g[6], &g[7], &g[8], &g[9], &g[10], &g[11], &g[12],
-                              &g[13], &g[14], &g[15], &srqn);
+    const int n = std::sscanf(
+        buf, "%x:%x:%x:%x:%x:%llx:%x:%x:%x:%x:%x:%x:%x:%x:%x:%x:%x:%x:%x:%x:%x:%x:%x", &lid, &outs,
+        &qpn, &psn, &rkey, &vaddr, &g[0], &g[1], &g[2], &g[3], &g[4], &g[5], &g[6], &g[7], &g[8],
+        &g[9], &g[10], &g[11], &g[12], &g[13], &g[14], &g[15], &srqn);
     if (n != 23)
         return false;
     d.lid = lid;
@@ -100,7 +66,8 @@ bool parse_dest(const char *msg, size_t len, Dest &d) {
 
 std::string gid_to_string(const Gid &g) {
     char s[64];
-    std::snprintf(s, sizeof s, "%02d:%02d:%02d:%02d:%02d:%02d:%02d:%02d:%02d:%02d:%02d:%02d:%02d:%02d:%02d:%02d",
+    std::snprintf(s, sizeof s,
+                  "%02d:%02d:%02d:%02d:%02d:%02d:%02d:%02d:%02d:%02d:%02d:%02d:%02d:%02d:%02d:%02d",
                   g.raw[0], g.raw[1], g.raw[2], g.raw[3], g.raw[4], g.raw[5], g.raw[6], g.raw[7],
                   g.raw[8], g.raw[9], g.raw[10], g.raw[11], g.raw[12], g.raw[13], g.raw[14],
                   g.raw[15]);
@@ -116,46 +83,14 @@ void Conn::close() {
 }
 
 bool Conn::connect(const std::string &host, int port, const Waiter &w) {
-    struct addrinfo hints = {};
-    hints.ai_family = AF_INET;
-    hints.ai_socktype = SOCK_STREAM;
-    struct addrinfo *res = nullptr;
-    const std::string service = std::to_string(port);
-    const int rc = ::getaddrinfo(host.c_str(), service.c_str(), &hints, &res);
-    if (rc != 0) {
-        std::fprintf(stderr, " %s for %s:%d\n", ::gai_strerror(rc), host.c_str(), port);
-        return false;
-    }
     // perftest's client gives up at once; retrying for a few seconds makes scripted
     // runs (server started just before) robust.
-    const auto retry_until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (fd_ < 0) {
-        for (struct addrinfo *t = res; t != nullptr && fd_ < 0; t = t->ai_next) {
-            int s = ::socket(t->ai_family, t->ai_socktype, t->ai_protocol);
-            if (s < 0)
-                continue;
-            set_nonblocking(s);
-            bool ok = ::connect(s, t->ai_addr, t->ai_addrlen) == 0;
-            if (!ok && errno == EINPROGRESS && wait_fd(s, POLLOUT, w) == WaitResult::Ready) {
-                int err = 0;
-                socklen_t el = sizeof err;
-                ok = ::getsockopt(s, SOL_SOCKET, SO_ERROR, &err, &el) == 0 && err == 0;
-            }
-            if (ok)
-                fd_ = s;
-            else
-                ::close(s);
-        }
-        if (fd_ >= 0 || w.expired() || std::chrono::steady_clock::now() >= retry_until)
-            break;
-        const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
-        while (std::chrono::steady_clock::now() < until) {
-            if (w.pump)
-                w.pump();
-            std::this_thread::sleep_for(std::chrono::milliseconds(1));
-        }
+    int gai_error = 0;
+    fd_ = app::tcp_connect(host, port, AF_INET, std::chrono::seconds(10), w, &gai_error);
+    if (gai_error != 0) {
+        std::fprintf(stderr, " %s for %s:%d\n", ::gai_strerror(gai_error), host.c_str(), port);
+        return false;
     }
-    ::freeaddrinfo(res);
     if (fd_ < 0) {
         std::fprintf(stderr, "Couldn't connect to %s:%d\n", host.c_str(), port);
         return false;
@@ -164,77 +99,40 @@ bool Conn::connect(const std::string &host, int port, const Waiter &w) {
 }
 
 bool Conn::accept(int port, const Waiter &w) {
-    int ls = ::socket(AF_INET, SOCK_STREAM, 0);
-    if (ls < 0)
+    app::Fd ls(::socket(AF_INET, SOCK_STREAM, 0));
+    if (!ls.valid())
         return false;
     int one = 1;
-    ::setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    ::setsockopt(ls.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
     struct sockaddr_in a = {};
     a.sin_family = AF_INET;
     a.sin_port = htons(static_cast<uint16_t>(port));
     a.sin_addr.s_addr = htonl(INADDR_ANY);
-    if (::bind(ls, reinterpret_cast<sockaddr *>(&a), sizeof a) != 0 || ::listen(ls, 1) != 0) {
+    if (::bind(ls.get(), reinterpret_cast<sockaddr *>(&a), sizeof a) != 0 ||
+        ::listen(ls.get(), 1) != 0) {
         std::fprintf(stderr, "Couldn't listen to port %d: %s\n", port, std::strerror(errno));
-        ::close(ls);
         return false;
     }
-    set_nonblocking(ls);
-    while (fd_ < 0) {
-        if (wait_fd(ls, POLLIN, w) != WaitResult::Ready) {
-            std::fprintf(stderr, "accept() failed%s\n", w.expired() ? " (--timeout)" : "");
-            ::close(ls);
-            return false;
-        }
-        const int c = ::accept(ls, nullptr, nullptr);
-        if (c >= 0)
-            fd_ = c;
-        else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR && errno != ECONNABORTED) {
-            std::fprintf(stderr, "accept() failed: %s\n", std::strerror(errno));
-            ::close(ls);
-            return false;
-        }
+    app::set_nonblocking(ls.get());
+    switch (app::accept_one(ls.get(), w, fd_)) {
+    case app::AcceptResult::Accepted:
+        return true;
+    case app::AcceptResult::WaitFailed:
+        std::fprintf(stderr, "accept() failed%s\n", w.expired() ? " (--timeout)" : "");
+        return false;
+    case app::AcceptResult::Failed:
+        std::fprintf(stderr, "accept() failed: %s\n", std::strerror(errno));
+        return false;
     }
-    ::close(ls);
-    set_nonblocking(fd_);
-    return true;
+    return false;
 }
 
 bool Conn::write_all(const void *buf, size_t len, const Waiter &w) {
-    const auto *p = static_cast<const char *>(buf);
-    size_t done = 0;
-    while (done < len) {
-        const ssize_t n = ::send(fd_, p + done, len - done, MSG_NOSIGNAL);
-        if (n > 0) {
-            done += static_cast<size_t>(n);
-            continue;
-        }
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
-            if (wait_fd(fd_, POLLOUT, w) != WaitResult::Ready)
-                return false;
-            continue;
-        }
-        return false;
-    }
-    return true;
+    return app::write_all(fd_, buf, len, w);
 }
 
 bool Conn::read_exact(void *buf, size_t len, const Waiter &w) {
-    auto *p = static_cast<char *>(buf);
-    size_t done = 0;
-    while (done < len) {
-        const ssize_t n = ::recv(fd_, p + done, len - done, 0);
-        if (n > 0) {
-            done += static_cast<size_t>(n);
-            continue;
-        }
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
-            if (wait_fd(fd_, POLLIN, w) != WaitResult::Ready)
-                return false;
-            continue;
-        }
-        return false;
-    }
-    return true;
+    return app::read_exact(fd_, buf, len, w);
 }
 
 bool Conn::xchg(bool client, const void *mine, void *theirs, size_t len, const Waiter &w) {
@@ -269,8 +167,9 @@ bool Conn::hand_shake(bool client, const Dest &mine, Dest &theirs, const Waiter 
 }
 
 bool Conn::xchg_reports(bool client, const BwReport &mine, BwReport &theirs, const Waiter &w) {
-    const uint64_t out[5] = {htobe64(mine.size), htobe64(mine.iters), htobe64(dbl_bits(mine.bw_peak)),
-                             htobe64(dbl_bits(mine.bw_avg)), htobe64(dbl_bits(mine.msg_rate))};
+    const uint64_t out[5] = {htobe64(mine.size), htobe64(mine.iters),
+                             htobe64(dbl_bits(mine.bw_peak)), htobe64(dbl_bits(mine.bw_avg)),
+                             htobe64(dbl_bits(mine.msg_rate))};
     uint64_t in[5] = {};
     for (int i = 0; i < 5; ++i)
         if (!xchg(client, &out[i], &in[i], 8, w)) {
@@ -301,8 +200,10 @@ bool exchange_preamble(Conn &c, bool client, int &mtu_enum, const Waiter &w) {
     }
     rver[kVersionLen - 1] = '\0';
     if (std::atof(rver) < 5.70) {
-        std::fprintf(stderr, "Current implementation is not compatible with versions older than 5.70 (peer: '%s')\n",
-                     rver);
+        std::fprintf(
+            stderr,
+            "Current implementation is not compatible with versions older than 5.70 (peer: '%s')\n",
+            rver);
         return false;
     }
     const uint32_t cyc = htonl(4096), cl = htonl(64);

@@ -15,12 +15,12 @@
 #pragma once
 
 #include <array>
-#include <chrono>
 #include <cstdint>
-#include <functional>
 #include <string>
 
 #include <droce/verbs.h>
+
+#include "tcp_channel.h"
 
 namespace droce::perf {
 
@@ -54,13 +54,9 @@ struct BwReport {
     double msg_rate = 0;
 };
 
-/** A deadline and what to run while waiting (the engine and the test's data path). */
-struct Waiter {
-    std::chrono::steady_clock::time_point deadline;
-    bool has_deadline = false;
-    std::function<void()> pump;
-    bool expired() const { return has_deadline && std::chrono::steady_clock::now() >= deadline; }
-};
+/** The run's deadline and what to run while waiting (the engine and the test's data path;
+ * pump_slice_ms 0: the pump runs between non-blocking polls). */
+using app::Waiter;
 
 /** One TCP connection of the exchange (non-blocking socket; waits run the pump). */
 class Conn {

@@ -22,22 +22,11 @@ constexpr uint64_t kMaxStamps = 20'000'000;
 
 Side::Side(SideConfig cfg) : cfg_(std::move(cfg)) { t0_ = Clock::now(); }
 
-Side::~Side() {
-    qp_.reset();
-    cq_.reset();
-    mr_.reset();
-    pd_.reset();
-    std::free(buf_);
-}
-
 bool Side::fail(const char *fmt, ...) {
-    std::fflush(stdout);
-    std::fputs(cfg_.prefix.c_str(), stderr);
     va_list ap;
     va_start(ap, fmt);
-    std::vfprintf(stderr, fmt, ap);
+    app::vprint_error(cfg_.prefix, fmt, ap);
     va_end(ap);
-    std::fputc('\n', stderr);
     failed_ = true;
     running_ = false;
     return false;
@@ -59,45 +48,31 @@ bool Side::setup(Device &dev, uint32_t psn) {
     dev_ = &dev;
     // perftest: BUFF_SIZE = max(size, cycle buffer), two halves (send | receive).
     half_ = (std::max<uint64_t>(cfg_.max_size, kPage) + kPage - 1) / kPage * kPage;
-    buf_ = static_cast<uint8_t *>(std::aligned_alloc(kPage, 2 * half_));
-    if (buf_ == nullptr)
+    res_.buf.reset(static_cast<uint8_t *>(std::aligned_alloc(kPage, 2 * half_)));
+    if (!res_.buf)
         return fail("Couldn't allocate work buf (%zu bytes)", 2 * half_);
-    std::memset(buf_, 0, 2 * half_);
+    std::memset(buf(), 0, 2 * half_);
 
     auto pd = dev.alloc_pd();
     if (!pd)
         return fail("Couldn't allocate PD: %s", pd.status().message().c_str());
-    pd_ = std::move(pd.value());
-    auto mr = pd_->reg_mr(buf_, 2 * half_,
-                          kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead |
-                              kAccessRemoteAtomic);
+    res_.pd = std::move(pd.value());
+    auto mr = res_.pd->reg_mr(buf(), 2 * half_,
+                              kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead |
+                                  kAccessRemoteAtomic);
     if (!mr)
         return fail("Couldn't allocate MR: %s", mr.status().message().c_str());
-    mr_ = std::move(mr.value());
+    res_.mr = std::move(mr.value());
     auto cq = dev.create_cq(cfg_.tx_depth + cfg_.rx_depth + 16);
     if (!cq)
         return fail("Couldn't create CQ: %s", cq.status().message().c_str());
-    cq_ = std::move(cq.value());
+    res_.cq = std::move(cq.value());
 
-    QpInitAttr ia;
-    ia.send_cq = cq_.get();
-    ia.recv_cq = cq_.get();
-    ia.cap.max_send_wr = cfg_.tx_depth;
-    ia.cap.max_recv_wr = cfg_.rx_depth;
-    ia.cap.max_send_sge = 1;
-    ia.cap.max_recv_sge = 1;
-    auto qp = pd_->create_qp(ia);
-    if (!qp)
-        return fail("Couldn't create QP: %s", qp.status().message().c_str());
-    qp_ = std::move(qp.value());
-
-    QpAttr a;
-    a.qp_state = QpState::Init;
-    a.pkey_index = 0;
-    a.port_num = 1;
-    a.qp_access_flags = kAccessRemoteWrite | kAccessRemoteRead | kAccessRemoteAtomic;
-    if (Status st = qp_->modify(a, kQpState | kQpPkeyIndex | kQpPort | kQpAccessFlags); !st)
-        return fail("Failed to modify QP to INIT: %s", st.message().c_str());
+    if (std::string err =
+            res_.create_qp_in_init(cfg_.tx_depth, cfg_.rx_depth, 1,
+                                   kAccessRemoteWrite | kAccessRemoteRead | kAccessRemoteAtomic);
+        !err.empty())
+        return fail("%s", err.c_str());
     if (cfg_.verb == Verb::Send && !(cfg_.client && cfg_.kind == Kind::Bw))
         if (!post_recv(static_cast<int>(cfg_.rx_depth)))
             return false;
@@ -107,12 +82,11 @@ bool Side::setup(Device &dev, uint32_t psn) {
         return fail("Unable to read the gid of index %d (device %s has %zu GIDs)", cfg_.gid_idx,
                     dev.name().c_str(), gids.size());
     local_.lid = 0;
-    local_.out_reads =
-        (cfg_.verb == Verb::Read || cfg_.verb == Verb::Atomic) ? cfg_.out_reads : 1;
-    local_.qpn = qp_->qp_num();
+    local_.out_reads = (cfg_.verb == Verb::Read || cfg_.verb == Verb::Atomic) ? cfg_.out_reads : 1;
+    local_.qpn = res_.qp->qp_num();
     local_.psn = psn & 0xffffff;
-    local_.rkey = cfg_.verb == Verb::Send ? 0 : mr_->rkey();
-    local_.vaddr = reinterpret_cast<uintptr_t>(buf_ + half_);
+    local_.rkey = cfg_.verb == Verb::Send ? 0 : res_.mr->rkey();
+    local_.vaddr = reinterpret_cast<uintptr_t>(buf() + half_);
     local_.gid = gids[static_cast<size_t>(cfg_.gid_idx)].gid;
     local_.srqn = 0;
     return true;
@@ -131,21 +105,14 @@ bool Side::connect(const Dest &remote, Mtu mtu) {
     a.ah_attr.sgid_index = static_cast<uint8_t>(cfg_.gid_idx);
     a.ah_attr.hop_limit = 64;
     a.ah_attr.port_num = 1;
-    if (Status st = qp_->modify(a, kQpState | kQpAv | kQpPathMtu | kQpDestQpn | kQpRqPsn |
-                                       kQpMaxDestRdAtomic | kQpMinRnrTimer);
+    if (Status st = res_.qp->modify(a, kQpState | kQpAv | kQpPathMtu | kQpDestQpn | kQpRqPsn |
+                                           kQpMaxDestRdAtomic | kQpMinRnrTimer);
         !st)
         return fail("Failed to modify QP %u to RTR: %s", local_.qpn, st.message().c_str());
-    a.qp_state = QpState::Rts;
-    a.timeout = 14;
-    a.retry_cnt = 7;
-    a.rnr_retry = 7;
-    a.sq_psn = local_.psn;
-    a.max_rd_atomic = static_cast<uint8_t>(
+    const auto max_rd_atomic = static_cast<uint8_t>(
         std::clamp<uint32_t>(std::min(remote.out_reads, cfg_.out_reads), 1, 16));
-    if (Status st = qp_->modify(a, kQpState | kQpTimeout | kQpRetryCnt | kQpRnrRetry | kQpSqPsn |
-                                       kQpMaxQpRdAtomic);
-        !st)
-        return fail("Failed to modify QP to RTS: %s", st.message().c_str());
+    if (std::string err = res_.modify_qp_to_rts(local_.psn, max_rd_atomic); !err.empty())
+        return fail("%s", err.c_str());
     return true;
 }
 
@@ -153,10 +120,10 @@ bool Side::post_recv(int n) {
     RecvWr wr;
     wr.wr_id = kRecvWrid;
     wr.num_sge = 1;
-    wr.sg_list[0] = {reinterpret_cast<uintptr_t>(buf_ + half_),
-                     static_cast<uint32_t>(std::min<uint64_t>(half_, UINT32_MAX)), mr_->lkey()};
+    wr.sg_list[0] = {reinterpret_cast<uintptr_t>(buf() + half_),
+                     static_cast<uint32_t>(std::min<uint64_t>(half_, UINT32_MAX)), res_.mr->lkey()};
     for (int i = 0; i < n; ++i)
-        if (Status st = qp_->post_recv(wr); !st)
+        if (Status st = res_.qp->post_recv(wr); !st)
             return fail("Couldn't post recv: %s", st.message().c_str());
     return true;
 }
@@ -166,7 +133,8 @@ Status Side::post_one() {
     wr.wr_id = kSendWrid;
     wr.send_flags = kSendSignaled;
     wr.num_sge = 1;
-    wr.sg_list[0] = {reinterpret_cast<uintptr_t>(buf_), static_cast<uint32_t>(size_), mr_->lkey()};
+    wr.sg_list[0] = {reinterpret_cast<uintptr_t>(buf()), static_cast<uint32_t>(size_),
+                     res_.mr->lkey()};
     wr.remote_addr = remote_.vaddr;
     wr.rkey = remote_.rkey;
     switch (cfg_.verb) {
@@ -186,7 +154,7 @@ Status Side::post_one() {
         wr.swap = 1;
         break;
     }
-    return qp_->post_send(wr);
+    return res_.qp->post_send(wr);
 }
 
 bool Side::start(uint64_t size) {
@@ -222,7 +190,9 @@ void Side::finish() {
     done_ = true;
 }
 
-double Side::run_seconds() const { return std::chrono::duration<double>(t_end_ - t_start_).count(); }
+double Side::run_seconds() const {
+    return std::chrono::duration<double>(t_end_ - t_start_).count();
+}
 
 void Side::take_period(uint64_t &ops, double &seconds) {
     const auto now = Clock::now();
@@ -235,7 +205,7 @@ void Side::take_period(uint64_t &ops, double &seconds) {
 /** Polls the CQ: send completions bump ccnt_ (and are stamped), receives rcnt-like
  * counters via the caller. Returns false on an error completion. */
 bool Side::poll_cq(Wc *wc, int max, int &n) {
-    n = cq_->poll(wc, max);
+    n = res_.cq->poll(wc, max);
     if (n < 0)
         return fail("poll CQ failed %d", n);
     for (int i = 0; i < n; ++i) {
@@ -313,8 +283,8 @@ Side::Step Side::step_send_server() {
 //   0: top of the loop; 1: wait until the receive half's byte size-1 == (char)rcnt;
 //   2: post the next write (its last byte = (char)++scnt); 3: wait for its completion.
 Side::Step Side::step_lat_write() {
-    volatile uint8_t *poll_buf = buf_ + half_ + size_ - 1;
-    volatile uint8_t *post_buf = buf_ + size_ - 1;
+    volatile uint8_t *poll_buf = buf() + half_ + size_ - 1;
+    volatile uint8_t *post_buf = buf() + size_ - 1;
     bool progress = false;
     while (true) {
         switch (lat_state_) {

@@ -20,6 +20,7 @@
 
 #include "options.h"
 #include "proto.h"
+#include "qp_resources.h"
 
 namespace droce::perf {
 
@@ -45,7 +46,6 @@ class Side {
     enum class Step { Progress, Idle, Done, Failed };
 
     explicit Side(SideConfig cfg);
-    ~Side();
     Side(const Side &) = delete;
     Side &operator=(const Side &) = delete;
 
@@ -75,6 +75,7 @@ class Side {
 
   private:
     bool fail(const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+    uint8_t *buf() const { return res_.buf.get(); }
     Status post_one();
     bool post_recv(int n);
     bool poll_cq(Wc *wc, int max, int &n);
@@ -88,12 +89,8 @@ class Side {
 
     SideConfig cfg_;
     Device *dev_ = nullptr;
-    uint8_t *buf_ = nullptr;
     size_t half_ = 0;
-    std::unique_ptr<ProtectionDomain> pd_;
-    std::unique_ptr<MemoryRegion> mr_;
-    std::unique_ptr<CompletionQueue> cq_;
-    std::unique_ptr<QueuePair> qp_;
+    app::QpResources res_; /**< buffer (two halves: send | receive), PD, MR, CQ, QP */
     Dest local_;
     Dest remote_;
 

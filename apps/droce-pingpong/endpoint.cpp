@@ -14,23 +14,11 @@ PingpongEndpoint::PingpongEndpoint(EndpointConfig cfg) : cfg_(std::move(cfg)) {
     page_size_ = ps > 0 ? static_cast<size_t>(ps) : 4096;
 }
 
-PingpongEndpoint::~PingpongEndpoint() {
-    // Children before parents, as ibv_* requires.
-    qp_.reset();
-    cq_.reset();
-    mr_.reset();
-    pd_.reset();
-    std::free(buf_);
-}
-
 bool PingpongEndpoint::fail(const char *fmt, ...) {
-    std::fflush(stdout);
-    std::fputs(cfg_.prefix.c_str(), stderr);
     va_list ap;
     va_start(ap, fmt);
-    std::vfprintf(stderr, fmt, ap);
+    app::vprint_error(cfg_.prefix, fmt, ap);
     va_end(ap);
-    std::fputc('\n', stderr);
     state_ = State::Failed;
     return false;
 }
@@ -41,47 +29,30 @@ bool PingpongEndpoint::setup(Device &dev, uint32_t psn) {
     // share it: that is what makes -c (a pattern the client writes) checkable by the server.
     buf_len_ = std::max<size_t>(cfg_.size, 1);
     const size_t alloc = (buf_len_ + page_size_ - 1) / page_size_ * page_size_;
-    buf_ = static_cast<uint8_t *>(std::aligned_alloc(page_size_, alloc));
-    if (buf_ == nullptr)
+    res_.buf.reset(static_cast<uint8_t *>(std::aligned_alloc(page_size_, alloc)));
+    if (!res_.buf)
         return fail("Couldn't allocate work buf.");
-    std::memset(buf_, 0x7b, alloc);
+    std::memset(buf(), 0x7b, alloc);
 
     auto pd = dev.alloc_pd();
     if (!pd)
         return fail("Couldn't allocate PD: %s", pd.status().message().c_str());
-    pd_ = std::move(pd.value());
+    res_.pd = std::move(pd.value());
 
-    auto mr = pd_->reg_mr(buf_, buf_len_, kAccessLocalWrite);
+    auto mr = res_.pd->reg_mr(buf(), buf_len_, kAccessLocalWrite);
     if (!mr)
         return fail("Couldn't register MR: %s", mr.status().message().c_str());
-    mr_ = std::move(mr.value());
+    res_.mr = std::move(mr.value());
 
     auto cq = dev.create_cq(cfg_.rx_depth + 1);
     if (!cq)
         return fail("Couldn't create CQ: %s", cq.status().message().c_str());
-    cq_ = std::move(cq.value());
+    res_.cq = std::move(cq.value());
 
-    QpInitAttr ia;
-    ia.send_cq = cq_.get();
-    ia.recv_cq = cq_.get();
-    ia.cap.max_send_wr = 1;
-    ia.cap.max_recv_wr = cfg_.rx_depth;
-    ia.cap.max_send_sge = 1;
-    ia.cap.max_recv_sge = 1;
-    ia.cap.max_inline_data = 0;
-    ia.sq_sig_all = false;
-    auto qp = pd_->create_qp(ia);
-    if (!qp)
-        return fail("Couldn't create QP: %s", qp.status().message().c_str());
-    qp_ = std::move(qp.value());
-
-    QpAttr a;
-    a.qp_state = QpState::Init;
-    a.pkey_index = 0;
-    a.port_num = static_cast<uint8_t>(cfg_.ib_port);
-    a.qp_access_flags = 0;
-    if (Status st = qp_->modify(a, kQpState | kQpPkeyIndex | kQpPort | kQpAccessFlags); !st)
-        return fail("Failed to modify QP to INIT: %s", st.message().c_str());
+    if (std::string err =
+            res_.create_qp_in_init(1, cfg_.rx_depth, static_cast<uint8_t>(cfg_.ib_port), 0);
+        !err.empty())
+        return fail("%s", err.c_str());
 
     routs_ = post_recv(static_cast<int>(cfg_.rx_depth));
     if (routs_ < static_cast<int>(cfg_.rx_depth))
@@ -93,7 +64,7 @@ bool PingpongEndpoint::setup(Device &dev, uint32_t psn) {
                     dev.name().c_str(), gids.size());
     local_.lid = 0; // RoCE: no LIDs
     local_.gid = gids[static_cast<size_t>(cfg_.gid_idx)].gid;
-    local_.qpn = qp_->qp_num();
+    local_.qpn = res_.qp->qp_num();
     local_.psn = psn & 0xffffff;
     state_ = State::Ready;
     return true;
@@ -119,21 +90,13 @@ bool PingpongEndpoint::connect(const Dest &remote) {
     a.ah_attr.hop_limit = 1;
     a.ah_attr.sl = static_cast<uint8_t>(cfg_.sl);
     a.ah_attr.port_num = static_cast<uint8_t>(cfg_.ib_port);
-    if (Status st = qp_->modify(a, kQpState | kQpAv | kQpPathMtu | kQpDestQpn | kQpRqPsn |
-                                       kQpMaxDestRdAtomic | kQpMinRnrTimer);
+    if (Status st = res_.qp->modify(a, kQpState | kQpAv | kQpPathMtu | kQpDestQpn | kQpRqPsn |
+                                           kQpMaxDestRdAtomic | kQpMinRnrTimer);
         !st)
         return fail("Failed to modify QP to RTR: %s", st.message().c_str());
 
-    a.qp_state = QpState::Rts;
-    a.timeout = 14;
-    a.retry_cnt = 7;
-    a.rnr_retry = 7;
-    a.sq_psn = local_.psn;
-    a.max_rd_atomic = 1;
-    if (Status st = qp_->modify(a, kQpState | kQpTimeout | kQpRetryCnt | kQpRnrRetry | kQpSqPsn |
-                                       kQpMaxQpRdAtomic);
-        !st)
-        return fail("Failed to modify QP to RTS: %s", st.message().c_str());
+    if (std::string err = res_.modify_qp_to_rts(local_.psn, 1); !err.empty())
+        return fail("%s", err.c_str());
     state_ = State::Connected;
     return true;
 }
@@ -142,10 +105,10 @@ int PingpongEndpoint::post_recv(int n) {
     RecvWr wr;
     wr.wr_id = kRecvWrid;
     wr.num_sge = 1;
-    wr.sg_list[0] = {reinterpret_cast<uintptr_t>(buf_), cfg_.size, mr_->lkey()};
+    wr.sg_list[0] = {reinterpret_cast<uintptr_t>(buf()), cfg_.size, res_.mr->lkey()};
     int i = 0;
     for (; i < n; ++i) {
-        if (Status st = qp_->post_recv(wr); !st) {
+        if (Status st = res_.qp->post_recv(wr); !st) {
             std::fprintf(stderr, "%spost_recv: %s\n", cfg_.prefix.c_str(), st.message().c_str());
             break;
         }
@@ -159,8 +122,8 @@ Status PingpongEndpoint::post_send() {
     wr.opcode = WrOpcode::Send;
     wr.send_flags = kSendSignaled;
     wr.num_sge = 1;
-    wr.sg_list[0] = {reinterpret_cast<uintptr_t>(buf_), cfg_.size, mr_->lkey()};
-    return qp_->post_send(wr);
+    wr.sg_list[0] = {reinterpret_cast<uintptr_t>(buf()), cfg_.size, res_.mr->lkey()};
+    return res_.qp->post_send(wr);
 }
 
 bool PingpongEndpoint::start() {
@@ -172,7 +135,7 @@ bool PingpongEndpoint::start() {
         // i / page_size % sizeof(char), i.e. 0); the server checks it at the end.
         if (cfg_.validate)
             for (size_t i = 0; i < cfg_.size; i += page_size_)
-                buf_[i] = static_cast<uint8_t>(i / page_size_ % sizeof(char));
+                buf()[i] = static_cast<uint8_t>(i / page_size_ % sizeof(char));
         if (Status st = post_send(); !st)
             return fail("Couldn't post send: %s", st.message().c_str());
         pending_ |= kSendWrid;
@@ -219,7 +182,7 @@ PingpongEndpoint::Step PingpongEndpoint::step() {
     if (state_ != State::Running)
         return Step::Failed;
     Wc wc[16];
-    const int ne = cq_->poll(wc, 16);
+    const int ne = res_.cq->poll(wc, 16);
     if (ne < 0) {
         fail("poll CQ failed %d", ne);
         return Step::Failed;
@@ -259,7 +222,7 @@ bool PingpongEndpoint::report() {
     bool ok = true;
     if (!cfg_.is_client && cfg_.validate) {
         for (size_t i = 0; i < cfg_.size; i += page_size_) {
-            if (buf_[i] != i / page_size_ % sizeof(char)) {
+            if (buf()[i] != i / page_size_ % sizeof(char)) {
                 std::printf("%sinvalid data in page %zu\n", cfg_.prefix.c_str(), i / page_size_);
                 ok = false;
             }

@@ -16,6 +16,7 @@
 #include <droce/droce.h>
 
 #include "exchange.h"
+#include "qp_resources.h"
 
 namespace droce::pingpong {
 
@@ -40,7 +41,6 @@ class PingpongEndpoint {
     enum class Step { Progress, Idle, Done, Failed };
 
     explicit PingpongEndpoint(EndpointConfig cfg);
-    ~PingpongEndpoint();
     PingpongEndpoint(const PingpongEndpoint &) = delete;
     PingpongEndpoint &operator=(const PingpongEndpoint &) = delete;
 
@@ -73,6 +73,7 @@ class PingpongEndpoint {
     enum : uint64_t { kRecvWrid = 1, kSendWrid = 2 };
 
     bool fail(const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+    uint8_t *buf() const { return res_.buf.get(); }
     int post_recv(int n);
     Status post_send();
     bool handle_wc(const Wc &wc);
@@ -80,14 +81,9 @@ class PingpongEndpoint {
     EndpointConfig cfg_;
     State state_ = State::Created;
     size_t page_size_ = 4096;
-    uint8_t *buf_ = nullptr;
     size_t buf_len_ = 0;
     Device *dev_ = nullptr;
-    // Declaration order = reverse destruction order: QP first, then CQ, MR, PD.
-    std::unique_ptr<ProtectionDomain> pd_;
-    std::unique_ptr<MemoryRegion> mr_;
-    std::unique_ptr<CompletionQueue> cq_;
-    std::unique_ptr<QueuePair> qp_;
+    app::QpResources res_; /**< buffer, PD, MR, CQ, QP */
     Dest local_;
     Dest remote_;
     int routs_ = 0;

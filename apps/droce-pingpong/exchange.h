@@ -7,12 +7,13 @@
 #pragma once
 
 #include <array>
-#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <string>
 
 #include <droce/verbs.h>
+
+#include "tcp_channel.h"
 
 namespace droce::pingpong {
 
@@ -37,15 +38,9 @@ bool parse_dest(const char *msg, size_t len, Dest &d);
 std::string gid_to_string(const Gid &g);
 bool gid_is_zero(const Gid &g);
 
-/** A deadline and what to run while waiting (embedded mode: the engine's poll loop,
+/** The run's deadline and what to run while waiting (embedded mode: the engine's poll loop,
  * so ARP and retransmissions keep flowing during the TCP exchange). */
-struct Waiter {
-    std::chrono::steady_clock::time_point deadline;
-    bool has_deadline = false;
-    std::function<void()> pump; /**< may be empty */
-
-    bool expired() const { return has_deadline && std::chrono::steady_clock::now() >= deadline; }
-};
+using app::Waiter;
 
 /** Client side: connect to servername:port, send ours, read theirs, send "done".
  * Prints ibv_rc_pingpong's messages on failure; returns false then. */

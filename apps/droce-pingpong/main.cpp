@@ -21,6 +21,8 @@
 
 #include <droce/droce.h>
 
+#include "app_engine.h"
+#include "eal_args.h"
 #include "endpoint.h"
 #include "exchange.h"
 #include "options.h"
@@ -31,41 +33,17 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-/** Spin while there is work, then back off to short sleeps: on a shared 2-core machine
- * an idle busy loop starves everyone else. --busy-poll never sleeps. */
-class Backoff {
-  public:
-    explicit Backoff(bool busy) : busy_(busy) {}
-    void progress() { idle_ = 0; }
-    void idle() {
-        if (busy_)
-            return;
-        if (++idle_ < kSpins)
-            return;
-        std::this_thread::sleep_for(std::chrono::microseconds(20));
-    }
+/** Idle rounds before the loops back off to sleeping (see app::Backoff). */
+constexpr uint32_t kBackoffSpins = 1000;
 
-  private:
-    static constexpr uint32_t kSpins = 1000;
-    bool busy_;
-    uint32_t idle_ = 0;
-};
-
-struct Run {
+struct Run : app::EngineRun {
     const Options &opt;
-    Engine &engine;
-    Waiter waiter;
-
-    /** One iteration of the engine in embedded mode; returns packets handled. */
-    int pump() { return engine.embedded() ? engine.poll() : 0; }
-
-    bool timed_out() const { return waiter.expired(); }
 
     /** Keeps the engine alive a little after we are done so that our last ACKs leave
      * and a peer's retransmitted duplicates still get answered. */
     void linger(std::chrono::milliseconds d) {
         const auto until = Clock::now() + d;
-        Backoff b(false);
+        app::Backoff b(false, kBackoffSpins);
         while (Clock::now() < until) {
             if (pump() > 0)
                 b.progress();
@@ -76,16 +54,6 @@ struct Run {
         }
     }
 };
-
-void print_counters(const Device *dev, const char *prefix) {
-    if (dev == nullptr)
-        return;
-    std::printf("%sdevice %s counters:\n", prefix, dev->name().c_str());
-    for (const auto &[name, value] : dev->counters())
-        std::printf("%s  %-40s %llu\n", prefix, name.c_str(),
-                    static_cast<unsigned long long>(value));
-    std::fflush(stdout);
-}
 
 void print_timeout(const Options &opt, const PingpongEndpoint &ep) {
     std::fflush(stdout);
@@ -110,47 +78,19 @@ EndpointConfig endpoint_config(const Options &opt, bool client, std::string pref
     return c;
 }
 
-uint32_t random_psn() { return static_cast<uint32_t>(lrand48()) & 0xffffff; }
-
 /** The demo: two devices on back-to-back net_ring ports, one thread drives both. */
 int run_loopback(Run &run) {
     const Options &opt = run.opt;
-    auto ports = run.engine.create_ring_pair();
-    if (!ports) {
-        std::fprintf(stderr, "Couldn't create the net_ring pair: %s\n",
-                     ports.status().message().c_str());
+    const auto devs = app::open_loopback_devices(
+        run.engine, opt.eth_mtu, [](const std::string &port, const Status &st) {
+            std::fprintf(stderr, "Couldn't open %s: %s\n", port.c_str(), st.message().c_str());
+        });
+    if (!devs)
         return 1;
-    }
-    const auto &[port_a, port_b] = ports.value();
-
-    DeviceConfig ca;
-    ca.port = port_a;
-    ca.ipv4_cidr = "10.0.0.1/24";
-    ca.mac = "02:00:0a:00:00:01";
-    ca.mtu = opt.eth_mtu;
-    DeviceConfig cb = ca;
-    cb.port = port_b;
-    cb.ipv4_cidr = "10.0.0.2/24";
-    cb.mac = "02:00:0a:00:00:02";
-
-    auto da = run.engine.open_device(ca);
-    if (!da) {
-        std::fprintf(stderr, "Couldn't open %s: %s\n", port_a.c_str(),
-                     da.status().message().c_str());
+    Device *dev_server = devs->server;
+    Device *dev_client = devs->client;
+    if (!app::start_engine(run.engine))
         return 1;
-    }
-    auto db = run.engine.open_device(cb);
-    if (!db) {
-        std::fprintf(stderr, "Couldn't open %s: %s\n", port_b.c_str(),
-                     db.status().message().c_str());
-        return 1;
-    }
-    Device *dev_server = da.value();
-    Device *dev_client = db.value();
-    if (Status st = run.engine.start(); !st) {
-        std::fprintf(stderr, "Couldn't start the engine: %s\n", st.message().c_str());
-        return 1;
-    }
 
     int rc = 1;
     {
@@ -158,12 +98,13 @@ int run_loopback(Run &run) {
         PingpongEndpoint client(endpoint_config(opt, true, "[client] "));
         auto finish = [&](int code) {
             if (opt.counters) {
-                print_counters(dev_server, "[server] ");
-                print_counters(dev_client, "[client] ");
+                app::print_device_counters(dev_server, "[server] ");
+                app::print_device_counters(dev_client, "[client] ");
             }
             return code;
         };
-        if (!server.setup(*dev_server, random_psn()) || !client.setup(*dev_client, random_psn()))
+        if (!server.setup(*dev_server, app::random_psn()) ||
+            !client.setup(*dev_client, app::random_psn()))
             return finish(1);
         server.print_local();
         client.print_local();
@@ -180,7 +121,7 @@ int run_loopback(Run &run) {
         if (!server.start() || !client.start())
             return finish(1);
 
-        Backoff backoff(opt.busy_poll);
+        app::Backoff backoff(opt.busy_poll, kBackoffSpins);
         bool failed = false;
         while (true) {
             bool progress = run.pump() > 0;
@@ -220,36 +161,24 @@ int run_loopback(Run &run) {
 int run_tcp(Run &run) {
     const Options &opt = run.opt;
     const bool client = !opt.servername.empty();
-    DeviceConfig cfg;
-    cfg.port = opt.dpdk_port;
-    cfg.ipv4_cidr = opt.ip;
-    cfg.mac = opt.mac;
-    cfg.mtu = opt.eth_mtu;
-    auto d = run.engine.open_device(cfg);
-    if (!d) {
-        std::fprintf(stderr, "Couldn't open DPDK port '%s': %s\n",
-                     opt.dpdk_port.empty() ? "(first)" : opt.dpdk_port.c_str(),
-                     d.status().message().c_str());
+    Device *dev = app::open_port_device(run.engine, opt);
+    if (dev == nullptr)
         return 1;
-    }
-    Device *dev = d.value();
     if (!opt.ib_dev.empty() && opt.ib_dev != dev->name()) {
         std::fprintf(stderr, "IB device %s not found (the droce device is %s)\n",
                      opt.ib_dev.c_str(), dev->name().c_str());
         return 1;
     }
-    if (Status st = run.engine.start(); !st) {
-        std::fprintf(stderr, "Couldn't start the engine: %s\n", st.message().c_str());
+    if (!app::start_engine(run.engine))
         return 1;
-    }
 
     PingpongEndpoint ep(endpoint_config(opt, client, ""));
     auto finish = [&](int code) {
         if (opt.counters)
-            print_counters(dev, "");
+            app::print_device_counters(dev, "");
         return code;
     };
-    if (!ep.setup(*dev, random_psn()))
+    if (!ep.setup(*dev, app::random_psn()))
         return finish(1);
     ep.print_local();
     std::fflush(stdout);
@@ -271,7 +200,7 @@ int run_tcp(Run &run) {
     if (!ep.start())
         return finish(1);
 
-    Backoff backoff(opt.busy_poll);
+    app::Backoff backoff(opt.busy_poll, kBackoffSpins);
     while (true) {
         bool progress = run.pump() > 0;
         const auto s = ep.step();
@@ -304,44 +233,18 @@ int main(int argc, char **argv) {
     case ParseResult::Run:
         break;
     }
-    srand48(static_cast<long>(getpid()) * static_cast<long>(time(nullptr)));
+    app::seed_random_psn();
 
-    std::vector<std::string> eal_strings;
-    eal_strings.emplace_back(argv[0]);
-    for (const auto &a : opt.eal_args)
-        eal_strings.push_back(a);
-    std::vector<char *> eal_argv;
-    for (auto &s : eal_strings)
-        eal_argv.push_back(s.data());
-    eal_argv.push_back(nullptr);
-
-    EngineOptions eo;
-    eo.embedded = opt.embedded;
-    eo.idle_polls_before_sleep = opt.busy_poll ? 0 : 1000;
-    eo.idle_sleep_us = 20;
-    eo.log_level = opt.log_level;
-    int consumed = 0;
-    auto engine =
-        Engine::create(static_cast<int>(eal_argv.size()) - 1, eal_argv.data(), &consumed, eo);
-    if (!engine) {
-        std::fprintf(stderr, "Couldn't start droce (EAL args:");
-        for (const auto &a : opt.eal_args)
-            std::fprintf(stderr, " %s", a.c_str());
-        std::fprintf(stderr, "): %s\n", engine.status().message().c_str());
+    app::EalArgv eal(argv[0], opt.eal_args);
+    std::unique_ptr<Engine> engine = app::create_engine(eal, opt);
+    if (!engine)
         return 1;
-    }
 
-    Run run{opt, *engine.value(), {}};
-    if (opt.timeout_s > 0) {
-        run.waiter.has_deadline = true;
-        run.waiter.deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                                 std::chrono::duration<double>(opt.timeout_s));
-    }
-    if (engine.value()->embedded())
-        run.waiter.pump = [&run] { run.pump(); };
+    Run run{{*engine, {}}, opt};
+    app::arm_waiter(run, opt.timeout_s, 1);
 
     const int rc = opt.loopback ? run_loopback(run) : run_tcp(run);
     std::fflush(stdout);
-    engine.value()->stop();
+    engine->stop();
     return rc;
 }

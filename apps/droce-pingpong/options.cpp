@@ -3,53 +3,29 @@
 
 #include <getopt.h>
 
-#include <cerrno>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <limits>
-#include <string_view>
+
+#include "cli_numbers.h"
+#include "cli_options.h"
+#include "device_options.h"
+#include "eal_args.h"
 
 namespace droce::pingpong {
 
 namespace {
 
-/** EAL arguments used when the command line gives none. --no-shconf keeps several
- * droce processes (and other DPDK users) from fighting over /var/run/dpdk/rte. */
-const char *const kDefaultEalEmbedded[] = {"-l",
-                                           "0",
-                                           "--no-huge",
-                                           "-m",
-                                           "512",
-                                           "--no-pci",
-                                           "--no-shconf",
-                                           "--no-telemetry",
-                                           "--log-level=*:warning"};
-const char *const kDefaultEalWorker[] = {"-l",
-                                         "0,1",
-                                         "--no-huge",
-                                         "-m",
-                                         "512",
-                                         "--no-pci",
-                                         "--no-shconf",
-                                         "--no-telemetry",
-                                         "--log-level=*:warning"};
+using app::parse_i64;
+using app::parse_u64;
 
-enum LongOnly : int {
-    kOptDpdkPort = 1000,
-    kOptIp,
-    kOptMac,
-    kOptEthMtu,
-    kOptCounters,
-    kOptEmbedded,
-    kOptWorker,
-    kOptLoopback,
-    kOptBusyPoll,
-    kOptTimeout,
-    kOptLogLevel,
+const app::DeviceOptionRules kDeviceRules = {
+    .check_address_syntax = true,
+    .loopback_addresses = " (10.0.0.1/24, 10.0.0.2/24)",
+    .embedded_without_eal_args = false,
+    .coremask_single_lcore = true,
 };
 
-const struct option kLongOptions[] = {
+const std::vector<struct option> kLongOptions = app::with_device_options({
     {"port", required_argument, nullptr, 'p'},
     {"ib-dev", required_argument, nullptr, 'd'},
     {"ib-port", required_argument, nullptr, 'i'},
@@ -64,58 +40,9 @@ const struct option kLongOptions[] = {
     {"odp", no_argument, nullptr, 'o'},
     {"ts", no_argument, nullptr, 't'},
     {"help", no_argument, nullptr, 'h'},
-    {"dpdk-port", required_argument, nullptr, kOptDpdkPort},
-    {"ip", required_argument, nullptr, kOptIp},
-    {"mac", required_argument, nullptr, kOptMac},
-    {"eth-mtu", required_argument, nullptr, kOptEthMtu},
-    {"counters", no_argument, nullptr, kOptCounters},
-    {"embedded", no_argument, nullptr, kOptEmbedded},
-    {"worker", no_argument, nullptr, kOptWorker},
-    {"loopback", no_argument, nullptr, kOptLoopback},
-    {"busy-poll", no_argument, nullptr, kOptBusyPoll},
-    {"timeout", required_argument, nullptr, kOptTimeout},
-    {"log-level", required_argument, nullptr, kOptLogLevel},
-    {nullptr, 0, nullptr, 0},
-};
+});
 
 const char kShortOptions[] = ":p:d:i:s:m:r:n:l:eg:cotHh";
-
-/** Strict unsigned parse (decimal, 0x hex, 0 octal like strtoul(..., 0)). */
-bool parse_u64(const char *s, uint64_t max, uint64_t &out) {
-    if (s == nullptr || *s == '\0' || *s == '-' || *s == '+')
-        return false;
-    errno = 0;
-    char *end = nullptr;
-    const unsigned long long v = std::strtoull(s, &end, 0);
-    if (errno != 0 || end == s || *end != '\0' || v > max)
-        return false;
-    out = v;
-    return true;
-}
-
-bool parse_i64(const char *s, int64_t min, int64_t max, int64_t &out) {
-    if (s == nullptr || *s == '\0')
-        return false;
-    errno = 0;
-    char *end = nullptr;
-    const long long v = std::strtoll(s, &end, 0);
-    if (errno != 0 || end == s || *end != '\0' || v < min || v > max)
-        return false;
-    out = v;
-    return true;
-}
-
-/** The option as the user spelled it, for messages: "-s/--size". */
-std::string option_name(int c) {
-    for (const auto *o = kLongOptions; o->name != nullptr; ++o) {
-        if (o->val == c) {
-            if (c < 256)
-                return std::string("-") + static_cast<char>(c) + "/--" + o->name;
-            return std::string("--") + o->name;
-        }
-    }
-    return std::string("-") + static_cast<char>(c);
-}
 
 ParseResult bad(const char *argv0, const std::string &msg) {
     std::fprintf(stderr, "%s: %s\n", argv0, msg.c_str());
@@ -124,32 +51,7 @@ ParseResult bad(const char *argv0, const std::string &msg) {
 }
 
 ParseResult bad_value(const char *argv0, int c, const char *value, const char *why) {
-    return bad(argv0, "invalid value '" + std::string(value ? value : "") + "' for " +
-                          option_name(c) + " (" + why + ")");
-}
-
-/** True when the EAL arguments name exactly one lcore (-l N, -lN, --lcores N, -c with one
- * bit): then there is no worker lcore and embedded mode is the only one that can work. */
-bool eal_single_lcore(const std::vector<std::string> &eal) {
-    auto single_list = [](const std::string &v) {
-        return !v.empty() && v.find_first_not_of("0123456789") == std::string::npos;
-    };
-    for (size_t i = 0; i < eal.size(); ++i) {
-        const std::string &a = eal[i];
-        const std::string next = i + 1 < eal.size() ? eal[i + 1] : "";
-        if (a == "-l" || a == "--lcores")
-            return single_list(next);
-        if (a.rfind("--lcores=", 0) == 0)
-            return single_list(a.substr(9));
-        if (a.size() > 2 && a.rfind("-l", 0) == 0 && a[2] != '-')
-            return single_list(a.substr(2));
-        if (a == "-c") {
-            char *end = nullptr;
-            const unsigned long long m = std::strtoull(next.c_str(), &end, 16);
-            return end != next.c_str() && *end == '\0' && m != 0 && (m & (m - 1)) == 0;
-        }
-    }
-    return false;
+    return bad(argv0, app::invalid_value_message(kLongOptions.data(), c, value, why));
 }
 
 } // namespace
@@ -210,33 +112,17 @@ ParseResult parse_command_line(int argc, char **argv, Options &opt) {
     const char *argv0 = argc > 0 ? argv[0] : "droce-pingpong";
 
     // Split at the first "--": EAL args before it, ours after. Without "--", all ours.
-    int dashdash = -1;
-    for (int i = 1; i < argc; ++i) {
-        if (std::strcmp(argv[i], "--") == 0) {
-            dashdash = i;
-            break;
-        }
-    }
-    std::vector<char *> ours;
-    ours.push_back(argv[0]);
-    if (dashdash >= 0) {
-        for (int i = 1; i < dashdash; ++i)
-            opt.eal_args.emplace_back(argv[i]);
-        for (int i = dashdash + 1; i < argc; ++i)
-            ours.push_back(argv[i]);
-    } else {
-        for (int i = 1; i < argc; ++i)
-            ours.push_back(argv[i]);
-    }
-    ours.push_back(nullptr);
-    const int our_argc = static_cast<int>(ours.size()) - 1;
+    app::SplitArgs split = app::split_at_dashdash(argc, argv, 1);
+    opt.eal_args = std::move(split.eal);
+    std::vector<char *> &ours = split.ours;
+    const int our_argc = split.ours_argc();
 
-    bool embedded_given = false;
     opterr = 0;
     optind = 1;
     while (true) {
         int longind = -1;
-        const int c = getopt_long(our_argc, ours.data(), kShortOptions, kLongOptions, &longind);
+        const int c =
+            getopt_long(our_argc, ours.data(), kShortOptions, kLongOptions.data(), &longind);
         if (c == -1)
             break;
         uint64_t u = 0;
@@ -323,114 +209,21 @@ ParseResult parse_command_line(int argc, char **argv, Options &opt) {
         case 'H':
             print_usage(argv0, stdout);
             return ParseResult::ExitOk;
-        case kOptDpdkPort:
-            opt.dpdk_port = optarg;
+        default:
+            if (std::string err = app::take_device_option(c, optarg, ours.data(),
+                                                          kLongOptions.data(), opt, kDeviceRules);
+                !err.empty())
+                return bad(argv0, err);
             break;
-        case kOptIp: {
-            unsigned a, b, c2, d, p;
-            char tail;
-            if (std::sscanf(optarg, "%u.%u.%u.%u/%u%c", &a, &b, &c2, &d, &p, &tail) != 5 ||
-                a > 255 || b > 255 || c2 > 255 || d > 255 || p > 32)
-                return bad_value(argv0, c, optarg, "A.B.C.D/P");
-            opt.ip = optarg;
-            break;
-        }
-        case kOptMac: {
-            unsigned m[6];
-            char tail;
-            if (std::sscanf(optarg, "%x:%x:%x:%x:%x:%x%c", &m[0], &m[1], &m[2], &m[3], &m[4], &m[5],
-                            &tail) != 6 ||
-                m[0] > 255 || m[1] > 255 || m[2] > 255 || m[3] > 255 || m[4] > 255 || m[5] > 255)
-                return bad_value(argv0, c, optarg, "xx:xx:xx:xx:xx:xx");
-            opt.mac = optarg;
-            break;
-        }
-        case kOptEthMtu:
-            if (!parse_u64(optarg, 9600, u) || u < 576)
-                return bad_value(argv0, c, optarg, "576..9600");
-            opt.eth_mtu = static_cast<uint32_t>(u);
-            break;
-        case kOptCounters:
-            opt.counters = true;
-            break;
-        case kOptEmbedded:
-            opt.embedded = true;
-            embedded_given = true;
-            break;
-        case kOptWorker:
-            opt.worker = true;
-            break;
-        case kOptLoopback:
-            opt.loopback = true;
-            break;
-        case kOptBusyPoll:
-            opt.busy_poll = true;
-            break;
-        case kOptTimeout: {
-            errno = 0;
-            char *end = nullptr;
-            const double t = std::strtod(optarg, &end);
-            if (errno != 0 || end == optarg || *end != '\0' || !(t >= 0) || t > 1e6)
-                return bad_value(argv0, c, optarg, "seconds, 0 = never");
-            opt.timeout_s = t;
-            break;
-        }
-        case kOptLogLevel: {
-            static const char *const levels[] = {"trace",   "debug", "info",     "warn",
-                                                 "warning", "error", "critical", "off"};
-            bool ok = false;
-            for (const char *l : levels)
-                ok = ok || std::strcmp(l, optarg) == 0;
-            if (!ok)
-                return bad_value(argv0, c, optarg, "trace, debug, info, warn, error, off");
-            opt.log_level = std::strcmp(optarg, "warning") == 0 ? "warn" : optarg;
-            break;
-        }
-        case ':': {
-            const char *name = ours[optind - 1];
-            return bad(argv0, std::string("option '") + name + "' needs a value");
-        }
-        case '?':
-        default: {
-            const char *arg = ours[optind - 1];
-            if (std::strncmp(arg, "--", 2) == 0)
-                return bad(argv0, std::string("unknown option or unexpected value '") + arg + "'");
-            if (optopt > 0 && optopt < 256)
-                return bad(argv0,
-                           std::string("unknown option '-") + static_cast<char>(optopt) + "'");
-            return bad(argv0, std::string("unknown option '") + ours[optind - 1] + "'");
-        }
         }
     }
 
-    if (optind == our_argc - 1)
-        opt.servername = ours[optind];
-    else if (optind < our_argc)
-        return bad(argv0, std::string("unexpected argument '") + ours[optind + 1] +
-                              "' (only one <host> is allowed)");
-
-    if (opt.worker && embedded_given)
-        return bad(argv0, "--worker and --embedded exclude each other");
-    if (opt.loopback && !opt.servername.empty())
-        return bad(argv0, "--loopback runs both sides: do not give a <host>");
-    if (opt.loopback && (!opt.ip.empty() || !opt.mac.empty() || !opt.dpdk_port.empty()))
-        return bad(argv0, "--loopback sets its own ports and addresses (10.0.0.1/24, "
-                          "10.0.0.2/24): drop --ip/--mac/--dpdk-port");
-    if (opt.loopback && !opt.worker)
-        opt.embedded = true;
-    if (!opt.loopback && opt.ip.empty())
-        return bad(argv0, "--ip A.B.C.D/P is required (droce's own address, not the host's)");
-
-    // Worker mode needs a second lcore: with exactly one, run embedded.
-    if (!opt.worker && !opt.embedded && eal_single_lcore(opt.eal_args))
-        opt.embedded = true;
-    if (opt.eal_args.empty()) {
-        opt.eal_defaulted = true;
-        if (opt.embedded)
-            opt.eal_args.assign(std::begin(kDefaultEalEmbedded), std::end(kDefaultEalEmbedded));
-        else
-            opt.eal_args.assign(std::begin(kDefaultEalWorker), std::end(kDefaultEalWorker));
-    }
+    if (std::string err = app::take_host_operand(our_argc, ours.data(), opt.servername);
+        !err.empty())
+        return bad(argv0, err);
+    if (std::string err = app::finish_device_options(opt, !opt.servername.empty(), kDeviceRules);
+        !err.empty())
+        return bad(argv0, err);
     return ParseResult::Run;
 }
 

@@ -9,9 +9,16 @@
 
 #include <droce/verbs.h>
 
+#include "cli_options.h"
+#include "device_options.h"
+
 namespace droce::pingpong {
 
-struct Options {
+/** ibv_rc_pingpong's options; droce's own (--ip, --loopback, ..., the EAL arguments) are
+ * the DeviceOptions (--timeout defaults to 60 s). */
+struct Options : app::DeviceOptions {
+    Options() : app::DeviceOptions(60.0) {}
+
     // ---- ibv_rc_pingpong's options ----
     int tcp_port = 18515;    /**< -p */
     std::string ib_dev;      /**< -d (checked against the droce device name) */
@@ -25,27 +32,9 @@ struct Options {
     int gid_idx = 1;         /**< -g (default 1: the IPv4-mapped GID) */
     bool validate = false;   /**< -c */
     std::string servername;  /**< positional: client mode when set */
-
-    // ---- droce's options ----
-    std::string dpdk_port;          /**< --dpdk-port NAME|ID */
-    std::string ip;                 /**< --ip A.B.C.D/P */
-    std::string mac;                /**< --mac */
-    uint32_t eth_mtu = 0;           /**< --eth-mtu */
-    bool counters = false;          /**< --counters */
-    bool embedded = false;          /**< --embedded (set by default with --loopback) */
-    bool worker = false;            /**< --worker: force worker mode (for --loopback) */
-    bool loopback = false;          /**< --loopback */
-    bool busy_poll = false;         /**< --busy-poll */
-    double timeout_s = 60.0;        /**< --timeout */
-    std::string log_level = "warn"; /**< --log-level (droce's control plane) */
-
-    // ---- EAL ----
-    std::vector<std::string> eal_args; /**< before "--" (or defaults) */
-    bool eal_defaulted = false;
 };
 
-/** Outcome of parse_command_line. */
-enum class ParseResult { Run, ExitOk, ExitError };
+using app::ParseResult;
 
 /** Splits argv at "--" (EAL args before, ours after; no "--" means all ours) and
  * parses our part. On error prints one line plus the usage to stderr. */

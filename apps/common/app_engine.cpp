@@ -1,0 +1,122 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include "app_engine.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <thread>
+
+namespace droce::app {
+
+void Backoff::idle() {
+    if (busy_ || ++idle_ < spins_)
+        return;
+    std::this_thread::sleep_for(std::chrono::microseconds(20));
+}
+
+std::unique_ptr<Engine> create_engine(EalArgv &eal, const DeviceOptions &o) {
+    EngineOptions eo;
+    eo.embedded = o.embedded;
+    eo.idle_polls_before_sleep = o.busy_poll ? 0 : 1000;
+    eo.idle_sleep_us = 20;
+    eo.log_level = o.log_level;
+    int consumed = 0;
+    auto engine = Engine::create(eal.argc(), eal.argv(), &consumed, eo);
+    if (!engine) {
+        std::fprintf(stderr, "Couldn't start droce (EAL args:");
+        for (const auto &a : o.eal_args)
+            std::fprintf(stderr, " %s", a.c_str());
+        std::fprintf(stderr, "): %s\n", engine.status().message().c_str());
+        return nullptr;
+    }
+    return std::move(engine.value());
+}
+
+void arm_waiter(EngineRun &run, double timeout_s, int pump_slice_ms) {
+    using Clock = std::chrono::steady_clock;
+    if (timeout_s > 0) {
+        run.waiter.has_deadline = true;
+        run.waiter.deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                                 std::chrono::duration<double>(timeout_s));
+    }
+    if (run.engine.embedded())
+        run.waiter.pump = [&run] { run.pump(); };
+    run.waiter.pump_slice_ms = pump_slice_ms;
+}
+
+Device *open_port_device(Engine &engine, const DeviceOptions &o) {
+    DeviceConfig cfg;
+    cfg.port = o.dpdk_port;
+    cfg.ipv4_cidr = o.ip;
+    cfg.mac = o.mac;
+    cfg.mtu = o.eth_mtu;
+    auto d = engine.open_device(cfg);
+    if (!d) {
+        std::fprintf(stderr, "Couldn't open DPDK port '%s': %s\n",
+                     o.dpdk_port.empty() ? "(first)" : o.dpdk_port.c_str(),
+                     d.status().message().c_str());
+        return nullptr;
+    }
+    return d.value();
+}
+
+bool start_engine(Engine &engine) {
+    if (Status st = engine.start(); !st) {
+        std::fprintf(stderr, "Couldn't start the engine: %s\n", st.message().c_str());
+        return false;
+    }
+    return true;
+}
+
+std::optional<LoopbackDevices>
+open_loopback_devices(Engine &engine, uint32_t eth_mtu,
+                      const std::function<void(const std::string &, const Status &)> &open_failed) {
+    auto ports = engine.create_ring_pair();
+    if (!ports) {
+        std::fprintf(stderr, "Couldn't create the net_ring pair: %s\n",
+                     ports.status().message().c_str());
+        return std::nullopt;
+    }
+    const auto &[port_a, port_b] = ports.value();
+
+    DeviceConfig ca;
+    ca.port = port_a;
+    ca.ipv4_cidr = "10.0.0.1/24";
+    ca.mac = "02:00:0a:00:00:01";
+    ca.mtu = eth_mtu;
+    DeviceConfig cb = ca;
+    cb.port = port_b;
+    cb.ipv4_cidr = "10.0.0.2/24";
+    cb.mac = "02:00:0a:00:00:02";
+
+    auto da = engine.open_device(ca);
+    if (!da) {
+        open_failed(port_a, da.status());
+        return std::nullopt;
+    }
+    auto db = engine.open_device(cb);
+    if (!db) {
+        open_failed(port_b, db.status());
+        return std::nullopt;
+    }
+    return LoopbackDevices{da.value(), db.value()};
+}
+
+void seed_random_psn() { srand48(static_cast<long>(getpid()) * static_cast<long>(time(nullptr))); }
+
+uint32_t random_psn() { return static_cast<uint32_t>(lrand48()) & 0xffffff; }
+
+void print_device_counters(const Device *dev, const char *prefix) {
+    if (dev == nullptr)
+        return;
+    std::printf("%sdevice %s counters:\n", prefix, dev->name().c_str());
+    for (const auto &[name, value] : dev->counters())
+        std::printf("%s  %-40s %llu\n", prefix, name.c_str(),
+                    static_cast<unsigned long long>(value));
+    std::fflush(stdout);
+}
+
+} // namespace droce::app

@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include "cli_numbers.h"
+
+#include <cerrno>
+#include <cstdlib>
+
+namespace droce::app {
+
+bool parse_u64(const char *s, uint64_t max, uint64_t &out) {
+    if (s == nullptr || *s == '\0' || *s == '-' || *s == '+')
+        return false;
+    errno = 0;
+    char *end = nullptr;
+    const unsigned long long v = std::strtoull(s, &end, 0);
+    if (errno != 0 || end == s || *end != '\0' || v > max)
+        return false;
+    out = v;
+    return true;
+}
+
+bool parse_i64(const char *s, int64_t min, int64_t max, int64_t &out) {
+    if (s == nullptr || *s == '\0')
+        return false;
+    errno = 0;
+    char *end = nullptr;
+    const long long v = std::strtoll(s, &end, 0);
+    if (errno != 0 || end == s || *end != '\0' || v < min || v > max)
+        return false;
+    out = v;
+    return true;
+}
+
+bool parse_seconds(const char *s, double &out) {
+    if (s == nullptr)
+        return false;
+    errno = 0;
+    char *end = nullptr;
+    const double t = std::strtod(s, &end);
+    if (errno != 0 || end == s || *end != '\0' || !(t >= 0) || t > 1e6)
+        return false;
+    out = t;
+    return true;
+}
+
+} // namespace droce::app

@@ -1,0 +1,20 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/** @file
+ * Strict number parsing for the droce tools' command lines: the whole argument must be
+ * the number, in range, or the parse fails (the caller prints "invalid value ..."). */
+#pragma once
+
+#include <cstdint>
+
+namespace droce::app {
+
+/** Unsigned, decimal, 0x hex or 0 octal (as strtoull(..., 0)); no sign; <= max. */
+bool parse_u64(const char *s, uint64_t max, uint64_t &out);
+
+/** Signed, decimal, 0x hex or 0 octal (as strtoll(..., 0)); min..max. */
+bool parse_i64(const char *s, int64_t min, int64_t max, int64_t &out);
+
+/** Seconds as a decimal or floating-point number, 0..1e6 (--timeout). */
+bool parse_seconds(const char *s, double &out);
+
+} // namespace droce::app

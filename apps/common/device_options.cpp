@@ -1,0 +1,149 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include "device_options.h"
+
+#include <cstdio>
+#include <cstring>
+
+#include "cli_numbers.h"
+#include "cli_options.h"
+#include "eal_args.h"
+
+namespace droce::app {
+
+namespace {
+
+const struct option kDeviceLongOptions[] = {
+    {"dpdk-port", required_argument, nullptr, kOptDpdkPort},
+    {"ip", required_argument, nullptr, kOptIp},
+    {"mac", required_argument, nullptr, kOptMac},
+    {"eth-mtu", required_argument, nullptr, kOptEthMtu},
+    {"counters", no_argument, nullptr, kOptCounters},
+    {"embedded", no_argument, nullptr, kOptEmbedded},
+    {"worker", no_argument, nullptr, kOptWorker},
+    {"loopback", no_argument, nullptr, kOptLoopback},
+    {"busy-poll", no_argument, nullptr, kOptBusyPoll},
+    {"timeout", required_argument, nullptr, kOptTimeout},
+    {"log-level", required_argument, nullptr, kOptLogLevel},
+};
+
+bool valid_ipv4_cidr(const char *s) {
+    unsigned a, b, c, d, p;
+    char tail;
+    return std::sscanf(s, "%u.%u.%u.%u/%u%c", &a, &b, &c, &d, &p, &tail) == 5 && a <= 255 &&
+           b <= 255 && c <= 255 && d <= 255 && p <= 32;
+}
+
+bool valid_mac(const char *s) {
+    unsigned m[6];
+    char tail;
+    return std::sscanf(s, "%x:%x:%x:%x:%x:%x%c", &m[0], &m[1], &m[2], &m[3], &m[4], &m[5], &tail) ==
+               6 &&
+           m[0] <= 255 && m[1] <= 255 && m[2] <= 255 && m[3] <= 255 && m[4] <= 255 && m[5] <= 255;
+}
+
+/** Takes a device option into o: "" or what a valid value is; nullptr when c is not a
+ * device option. */
+const char *take(int c, const char *arg, DeviceOptions &o, const DeviceOptionRules &rules) {
+    uint64_t u = 0;
+    switch (c) {
+    case kOptDpdkPort:
+        o.dpdk_port = arg;
+        return "";
+    case kOptIp:
+        if (rules.check_address_syntax && !valid_ipv4_cidr(arg))
+            return "A.B.C.D/P";
+        o.ip = arg;
+        return "";
+    case kOptMac:
+        if (rules.check_address_syntax && !valid_mac(arg))
+            return "xx:xx:xx:xx:xx:xx";
+        o.mac = arg;
+        return "";
+    case kOptEthMtu:
+        if (!parse_u64(arg, 9600, u) || u < 576)
+            return "576..9600";
+        o.eth_mtu = static_cast<uint32_t>(u);
+        return "";
+    case kOptCounters:
+        o.counters = true;
+        return "";
+    case kOptEmbedded:
+        o.embedded = true;
+        o.embedded_given = true;
+        return "";
+    case kOptWorker:
+        o.worker = true;
+        return "";
+    case kOptLoopback:
+        o.loopback = true;
+        return "";
+    case kOptBusyPoll:
+        o.busy_poll = true;
+        return "";
+    case kOptTimeout:
+        if (!parse_seconds(arg, o.timeout_s))
+            return "seconds, 0 = never";
+        o.timeout_given = true;
+        return "";
+    case kOptLogLevel: {
+        static const char *const levels[] = {"trace",   "debug", "info",     "warn",
+                                             "warning", "error", "critical", "off"};
+        bool ok = false;
+        for (const char *l : levels)
+            ok = ok || std::strcmp(l, arg) == 0;
+        if (!ok)
+            return "trace, debug, info, warn, error, off";
+        o.log_level = std::strcmp(arg, "warning") == 0 ? "warn" : arg;
+        return "";
+    }
+    default:
+        return nullptr;
+    }
+}
+
+} // namespace
+
+std::vector<struct option> with_device_options(std::initializer_list<struct option> own) {
+    std::vector<struct option> all(own);
+    all.insert(all.end(), std::begin(kDeviceLongOptions), std::end(kDeviceLongOptions));
+    all.push_back({nullptr, 0, nullptr, 0});
+    return all;
+}
+
+std::string take_device_option(int c, const char *arg, char *const *argv,
+                               const struct option *long_options, DeviceOptions &o,
+                               const DeviceOptionRules &rules) {
+    const char *why = take(c, arg, o, rules);
+    if (why == nullptr)
+        return getopt_error_message(c, argv);
+    if (*why != '\0')
+        return invalid_value_message(long_options, c, arg, why);
+    return "";
+}
+
+std::string finish_device_options(DeviceOptions &o, bool has_host, const DeviceOptionRules &rules) {
+    if (o.worker && o.embedded_given)
+        return "--worker and --embedded exclude each other";
+    if (o.loopback && has_host)
+        return "--loopback runs both sides: do not give a <host>";
+    if (o.loopback && (!o.ip.empty() || !o.mac.empty() || !o.dpdk_port.empty()))
+        return std::string("--loopback sets its own ports and addresses") +
+               rules.loopback_addresses + ": drop --ip/--mac/--dpdk-port";
+    if (o.loopback && !o.worker)
+        o.embedded = true;
+    if (!o.loopback && o.ip.empty())
+        return "--ip A.B.C.D/P is required (droce's own address, not the host's)";
+
+    // Worker mode needs a second lcore: with exactly one, run embedded.
+    if (!o.worker && !o.embedded &&
+        ((rules.embedded_without_eal_args && o.eal_args.empty()) ||
+         eal_single_lcore(o.eal_args, rules.coremask_single_lcore)))
+        o.embedded = true;
+    if (o.eal_args.empty()) {
+        o.eal_defaulted = true;
+        o.eal_args = default_eal_args(o.embedded);
+    }
+    return "";
+}
+
+} // namespace droce::app

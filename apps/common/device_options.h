@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/** @file
+ * droce's own options, common to the droce tools: which DPDK port and which address
+ * (--dpdk-port --ip --mac --eth-mtu), how the engine runs (--embedded --worker
+ * --busy-poll --log-level), --loopback, --counters and --timeout; their getopt_long
+ * entries, their parsing and the checks once the whole command line is read (including
+ * the EAL defaults). */
+#pragma once
+
+#include <getopt.h>
+
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+namespace droce::app {
+
+struct DeviceOptions {
+    explicit DeviceOptions(double default_timeout_s) : timeout_s(default_timeout_s) {}
+
+    std::string dpdk_port;          /**< --dpdk-port NAME|ID */
+    std::string ip;                 /**< --ip A.B.C.D/P */
+    std::string mac;                /**< --mac */
+    uint32_t eth_mtu = 0;           /**< --eth-mtu */
+    bool counters = false;          /**< --counters */
+    bool embedded = false;          /**< --embedded (set by default with --loopback) */
+    bool embedded_given = false;    /**< --embedded was on the command line */
+    bool worker = false;            /**< --worker: force worker mode (for --loopback) */
+    bool loopback = false;          /**< --loopback */
+    bool busy_poll = false;         /**< --busy-poll */
+    double timeout_s;               /**< --timeout (0 = never) */
+    bool timeout_given = false;     /**< --timeout was on the command line */
+    std::string log_level = "warn"; /**< --log-level (droce's control plane) */
+
+    std::vector<std::string> eal_args; /**< before "--" (or the defaults) */
+    bool eal_defaulted = false;        /**< eal_args are default_eal_args() */
+};
+
+/** getopt_long values of the device options (long only); a tool's own long-only options
+ * start at kFirstToolOption. */
+enum DeviceOption : int {
+    kOptDpdkPort = 1000,
+    kOptIp,
+    kOptMac,
+    kOptEthMtu,
+    kOptCounters,
+    kOptEmbedded,
+    kOptWorker,
+    kOptLoopback,
+    kOptBusyPoll,
+    kOptTimeout,
+    kOptLogLevel,
+    kFirstToolOption = 1100,
+};
+
+/** A tool's long options, then the device options, then the terminating entry. */
+std::vector<struct option> with_device_options(std::initializer_list<struct option> own);
+
+/** Where the tools differ (each keeps its established behaviour). */
+struct DeviceOptionRules {
+    /** --ip and --mac are checked for syntax while parsing; otherwise a bad one is
+     * reported when the device is opened. */
+    bool check_address_syntax = true;
+    /** Inserted into the --loopback-with-addresses error: " (10.0.0.1/24, 10.0.0.2/24)". */
+    const char *loopback_addresses = "";
+    /** No EAL arguments means embedded mode (the default EAL then has one lcore). */
+    bool embedded_without_eal_args = false;
+    /** "-c MASK" with one bit counts as a single lcore. */
+    bool coremask_single_lcore = true;
+};
+
+/** The default: of a tool's getopt_long switch (c, its value arg, the argv and long
+ * options given to getopt_long): takes a device option into o and returns "", or returns
+ * the message: "invalid value ..." for a device option, getopt's ':' (missing value) and
+ * '?' (unknown option), or any other unknown result. */
+std::string take_device_option(int c, const char *arg, char *const *argv,
+                               const struct option *long_options, DeviceOptions &o,
+                               const DeviceOptionRules &rules);
+
+/** The checks and defaults once the whole command line is parsed: --worker/--embedded,
+ * --loopback against a <host> and addresses, --ip required, embedded mode for a single
+ * lcore, the default EAL arguments. Returns "" or the error message. */
+std::string finish_device_options(DeviceOptions &o, bool has_host, const DeviceOptionRules &rules);
+
+} // namespace droce::app

@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include "eal_args.h"
+
+#include <cstdlib>
+#include <cstring>
+
+namespace droce::app {
+
+SplitArgs split_at_dashdash(int argc, char **argv, int first) {
+    SplitArgs s;
+    int dashdash = -1;
+    for (int i = first; i < argc; ++i) {
+        if (std::strcmp(argv[i], "--") == 0) {
+            dashdash = i;
+            break;
+        }
+    }
+    s.ours.push_back(argv[0]);
+    if (dashdash >= 0) {
+        for (int i = first; i < dashdash; ++i)
+            s.eal.emplace_back(argv[i]);
+        for (int i = dashdash + 1; i < argc; ++i)
+            s.ours.push_back(argv[i]);
+    } else {
+        for (int i = first; i < argc; ++i)
+            s.ours.push_back(argv[i]);
+    }
+    s.ours.push_back(nullptr);
+    return s;
+}
+
+std::vector<std::string> default_eal_args(bool embedded) {
+    return {"-l",
+            embedded ? "0" : "0,1",
+            "--no-huge",
+            "-m",
+            "512",
+            "--no-pci",
+            "--no-shconf",
+            "--no-telemetry",
+            "--log-level=*:warning"};
+}
+
+bool eal_single_lcore(const std::vector<std::string> &eal, bool coremask) {
+    auto single_list = [](const std::string &v) {
+        return !v.empty() && v.find_first_not_of("0123456789") == std::string::npos;
+    };
+    for (size_t i = 0; i < eal.size(); ++i) {
+        const std::string &a = eal[i];
+        const std::string next = i + 1 < eal.size() ? eal[i + 1] : "";
+        if (a == "-l" || a == "--lcores")
+            return single_list(next);
+        if (a.rfind("--lcores=", 0) == 0)
+            return single_list(a.substr(9));
+        if (a.size() > 2 && a.rfind("-l", 0) == 0 && a[2] != '-')
+            return single_list(a.substr(2));
+        if (coremask && a == "-c") {
+            char *end = nullptr;
+            const unsigned long long m = std::strtoull(next.c_str(), &end, 16);
+            return end != next.c_str() && *end == '\0' && m != 0 && (m & (m - 1)) == 0;
+        }
+    }
+    return false;
+}
+
+EalArgv::EalArgv(const char *argv0, const std::vector<std::string> &eal) {
+    strings_.emplace_back(argv0);
+    for (const auto &a : eal)
+        strings_.push_back(a);
+    for (auto &s : strings_)
+        argv_.push_back(s.data());
+    argv_.push_back(nullptr);
+}
+
+} // namespace droce::app

@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include "qp_resources.h"
+
+#include <cstdio>
+
+namespace droce::app {
+
+std::string QpResources::create_qp_in_init(uint32_t max_send_wr, uint32_t max_recv_wr, uint8_t port,
+                                           uint32_t access) {
+    QpInitAttr ia;
+    ia.send_cq = cq.get();
+    ia.recv_cq = cq.get();
+    ia.cap.max_send_wr = max_send_wr;
+    ia.cap.max_recv_wr = max_recv_wr;
+    ia.cap.max_send_sge = 1;
+    ia.cap.max_recv_sge = 1;
+    auto q = pd->create_qp(ia);
+    if (!q)
+        return "Couldn't create QP: " + q.status().message();
+    qp = std::move(q.value());
+
+    QpAttr a;
+    a.qp_state = QpState::Init;
+    a.pkey_index = 0;
+    a.port_num = port;
+    a.qp_access_flags = access;
+    if (Status st = qp->modify(a, kQpState | kQpPkeyIndex | kQpPort | kQpAccessFlags); !st)
+        return "Failed to modify QP to INIT: " + st.message();
+    return "";
+}
+
+std::string QpResources::modify_qp_to_rts(uint32_t sq_psn, uint8_t max_rd_atomic) {
+    QpAttr a;
+    a.qp_state = QpState::Rts;
+    a.timeout = 14;
+    a.retry_cnt = 7;
+    a.rnr_retry = 7;
+    a.sq_psn = sq_psn;
+    a.max_rd_atomic = max_rd_atomic;
+    if (Status st = qp->modify(a, kQpState | kQpTimeout | kQpRetryCnt | kQpRnrRetry | kQpSqPsn |
+                                      kQpMaxQpRdAtomic);
+        !st)
+        return "Failed to modify QP to RTS: " + st.message();
+    return "";
+}
+
+void vprint_error(const std::string &prefix, const char *fmt, va_list ap) {
+    std::fflush(stdout);
+    std::fputs(prefix.c_str(), stderr);
+    std::vfprintf(stderr, fmt, ap);
+    std::fputc('\n', stderr);
+}
+
+} // namespace droce::app

@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/** @file
+ * The scaffolding of one side of a droce tool's test (PingpongEndpoint, perf's Side):
+ * the verbs objects it owns, torn down children first as ibv_* requires, and its
+ * one-line error messages. */
+#pragma once
+
+#include <cstdarg>
+#include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <string>
+
+#include <droce/droce.h>
+
+namespace droce::app {
+
+/** A side's work buffer (std::aligned_alloc) and verbs objects. Declaration order is the
+ * reverse of destruction order: the QP goes first, then the CQ, MR and PD, then the
+ * buffer. */
+struct QpResources {
+    struct FreeBuffer {
+        void operator()(uint8_t *p) const { std::free(p); }
+    };
+
+    std::unique_ptr<uint8_t, FreeBuffer> buf;
+    std::unique_ptr<ProtectionDomain> pd;
+    std::unique_ptr<MemoryRegion> mr;
+    std::unique_ptr<CompletionQueue> cq;
+    std::unique_ptr<QueuePair> qp;
+
+    /** Creates the RC QP on pd (send and receive completions on cq, one SGE each way) and
+     * moves it to INIT (P_Key index 0, port, access flags). Returns "" or the message:
+     * "Couldn't create QP: why" or "Failed to modify QP to INIT: why". */
+    std::string create_qp_in_init(uint32_t max_send_wr, uint32_t max_recv_wr, uint8_t port,
+                                  uint32_t access);
+
+    /** RTR -> RTS as ibv_rc_pingpong and perftest do it: timeout 14, retry_cnt 7, rnr_retry
+     * 7, sq_psn, max_rd_atomic. Returns "" or "Failed to modify QP to RTS: why". */
+    std::string modify_qp_to_rts(uint32_t sq_psn, uint8_t max_rd_atomic);
+};
+
+/** Flushes stdout, then prints prefix, the formatted message and a newline to stderr. */
+void vprint_error(const std::string &prefix, const char *fmt, va_list ap);
+
+} // namespace droce::app
