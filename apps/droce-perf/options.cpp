@@ -2,11 +2,13 @@
 #include "options.h"
 
 #include <getopt.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <limits>
 
 namespace droce::perf {
@@ -14,11 +16,9 @@ namespace droce::perf {
 namespace {
 
 const char *const kDefaultEalEmbedded[] = {"-l",   "0",           "--no-huge",      "-m",
-                                           "512",  "--no-pci",    "--no-shconf",    "--no-telemetry",
-                                           "--log-level=*:warning"};
+                                           "512",  "--no-pci",    "--no-shconf",    "--log-level=*:warning"};
 const char *const kDefaultEalWorker[] = {"-l",   "0,1",         "--no-huge",      "-m",
-                                         "512",  "--no-pci",    "--no-shconf",    "--no-telemetry",
-                                         "--log-level=*:warning"};
+                                         "512",  "--no-pci",    "--no-shconf",    "--log-level=*:warning"};
 
 /** Largest message: perftest's -a goes up to 2^23. */
 constexpr uint64_t kMaxSize = 1ull << 23;
@@ -172,7 +172,7 @@ void print_usage(const char *argv0, FILE *out) {
         "      so either side may be the real perftest tool)\n"
         "\n"
         "EAL args (before --) go to DPDK. With none: -l 0 --no-huge -m 512 --no-pci --no-shconf\n"
-        "--no-telemetry --log-level=*:warning (one lcore: embedded mode). Example against a\n"
+        "--file-prefix droce-<pid> --log-level=*:warning (one lcore: embedded mode). Example against a\n"
         "Soft-RoCE peer on a tap (the kernel keeps TCP, droce owns 10.77.0.100 and UDP 4791):\n"
         "  %s write_bw -l 0 --no-huge -m 512 --no-pci --no-shconf \\\n"
         "     --vdev net_af_packet0,iface=tap0,qdisc_bypass=0 -- --ip 10.77.0.100/24 \\\n"
@@ -491,6 +491,9 @@ ParseResult parse_command_line(int argc, char **argv, Options &opt) {
             opt.eal_args.assign(std::begin(kDefaultEalEmbedded), std::end(kDefaultEalEmbedded));
         else
             opt.eal_args.assign(std::begin(kDefaultEalWorker), std::end(kDefaultEalWorker));
+        /* A runtime directory of our own: EAL telemetry (what droce-info asks) works
+         * there with --no-shconf, and concurrent processes do not share its socket. */
+        opt.eal_args.push_back("--file-prefix=droce-" + std::to_string(getpid()));
     }
     return ParseResult::Run;
 }

@@ -2,11 +2,13 @@
 #include "options.h"
 
 #include <getopt.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <limits>
 #include <string_view>
 
@@ -23,7 +25,6 @@ const char *const kDefaultEalEmbedded[] = {"-l",
                                            "512",
                                            "--no-pci",
                                            "--no-shconf",
-                                           "--no-telemetry",
                                            "--log-level=*:warning"};
 const char *const kDefaultEalWorker[] = {"-l",
                                          "0,1",
@@ -32,7 +33,6 @@ const char *const kDefaultEalWorker[] = {"-l",
                                          "512",
                                          "--no-pci",
                                          "--no-shconf",
-                                         "--no-telemetry",
                                          "--log-level=*:warning"};
 
 enum LongOnly : int {
@@ -164,7 +164,8 @@ void print_usage(const char *argv0, FILE *out) {
         "                                         net_ring pair, server and client in one thread\n"
         "\n"
         "EAL args (before --) go to DPDK. With none, droce-pingpong uses\n"
-        "  -l 0 --no-huge -m 512 --no-pci --no-shconf --no-telemetry --log-level=*:warning\n"
+        "  -l 0 --no-huge -m 512 --no-pci --no-shconf --file-prefix droce-<pid>\n"
+        "  --log-level=*:warning\n"
         "(-l 0,1 in worker mode). No hugepages are needed: e.g.\n"
         "  %s -l 0 --no-huge -m 512 --no-pci --no-shconf -- --loopback -c\n"
         "Against a peer on a tap (the kernel keeps TCP, droce gets UDP 4791):\n"
@@ -430,6 +431,9 @@ ParseResult parse_command_line(int argc, char **argv, Options &opt) {
             opt.eal_args.assign(std::begin(kDefaultEalEmbedded), std::end(kDefaultEalEmbedded));
         else
             opt.eal_args.assign(std::begin(kDefaultEalWorker), std::end(kDefaultEalWorker));
+        /* A runtime directory of our own: EAL telemetry (what droce-info asks) works
+         * there with --no-shconf, and concurrent processes do not share its socket. */
+        opt.eal_args.push_back("--file-prefix=droce-" + std::to_string(getpid()));
     }
     return ParseResult::Run;
 }
