@@ -28,7 +28,8 @@ build() {
     if [ ! -f "$BUILD_DIR/build.ninja" ]; then
         meson setup "$BUILD_DIR" -Dwerror=$werror >/dev/null
     else
-        meson configure "$BUILD_DIR" -Dwerror=$werror >/dev/null
+        # pkgconfig.relocatable: build dirs made before it was a default option
+        meson configure "$BUILD_DIR" -Dwerror=$werror -Dpkgconfig.relocatable=true >/dev/null
     fi
     ninja -C "$BUILD_DIR"
 }

@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include "eal_args.h"
 
+#include <unistd.h>
+
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 namespace droce::app {
 
@@ -30,6 +33,8 @@ SplitArgs split_at_dashdash(int argc, char **argv, int first) {
 }
 
 std::vector<std::string> default_eal_args(bool embedded) {
+    /* Telemetry stays on (droce-info asks it); a runtime directory of our own keeps
+     * concurrent processes from sharing its socket. --no-shconf still applies. */
     return {"-l",
             embedded ? "0" : "0,1",
             "--no-huge",
@@ -37,7 +42,7 @@ std::vector<std::string> default_eal_args(bool embedded) {
             "512",
             "--no-pci",
             "--no-shconf",
-            "--no-telemetry",
+            "--file-prefix=droce-" + std::to_string(getpid()),
             "--log-level=*:warning"};
 }
 

@@ -112,7 +112,7 @@ void print_usage(const char *argv0, FILE *out) {
         "      so either side may be the real perftest tool)\n"
         "\n"
         "EAL args (before --) go to DPDK. With none: -l 0 --no-huge -m 512 --no-pci --no-shconf\n"
-        "--no-telemetry --log-level=*:warning (one lcore: embedded mode). Example against a\n"
+        "--file-prefix droce-<pid> --log-level=*:warning (one lcore: embedded mode). Example against a\n"
         "Soft-RoCE peer on a tap (the kernel keeps TCP, droce owns 10.77.0.100 and UDP 4791):\n"
         "  %s write_bw -l 0 --no-huge -m 512 --no-pci --no-shconf \\\n"
         "     --vdev net_af_packet0,iface=tap0,qdisc_bypass=0 -- --ip 10.77.0.100/24 \\\n"

@@ -66,7 +66,7 @@ void print_usage(const char *argv0, FILE *out) {
         "                                         net_ring pair, server and client in one thread\n"
         "\n"
         "EAL args (before --) go to DPDK. With none, droce-pingpong uses\n"
-        "  -l 0 --no-huge -m 512 --no-pci --no-shconf --no-telemetry --log-level=*:warning\n"
+        "  -l 0 --no-huge -m 512 --no-pci --no-shconf --file-prefix=droce-<pid> --log-level=*:warning\n"
         "(-l 0,1 in worker mode). No hugepages are needed: e.g.\n"
         "  %s -l 0 --no-huge -m 512 --no-pci --no-shconf -- --loopback -c\n"
         "Against a peer on a tap (the kernel keeps TCP, droce gets UDP 4791):\n"

@@ -4,8 +4,18 @@
  *
  * Objects and their lifetimes mirror ibverbs: an Engine owns Devices (one per DPDK
  * port); a Device makes ProtectionDomains and CompletionQueues; a ProtectionDomain
- * makes MemoryRegions and QueuePairs. Destroy children before parents (as ibv_*
- * requires); the engine reports misuse instead of crashing.
+ * makes MemoryRegions, QueuePairs and SharedReceiveQueues. Destroy children before
+ * parents (as ibv_* requires): QPs before their CQs, SRQ and PD; MRs before their PD;
+ * everything before the Engine. Objects returned as std::unique_ptr are the caller's
+ * (their destructor is the ibv_destroy_* / ibv_dereg_mr); Device pointers belong to
+ * the Engine and stay valid until it is destroyed. The engine reports misuse (a PD
+ * destroyed before its QPs, a CQ still in use) in its log instead of crashing.
+ *
+ * Memory: a registered region must stay allocated, and must not move, until its
+ * MemoryRegion is destroyed; buffers named by a work request belong to the engine from
+ * post_send/post_recv until the WR's completion is polled (or the QP is destroyed).
+ *
+ * Errors: control calls return Status / Result<T> (status.h); nothing throws.
  *
  * Threading: by default the engine runs its poll loop on a DPDK worker lcore (the
  * "NIC"), and the application talks to it through single-producer/single-consumer
@@ -43,6 +53,7 @@ struct EngineOptions {
     /** After this many empty poll iterations the worker sleeps idle_sleep_us (0 = never
      * sleep: pure busy polling, lowest latency). Useful on shared/emulated machines. */
     uint32_t idle_polls_before_sleep = 0;
+    /** How long the idle worker sleeps, in microseconds. */
     uint32_t idle_sleep_us = 50;
     /** mbufs in the engine's pool. */
     uint32_t mbufs = 8191;
@@ -64,9 +75,16 @@ struct DeviceConfig {
     uint32_t arp_timeout_ms = 3000;
 };
 
-/** The engine: EAL, mempool, worker loop. Create once per process. */
+/** The engine: EAL, mempool, worker loop. Create once per process (the EAL can be
+ * initialised only once; a later Engine in the same process reuses it).
+ *
+ * Destroying the Engine stops the worker and closes every Device; destroy all objects
+ * made from its devices first. EAL telemetry, when enabled (no --no-telemetry), answers
+ * /droce/devices, /droce/info, /droce/counters and /droce/qps: what droce-info shows. */
 class Engine {
   public:
+    /** Stops the worker, closes the devices' ports and frees the engine's DPDK objects
+     * (the EAL itself stays initialised). */
     virtual ~Engine() = default;
 
     /** Initialises the EAL from argv (EAL arguments come first, up to "--"), like
@@ -79,30 +97,38 @@ class Engine {
      * versa) and returns their DPDK names, to be opened with open_device(): the default
      * demo and test topology (one process, no hugepages, no NIC). */
     virtual Result<std::pair<std::string, std::string>> create_ring_pair() = 0;
-    /** Opens a DPDK port as a device. The engine keeps ownership. */
+    /** Opens a DPDK port as a device (before start() in worker mode). The engine keeps
+     * ownership: the pointer is valid until the Engine is destroyed. */
     virtual Result<Device *> open_device(const DeviceConfig &cfg) = 0;
     /** Starts the worker lcore (no-op in embedded mode). Devices may be opened before. */
     virtual Status start() = 0;
     /** Embedded mode: one iteration of the poll loop (RX, timers, TX). Returns the number
      * of packets handled. Calling it in worker mode is an error (returns -1). */
     virtual int poll() = 0;
-    /** Stops the worker; devices stay valid until the engine is destroyed. */
+    /** Stops the worker; devices stay valid until the engine is destroyed. Control calls
+     * made afterwards run inline on the calling thread. */
     virtual void stop() = 0;
+    /** True when created with EngineOptions::embedded (the application polls). */
     virtual bool embedded() const = 0;
 };
 
 /** A GID table entry. */
 struct GidEntry {
+    /** The GID: an IPv6 address, or an IPv4-mapped one (::ffff:a.b.c.d). */
     Gid gid;
     /** "RoCE v2" for every entry droce makes. */
     const char *type;
 };
 
-/** A RoCEv2 device on one port. */
+/** A RoCEv2 device on one port (one IB port, number 1). Owned by the Engine; all its
+ * methods may be called from any application thread. */
 class Device {
   public:
     virtual ~Device() = default;
+    /** The DPDK port name, e.g. "net_ring_droce0a" or "0000:03:00.0": the device name
+     * droce-info and ibv-style tools show. */
     virtual const std::string &name() const = 0;
+    /** The DPDK port id. */
     virtual uint16_t port_id() const = 0;
     /** Our MAC address. */
     virtual std::string mac() const = 0;
@@ -112,37 +138,50 @@ class Device {
     virtual uint32_t active_mtu() const = 0;
     /** Ethernet MTU of the port. */
     virtual uint32_t eth_mtu() const = 0;
-    /** Every counter: engine RX/TX and drop reasons, ARP/ICMP, transport. */
+    /** Every counter: engine RX/TX and drop reasons, ARP/ICMP, transport. A snapshot
+     * taken on the worker (mlx5 names where mlx5 has one). */
     virtual std::vector<std::pair<std::string, uint64_t>> counters() const = 0;
 
+    /** ibv_alloc_pd. Destroy the PD after every MR, QP and SRQ made from it. */
     virtual Result<std::unique_ptr<ProtectionDomain>> alloc_pd() = 0;
-    /** A completion queue with room for at least cqe completions. */
+    /** A completion queue with room for at least cqe completions (1..1048576). Destroy
+     * it after the QPs that use it. A full CQ drops completions (counter cq_overflow):
+     * size it for every WR that may complete before the application polls. */
     virtual Result<std::unique_ptr<CompletionQueue>> create_cq(uint32_t cqe) = 0;
 };
 
 /** ibv_srq_init_attr. */
 struct SrqInitAttr {
+    /** Receive WRs the SRQ holds (1..16384). */
     uint32_t max_wr = 128;
+    /** Scatter entries per receive WR (1..kMaxSge). */
     uint32_t max_sge = kMaxSge;
 };
 
 /** ibv_qp_init_attr. */
 struct QpInitAttr {
+    /** Where send-queue completions go (required; must outlive the QP). */
     CompletionQueue *send_cq = nullptr;
+    /** Where receive completions go (required; may be send_cq; must outlive the QP). */
     CompletionQueue *recv_cq = nullptr;
     /** Receives come from this shared receive queue; post_recv on the QP then fails. */
     SharedReceiveQueue *srq = nullptr;
+    /** Queue sizes (max_send_wr, max_recv_wr 1..16384; SGEs up to kMaxSge). */
     QpCap cap;
+    /** Every send WR completes with a Wc, not only those with kSendSignaled. */
     bool sq_sig_all = false;
 };
 
+/** A protection domain (ibv_pd): MRs are usable only by QPs of the same PD. */
 class ProtectionDomain {
   public:
+    /** ibv_dealloc_pd; its MRs, QPs and SRQs must be destroyed already. */
     virtual ~ProtectionDomain() = default;
-    /** Registers application memory with Access rights. */
+    /** ibv_reg_mr: registers [addr, addr + length) with Access rights (kAccess*). The
+     * memory must stay allocated until the MemoryRegion is destroyed. */
     virtual Result<std::unique_ptr<MemoryRegion>> reg_mr(void *addr, size_t length,
                                                          uint32_t access) = 0;
-    /** Creates an RC QP in RESET. */
+    /** ibv_create_qp: an RC QP in RESET. Bring it to RTS with QueuePair::modify. */
     virtual Result<std::unique_ptr<QueuePair>> create_qp(const QpInitAttr &attr) = 0;
     /** Creates a shared receive queue (ibv_create_srq). Destroy its QPs first. */
     virtual Result<std::unique_ptr<SharedReceiveQueue>> create_srq(const SrqInitAttr &attr) = 0;
@@ -152,38 +191,55 @@ class ProtectionDomain {
  * are not flushed when a QP fails: they stay for the other QPs. */
 class SharedReceiveQueue {
   public:
+    /** ibv_destroy_srq. Destroy its QPs first. */
     virtual ~SharedReceiveQueue() = default;
     /** ibv_post_srq_recv: never blocks; errors as values. */
     virtual Status post_recv(const RecvWr &wr) = 0;
 };
 
+/** A registered memory region (ibv_mr). */
 class MemoryRegion {
   public:
-    virtual ~MemoryRegion() = default; /**< deregisters */
+    /** ibv_dereg_mr. No WR naming the region may be outstanding. */
+    virtual ~MemoryRegion() = default;
+    /** Key for local SGEs (Sge::lkey). */
     virtual uint32_t lkey() const = 0;
+    /** Key a peer names in RDMA and atomic WRs (SendWr::rkey). */
     virtual uint32_t rkey() const = 0;
+    /** Start of the region. */
     virtual void *addr() const = 0;
+    /** Length of the region in bytes. */
     virtual size_t length() const = 0;
 };
 
+/** A completion queue (ibv_cq). Poll it from one application thread. */
 class CompletionQueue {
   public:
+    /** ibv_destroy_cq. Destroy its QPs first (a CQ still in use is kept alive until
+     * the device closes, and the misuse is logged). */
     virtual ~CompletionQueue() = default;
     /** Non-blocking: moves up to max completions into wc; returns how many. */
     virtual int poll(Wc *wc, int max) = 0;
 };
 
+/** An RC queue pair (ibv_qp). Post to it and poll its CQs from one application
+ * thread. */
 class QueuePair {
   public:
+    /** ibv_destroy_qp: the QP stops at once; outstanding WRs get no completion. */
     virtual ~QueuePair() = default;
+    /** The QP number the peer names as its destination QP. */
     virtual uint32_t qp_num() const = 0;
     /** ibv_modify_qp. Going to RTR resolves the peer's MAC (ARP) and may block up to the
      * device's arp_timeout_ms; failure is an error value that says so. */
     virtual Status modify(const QpAttr &attr, uint32_t mask) = 0;
     /** Current state and attributes. */
     virtual Status query(QpAttr &attr) = 0;
-    /** ibv_post_send: never blocks; errors as values (queue full, bad state, bad WR). */
+    /** ibv_post_send: never blocks; errors as values (queue full, bad state, bad WR).
+     * The buffers the WR names belong to the engine until its completion. */
     virtual Status post_send(const SendWr &wr) = 0;
+    /** ibv_post_recv: never blocks; fails on a QP that uses an SRQ. The buffers belong
+     * to the engine until the WR's completion. */
     virtual Status post_recv(const RecvWr &wr) = 0;
 };
 

@@ -22,9 +22,9 @@ enum Access : uint32_t {
 
 /** One scatter/gather element: a range of a registered memory region. */
 struct Sge {
-    uint64_t addr;
-    uint32_t length;
-    uint32_t lkey;
+    uint64_t addr;   /**< virtual address inside the memory region */
+    uint32_t length; /**< bytes */
+    uint32_t lkey;   /**< MemoryRegion::lkey() of the region */
 };
 
 /** Send work request opcodes (ibv_wr_opcode values). */
@@ -49,24 +49,24 @@ enum SendFlags : uint32_t {
 
 /** A send-queue work request. */
 struct SendWr {
-    uint64_t wr_id = 0;
-    WrOpcode opcode = WrOpcode::Send;
-    uint32_t send_flags = 0;
-    Sge sg_list[kMaxSge] = {};
-    int num_sge = 0;
+    uint64_t wr_id = 0;               /**< returned in the completion's Wc::wr_id */
+    WrOpcode opcode = WrOpcode::Send; /**< what to do */
+    uint32_t send_flags = 0;          /**< SendFlags */
+    Sge sg_list[kMaxSge] = {};        /**< local buffers: gathered (send/write) or scattered (read) */
+    int num_sge = 0;                  /**< entries used in sg_list */
     uint32_t imm_data = 0;        /**< host order; sent as ImmDt (SendWithImm, RdmaWriteWithImm) */
     uint32_t invalidate_rkey = 0; /**< SendWithInv */
-    uint64_t remote_addr = 0;     /**< RDMA and atomics */
-    uint32_t rkey = 0;
-    uint64_t compare_add = 0; /**< atomics */
-    uint64_t swap = 0;
+    uint64_t remote_addr = 0;     /**< RDMA and atomics: the peer's virtual address */
+    uint32_t rkey = 0;            /**< RDMA and atomics: the peer's MemoryRegion::rkey() */
+    uint64_t compare_add = 0;     /**< atomics: compare value (CmpAndSwp) or addend */
+    uint64_t swap = 0;            /**< AtomicCmpAndSwp: the value swapped in */
 };
 
 /** A receive work request. */
 struct RecvWr {
-    uint64_t wr_id = 0;
-    Sge sg_list[kMaxSge] = {};
-    int num_sge = 0;
+    uint64_t wr_id = 0;        /**< returned in the completion's Wc::wr_id */
+    Sge sg_list[kMaxSge] = {}; /**< where an incoming SEND's payload is scattered */
+    int num_sge = 0;           /**< entries used in sg_list */
 };
 
 /** Work completion status (ibv_wc_status values). */
@@ -118,20 +118,21 @@ enum WcFlags : uint32_t {
 
 /** A work completion. */
 struct Wc {
-    uint64_t wr_id;
-    WcStatus status;
-    WcOpcode opcode;
-    uint32_t vendor_err;
-    uint32_t byte_len;
+    uint64_t wr_id;      /**< the WR's wr_id */
+    WcStatus status;     /**< Success or why not */
+    WcOpcode opcode;     /**< what completed (valid with Success for receives) */
+    uint32_t vendor_err; /**< droce-specific detail, 0 when none */
+    uint32_t byte_len;   /**< bytes received (receives) or transferred */
     uint32_t imm_data;         /**< host order, valid with kWcWithImm */
     uint32_t invalidated_rkey; /**< valid with kWcWithInv */
-    uint32_t qp_num;
-    uint32_t src_qp;
-    uint32_t wc_flags;
+    uint32_t qp_num;           /**< the local QP */
+    uint32_t src_qp;           /**< the remote QP (receives) */
+    uint32_t wc_flags;         /**< WcFlags */
 };
 
 /** QP states (ibv_qp_state values). */
 enum class QpState : uint8_t { Reset = 0, Init = 1, Rtr = 2, Rts = 3, Sqd = 4, Sqe = 5, Err = 6 };
+/** "RESET", "INIT", "RTR", "RTS", "SQD", "SQE", "ERR". */
 const char *qp_state_str(QpState s);
 
 /** Which QpAttr fields a modify() call sets (ibv_qp_attr_mask values). */
@@ -169,36 +170,36 @@ inline uint32_t mtu_bytes(Mtu m) {
 
 /** A 16-byte GID (RoCEv2: an IPv6 address or an IPv4-mapped one). */
 struct Gid {
-    uint8_t raw[16];
+    uint8_t raw[16]; /**< network byte order */
 };
 
 /** Address vector: where the peer is (ibv_ah_attr with its GRH). */
 struct AhAttr {
-    Gid dgid = {};
-    uint8_t sgid_index = 0;
-    uint8_t hop_limit = 64;
+    Gid dgid = {};          /**< the peer's GID (IPv4-mapped for RoCEv2 over IPv4) */
+    uint8_t sgid_index = 0; /**< our GID: index in Device::gids() (1 = the IPv4 one) */
+    uint8_t hop_limit = 64; /**< IPv4 TTL / IPv6 hop limit */
     uint8_t traffic_class = 0; /**< IPv4 TOS / IPv6 traffic class */
-    uint32_t flow_label = 0;
-    uint8_t sl = 0;
-    uint8_t port_num = 1;
+    uint32_t flow_label = 0; /**< IPv6 flow label */
+    uint8_t sl = 0;          /**< service level (accepted; RoCEv2 uses traffic_class) */
+    uint8_t port_num = 1;    /**< droce devices have one port: 1 */
 };
 
 /** QP attributes (ibv_qp_attr subset that RC uses). */
 struct QpAttr {
-    QpState qp_state = QpState::Reset;
-    QpState cur_qp_state = QpState::Reset;
-    Mtu path_mtu = Mtu::Mtu1024;
-    uint32_t qkey = 0;
-    uint32_t rq_psn = 0;
-    uint32_t sq_psn = 0;
-    uint32_t dest_qp_num = 0;
-    uint32_t qp_access_flags = 0;
-    uint16_t pkey_index = 0;
-    AhAttr ah_attr = {};
-    uint8_t max_rd_atomic = 1;
-    uint8_t max_dest_rd_atomic = 1;
+    QpState qp_state = QpState::Reset;     /**< kQpState: the state to move to */
+    QpState cur_qp_state = QpState::Reset; /**< query(): the current state */
+    Mtu path_mtu = Mtu::Mtu1024;           /**< kQpPathMtu (RTR): at most the active MTU */
+    uint32_t qkey = 0;                     /**< kQpQkey (UD only; accepted) */
+    uint32_t rq_psn = 0;                   /**< kQpRqPsn (RTR): the peer's first PSN */
+    uint32_t sq_psn = 0;                   /**< kQpSqPsn (RTS): our first PSN */
+    uint32_t dest_qp_num = 0;              /**< kQpDestQpn (RTR): the peer's QPN */
+    uint32_t qp_access_flags = 0;          /**< kQpAccessFlags: remote Access allowed */
+    uint16_t pkey_index = 0;               /**< kQpPkeyIndex: 0 */
+    AhAttr ah_attr = {};                   /**< kQpAv (RTR): the path to the peer */
+    uint8_t max_rd_atomic = 1;      /**< kQpMaxQpRdAtomic (RTS): READs/atomics in flight */
+    uint8_t max_dest_rd_atomic = 1; /**< kQpMaxDestRdAtomic (RTR): the peer's, served */
     uint8_t min_rnr_timer = 12; /**< RNR timer code 0..31 */
-    uint8_t port_num = 1;
+    uint8_t port_num = 1;  /**< kQpPort: 1 */
     uint8_t timeout = 14;  /**< 4.096 us * 2^timeout, 0 = infinite */
     uint8_t retry_cnt = 7; /**< 0..7 */
     uint8_t rnr_retry = 7; /**< 0..7, 7 = infinite */
@@ -206,11 +207,11 @@ struct QpAttr {
 
 /** Queue sizes requested at QP creation (ibv_qp_cap). */
 struct QpCap {
-    uint32_t max_send_wr = 128;
-    uint32_t max_recv_wr = 128;
-    uint32_t max_send_sge = kMaxSge;
-    uint32_t max_recv_sge = kMaxSge;
-    uint32_t max_inline_data = 0;
+    uint32_t max_send_wr = 128;      /**< send WRs outstanding at once (1..16384) */
+    uint32_t max_recv_wr = 128;      /**< receive WRs outstanding at once (1..16384) */
+    uint32_t max_send_sge = kMaxSge; /**< SGEs per send WR (up to kMaxSge) */
+    uint32_t max_recv_sge = kMaxSge; /**< SGEs per receive WR (up to kMaxSge) */
+    uint32_t max_inline_data = 0;    /**< kSendInline bytes (the payload is copied at post) */
 };
 
 } // namespace droce

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -128,6 +129,10 @@ class Dev final : public rc::TxPort {
     mem::MrTable &mrs() { return mrs_; }
     /** Snapshot of every counter. */
     std::vector<std::pair<std::string, uint64_t>> counters() const;
+    /** Per live QP: its QPN and a one-line state summary (attributes, then
+     * rc::Qp::debug_string()). On the worker. */
+    std::vector<std::pair<uint32_t, std::string>> qp_summaries() const;
+    size_t num_qps() const { return active_.size(); }
     void retire_cq(std::unique_ptr<CqCtx> cq) { retired_cqs_.push_back(std::move(cq)); }
 
     /* ---- data path ---- */
@@ -202,6 +207,12 @@ class Runtime {
     void wait_a_bit();
     /** Unique DPDK object names (rings, pools). */
     std::string unique_name(const char *prefix);
+    /** Runs fn where protocol state lives, from a thread that is neither the worker nor
+     * the application's poll thread (the telemetry thread): queued to the mailbox, drained
+     * by the worker or, in embedded mode, by the application's next Engine::poll().
+     * Returns false when nobody drained it within timeout_ms; fn may still run later, so
+     * it must own (or share) everything it touches. */
+    bool exec_detached(std::function<void()> fn, uint32_t timeout_ms);
 
   private:
     Runtime() = default;
@@ -211,6 +222,11 @@ class Runtime {
     struct Command {
         const std::function<void()> *fn;
         std::atomic<bool> done{false};
+        /* exec_detached: the command owns its function and is freed by whichever of
+         * the waiter and the drainer lets go last. */
+        bool detached = false;
+        std::function<void()> owned;
+        std::atomic<int> refs{0};
     };
 
     EngineOptions opts_;
@@ -225,5 +241,12 @@ class Runtime {
     uint64_t ns_mult_ = 0; /* ns = cycles * ns_mult_ >> 32 */
     uint32_t max_frame_ = 0;
 };
+
+/** rte_telemetry commands (/droce/devices, /droce/info, /droce/counters, /droce/qps):
+ * registered once per process, answered for every live Runtime's devices. */
+void telemetry_attach(Runtime *rt);
+void telemetry_detach(Runtime *rt);
+/** Serialises Runtime::devices() changes against the telemetry thread reading them. */
+std::mutex &telemetry_mutex();
 
 } // namespace droce::engine

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The per-port data path: RX classification, QP demultiplexing, timers, TX batching. */
+#include <cstdio>
 #include <cstring>
 
 #include <rte_byteorder.h>
@@ -195,6 +196,26 @@ std::vector<std::pair<std::string, uint64_t>> Dev::counters() const {
     v.emplace_back("mbufs_in_use", rte_mempool_in_use_count(rt_.pool()));
     nc_.for_each([&](const char *n, uint64_t x) { v.emplace_back(n, x); });
     rcc_.for_each([&](const char *n, uint64_t x) { v.emplace_back(n, x); });
+    return v;
+}
+
+std::vector<std::pair<uint32_t, std::string>> Dev::qp_summaries() const {
+    std::vector<std::pair<uint32_t, std::string>> v;
+    v.reserve(active_.size());
+    for (const QpCtx *q : active_) {
+        const rc::Qp &qp = *q->qp;
+        const QpAttr &a = qp.attr();
+        char buf[256];
+        std::snprintf(buf, sizeof buf,
+                      "state %s dest_qp_num 0x%06x path_mtu %u sq_psn 0x%06x rq_psn 0x%06x "
+                      "timeout %u retry_cnt %u rnr_retry %u min_rnr_timer %u max_rd_atomic %u "
+                      "max_dest_rd_atomic %u access 0x%x srq %d",
+                      qp_state_str(qp.state()), a.dest_qp_num, mtu_bytes(a.path_mtu), a.sq_psn,
+                      a.rq_psn, a.timeout, a.retry_cnt, a.rnr_retry, a.min_rnr_timer,
+                      a.max_rd_atomic, a.max_dest_rd_atomic, a.qp_access_flags,
+                      q->srq != nullptr ? 1 : 0);
+        v.emplace_back(qp.qpn(), std::string(buf) + " | " + qp.debug_string());
+    }
     return v;
 }
 

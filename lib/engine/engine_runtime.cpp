@@ -1,8 +1,13 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* EAL and port bring-up, the worker loop and the command mailbox. */
 #include <algorithm>
+#include <cstdlib>
+#include <chrono>
 #include <cstring>
+#include <mutex>
 #include <thread>
+
+#include <unistd.h>
 
 #include <rte_cycles.h>
 #include <rte_eal.h>
@@ -35,6 +40,20 @@ std::atomic<uint32_t> g_name_seq{0};
 
 std::string errstr(int e) { return rte_strerror(e < 0 ? -e : e); }
 
+/* droce's tools give every process its own EAL runtime directory, --file-prefix
+ * droce-<pid> (its telemetry socket is how droce-info reaches it). With --no-shconf the
+ * EAL leaves only that socket there, and leaves the directory behind at exit: remove
+ * both. Registered before rte_eal_init so that it runs after the EAL's own atexit
+ * handlers; a directory of another name is never touched. */
+void remove_own_runtime_dir() {
+    const std::string dir = rte_eal_get_runtime_dir();
+    const std::string own = "/droce-" + std::to_string(getpid());
+    if (dir.size() <= own.size() || dir.compare(dir.size() - own.size(), own.size(), own) != 0)
+        return;
+    unlink((dir + "/dpdk_telemetry.v2").c_str());
+    rmdir(dir.c_str()); /* fails, harmlessly, if anything else is left in it */
+}
+
 } // namespace
 
 std::string Runtime::unique_name(const char *prefix) {
@@ -47,6 +66,8 @@ Result<std::unique_ptr<Runtime>> Runtime::create(int argc, char **argv, int *con
     spdlog::set_level(spdlog::level::from_str(opts.log_level));
     int used = 0;
     if (!g_eal_ready.load()) {
+        static std::once_flag cleanup_once;
+        std::call_once(cleanup_once, [] { std::atexit(remove_own_runtime_dir); });
         used = rte_eal_init(argc, argv);
         if (used >= 0)
             ++used; /* rte_eal_init does not count argv[0] */
@@ -98,6 +119,7 @@ Result<std::unique_ptr<Runtime>> Runtime::create(int argc, char **argv, int *con
             rt->worker_lcore_ = l;
         }
     }
+    telemetry_attach(rt.get());
     spdlog::info("droce engine: {} mode, TSC {} Hz, {} mbufs",
                  opts.embedded ? "embedded" : "worker lcore " + std::to_string(rt->worker_lcore_),
                  rt->tsc_hz_, opts.mbufs);
@@ -105,8 +127,12 @@ Result<std::unique_ptr<Runtime>> Runtime::create(int argc, char **argv, int *con
 }
 
 Runtime::~Runtime() {
+    telemetry_detach(this);
     stop();
-    devs_.clear(); /* stops and closes the ports */
+    {
+        std::lock_guard<std::mutex> lk(telemetry_mutex());
+        devs_.clear(); /* stops and closes the ports */
+    }
     for (rte_ring *r : pair_rings_)
         rte_ring_free(r);
     rte_ring_free(mailbox_);
@@ -279,6 +305,7 @@ Result<Dev *> Runtime::open_device(const DeviceConfig &cfg) {
                  info.driver_name ? info.driver_name : "?", net::mac_str(ifc.mac),
                  net::ipv4_str(ifc.ip), ifc.prefix_len, mtu, dev->active_mtu());
     Dev *d = dev.get();
+    std::lock_guard<std::mutex> lk(telemetry_mutex());
     devs_.push_back(std::move(dev));
     return d;
 }
@@ -370,6 +397,26 @@ void Runtime::exec(const std::function<void()> &fn) {
         rte_pause();
     while (!c.done.load(std::memory_order_acquire))
         std::this_thread::sleep_for(std::chrono::microseconds(20));
+}
+
+bool Runtime::exec_detached(std::function<void()> fn, uint32_t timeout_ms) {
+    auto *c = new Command;
+    c->detached = true;
+    c->owned = std::move(fn);
+    c->fn = &c->owned;
+    c->refs.store(2, std::memory_order_relaxed);
+    if (rte_ring_mp_enqueue(mailbox_, c) != 0) {
+        delete c;
+        return false;
+    }
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    bool done = false;
+    while (!(done = c->done.load(std::memory_order_acquire)) &&
+           std::chrono::steady_clock::now() < until)
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
+    if (c->refs.fetch_sub(1, std::memory_order_acq_rel) == 1)
+        delete c;
+    return done;
 }
 
 void Runtime::wait_a_bit() {
