@@ -124,8 +124,8 @@ bool setup(int argc, char **argv) {
     g->bufa.assign(kBuf, 0x5a);
     g->bufb.assign(kBuf, 0);
     const uint32_t acc = kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead;
-    g->keya = g->a->mrs().reg(1, g->bufa.data(), kBuf, acc)->key;
-    g->keyb = g->b->mrs().reg(1, g->bufb.data(), kBuf, acc)->key;
+    g->keya = g->a->reg_mr(1, g->bufa.data(), kBuf, acc)->key;
+    g->keyb = g->b->reg_mr(1, g->bufb.data(), kBuf, acc)->key;
     QpInitAttr ia;
     ia.cap.max_send_wr = 256;
     ia.cap.max_recv_wr = 1024;

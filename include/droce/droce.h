@@ -57,6 +57,12 @@ struct EngineOptions {
     uint32_t idle_sleep_us = 50;
     /** mbufs in the engine's pool. */
     uint32_t mbufs = 8191;
+    /** Zero-copy TX: payload segments in registered memory are attached to the frame as
+     * external-buffer mbufs instead of being copied, on ports that take chained mbufs. */
+    bool zero_copy = true;
+    /** Payloads shorter than this are copied even with zero_copy (copying a small
+     * payload is cheaper than three mbufs); 0 = the engine's measured default. */
+    uint32_t zero_copy_min_bytes = 0;
     /** spdlog level name for the control plane: trace, debug, info, warn, error, off. */
     std::string log_level = "warn";
 };

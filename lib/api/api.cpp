@@ -49,9 +49,30 @@ class MrImpl final : public MemoryRegion {
     }
     ~MrImpl() override {
         Status s;
-        rt_.exec([&] { s = dev_.mrs().dereg(r_.key); });
+        uint32_t out = 0;
+        rt_.exec([&] { s = dev_.dereg_mr(r_.key, &out); });
         if (!s)
             spdlog::error("{}: dereg MR 0x{:x}: {}", dev_.name(), r_.key, s.message());
+        if (out != 0) {
+            /* Zero-copy frames still point into the region (in the PMD's TX queue, or over
+             * net_ring in the peer's RX ring). Verbs: once dereg returns the device no
+             * longer touches the memory, so wait for them (the key is already dead). */
+            const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+            for (;;) {
+                bool gone = false;
+                const bool late = std::chrono::steady_clock::now() > deadline;
+                rt_.exec([&] { gone = dev_.zc_reap(r_.key, late); });
+                if (gone)
+                    break;
+                if (late) {
+                    spdlog::warn("{}: dereg MR 0x{:x}: zero-copy frames still out after 5 s; "
+                                 "the memory must stay valid until the port is closed",
+                                 dev_.name(), r_.key);
+                    break;
+                }
+                rt_.wait_a_bit();
+            }
+        }
         --pd_->mrs;
     }
     uint32_t lkey() const override { return r_.key; }
@@ -291,7 +312,7 @@ class PdImpl final : public ProtectionDomain {
         if (addr == nullptr || length == 0)
             return Status(EINVAL, "reg_mr: empty region");
         Result<mem::MemoryRegion> r = Status(EINVAL, "");
-        rt_.exec([&] { r = dev_.mrs().reg(st_->id, addr, length, access); });
+        rt_.exec([&] { r = dev_.reg_mr(st_->id, addr, length, access); });
         if (!r)
             return r.status();
         return std::unique_ptr<MemoryRegion>(new MrImpl(rt_, dev_, st_, *r));

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include <droce/droce.h>
+#include <rte_mbuf_core.h>
 
 #include "mem_mr.h"
 #include "net.h"
@@ -50,7 +51,15 @@ inline constexpr uint64_t kArpRetryNs = 200'000'000;
     X(tx_batch_full)            /* transmit() refused: this iteration's batch is full */           \
     X(tx_frame_too_big)         /* frame larger than an mbuf (MTU misconfiguration) */             \
     X(tx_drop_reply_batch_full) /* ARP/ICMP reply dropped: batch full */                           \
-    X(rx_drop_multiseg)         /* chained mbuf: the engine parses single segments only */         \
+    X(tx_bytes_zero_copy)       /* payload bytes attached as external buffers (not copied) */      \
+    X(tx_bytes_copied)          /* payload bytes copied into the frame */                          \
+    X(rx_multiseg_packets)      /* chained RoCE frames accepted (headers in the first segment) */  \
+    X(rx_drop_multiseg)         /* chained frame not handled: headers not in the first segment, */ \
+                                /* too many segments, or chained ARP/ICMP */                       \
+    X(mr_extmem_register_failed) /* rte_extmem_register refused a region (note, not an error) */   \
+    X(mr_dma_map_failed)         /* rte_dev_dma_map refused a region: no zero-copy for it */       \
+    X(mr_dereg_inflight_refs)    /* zero-copy mbufs still out when their MR was deregistered */    \
+    X(mr_dereg_timeout)          /* ... and still out when dereg gave up waiting (kept alive) */   \
     X(rx_drop_not_our_mac)                                                                         \
     X(rx_drop_unknown_ethertype)                                                                   \
     X(rx_drop_not_our_ip) /* RoCE packet for another IPv4 address */                               \
@@ -97,6 +106,24 @@ struct QpCtx {
 
 class Runtime;
 
+/** Zero-copy state of one registered region. shinfo.refcnt counts the mbufs attached to
+ * the region that the PMD (or, over net_ring, the peer) has not freed yet; the free
+ * callback runs when it drops to zero. Every attach and free happens on the thread that
+ * owns the Dev (the worker, or the embedded poller), which DPDK's non-atomic fast path of
+ * rte_mbuf_ext_refcnt_update requires. A region outlives its MR while mbufs are out. */
+struct ZcRegion {
+    rte_mbuf_ext_shared_info shinfo{};
+    uint32_t key = 0;
+    uint8_t *ext_addr = nullptr; /* page-aligned envelope given to rte_extmem_register */
+    size_t ext_len = 0;
+    bool extmem = false;
+    bool dma = false;
+    bool usable = false; /* zero-copy allowed for this region on this port */
+    uint64_t idle_events = 0;
+    uint16_t outstanding() const;
+    ~ZcRegion();
+};
+
 /** One DPDK port as a RoCEv2 device. */
 class Dev final : public rc::TxPort {
   public:
@@ -127,6 +154,17 @@ class Dev final : public rc::TxPort {
     /** Neighbour resolution step; sends the ARP request itself when one is due. */
     net::ResolveStep resolve(uint32_t ip, uint64_t now, net::Mac *mac);
     mem::MrTable &mrs() { return mrs_; }
+    /** MR registration with the zero-copy hook (extmem + DMA map where the port needs it). */
+    Result<mem::MemoryRegion> reg_mr(uint32_t pd, const void *addr, uint64_t length,
+                                     uint32_t access);
+    /** Key invalid at once; *outstanding = zero-copy mbufs of the region still out (the
+     * region's memory must not go away before they are back: see zc_reap). */
+    Status dereg_mr(uint32_t key, uint32_t *outstanding);
+    /** Releases deregistered regions whose mbufs are all back; true when the one of key
+     * (if any) is gone. give_up: keep it alive for good and count a timeout. */
+    bool zc_reap(uint32_t key, bool give_up = false);
+    void set_zero_copy(bool on, bool needs_dma, uint32_t min_bytes);
+    bool zero_copy() const { return zc_on_; }
     /** Snapshot of every counter. */
     std::vector<std::pair<std::string, uint64_t>> counters() const;
     /** Per live QP: its QPN and a one-line state summary (attributes, then
@@ -152,6 +190,9 @@ class Dev final : public rc::TxPort {
     uint32_t drain_srq(SrqCtx &s);
     bool queue_tx(rte_mbuf *m);
     void send_arp_request(uint32_t ip);
+    /* -1: cannot attach (fall back to copy); else transmit()'s result. */
+    int transmit_zc(const wire::FrameSpec &frame);
+    wire::ParseResult parse_chain(rte_mbuf *m, wire::ParsedPacket &pp, wire::ByteSpan *spans);
 
     Runtime &rt_;
     uint16_t port_;
@@ -169,6 +210,12 @@ class Dev final : public rc::TxPort {
     std::vector<std::unique_ptr<SrqCtx>> srqs_;
     uint32_t next_qpn_ = kFirstQpn;
     std::vector<std::unique_ptr<CqCtx>> retired_cqs_;
+
+    bool zc_on_ = false;
+    bool zc_needs_dma_ = true;
+    uint32_t zc_min_ = 0;
+    std::vector<std::unique_ptr<ZcRegion>> zc_;         /* by MR slot */
+    std::vector<std::unique_ptr<ZcRegion>> zc_retired_; /* deregistered, mbufs still out */
 
     rte_mbuf *tx_[kTxBatch];
     uint16_t ntx_ = 0;
@@ -201,6 +248,8 @@ class Runtime {
     /** TSC-derived nanoseconds. */
     uint64_t now_ns() const;
     rte_mempool *pool() const { return pool_; }
+    /** Small mbufs for zero-copy frames: headers, external-buffer attachments, ICRC. */
+    rte_mempool *zc_pool() const { return zc_pool_; }
     const std::vector<std::unique_ptr<Dev>> &devices() const { return devs_; }
     /** Lets a waiting control call move things along: one poll when nobody else polls,
      * a short sleep otherwise. */
@@ -231,6 +280,7 @@ class Runtime {
 
     EngineOptions opts_;
     rte_mempool *pool_ = nullptr;
+    rte_mempool *zc_pool_ = nullptr;
     rte_ring *mailbox_ = nullptr;
     std::vector<std::unique_ptr<Dev>> devs_;
     std::vector<rte_ring *> pair_rings_;

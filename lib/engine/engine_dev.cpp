@@ -1,9 +1,19 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The per-port data path: RX classification, QP demultiplexing, timers, TX batching. */
+/* rte_dev_dma_map() is experimental in DPDK 22.11. */
+#ifndef ALLOW_EXPERIMENTAL_API
+#define ALLOW_EXPERIMENTAL_API
+#endif
 #include <cstdio>
 #include <cstring>
 
+#include <unistd.h>
+
 #include <rte_byteorder.h>
+#include <rte_dev.h>
+#include <rte_eal.h>
+#include <rte_errno.h>
+#include <rte_memory.h>
 #include <rte_ethdev.h>
 #include <rte_mbuf.h>
 #include <rte_mempool.h>
@@ -58,6 +68,119 @@ bool Dev::destroy_srq(SrqCtx *s) {
 QpCtx::~QpCtx() {
     rte_ring_free(sq);
     rte_ring_free(rq);
+}
+
+/* ---------------- zero-copy regions ---------------- */
+
+namespace {
+
+inline constexpr uint32_t kMaxZcSegs = kMaxSge;
+inline constexpr uint32_t kMaxRxSegs = 32;
+
+/* Runs when the last attached mbuf of a region is freed (refcnt 1 -> 0). */
+void zc_free_cb(void *, void *opaque) { ++static_cast<ZcRegion *>(opaque)->idle_events; }
+
+} // namespace
+
+uint16_t ZcRegion::outstanding() const { return rte_mbuf_ext_refcnt_read(&shinfo); }
+
+ZcRegion::~ZcRegion() {
+    /* Only destroyed with no mbuf out (or at device close, the port stopped). The DMA
+     * mapping goes with the registration. */
+    if (extmem && rte_extmem_unregister(ext_addr, ext_len) != 0)
+        spdlog::debug("rte_extmem_unregister: {}", rte_strerror(rte_errno));
+}
+
+void Dev::set_zero_copy(bool on, bool needs_dma, uint32_t min_bytes) {
+    zc_on_ = on;
+    zc_needs_dma_ = needs_dma;
+    zc_min_ = min_bytes;
+}
+
+Result<mem::MemoryRegion> Dev::reg_mr(uint32_t pd, const void *addr, uint64_t length,
+                                      uint32_t access) {
+    Result<mem::MemoryRegion> r = mrs_.reg(pd, addr, length, access);
+    if (!r || !zc_on_)
+        return r;
+    const uint32_t slot = r->key >> 8;
+    if (zc_.size() <= slot)
+        zc_.resize(slot + 1);
+    auto z = std::make_unique<ZcRegion>();
+    z->key = r->key;
+    z->shinfo.free_cb = zc_free_cb;
+    z->shinfo.fcb_opaque = z.get();
+    rte_mbuf_ext_refcnt_set(&z->shinfo, 0);
+    static const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    const uintptr_t a = reinterpret_cast<uintptr_t>(addr);
+    const uintptr_t lo = a & ~(page - 1), hi = (a + length + page - 1) & ~(page - 1);
+    z->ext_addr = reinterpret_cast<uint8_t *>(lo);
+    z->ext_len = hi - lo;
+    /* Known to DPDK's memory map (rte_mem_virt2memseg, PMDs that look buffers up). Fails
+     * with EEXIST when another region shares a page: harmless for ports that take
+     * virtual addresses, fatal for zero-copy on a DMA port. */
+    if (rte_extmem_register(z->ext_addr, z->ext_len, nullptr, 0, page) == 0) {
+        z->extmem = true;
+    } else {
+        ++ec_.mr_extmem_register_failed;
+        spdlog::info("{}: MR 0x{:x}: rte_extmem_register: {}", name_, r->key,
+                     rte_strerror(rte_errno));
+    }
+    if (zc_needs_dma_ && z->extmem) {
+        rte_eth_dev_info info{};
+        if (rte_eth_dev_info_get(port_, &info) == 0 && info.device != nullptr &&
+            rte_eal_iova_mode() == RTE_IOVA_VA &&
+            rte_dev_dma_map(info.device, z->ext_addr, lo, z->ext_len) == 0) {
+            z->dma = true;
+        } else {
+            ++ec_.mr_dma_map_failed;
+            spdlog::info("{}: MR 0x{:x}: no DMA mapping (IOVA as VA needed); copied on TX",
+                         name_, r->key);
+        }
+    }
+    z->usable = !zc_needs_dma_ || z->dma;
+    zc_[slot] = std::move(z);
+    return r;
+}
+
+Status Dev::dereg_mr(uint32_t key, uint32_t *outstanding) {
+    *outstanding = 0;
+    Status s = mrs_.dereg(key);
+    if (!s)
+        return s;
+    const uint32_t slot = key >> 8;
+    if (slot < zc_.size() && zc_[slot] && zc_[slot]->key == key) {
+        std::unique_ptr<ZcRegion> z = std::move(zc_[slot]);
+        const uint16_t n = z->outstanding();
+        if (n != 0) {
+            *outstanding = n;
+            ec_.mr_dereg_inflight_refs += n;
+            zc_retired_.push_back(std::move(z));
+        }
+    }
+    return s;
+}
+
+bool Dev::zc_reap(uint32_t key, bool give_up) {
+    /* Ask the PMD to free what it has sent (no-op, -ENOTSUP, on net_ring). */
+    rte_eth_tx_done_cleanup(port_, 0, 0);
+    bool gone = true;
+    for (size_t i = 0; i < zc_retired_.size();) {
+        ZcRegion *z = zc_retired_[i].get();
+        if (z->outstanding() == 0) {
+            zc_retired_[i] = std::move(zc_retired_.back());
+            zc_retired_.pop_back();
+            continue;
+        }
+        if (z->key == key) {
+            gone = false;
+            if (give_up) {
+                ++ec_.mr_dereg_timeout;
+                z->key = 0; /* stays in zc_retired_ until its mbufs are back */
+            }
+        }
+        ++i;
+    }
+    return gone;
 }
 
 /* ---------------- Dev: control ---------------- */
@@ -191,9 +314,17 @@ std::vector<std::pair<std::string, uint64_t>> Dev::counters() const {
         v.emplace_back("rx_out_of_buffer", st.imissed + st.rx_nombuf);
         v.emplace_back("port_rcv_errors", st.ierrors);
     }
-    /* Engine-wide: mbufs not in the pool (in rings, TX batches, PMD queues). After the
+    /* Engine-wide: mbufs not in the pools (in rings, TX batches, PMD queues). After the
      * traffic stops it must come back to what the ports hold; a leak shows here. */
-    v.emplace_back("mbufs_in_use", rte_mempool_in_use_count(rt_.pool()));
+    v.emplace_back("mbufs_in_use", rte_mempool_in_use_count(rt_.pool()) +
+                                       rte_mempool_in_use_count(rt_.zc_pool()));
+    uint64_t zc_out = 0;
+    for (const auto &z : zc_)
+        if (z)
+            zc_out += z->outstanding();
+    for (const auto &z : zc_retired_)
+        zc_out += z->outstanding();
+    v.emplace_back("zc_mbufs_outstanding", zc_out);
     nc_.for_each([&](const char *n, uint64_t x) { v.emplace_back(n, x); });
     rcc_.for_each([&](const char *n, uint64_t x) { v.emplace_back(n, x); });
     return v;
@@ -228,18 +359,90 @@ bool Dev::queue_tx(rte_mbuf *m) {
     return true;
 }
 
+int Dev::transmit_zc(const wire::FrameSpec &f) {
+    if (f.nsegs == 0 || f.nsegs > kMaxZcSegs)
+        return -1;
+    ZcRegion *regs[kMaxZcSegs];
+    uint64_t sum = 0;
+    for (uint32_t i = 0; i < f.nsegs; ++i) {
+        const wire::FrameSpec::Seg &g = f.segs[i];
+        const uint32_t slot = g.mr_key >> 8;
+        if (g.mr_key == 0 || g.len == 0 || g.len > UINT16_MAX || slot >= zc_.size())
+            return -1;
+        ZcRegion *z = zc_[slot].get();
+        if (z == nullptr || z->key != g.mr_key || !z->usable)
+            return -1;
+        regs[i] = z;
+        sum += g.len;
+    }
+    if (sum != f.payload_len)
+        return -1;
+    const uint32_t n = f.nsegs + 2; /* headers, one per segment, pad + ICRC */
+    rte_mbuf *mb[kMaxZcSegs + 2];
+    if (rte_pktmbuf_alloc_bulk(rt_.zc_pool(), mb, n) != 0) {
+        ++ec_.tx_no_mbuf;
+        return 0;
+    }
+    rte_mbuf *h = mb[0];
+    uint8_t *p = rte_pktmbuf_mtod(h, uint8_t *);
+    const size_t hl = wire::build_headers(f, p, rte_pktmbuf_tailroom(h));
+    if (hl == 0) {
+        rte_pktmbuf_free_bulk(mb, n);
+        ++ec_.tx_frame_too_big;
+        return 1;
+    }
+    h->data_len = static_cast<uint16_t>(hl);
+    const bool iova_va = rte_eal_iova_mode() == RTE_IOVA_VA;
+    wire::ByteSpan spans[kMaxZcSegs + 1];
+    rte_mbuf *prev = h;
+    for (uint32_t i = 0; i < f.nsegs; ++i) {
+        rte_mbuf *m = mb[1 + i];
+        const wire::FrameSpec::Seg &g = f.segs[i];
+        void *addr = const_cast<uint8_t *>(g.addr);
+        rte_mbuf_ext_refcnt_update(&regs[i]->shinfo, 1);
+        rte_pktmbuf_attach_extbuf(m, addr,
+                                  iova_va ? static_cast<rte_iova_t>(reinterpret_cast<uintptr_t>(addr))
+                                          : RTE_BAD_IOVA,
+                                  static_cast<uint16_t>(g.len), &regs[i]->shinfo);
+        m->data_len = static_cast<uint16_t>(g.len);
+        prev->next = m;
+        prev = m;
+        spans[i] = {g.addr, g.len};
+    }
+    rte_mbuf *t = mb[n - 1];
+    uint8_t *tp = rte_pktmbuf_mtod(t, uint8_t *);
+    const uint32_t pad = wire::pad_len(f.payload_len);
+    std::memset(tp, 0, pad);
+    spans[f.nsegs] = {tp, pad};
+    const size_t l2 = wire::encoded_len(f.eth);
+    wire::icrc_store(wire::icrc_compute_segments(p + l2, hl - l2, spans, f.nsegs + 1, f.ipv6),
+                     tp + pad);
+    t->data_len = static_cast<uint16_t>(pad + wire::kIcrcLen);
+    prev->next = t;
+    h->nb_segs = static_cast<uint16_t>(n);
+    h->pkt_len = static_cast<uint32_t>(hl + f.payload_len + pad + wire::kIcrcLen);
+    tx_[ntx_++] = h;
+    ec_.tx_bytes_zero_copy += f.payload_len;
+    return 1;
+}
+
 bool Dev::transmit(const wire::FrameSpec &frame) {
     if (ntx_ == kTxBatch) {
         ++ec_.tx_batch_full;
         return false;
+    }
+    /* Zero-copy where the port takes chains, the memory is a usable registered region
+     * and the payload is large enough to be worth three mbufs; else one copied frame. */
+    if (zc_on_ && frame.payload_len >= zc_min_ && frame.payload_len != 0) {
+        const int r = transmit_zc(frame);
+        if (r >= 0)
+            return r != 0;
     }
     rte_mbuf *m = rte_pktmbuf_alloc(rt_.pool());
     if (m == nullptr) {
         ++ec_.tx_no_mbuf;
         return false;
     }
-    /* Single segment, payload copied: zero-copy extbuf attach comes with port drivers
-     * that take chained mbufs. */
     uint8_t *p = rte_pktmbuf_mtod(m, uint8_t *);
     const size_t n = wire::build_frame(frame, p, rte_pktmbuf_tailroom(m));
     if (n == 0) {
@@ -252,6 +455,7 @@ bool Dev::transmit(const wire::FrameSpec &frame) {
     m->data_len = static_cast<uint16_t>(n);
     m->pkt_len = static_cast<uint32_t>(n);
     tx_[ntx_++] = m;
+    ec_.tx_bytes_copied += frame.payload_len;
     return true;
 }
 
@@ -273,16 +477,68 @@ uint32_t Dev::flush_tx() {
     return sent;
 }
 
+/* A chained frame (zero-copy TX over net_ring, scattered jumbo RX): headers from the
+ * first segment, ICRC over the chain without linearising, payload left where it is as a
+ * span list for the transport's one copy. spans has room for 2 * kMaxRxSegs + 1. */
+wire::ParseResult Dev::parse_chain(rte_mbuf *m, wire::ParsedPacket &pp, wire::ByteSpan *spans) {
+    const uint8_t *p = rte_pktmbuf_mtod(m, const uint8_t *);
+    const uint32_t contig = rte_pktmbuf_data_len(m);
+    const wire::ParseResult r = wire::parse_frame_headers(p, contig, rte_pktmbuf_pkt_len(m), pp);
+    if (r != wire::ParseResult::Ok)
+        return r;
+    if (pp.frame_len <= contig) /* all in the first segment (padding chained after) */
+        return wire::parse_frame(p, contig, pp, true);
+    const uint32_t crc_end = pp.frame_len - static_cast<uint32_t>(wire::kIcrcLen);
+    const uint32_t pay_lo = pp.payload_off, pay_hi = pp.payload_off + pp.payload_len;
+    wire::ByteSpan *crc = spans, *pay = spans + kMaxRxSegs;
+    uint32_t ncrc = 0, npay = 0;
+    uint32_t o = contig;
+    for (const rte_mbuf *s = m->next; s != nullptr && o < crc_end; s = s->next) {
+        const uint8_t *d = rte_pktmbuf_mtod(s, const uint8_t *);
+        const uint32_t lo = o, hi = o + s->data_len;
+        o = hi;
+        if (ncrc == kMaxRxSegs)
+            return wire::ParseResult::Count_; /* too many segments */
+        const uint32_t ce = hi < crc_end ? hi : crc_end;
+        crc[ncrc++] = {d, ce - lo};
+        const uint32_t a = lo > pay_lo ? lo : pay_lo, b = hi < pay_hi ? hi : pay_hi;
+        if (a < b)
+            pay[npay++] = {d + (a - lo), b - a};
+    }
+    uint8_t ib[wire::kIcrcLen];
+    const uint8_t *ip = static_cast<const uint8_t *>(
+        rte_pktmbuf_read(m, crc_end, static_cast<uint32_t>(wire::kIcrcLen), ib));
+    if (ip == nullptr)
+        return wire::ParseResult::TooShort;
+    pp.icrc = wire::icrc_load(ip);
+    /* Payload bytes inside the first segment, if any, come first. */
+    if (pay_lo < contig) {
+        const uint32_t e = pay_hi < contig ? pay_hi : contig;
+        for (uint32_t i = npay; i > 0; --i)
+            pay[i] = pay[i - 1];
+        pay[0] = {p + pay_lo, e - pay_lo};
+        ++npay;
+    }
+    const uint32_t first_end = contig < crc_end ? contig : crc_end;
+    if (wire::icrc_compute_segments(p + pp.l3_off, first_end - pp.l3_off, crc, ncrc, pp.ipv6) !=
+        pp.icrc)
+        return wire::ParseResult::BadIcrc;
+    pp.payload_segs = pay;
+    pp.payload_nsegs = npay;
+    return wire::ParseResult::Ok;
+}
+
 void Dev::rx_one(rte_mbuf *m, uint64_t now) {
     const uint32_t len = rte_pktmbuf_pkt_len(m);
     ++ec_.port_rcv_packets;
     ec_.port_rcv_bytes += len;
-    if (m->nb_segs != 1) {
+    const bool chained = m->nb_segs != 1;
+    uint8_t *p = rte_pktmbuf_mtod(m, uint8_t *);
+    if (chained && rte_pktmbuf_data_len(m) < RTE_ETHER_HDR_LEN + 4) {
         ++ec_.rx_drop_multiseg;
         rte_pktmbuf_free(m);
         return;
     }
-    uint8_t *p = rte_pktmbuf_mtod(m, uint8_t *);
     if (len < RTE_ETHER_HDR_LEN) {
         ++ec_.rx_drop_parse[static_cast<size_t>(wire::ParseResult::TooShort)];
         rte_pktmbuf_free(m);
@@ -300,6 +556,14 @@ void Dev::rx_one(rte_mbuf *m, uint64_t now) {
     if (et == net::kEtherTypeVlan && len >= RTE_ETHER_HDR_LEN + 4) {
         l2 += 4;
         et = static_cast<uint16_t>((p[16] << 8) | p[17]);
+    }
+    if (chained && (et == net::kEtherTypeArp || et == net::kEtherTypeIpv4) &&
+        (et == net::kEtherTypeArp || rte_pktmbuf_data_len(m) <= l2 + 9 ||
+         p[l2 + 9] == net::kIpProtoIcmp)) {
+        /* ARP/ICMP replies are built in place: not on a chain. */
+        ++ec_.rx_drop_multiseg;
+        rte_pktmbuf_free(m);
+        return;
     }
     if (et == net::kEtherTypeArp) {
         if (net::handle_arp(ifc_, p, len, l2, neigh_, now, nc_) == net::ArpVerdict::Reply) {
@@ -328,7 +592,18 @@ void Dev::rx_one(rte_mbuf *m, uint64_t now) {
         return;
     }
     wire::ParsedPacket pp;
-    const wire::ParseResult r = wire::parse_frame(p, len, pp, true);
+    wire::ByteSpan spans[2 * kMaxRxSegs + 1];
+    const wire::ParseResult r =
+        chained ? parse_chain(m, pp, spans) : wire::parse_frame(p, len, pp, true);
+    if (chained && (r == wire::ParseResult::Count_ ||
+                    (r == wire::ParseResult::TooShort && rte_pktmbuf_data_len(m) < len))) {
+        /* Headers not in the first segment, or too many segments. */
+        ++ec_.rx_drop_multiseg;
+        rte_pktmbuf_free(m);
+        return;
+    }
+    if (chained && r == wire::ParseResult::Ok)
+        ++ec_.rx_multiseg_packets;
     if (r != wire::ParseResult::Ok) {
         ++ec_.rx_drop_parse[static_cast<size_t>(r)];
         rte_pktmbuf_free(m);

@@ -133,20 +133,24 @@ void Qp::on_read_response(const wire::ParsedPacket &p, SendWqe &w, Time now) {
         return;
     }
     /* Scatter into the local SGEs (resolved when the WR started). */
-    uint32_t off = w.read_off, len = p.payload_len;
-    const uint8_t *src = p.payload;
-    for (int i = 0; i < w.wr.num_sge && len > 0; ++i) {
-        const uint32_t sl = w.wr.sg_list[i].length;
-        if (off >= sl) {
-            off -= sl;
-            continue;
+    uint32_t base = w.read_off;
+    wire::for_each_payload_chunk(p, [&](const uint8_t *src, uint32_t len) {
+        uint32_t off = base;
+        base += len;
+        for (int i = 0; i < w.wr.num_sge && len > 0; ++i) {
+            const uint32_t sl = w.wr.sg_list[i].length;
+            if (off >= sl) {
+                off -= sl;
+                continue;
+            }
+            const uint32_t take = sl - off < len ? sl - off : len;
+            std::memcpy(w.host[i] + off, src, take);
+            src += take;
+            len -= take;
+            off = 0;
         }
-        const uint32_t take = sl - off < len ? sl - off : len;
-        std::memcpy(w.host[i] + off, src, take);
-        src += take;
-        len -= take;
-        off = 0;
-    }
+    });
+    cfg_.counters->rx_bytes_copied += p.payload_len;
     w.read_off += p.payload_len;
     if (last)
         ack_through(w.last_psn, now);

@@ -40,7 +40,8 @@ namespace droce::rc {
     X(rx_pkey_violation)                                                                           \
     X(tx_blocked)  /* transmit() refused: retried later */                                         \
     X(ack_dropped) /* ACK/NAK could not be sent and was not worth keeping */                       \
-    X(cq_overflow)
+    X(cq_overflow)                                                                                 \
+    X(rx_bytes_copied) /* payload bytes copied into MRs / receive buffers (the one RX copy) */
 
 struct Counters {
 #define DROCE_RC_FIELD(n) uint64_t n = 0;

@@ -18,6 +18,26 @@ using Time = uint64_t;
 /** Where a QP's packets go. transmit() builds the frame from the spec (headers, payload
  * copy or zero-copy attach, ICRC) and queues it; false means no room now (no mbuf, TX
  * queue full): the caller keeps the work and tries again on a later progress(). */
+/*
+ * Zero-copy and completion semantics (decided: no hold on the completion). With
+ * zero-copy the frame points into the application's region until the PMD (over
+ * net_ring: the peer's RX) frees it, which can be after the ACK that completes the WR:
+ * a go-back-N retransmission of PSN p may still sit in a TX queue when the ACK for the
+ * original p arrives. Verbs semantics still hold without delaying the completion:
+ *  - the ACK covering p means the responder executed p exactly once; the late copy
+ *    carries a PSN behind the responder's ePSN, so it is a duplicate: SEND/WRITE
+ *    duplicates are only re-ACKed (responder_duplicate, C9-105), never written again;
+ *    READ responses and atomics are replayed from the responder's saved state, and the
+ *    requester drops a response for nothing outstanding (rx_ghost_response);
+ *  - if the application rewrites the buffer after the completion, only that duplicate's
+ *    content changes: its ICRC was computed at transmit time, so the peer either drops it
+ *    as bad_icrc or discards it as a duplicate — no byte reaches the peer's memory;
+ *  - what must not happen is the memory going away under a queued frame: MR
+ *    deregistration waits until no frame points into the region any more (engine
+ *    Dev::dereg_mr + zc_reap, bounded, counted as mr_dereg_timeout if it gives up).
+ * Holding completions until the extbuf refcount drops would instead tie completion
+ * latency to the PMD's lazy TX-descriptor reclaim (tx_free_thresh) on real NICs.
+ */
 class TxPort {
   public:
     virtual ~TxPort() = default;

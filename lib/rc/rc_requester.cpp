@@ -137,6 +137,8 @@ uint32_t Qp::gather(const SendWqe &w, uint32_t off, uint32_t len,
         const uint32_t take = std::min(sl - off, len);
         segs[n].addr = w.host[i] + off;
         segs[n].len = take;
+        /* Inline data lives in the WQE, not in a region: never attached zero-copy. */
+        segs[n].mr_key = (w.wr.send_flags & kSendInline) ? 0 : w.wr.sg_list[i].lkey;
         ++n;
         len -= take;
         off = 0;

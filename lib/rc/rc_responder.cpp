@@ -132,7 +132,7 @@ bool Qp::send_read_responses(ReadResource &r) {
                     r.valid = false;
                     return true;
                 }
-                seg = {src, chunk};
+                seg = {src, chunk, r.rkey};
                 f.segs = &seg;
                 f.nsegs = 1;
                 f.payload_len = chunk;
@@ -286,7 +286,15 @@ void Qp::responder_on_packet(const wire::ParsedPacket &p, Time now) {
             in_send_ = true;
         }
         const RecvWqe &r = cur_recv_;
-        if (!copy_to_recv(r, recv_off_, p.payload, p.payload_len)) {
+        bool fits = true;
+        uint32_t at = recv_off_;
+        wire::for_each_payload_chunk(p, [&](const uint8_t *src, uint32_t n) {
+            fits = fits && copy_to_recv(r, at, src, n);
+            at += n;
+        });
+        if (fits)
+            cfg_.counters->rx_bytes_copied += p.payload_len;
+        if (!fits) {
             ++cfg_.counters->resp_local_length_error;
             in_send_ = false;
             complete_recv(r, WcStatus::LocLenErr, WcOpcode::Recv, recv_off_, 0, 0);
@@ -329,9 +337,12 @@ void Qp::responder_on_packet(const wire::ParsedPacket &p, Time now) {
             return;
         }
         if (p.payload_len) {
-            std::memcpy(write_ptr_, p.payload, p.payload_len);
-            write_ptr_ += p.payload_len;
+            wire::for_each_payload_chunk(p, [&](const uint8_t *src, uint32_t n) {
+                std::memcpy(write_ptr_, src, n);
+                write_ptr_ += n;
+            });
             write_left_ -= p.payload_len;
+            cfg_.counters->rx_bytes_copied += p.payload_len;
         }
         if (last) {
             in_write_ = false;

@@ -12,8 +12,9 @@
 namespace droce::wire {
 
 /* l3 points at the IP header; len counts from there up to (not including) the ICRC.
- * const variant: copies into a bounded scratch buffer (len <= kIcrcMaxLen), for
- * tools and tests. */
+ * const variant: the masked headers are copied to the stack, the rest is read in place
+ * (icrc_compute_segments with no segments); any length. kIcrcMaxLen is kept for
+ * callers that size buffers with it. */
 inline constexpr size_t kIcrcMaxLen = 16384;
 uint32_t icrc_compute(const uint8_t *l3, size_t len, bool ipv6);
 
@@ -25,6 +26,28 @@ uint32_t icrc_compute_inplace(uint8_t *l3, size_t len, bool ipv6);
 /* Reference implementation (plain table CRC, no DPDK, no length limit): for tests and
  * for frames longer than kIcrcMaxLen, which icrc_compute() hands to it. */
 uint32_t icrc_compute_reference(const uint8_t *l3, size_t len, bool ipv6);
+
+/* A run of contiguous bytes (payload segments, mbuf data). */
+struct ByteSpan {
+    const uint8_t *addr;
+    uint32_t len;
+};
+
+/* Gather-list ICRC without copying the payload: l3 points at the IP header and
+ * [l3, l3+l3_len) is contiguous and holds at least IP+UDP+BTH (it may hold more, e.g.
+ * the extended headers); the CRC then runs on over segs[0..nsegs) in order (payload,
+ * pad). The masked headers go through a small stack buffer; every other byte is read
+ * once by rte_net_crc and the partial CRCs are joined with crc32_combine(). Returns 0
+ * when l3_len is shorter than the headers, like the other variants. */
+uint32_t icrc_compute_segments(const uint8_t *l3, size_t l3_len, const ByteSpan *segs,
+                               uint32_t nsegs, bool ipv6);
+
+/* CRC-32 (Ethernet/zlib) of p[0..len) with rte_net_crc. */
+uint32_t crc32_eth(const uint8_t *p, size_t len);
+/* zlib's crc32_combine: the CRC of A||B from crc(A), crc(B) and len(B), by multiplying
+ * crc(A) with x^(8*len(B)) mod P (table of x^(8n) for n < 2^14, square-and-multiply
+ * beyond). */
+uint32_t crc32_combine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b);
 
 /* Reads the stored ICRC (LSB first) at p. */
 uint32_t icrc_load(const uint8_t *p);

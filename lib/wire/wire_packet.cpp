@@ -60,9 +60,13 @@ const char *parse_result_name(ParseResult r) {
  * pad -> ICRC. Every read is preceded by a bound check against len (or against the
  * IP-declared end, which is itself checked against len first). The IPv4 header checksum
  * is not verified: the ICRC masks it, rxe ignores it, and NICs check it in hardware. */
-ParseResult parse_frame(const uint8_t *frame, size_t len, ParsedPacket &out, bool verify_icrc) {
+namespace {
+/* contig: bytes readable at frame (== len for a contiguous frame). Header reads are
+ * bounded by contig, length consistency by len. */
+ParseResult parse_impl(const uint8_t *frame, size_t contig, size_t len, ParsedPacket &out,
+                       bool verify_icrc) {
     out = ParsedPacket{};
-    const size_t l2 = decode_eth(frame, len, out.eth);
+    const size_t l2 = decode_eth(frame, contig, out.eth);
     if (l2 == 0)
         return ParseResult::TooShort;
     const uint16_t et = out.eth.ethertype;
@@ -76,7 +80,7 @@ ParseResult parse_frame(const uint8_t *frame, size_t len, ParsedPacket &out, boo
     size_t udp_len; /* as the IP header declares it */
     if (et == kEtherTypeIpv4) {
         out.ipv6 = false;
-        if (avail < kIpv4Len)
+        if (avail < kIpv4Len || contig - l2 < kIpv4Len)
             return ParseResult::TooShort;
         if ((l3[0] >> 4) != 4 || (l3[0] & 0xF) < 5)
             return ParseResult::BadIpHeader;
@@ -96,7 +100,7 @@ ParseResult parse_frame(const uint8_t *frame, size_t len, ParsedPacket &out, boo
         udp_len = ip_end - kIpv4Len;
     } else {
         out.ipv6 = true;
-        if (avail < kIpv6Len)
+        if (avail < kIpv6Len || contig - l2 < kIpv6Len)
             return ParseResult::TooShort;
         if (!decode_ipv6(l3, avail, out.ip6))
             return ParseResult::BadIpHeader;
@@ -110,6 +114,8 @@ ParseResult parse_frame(const uint8_t *frame, size_t len, ParsedPacket &out, boo
     }
     if (udp_len < kUdpLen)
         return ParseResult::BadUdpLength;
+    if (l2 + l4_off + kUdpLen > contig)
+        return ParseResult::TooShort;
     const uint8_t *udp = l3 + l4_off;
     out.udp = decode_udp(udp);
     if (out.udp.dport != kRoceV2UdpPort)
@@ -136,7 +142,7 @@ ParseResult parse_frame(const uint8_t *frame, size_t len, ParsedPacket &out, boo
 
     /* BTH. */
     const size_t roce_len = udp_len - kUdpLen; /* BTH .. ICRC */
-    if (roce_len < kBthLen + kIcrcLen)
+    if (roce_len < kBthLen + kIcrcLen || out.bth_off + kBthLen > contig)
         return ParseResult::TooShort;
     const uint8_t *bth = udp + kUdpLen;
     out.bth = decode_bth(bth);
@@ -146,7 +152,7 @@ ParseResult parse_frame(const uint8_t *frame, size_t len, ParsedPacket &out, boo
     if (!op.valid())
         return ParseResult::BadOpcode;
     out.op = &op;
-    if (roce_len < size_t{op.hdr_len} + kIcrcLen)
+    if (roce_len < size_t{op.hdr_len} + kIcrcLen || out.bth_off + size_t{op.hdr_len} > contig)
         return ParseResult::TooShort;
     const size_t data_area = roce_len - op.hdr_len - kIcrcLen; /* payload + pad */
     if (out.bth.pad_cnt > data_area)
@@ -168,14 +174,32 @@ ParseResult parse_frame(const uint8_t *frame, size_t len, ParsedPacket &out, boo
     if (op.off_ieth)
         out.ieth = decode_u32(bth + op.off_ieth);
 
-    out.payload = bth + op.hdr_len;
+    out.payload_off = static_cast<uint32_t>(out.bth_off + op.hdr_len);
     out.payload_len = static_cast<uint32_t>(data_area - out.bth.pad_cnt);
-    out.icrc = icrc_load(l3 + ip_end - kIcrcLen);
     out.frame_len = static_cast<uint32_t>(l2 + ip_end);
+    if (l2 + ip_end > contig) /* scattered: the caller reads payload and ICRC */
+        return ParseResult::Ok;
+    out.payload = bth + op.hdr_len;
+    out.icrc = icrc_load(l3 + ip_end - kIcrcLen);
 
     if (verify_icrc && icrc_compute(l3, ip_end - kIcrcLen, out.ipv6) != out.icrc)
         return ParseResult::BadIcrc;
     return ParseResult::Ok;
+}
+} // namespace
+
+ParseResult parse_frame(const uint8_t *frame, size_t len, ParsedPacket &out, bool verify_icrc) {
+    return parse_impl(frame, len, len, out, verify_icrc);
+}
+
+ParseResult parse_frame_headers(const uint8_t *frame, size_t contig_len, size_t frame_len,
+                                ParsedPacket &out) {
+    if (contig_len > frame_len)
+        contig_len = frame_len;
+    const ParseResult r = parse_impl(frame, contig_len, frame_len, out, false);
+    out.payload = nullptr;
+    out.icrc = 0;
+    return r;
 }
 
 /* ---- build ---- */
@@ -198,16 +222,13 @@ size_t frame_len(const FrameSpec &s) {
     return h + s.payload_len + pad_for(s.payload_len) + kIcrcLen;
 }
 
-size_t build_frame(const FrameSpec &s, uint8_t *out, size_t cap) {
+namespace {
+/* Writes L2..extended headers; returns the pointer to the payload start. */
+uint8_t *write_headers(const FrameSpec &s, uint8_t *out) {
     const OpcodeInfo &op = opcode_info(s.bth.opcode);
-    const size_t total = frame_len(s);
-    if (total == 0 || total > cap)
-        return 0;
     const uint32_t pad = pad_for(s.payload_len);
     const size_t ip_len = s.ipv6 ? kIpv6Len : kIpv4Len;
     const size_t udp_len = kUdpLen + op.hdr_len + s.payload_len + pad + kIcrcLen;
-    if (udp_len + ip_len > 0xFFFF)
-        return 0;
 
     EthHdr eth = s.eth;
     eth.ethertype = s.ipv6 ? kEtherTypeIpv6 : kEtherTypeIpv4;
@@ -259,8 +280,31 @@ size_t build_frame(const FrameSpec &s, uint8_t *out, size_t cap) {
         encode_u32(s.ieth, bth + op.off_ieth);
     if (op.has(kHdrCnpPad))
         std::memset(bth + op.hdr_len - kCnpPadLen, 0, kCnpPadLen);
+    return bth + op.hdr_len;
+}
 
-    uint8_t *p = bth + op.hdr_len;
+bool ip_len_ok(const FrameSpec &s) {
+    const size_t h = headers_len(s);
+    const size_t l2 = encoded_len(s.eth);
+    return h != 0 && h - l2 + s.payload_len + pad_for(s.payload_len) + kIcrcLen <= 0xFFFF;
+}
+} // namespace
+
+size_t build_headers(const FrameSpec &s, uint8_t *out, size_t cap) {
+    const size_t h = headers_len(s);
+    if (h == 0 || h > cap || !ip_len_ok(s))
+        return 0;
+    write_headers(s, out);
+    return h;
+}
+
+size_t build_frame(const FrameSpec &s, uint8_t *out, size_t cap) {
+    const size_t total = frame_len(s);
+    if (total == 0 || total > cap || !ip_len_ok(s))
+        return 0;
+    const uint32_t pad = pad_for(s.payload_len);
+    uint8_t *const l3 = out + encoded_len(s.eth);
+    uint8_t *p = write_headers(s, out);
     uint32_t left = s.payload_len;
     for (uint32_t i = 0; i < s.nsegs && left > 0; ++i) {
         const uint32_t n = s.segs[i].len < left ? s.segs[i].len : left;

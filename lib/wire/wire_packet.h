@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "wire_headers.h"
+#include "wire_icrc.h"
 #include "wire_opcode.h"
 
 namespace droce::wire {
@@ -53,8 +54,14 @@ struct ParsedPacket {
     Deth deth;
     uint32_t imm; /* ImmDt, host order */
     uint32_t ieth; /* IETH (rkey to invalidate), host order */
-    const uint8_t *payload; /* after extended headers, pad excluded */
+    const uint8_t *payload; /* after extended headers, pad excluded; nullptr when the
+                               payload is scattered (payload_segs) */
     uint32_t payload_len;
+    /* Scattered payload (chained mbufs): payload_nsegs spans adding up to payload_len.
+     * Empty for a contiguous frame. Use for_each_payload_chunk() to read either form. */
+    const ByteSpan *payload_segs;
+    uint32_t payload_nsegs;
+    uint32_t payload_off; /* from the frame start */
     uint32_t icrc; /* as stored */
     /* offsets into the frame */
     uint16_t l3_off;
@@ -66,6 +73,26 @@ struct ParsedPacket {
 /* Parses a frame. verify_icrc=false skips the CRC (e.g. snaplen-truncated captures,
  * or a port that checked it already). The frame is only read. */
 ParseResult parse_frame(const uint8_t *frame, size_t len, ParsedPacket &out, bool verify_icrc);
+
+/* Headers only, for a frame of frame_len bytes of which only the first contig_len are
+ * contiguous at frame (a chained mbuf's first segment). Every header must lie inside
+ * contig_len (else TooShort); the payload and the ICRC are neither read nor verified:
+ * out.payload is nullptr, out.payload_off/payload_len/frame_len locate them and the
+ * caller verifies the ICRC (icrc_compute_segments) and fills payload_segs. */
+ParseResult parse_frame_headers(const uint8_t *frame, size_t contig_len, size_t frame_len,
+                                ParsedPacket &out);
+
+/* Calls f(const uint8_t *p, uint32_t n) for each contiguous piece of the payload, in order. */
+template <class F> void for_each_payload_chunk(const ParsedPacket &p, F &&f) {
+    if (p.payload_nsegs == 0) {
+        if (p.payload_len)
+            f(p.payload, p.payload_len);
+        return;
+    }
+    for (uint32_t i = 0; i < p.payload_nsegs; ++i)
+        if (p.payload_segs[i].len)
+            f(p.payload_segs[i].addr, p.payload_segs[i].len);
+}
 
 /* Everything needed to build one RoCEv2 frame. Extended headers are taken from the
  * fields below according to the opcode table; unused ones are ignored. */
@@ -91,6 +118,9 @@ struct FrameSpec {
     struct Seg {
         const uint8_t *addr;
         uint32_t len;
+        /* lkey/rkey of the registered region addr lies in (0: not registered memory, e.g.
+         * inline data): the engine may attach such a segment zero-copy. */
+        uint32_t mr_key = 0;
     };
     const Seg *segs;
     uint32_t nsegs;
@@ -104,6 +134,12 @@ size_t frame_len(const FrameSpec &s);
 /* Writes the whole frame (headers, payload copy, zero pad, ICRC) into out; returns its
  * length, or 0 when cap is too small. */
 size_t build_frame(const FrameSpec &s, uint8_t *out, size_t cap);
+/* Writes the headers only (L2..last extended header, lengths as for the whole frame);
+ * returns headers_len(s), or 0 when cap is too small. Payload, pad and ICRC are the
+ * caller's (zero-copy TX). */
+size_t build_headers(const FrameSpec &s, uint8_t *out, size_t cap);
+/* Pad bytes after a payload of this length. */
+inline uint32_t pad_len(uint32_t payload_len) { return (4 - (payload_len & 3)) & 3; }
 
 /* Converts between IPv4 addresses (host order) and IPv4-mapped GIDs. */
 void gid_from_ipv4(uint32_t ip, uint8_t gid[16]);
