@@ -108,16 +108,20 @@ run_tests() {
             fail=$((fail + ${ifail:-0}))
             [ -n "${ipass:-}" ] || broken+=("netem interop exit $irc without a summary")
 
-            stage "interop: droce-perf vs perftest (ib_*_bw, ib_*_lat) on Linux Soft-RoCE"
-            ilog=$BUILD_DIR/interop-perftest.out
-            ipass="" ifail=""
-            timeout 1500 bash tests/interop/perftest_rxe.sh --out "$BUILD_DIR/interop-perftest" \
-                --budget 1200 "$BUILD_DIR/apps/droce-perf/droce-perf" 2>&1 | tee "$ilog"
-            irc=${PIPESTATUS[0]}
-            read -r ipass _ ifail _ < <(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$ilog" | tail -1) || true
-            pass=$((pass + ${ipass:-0}))
-            fail=$((fail + ${ifail:-0}))
-            [ -n "${ipass:-}" ] || broken+=("perftest interop exit $irc without a summary")
+            local mtu
+            for mtu in 1024 4096; do
+                stage "interop: droce-perf vs perftest (every ib_*_bw/lat mode), path MTU $mtu"
+                ilog=$BUILD_DIR/interop-perftest-$mtu.out
+                ipass="" ifail=""
+                timeout 1500 bash tests/interop/perftest_rxe.sh --out "$BUILD_DIR/interop-perftest-$mtu" \
+                    --budget 1200 --mtu "$mtu" --sizes "64 65536" --iters 100 \
+                    "$BUILD_DIR/apps/droce-perf/droce-perf" 2>&1 | tee "$ilog"
+                irc=${PIPESTATUS[0]}
+                read -r ipass _ ifail _ < <(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$ilog" | tail -1) || true
+                pass=$((pass + ${ipass:-0}))
+                fail=$((fail + ${ifail:-0}))
+                [ -n "${ipass:-}" ] || broken+=("perftest interop (MTU $mtu) exit $irc without a summary")
+            done
         fi
     fi
 

@@ -14,7 +14,7 @@
 #   --modes LIST        default "write_bw send_bw read_bw write_lat send_lat read_lat atomic_bw atomic_lat"
 #   --roles LIST        droce roles, default "client server"
 #   --mtu 1024|4096     path MTU (default 1024)
-#   --size S            message size for non-atomic modes (default 4096)
+#   --sizes LIST        message sizes for non-atomic modes (default "4096"; --size S = one)
 #   --iters N           default 200
 #   --case-timeout S    per process (default 90)
 #   --budget S          default 1200
@@ -25,10 +25,10 @@ export IL_DROCE_MAC=${IL_DROCE_MAC:-02:00:00:00:02:00}
 . "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/lib.sh"
 
 OUT="" MODES="write_bw send_bw read_bw write_lat send_lat read_lat atomic_bw atomic_lat" ROLES="client server"
-MTU=1024 SIZE=4096 ITERS=200 CASE_TIMEOUT=90 BUDGET=1200 BIN=""
+MTU=1024 SIZES=4096 ITERS=200 CASE_TIMEOUT=90 BUDGET=1200 BIN=""
 while (($#)); do case $1 in
   --out) OUT=$2; shift 2;; --modes) MODES=$2; shift 2;; --roles) ROLES=$2; shift 2;;
-  --mtu) MTU=$2; shift 2;; --size) SIZE=$2; shift 2;; --iters) ITERS=$2; shift 2;;
+  --mtu) MTU=$2; shift 2;; --size|--sizes) SIZES=$2; shift 2;; --iters) ITERS=$2; shift 2;;
   --case-timeout) CASE_TIMEOUT=$2; shift 2;; --budget) BUDGET=$2; shift 2;;
   -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0;;
   -*) il_die "unknown option $1";;
@@ -39,7 +39,7 @@ trap il_cleanup EXIT
 trap 'exit 130' INT TERM
 
 if [ -z "$BIN" ] || [ ! -x "$BIN" ]; then
-  for m in $MODES; do for r in $ROLES; do il_result "$m-droce_$r" fail "droce-perf missing ('${BIN:-<none>}')"; done; done
+  for m in $MODES; do for r in $ROLES; do il_result "mtu$MTU-$m-droce_$r" fail "droce-perf missing ('${BIN:-<none>}')"; done; done
   il_summary; exit 1
 fi
 BIN=$(readlink -f "$BIN")
@@ -50,8 +50,12 @@ il_log "artifacts in $OUT; binary $BIN"
 VDEV="net_af_packet0,iface=$IL_TAP,qdisc_bypass=0"
 [ "$MTU" = 4096 ] && VDEV+=",framesz=4608,blocksz=36864,framecnt=512"
 
-run_case() { # MODE ROLE -> CASE_OK, CASE_WHY
-  local mode=$1 role=$2 name=$1-droce_$2 dir; dir=$OUT/$name; mkdir -p "$dir"
+case_name() { # MODE SIZE ROLE
+  if [[ $1 == atomic_* ]]; then echo "mtu$MTU-$1-droce_$3"; else echo "mtu$MTU-$1-s$2-droce_$3"; fi
+}
+
+run_case() { # MODE SIZE ROLE -> CASE_OK, CASE_WHY
+  local mode=$1 SIZE=$2 role=$3 name dir; name=$(case_name "$1" "$2" "$3"); dir=$OUT/$name; mkdir -p "$dir"
   CASE_OK=0; CASE_WHY=""
   local common=(-x 1 -n "$ITERS" -F -p "$IL_PORT")
   [[ $mode == atomic_* ]] || common+=(-s "$SIZE")
@@ -96,12 +100,17 @@ il_log "booting VM (path MTU $MTU)"
 vm_ok=1
 il_vm_up "$MTU" > "$OUT/vm.log" 2>&1 || vm_ok=0
 il_log "VM up: $vm_ok"
-for m in $MODES; do for r in $ROLES; do
-  if [ $vm_ok = 0 ]; then il_result "$m-droce_$r" fail "VM boot failed (see $OUT/vm.log)"; continue; fi
-  if [ "$(il_elapsed)" -ge "$BUDGET" ]; then il_result "$m-droce_$r" fail "not run: budget ${BUDGET}s used up"; continue; fi
-  run_case "$m" "$r"
-  if [ "$CASE_OK" = 1 ]; then il_result "$m-droce_$r" pass "$CASE_WHY"; else il_result "$m-droce_$r" fail "$CASE_WHY"; fi
-done; done
+for m in $MODES; do
+  sizes=$SIZES
+  [[ $m == atomic_* ]] && sizes=8 # atomics are 8 bytes whatever --sizes says
+  for sz in $sizes; do for r in $ROLES; do
+    name=$(case_name "$m" "$sz" "$r")
+    if [ $vm_ok = 0 ]; then il_result "$name" fail "VM boot failed (see $OUT/vm.log)"; continue; fi
+    if [ "$(il_elapsed)" -ge "$BUDGET" ]; then il_result "$name" fail "not run: budget ${BUDGET}s used up"; continue; fi
+    run_case "$m" "$sz" "$r"
+    if [ "$CASE_OK" = 1 ]; then il_result "$name" pass "$CASE_WHY"; else il_result "$name" fail "$CASE_WHY"; fi
+  done; done
+done
 il_vm_down
 il_log "done in $(il_elapsed)s"
 il_summary
