@@ -11,7 +11,8 @@
 # Own tap/subnet/VM name (tap-perf, 10.78.0.0/24, perfvm) so as not to clash with pingpong_rxe.sh.
 # Options:
 #   --out DIR           artifacts (default: a new /tmp/droce-perf-interop.XXXXXX)
-#   --modes LIST        default "write_bw send_bw read_bw write_lat send_lat read_lat atomic_bw atomic_lat"
+#   --modes LIST        default "write_bw send_bw read_bw write_lat send_lat read_lat atomic_bw atomic_lat
+#                       atomic_bw_cs" (_cs: the atomic test with -A CMP_AND_SWAP)
 #   --roles LIST        droce roles, default "client server"
 #   --mtu 1024|4096     path MTU (default 1024)
 #   --sizes LIST        message sizes for non-atomic modes (default "4096"; --size S = one)
@@ -24,7 +25,7 @@ export IL_VM_IP=${IL_VM_IP:-10.78.0.2} IL_DROCE_IP=${IL_DROCE_IP:-10.78.0.100}
 export IL_DROCE_MAC=${IL_DROCE_MAC:-02:00:00:00:02:00}
 . "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/lib.sh"
 
-OUT="" MODES="write_bw send_bw read_bw write_lat send_lat read_lat atomic_bw atomic_lat" ROLES="client server"
+OUT="" MODES="write_bw send_bw read_bw write_lat send_lat read_lat atomic_bw atomic_lat atomic_bw_cs" ROLES="client server"
 MTU=1024 SIZES=4096 ITERS=200 CASE_TIMEOUT=90 BUDGET=1200 BIN=""
 while (($#)); do case $1 in
   --out) OUT=$2; shift 2;; --modes) MODES=$2; shift 2;; --roles) ROLES=$2; shift 2;;
@@ -56,8 +57,11 @@ case_name() { # MODE SIZE ROLE
 
 run_case() { # MODE SIZE ROLE -> CASE_OK, CASE_WHY
   local mode=$1 SIZE=$2 role=$3 name dir; name=$(case_name "$1" "$2" "$3"); dir=$OUT/$name; mkdir -p "$dir"
+  local extra=()
+  # atomic_bw_cs / atomic_lat_cs: the same tests with -A CMP_AND_SWAP on both sides
+  if [[ $mode == atomic_*_cs ]]; then mode=${mode%_cs}; extra=(-A CMP_AND_SWAP); fi
   CASE_OK=0; CASE_WHY=""
-  local common=(-x 1 -n "$ITERS" -F -p "$IL_PORT")
+  local common=(-x 1 -n "$ITERS" -F -p "$IL_PORT" "${extra[@]}")
   [[ $mode == atomic_* ]] || common+=(-s "$SIZE")
   local guest=(ib_$mode -d rxe0 "${common[@]}")
   # shellcheck disable=SC2206
@@ -84,7 +88,7 @@ run_case() { # MODE SIZE ROLE -> CASE_OK, CASE_WHY
   [ -n "$cap" ] && { il_capture_stop "$cap" "$dir/capture.pcap" || true; }
   [ "$drc" = 0 ] || CASE_WHY+="droce-perf exit $drc; "
   [ "$grc" = 0 ] || CASE_WHY+="guest ib_$mode exit $grc; "
-  if [ "$grc" = 0 ] && ! grep -Eq '^ [0-9]+ +[0-9]+ +[0-9]+\.[0-9]{2}' "$dir/guest.log" && ! { [ "$role" = client ] && [[ $mode =~ ^(read_lat|atomic_lat)$ ]]; }; then
+  if [ "$grc" = 0 ] && ! grep -Eq '^ [0-9]+ +[0-9]+ +([0-9]+\.[0-9]{2}|inf)' "$dir/guest.log" && ! { [ "$role" = client ] && [[ $mode =~ ^(read_lat|atomic_lat)$ ]]; }; then
     CASE_WHY+="guest printed no result row; "
   fi
   if [ -z "$CASE_WHY" ]; then
