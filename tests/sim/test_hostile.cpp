@@ -865,3 +865,40 @@ TEST(MrKeys, GenerationsCycleWithoutRepeatingAndKeyZeroIsInvalid) {
     EXPECT_EQ(t.check(0, 0, va, 1, 0, &host), mem::AccessResult::BadKey);
     EXPECT_EQ(t.check(0xFF, 0, va, 1, 0, &host), mem::AccessResult::BadKey);
 }
+
+/* Found by fuzz_rx: a forged plain ACK whose PSN falls inside an outstanding READ's
+ * range moved una past PSNs whose responses had not come; the real responses were then
+ * dropped as duplicates and the requester rewound behind una (npsn < una), stuck until
+ * its retries ran out. The READ must complete normally. */
+TEST(Hostile, ForgedAckInsideOutstandingRead) {
+    World w;
+    w.fab.check_invariants = true;
+    w.b.tx_budget = 0; /* B holds its READ responses back until the forged ACK is in */
+    SendWr wr;
+    wr.wr_id = 5;
+    wr.opcode = WrOpcode::RdmaRead;
+    wr.send_flags = kSendSignaled;
+    wr.num_sge = 1;
+    wr.sg_list[0] = {w.mr_a.addr, 6000, w.mr_a.key};
+    wr.remote_addr = w.va(kOffAll);
+    wr.rkey = w.mr_all.key;
+    ASSERT_TRUE(w.qa->post_send(wr));
+    ASSERT_TRUE(w.fab.run_until([&] { return w.b.counters.rx_read_requests == 1; },
+                                w.fab.now + 1'000'000));
+    for (uint32_t psn : {kPsnA, kPsnA + 2}) {
+        Forge ack = w.req(wire::kRcAcknowledge, psn);
+        ack.s.eth = w.qb->path().eth;
+        wire::gid_from_ipv4(kIpB, ack.s.src_gid);
+        wire::gid_from_ipv4(kIpA, ack.s.dst_gid);
+        ack.s.bth.dest_qp = w.qa->qpn();
+        ack.s.aeth = {0x1F, 0};
+        w.inject(ack);
+    }
+    w.fab.run_until([] { return false; }, w.fab.now + 10'000);
+    w.b.tx_budget = 64;
+    ASSERT_TRUE(w.fab.run_until([&] { return !w.scq_a.q.empty(); }, w.fab.now + 100'000'000));
+    EXPECT_EQ(w.fab.violation, "");
+    EXPECT_EQ(w.scq_a.q.back().status, WcStatus::Success) << wc_status_str(w.scq_a.q.back().status);
+    EXPECT_EQ(0, std::memcmp(w.buf_a.data(), w.arena.data() + kOffAll, 6000));
+    EXPECT_EQ(w.a.counters.local_ack_timeout_err, 0u) << "no retransmission was needed";
+}
