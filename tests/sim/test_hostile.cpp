@@ -295,10 +295,11 @@ void run_case(const Case &c) {
         EXPECT_EQ(acks[0].opcode, wire::kRcAcknowledge);
         EXPECT_EQ(acks[0].syndrome, want) << std::hex << int(acks[0].syndrome);
         EXPECT_EQ(acks[0].dest_qp, w.qa->qpn());
-        if (c.expect == Expect::DupAck)
+        if (c.expect == Expect::DupAck) {
             EXPECT_EQ(acks[0].psn, wire::psn_add(epsn0, wire::kPsnMask)) << "ACK of epsn - 1";
-        else if (c.expect == Expect::NakSeq)
+        } else if (c.expect == Expect::NakSeq) {
             EXPECT_EQ(acks[0].psn, epsn0) << "NAK names the expected PSN";
+        }
     }
     const bool dies = c.expect == Expect::NakAccess || c.expect == Expect::NakInvalid;
     EXPECT_EQ(w.qb->state(), dies ? QpState::Err : QpState::Rts) << w.qb->debug_string();
