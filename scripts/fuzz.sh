@@ -44,6 +44,14 @@ for f in "$bdir/fuzz-seeds/parse"/*_[0-9] "$bdir/fuzz-seeds/parse"/*_1[01]; do
     { printf '\x17'; cat "$f"; } >"$bdir/fuzz-seeds/rx/$b.comp"
 done
 
+# Template-mode seeds for fuzz_rx (control 0x81 idle / 0x85 requests outstanding at A,
+# ICRC fixed): WRITE_ONLY, WRITE_FIRST, READ, FETCH_ADD, CMP_SWAP, SEND_ONLY_IMM at B and
+# READ_RESPONSE_FIRST, ACK, ATOMIC_ACK at A; RETH/AtomicETH 4 KiB into the region, its
+# own key, length 1024.
+for t in 815e 8158 8160 8170 816e 8156 8563 856b 856d; do
+    printf "\\x${t:0:2}\\x${t:2:2}\\x30\\x00\\x00\\x04\\x00" >"$bdir/fuzz-seeds/rx/template-$t"
+done
+
 rc=0
 for t in "${targets[@]}"; do
     echo "fuzz.sh: fuzz_$t for ${each}s"

@@ -10,11 +10,14 @@
  *   B owing READ responses with its TX full), bits 4-5 = which QP is aimed at.
  *   raw mode: the rest is a frame (the seeds are every frame of the packet vectors).
  *   template mode: byte 1 picks a valid frame from the transport's own repertoire,
- *   the rest are (offset, xor) byte pairs applied to it.
+ *   bytes 2-3 where its RETH/AtomicETH points (offset in the target's arena), byte 4
+ *   which key it carries, bytes 5-6 the RETH length; the rest are (offset, xor) byte
+ *   pairs applied to the built frame.
  *
  * Checked after the fabric has run: no crash, no out-of-bounds or use-after-free
  * (ASan), no UB (UBSan), every byte of both endpoints' arenas outside their registered
  * regions unchanged, and the requester PSN invariants of every QP (Fabric's checker). */
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -190,7 +193,8 @@ struct World {
 };
 
 /* Valid frames the transport itself sends, as the raw material of template mode. */
-std::vector<uint8_t> make_template(World &w, uint8_t pick) {
+std::vector<uint8_t> make_template(World &w, uint8_t pick, uint16_t va_off, uint8_t key_pick,
+                                   uint16_t dma_len) {
     const bool to_b = (pick & 1) == 0;
     rc::Qp &from = to_b ? *w.qa : *w.qb;
     wire::FrameSpec s{};
@@ -201,7 +205,8 @@ std::vector<uint8_t> make_template(World &w, uint8_t pick) {
     s.udp_sport = from.path().udp_sport;
     s.bth.pkey = 0xFFFF;
     s.bth.dest_qp = to_b ? w.qb->qpn() : w.qa->qpn();
-    s.bth.psn = to_b ? 0x200 : 0x100;
+    /* B expects A's PSNs (from 0x100) and A's completer answers to the same range */
+    s.bth.psn = 0x100;
     s.bth.ack_req = true;
     Side &tgt = to_b ? w.sb : w.sa;
     static const uint8_t kOps[] = {
@@ -214,8 +219,13 @@ std::vector<uint8_t> make_template(World &w, uint8_t pick) {
         wire::kCnp,                 wire::kUdSendOnly};
     s.bth.opcode = kOps[(pick >> 1) % sizeof(kOps)];
     const wire::OpcodeInfo &op = wire::opcode_info(s.bth.opcode);
-    s.reth = {tgt.at(kWin1 + 256), tgt.all.key, 1024};
-    s.atomic = {tgt.at(kWin1 + 512), tgt.all.key, 1, 2};
+    /* where it points and with which key come from the input: any byte of the arena,
+     * a region's key, a stale-looking variant of one, or garbage */
+    const uint32_t keys[] = {tgt.all.key, tgt.ro.key, tgt.pd2.key, tgt.all.key ^ 0x01,
+                             tgt.all.key + 0x100, 0, key_pick * 0x01010101u, tgt.all.key};
+    const uint32_t key = keys[key_pick & 7];
+    s.reth = {tgt.at(va_off % kArena), key, dma_len};
+    s.atomic = {tgt.at(va_off % kArena), key, 1, 2};
     s.aeth = {static_cast<uint8_t>((pick & 0x80) ? 0x62 : 0x1F), 1};
     s.atomic_ack.orig = 0x1234;
     static uint8_t payload[1024];
@@ -280,8 +290,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
     std::vector<uint8_t> f;
     if (ctl & 0x80) {
-        f = make_template(w, data[1]);
-        for (size_t i = 2; i + 1 < size && !f.empty(); i += 2)
+        /* byte 1 template, 2-3 va offset in the arena, 4 key, 5-6 RETH length, then
+         * (offset, xor) pairs */
+        uint8_t b[6] = {};
+        std::memcpy(b, data + 1, std::min<size_t>(6, size - 1));
+        f = make_template(w, b[0], static_cast<uint16_t>(b[1] << 8 | b[2]), b[3],
+                          static_cast<uint16_t>(b[4] << 8 | b[5]));
+        for (size_t i = 7; i + 1 < size && !f.empty(); i += 2)
             f[data[i] % f.size()] ^= data[i + 1];
     } else {
         f.assign(data + 1, data + size);
