@@ -7,11 +7,13 @@
 #                    packet vectors, simulator, engine over net_ring, a bounded fuzz run,
 #                    and interop against Linux Soft-RoCE in a VM (../shared/rxe-peer)
 #   ./dev.sh build   install what is missing and build only
-# Environment: BUILD_DIR (default build), FUZZ_SECONDS (default 60), SKIP_INTEROP=1
+# Environment: BUILD_DIR (default build), ASAN_BUILD_DIR (default build-asan: the
+# sanitizer stage), FUZZ_SECONDS (default 60, split between the fuzz targets), SKIP_INTEROP=1
 # (developer convenience only; CI never sets it).
 set -euo pipefail
 cd "$(dirname "$(readlink -f "$0")")"
 BUILD_DIR=${BUILD_DIR:-build}
+ASAN_BUILD_DIR=${ASAN_BUILD_DIR:-build-asan}
 
 need_root() {
     if [ "$(id -u)" != 0 ]; then
@@ -34,6 +36,19 @@ build() {
     ninja -C "$BUILD_DIR"
 }
 
+# The whole suite again with AddressSanitizer + UndefinedBehaviorSanitizer.
+asan_build() {
+    local werror=false
+    [ "${CI:-}" = true ] && werror=true
+    if [ ! -f "$ASAN_BUILD_DIR/build.ninja" ]; then
+        meson setup "$ASAN_BUILD_DIR" -Db_sanitize=address,undefined \
+            -Dbuildtype=debugoptimized -Dbenchmarks=false -Dwerror=$werror >/dev/null
+    else
+        meson configure "$ASAN_BUILD_DIR" -Dwerror=$werror >/dev/null
+    fi
+    ninja -C "$ASAN_BUILD_DIR"
+}
+
 demo() {
     build
     echo
@@ -48,7 +63,8 @@ demo() {
 }
 
 run_tests() {
-    # Stages: build -> meson tests (units, vectors, simulator, engine, apps) -> bounded fuzz
+    # Stages: build -> meson tests (units, vectors, simulator, engine, apps) -> the same
+    # tests built with ASan+UBSan -> bounded fuzz
     # run -> interop against Linux Soft-RoCE in a VM. One closing "N passed, N failed" line
     # over all of them; exit 1 on any failure or on a stage that did not complete.
     local t0 pass=0 fail=0 broken=()
@@ -59,15 +75,42 @@ run_tests() {
 
     stage "meson test"
     local log=$BUILD_DIR/meson-test.out
+    # set +e around the logged runs: with -e and pipefail a failing test run would end
+    # the script here, before the closing summary line.
+    set +e
     timeout 2400 meson test -C "$BUILD_DIR" --print-errorlogs 2>&1 | tee "$log"
     local mrc=${PIPESTATUS[0]} ok bad
+    set -e
     ok=$(awk '/^Ok:/{print $NF}' "$log" | tail -1)
     bad=$(awk '/^(Fail|Timeout|Unexpected Pass):/{n+=$NF} END{print n+0}' "$log")
     pass=$((pass + ${ok:-0}))
     fail=$((fail + bad))
     [ "$mrc" = 0 ] || [ "$bad" -gt 0 ] || broken+=("meson test exit $mrc")
 
-    stage "fuzz: packet decoder, ${FUZZ_SECONDS:-60} s"
+    stage "sanitizers: whole test suite with ASan + UBSan ($ASAN_BUILD_DIR)"
+    # Separate build dir, debugoptimized; the property test runs DROCE_SIM_WRS=5000 WRs
+    # per profile here (100000 in the main run). UBSan findings fail the test that hits
+    # them; LeakSanitizer stays on. Counted like the main meson run.
+    local alog=$ASAN_BUILD_DIR/meson-test.out
+    if asan_build; then
+        mkdir -p "$ASAN_BUILD_DIR"
+        set +e
+        DROCE_SIM_WRS=${DROCE_ASAN_SIM_WRS:-5000} \
+            ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1} \
+            UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1} \
+            timeout 2400 meson test -C "$ASAN_BUILD_DIR" --print-errorlogs 2>&1 | tee "$alog"
+        mrc=${PIPESTATUS[0]}
+        set -e
+        ok=$(awk '/^Ok:/{print $NF}' "$alog" | tail -1)
+        bad=$(awk '/^(Fail|Timeout|Unexpected Pass):/{n+=$NF} END{print n+0}' "$alog")
+        pass=$((pass + ${ok:-0}))
+        fail=$((fail + bad))
+        [ "$mrc" = 0 ] || [ "$bad" -gt 0 ] || broken+=("sanitizer meson test exit $mrc")
+    else
+        broken+=("sanitizer build failed")
+    fi
+
+    stage "fuzz: packet decoder and receive path, ${FUZZ_SECONDS:-60} s"
     if timeout $((${FUZZ_SECONDS:-60} + 900)) bash scripts/fuzz.sh "${FUZZ_SECONDS:-60}"; then
         pass=$((pass + 1))
     else
@@ -87,10 +130,12 @@ run_tests() {
             ilog=$BUILD_DIR/interop.out
             # 1000 iterations for 1 B and 4 KiB, 300 for 64 KiB (about 70 s per path MTU
             # on an idle 2-core machine; see tests/interop/README.md)
+            set +e
             timeout $((budget + 300)) bash tests/interop/pingpong_rxe.sh \
                 --out "$BUILD_DIR/interop" --budget "$budget" --iters 1000 --iters-large 300 \
                 "$BUILD_DIR/apps/droce-pingpong/droce-pingpong" 2>&1 | tee "$ilog"
             irc=${PIPESTATUS[0]}
+            set -e
             read -r ipass _ ifail _ < <(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$ilog" | tail -1) || true
             pass=$((pass + ${ipass:-0}))
             fail=$((fail + ${ifail:-0}))
@@ -140,7 +185,7 @@ demo) demo ;;
 test) run_tests ;;
 build) build ;;
 *)
-    sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'
     exit 2
     ;;
 esac

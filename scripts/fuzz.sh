@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Runs the libFuzzer targets for a bounded time: scripts/fuzz.sh [SECONDS=60]
-# Builds them in a separate clang build dir (FUZZ_BUILD_DIR, default build-fuzz), seeds the
+# The time is split evenly between the targets: fuzz_parse (lib/wire decoder) and
+# fuzz_rx (receive path: parse + the RC QPs of a simulator pair, memory outside the
+# registered regions must not change). Builds them in a separate clang build dir (FUZZ_BUILD_DIR, default build-fuzz), seeds the
 # corpus with every frame of ../shared/vectors, and keeps the grown corpus in
 # FUZZ_BUILD_DIR/fuzz-corpus/ between runs. Crash reproducers land in FUZZ_BUILD_DIR/fuzz-artifacts/.
 set -euo pipefail
@@ -20,15 +22,43 @@ if [ ! -f "$bdir/build.ninja" ]; then
     CC=clang CXX=clang++ meson setup "$bdir" "$root" -Dfuzz=true -Dtests=true \
         -Dbenchmarks=false -Dbuildtype=debugoptimized
 fi
-ninja -C "$bdir" tests/fuzz/fuzz_parse tests/fuzz/pcap_to_corpus
+ninja -C "$bdir" tests/fuzz/fuzz_parse tests/fuzz/fuzz_rx tests/fuzz/pcap_to_corpus
 
-seeds="$bdir/fuzz-seeds/parse"
-corpus="$bdir/fuzz-corpus/parse"
+targets=(parse rx)
+each=$((secs / ${#targets[@]}))
+[ "$each" -ge 1 ] || each=1
 artifacts="$bdir/fuzz-artifacts/"
-rm -rf "$seeds"
-mkdir -p "$seeds" "$corpus" "$artifacts"
-"$bdir/tests/fuzz/pcap_to_corpus" "$seeds" "$vectors"/*/*.pcap "$vectors"/*/*.pcapng
+mkdir -p "$artifacts"
 
-# New inputs go to the first directory (corpus); seeds are read only.
-"$bdir/tests/fuzz/fuzz_parse" -max_total_time="$secs" -print_final_stats=1 \
-    -max_len=9100 -artifact_prefix="$artifacts" "$corpus" "$seeds"
+# Seeds: every frame of the vectors for the parser. For fuzz_rx an input is a control
+# byte + a frame (see tests/fuzz/fuzz_rx.cpp); it runs a simulator per input, so it gets
+# the first frames of each capture only, aimed at the responder (0x03: fix the ICRC,
+# retarget to QP B, idle) and at the completer with requests outstanding (0x17).
+rm -rf "$bdir/fuzz-seeds"
+mkdir -p "$bdir/fuzz-seeds/parse" "$bdir/fuzz-seeds/rx"
+"$bdir/tests/fuzz/pcap_to_corpus" "$bdir/fuzz-seeds/parse" "$vectors"/*/*.pcap "$vectors"/*/*.pcapng
+for f in "$bdir/fuzz-seeds/parse"/*_[0-9] "$bdir/fuzz-seeds/parse"/*_1[01]; do
+    [ -f "$f" ] || continue
+    b=$(basename "$f")
+    { printf '\x03'; cat "$f"; } >"$bdir/fuzz-seeds/rx/$b.resp"
+    { printf '\x17'; cat "$f"; } >"$bdir/fuzz-seeds/rx/$b.comp"
+done
+
+# Template-mode seeds for fuzz_rx (control 0x81 idle / 0x85 requests outstanding at A,
+# ICRC fixed): WRITE_ONLY, WRITE_FIRST, READ, FETCH_ADD, CMP_SWAP, SEND_ONLY_IMM at B and
+# READ_RESPONSE_FIRST, ACK, ATOMIC_ACK at A; RETH/AtomicETH 4 KiB into the region, its
+# own key, length 1024.
+for t in 815e 8158 8160 8170 816e 8156 8563 856b 856d; do
+    printf "\\x${t:0:2}\\x${t:2:2}\\x30\\x00\\x00\\x04\\x00" >"$bdir/fuzz-seeds/rx/template-$t"
+done
+
+rc=0
+for t in "${targets[@]}"; do
+    echo "fuzz.sh: fuzz_$t for ${each}s"
+    mkdir -p "$bdir/fuzz-corpus/$t"
+    # New inputs go to the first directory (corpus); seeds are read only.
+    "$bdir/tests/fuzz/fuzz_$t" -max_total_time="$each" -print_final_stats=1 \
+        -max_len=9100 -artifact_prefix="$artifacts$t-" "$bdir/fuzz-corpus/$t" \
+        "$bdir/fuzz-seeds/$t" || rc=1
+done
+exit $rc

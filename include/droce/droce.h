@@ -79,6 +79,9 @@ struct DeviceConfig {
     uint32_t mtu = 0;
     /** How long to wait for an ARP reply when a QP goes to RTR. */
     uint32_t arp_timeout_ms = 3000;
+    /** The port's P_Key table; a QP's pkey_index picks its P_Key from it. Packets whose
+     * P_Key does not match their QP's are dropped (counter rx_pkey_violation). */
+    std::vector<uint16_t> pkeys = {0xFFFF};
 };
 
 /** The engine: EAL, mempool, worker loop. Create once per process (the EAL can be

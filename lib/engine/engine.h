@@ -141,6 +141,9 @@ class Dev final : public rc::TxPort {
     uint32_t eth_mtu() const { return eth_mtu_; }
     uint32_t active_mtu() const; /* bytes */
     uint32_t arp_timeout_ms() const { return arp_timeout_ms_; }
+    /** Set once, before any QP exists (QPs keep a pointer to the table). */
+    void set_pkeys(std::vector<uint16_t> pkeys) { pkeys_ = std::move(pkeys); }
+    const std::vector<uint16_t> &pkeys() const { return pkeys_; }
 
     /* ---- control: on the worker (through Runtime::exec) ---- */
     Result<uint32_t> create_qp(uint32_t pd, const QpInitAttr &attr, CqCtx *scq, CqCtx *rcq,
@@ -205,6 +208,7 @@ class Dev final : public rc::TxPort {
     bool worker_rings_ = false;
 
     mem::MrTable mrs_;
+    std::vector<uint16_t> pkeys_ = {wire::kDefaultPkey};
     std::vector<std::unique_ptr<QpCtx>> qps_; /* indexed by QPN */
     std::vector<QpCtx *> active_;             /* scanned each iteration for timers/TX */
     std::vector<std::unique_ptr<SrqCtx>> srqs_;

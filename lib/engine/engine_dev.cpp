@@ -237,6 +237,8 @@ Result<uint32_t> Dev::create_qp(uint32_t pd, const QpInitAttr &attr, CqCtx *scq,
     cfg.mrs = &mrs_;
     cfg.counters = &rcc_;
     cfg.srq = srq ? srq->q.get() : nullptr;
+    cfg.pkey_table = pkeys_.data();
+    cfg.pkey_table_len = static_cast<uint32_t>(pkeys_.size());
     ctx->qp = std::make_unique<rc::Qp>(cfg);
     ctx->srq = srq;
     if (srq)

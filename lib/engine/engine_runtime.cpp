@@ -196,6 +196,8 @@ Result<std::pair<std::string, std::string>> Runtime::create_ring_pair() {
 }
 
 Result<Dev *> Runtime::open_device(const DeviceConfig &cfg) {
+    if (cfg.pkeys.empty() || cfg.pkeys.size() > 0x10000)
+        return Status(EINVAL, "open_device: the P_Key table needs 1..65536 entries");
     if (worker_running())
         return Status(EBUSY, "open_device: open devices before start()");
     /* Which port. */
@@ -323,6 +325,7 @@ Result<Dev *> Runtime::open_device(const DeviceConfig &cfg) {
             spdlog::warn("{}: promiscuous mode: {}", name, errstr(rc));
     }
     auto dev = std::make_unique<Dev>(*this, port, name, ifc, mtu, cfg.arp_timeout_ms);
+    dev->set_pkeys(cfg.pkeys);
     dev->set_worker_rings(!opts_.embedded);
     dev->set_zero_copy(zc, needs_dma,
                        opts_.zero_copy_min_bytes ? opts_.zero_copy_min_bytes

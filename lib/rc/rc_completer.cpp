@@ -175,6 +175,7 @@ void Qp::on_atomic_ack(const wire::ParsedPacket &p, SendWqe &w, Time now) {
 void Qp::ack_through(uint32_t psn, Time now) {
     if (wire::psn_diff(psn, una_psn_) < 0)
         return;
+    const uint32_t head0 = sq_head_;
     while (sq_head_ != sq_tail_) {
         SendWqe &w = sq_[sq_head_ & sq_mask_];
         if (!w.started || wire::psn_diff(w.last_psn, psn) > 0)
@@ -195,7 +196,25 @@ void Qp::ack_through(uint32_t psn, Time now) {
         complete_send(w, WcStatus::Success);
         ++sq_head_;
     }
-    una_psn_ = wire::psn_add(psn, 1);
+    uint32_t una = wire::psn_add(psn, 1);
+    if (sq_head_ != sq_tail_) {
+        /* An ACK never acknowledges READ/atomic PSNs whose responses have not arrived
+         * (only the responses do): a plain ACK inside a READ's range (forged, or from
+         * a broken peer) must not move una past them, or the responses still to come
+         * would be taken for duplicates and the requester rewound behind una. */
+        const SendWqe &w = sq_[sq_head_ & sq_mask_];
+        const bool rd = w.wr.opcode == WrOpcode::RdmaRead;
+        const bool at =
+            w.wr.opcode == WrOpcode::AtomicCmpAndSwp || w.wr.opcode == WrOpcode::AtomicFetchAndAdd;
+        if (w.started && (rd || at)) {
+            const uint32_t missing = wire::psn_add(w.first_psn, rd ? w.read_off / mtu() : 0);
+            if (wire::psn_diff(una, missing) > 0)
+                una = missing;
+        }
+    }
+    if (una == una_psn_ && sq_head_ == head0)
+        return; /* nothing new acknowledged: no progress, budgets and timer unchanged */
+    una_psn_ = una;
     catch_up_with_una();
     /* Any new acknowledgement is forward progress: the retry budgets start over. */
     retry_left_ = attr_.retry_cnt;

@@ -37,7 +37,9 @@ namespace droce::rc {
     X(rx_unexpected_response) /* response out of order: dropped */                                 \
     /* both */                                                                                     \
     X(rx_qp_state_drop) /* packet for a QP not in a state that takes it */                         \
-    X(rx_pkey_violation)                                                                           \
+    X(rx_pkey_violation)   /* BTH P_Key does not match the QP's: dropped */                      \
+    X(rx_transport_drop)   /* UC/RD/UD opcode for an RC QP: dropped (IBTA 9.6.1) */              \
+    X(rp_cnp_ignored)      /* CNP received; no reaction point yet (lib/cc): dropped */           \
     X(tx_blocked)  /* transmit() refused: retried later */                                         \
     X(ack_dropped) /* ACK/NAK could not be sent and was not worth keeping */                       \
     X(cq_overflow)                                                                                 \

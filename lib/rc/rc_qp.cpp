@@ -148,8 +148,14 @@ Status Qp::modify(const QpAttr &a, uint32_t mask, const Path *path) {
     if ((mask & kQpMaxDestRdAtomic) && a.max_dest_rd_atomic > kMaxRdAtomic)
         return Status(EINVAL,
                       "modify QP: max_dest_rd_atomic above " + std::to_string(kMaxRdAtomic));
-    if ((mask & kQpPkeyIndex) && a.pkey_index != 0)
-        return Status(EINVAL, "modify QP: pkey_index must be 0 (P_Key table has one entry)");
+    const uint32_t npkeys = cfg_.pkey_table ? cfg_.pkey_table_len : 1;
+    if ((mask & kQpPkeyIndex) && a.pkey_index >= npkeys)
+        return Status(EINVAL, "modify QP: pkey_index " + std::to_string(a.pkey_index) +
+                                  " out of range (P_Key table has " + std::to_string(npkeys) +
+                                  (npkeys == 1 ? " entry)" : " entries)"));
+    if ((mask & kQpPkeyIndex) && cfg_.pkey_table && (cfg_.pkey_table[a.pkey_index] & 0x7FFF) == 0)
+        return Status(EINVAL, "modify QP: P_Key table entry " + std::to_string(a.pkey_index) +
+                                  " is the invalid P_Key");
     if ((mask & kQpPort) && a.port_num != 1)
         return Status(EINVAL, "modify QP: port_num must be 1");
     if ((mask & kQpAccessFlags) && (a.qp_access_flags & ~(kAccessLocalWrite | kAccessRemoteWrite |
@@ -161,8 +167,10 @@ Status Qp::modify(const QpAttr &a, uint32_t mask, const Path *path) {
     /* Apply. */
     if (mask & kQpAccessFlags)
         attr_.qp_access_flags = a.qp_access_flags;
-    if (mask & kQpPkeyIndex)
+    if (mask & kQpPkeyIndex) {
         attr_.pkey_index = a.pkey_index;
+        pkey_ = cfg_.pkey_table ? cfg_.pkey_table[a.pkey_index] : wire::kDefaultPkey;
+    }
     if (mask & kQpPort)
         attr_.port_num = a.port_num;
     if (mask & kQpAv) {
@@ -372,6 +380,9 @@ void Qp::flush_queues() {
     retrans_deadline_ = rnr_deadline_ = 0;
     rd_atomic_inflight_ = 0;
     in_send_ = in_write_ = false;
+    /* READ/atomic responses still queued are never sent from ERR. */
+    for (auto &r : rd_res_)
+        r.valid = false;
 }
 
 void Qp::enter_error() {
@@ -395,14 +406,24 @@ wire::FrameSpec Qp::base_frame(uint8_t opcode, uint32_t psn) const {
     f.flow_label = path_.flow_label;
     f.udp_sport = path_.udp_sport;
     f.bth.opcode = opcode;
-    f.bth.pkey = wire::kDefaultPkey;
+    f.bth.pkey = pkey_;
     f.bth.dest_qp = attr_.dest_qp_num;
     f.bth.psn = psn;
     return f;
 }
 
 void Qp::on_packet(const wire::ParsedPacket &p, Time now) {
-    if (p.bth.pkey != wire::kDefaultPkey && (p.bth.pkey & 0x7FFF) != 0x7FFF) {
+    /* Silent drops (IBTA 9.6.1 header checks): another transport's opcode — an RC QP
+     * neither answers nor errors on UD/UC traffic aimed at its QPN, and a CNP is for the
+     * congestion control, which does not exist yet — and a P_Key of another partition. */
+    if (p.op->transport != wire::Transport::Rc) {
+        if (p.op->transport == wire::Transport::Cnp)
+            ++cfg_.counters->rp_cnp_ignored;
+        else
+            ++cfg_.counters->rx_transport_drop;
+        return;
+    }
+    if (!pkey_match(p.bth.pkey, pkey_)) {
         ++cfg_.counters->rx_pkey_violation;
         return;
     }
@@ -422,7 +443,13 @@ void Qp::on_packet(const wire::ParsedPacket &p, Time now) {
 }
 
 void Qp::progress(Time now) {
-    if (state_ == QpState::Err || state_ == QpState::Reset)
+    if (state_ == QpState::Err) {
+        /* The NAK that put the QP in error may have found TX full: it still goes. */
+        if (ack_owed_)
+            send_ack(ack_owed_syndrome_, ack_owed_psn_);
+        return;
+    }
+    if (state_ == QpState::Reset)
         return;
     responder_progress();
     if (state_ == QpState::Rts || state_ == QpState::Sqd)
@@ -430,7 +457,9 @@ void Qp::progress(Time now) {
 }
 
 bool Qp::has_tx_work() const {
-    if (state_ == QpState::Err || state_ == QpState::Reset)
+    if (state_ == QpState::Err)
+        return ack_owed_;
+    if (state_ == QpState::Reset)
         return false;
     if (ack_owed_ || busy_dropped_ || read_responses_pending())
         return true;

@@ -24,7 +24,7 @@ namespace droce::rc {
 /** The resolved network path of a connected QP (set when it goes to RTR): everything the
  * frame builder needs below the BTH. */
 struct Path {
-    wire::EthHdr eth; /* dst = next hop MAC, src = port MAC, optional VLAN */
+    wire::EthHdr eth{}; /* dst = next hop MAC, src = port MAC, optional VLAN */
     bool ipv6 = false;
     uint8_t sgid[16] = {};
     uint8_t dgid[16] = {};
@@ -57,7 +57,17 @@ struct QpConfig {
     RecvQueue *srq = nullptr; /* shared receive queue; then post_recv() on the QP fails */
     Counters *counters = nullptr;
     QpTuning tuning;
+    /* The port's P_Key table (ibv_query_pkey); kQpPkeyIndex selects the QP's P_Key from
+     * it. nullptr = the one-entry default table {0xFFFF}. Must outlive the QP. */
+    const uint16_t *pkey_table = nullptr;
+    uint32_t pkey_table_len = 0;
 };
+
+/** IBTA 10.9.3 P_Key match: same partition (low 15 bits, never 0) and at least one of
+ * the two a full member (bit 15). */
+inline bool pkey_match(uint16_t a, uint16_t b) {
+    return (a & 0x7FFF) != 0 && (a & 0x7FFF) == (b & 0x7FFF) && ((a | b) & 0x8000) != 0;
+}
 
 class Qp {
   public:
@@ -88,6 +98,8 @@ class Qp {
     QpState state() const { return state_; }
     const QpAttr &attr() const { return attr_; }
     const Path &path() const { return path_; }
+    /** The P_Key this QP sends and accepts (from the P_Key table entry it was given). */
+    uint16_t pkey() const { return pkey_; }
     uint32_t send_queue_depth() const { return sq_tail_ - sq_head_; }
     uint32_t recv_queue_depth() const { return rcv_->depth(); }
     /** One line of protocol state, for diagnostics (droce-info -q, test failures). */
@@ -168,6 +180,7 @@ class Qp {
     QpAttr attr_;
     Path path_;
     uint32_t mtu_bytes_ = 1024;
+    uint16_t pkey_ = wire::kDefaultPkey;
 
     /* ---- send queue + requester ---- */
     std::vector<SendWqe> sq_;

@@ -70,6 +70,10 @@ bool Qp::send_ack(uint8_t syndrome, uint32_t psn) {
 }
 
 void Qp::nak_and_error(uint8_t syndrome, uint32_t psn) {
+    /* The QP dies: READ responses still queued will never go (progress() sends nothing
+     * in ERR but this NAK), so they must not hold it back either. */
+    for (auto &r : rd_res_)
+        r.valid = false;
     send_ack(syndrome, psn);
     enter_error();
 }
@@ -128,9 +132,11 @@ bool Qp::send_read_responses(ReadResource &r) {
                 uint8_t *src;
                 if (cfg_.mrs->check(r.rkey, cfg_.pd, r.va + off, chunk, kAccessRemoteRead, &src) !=
                     mem::AccessResult::Ok) {
+                    /* NAK the first response that cannot be served (an earlier PSN would
+                     * be ignored by a requester that has the packets before it). */
                     ++cfg_.counters->resp_remote_access_error;
-                    r.valid = false;
-                    return true;
+                    nak_and_error(wire::kAethNakRemoteAccessErr, wire::psn_add(r.psn, i));
+                    return false;
                 }
                 seg = {src, chunk, r.rkey};
                 f.segs = &seg;

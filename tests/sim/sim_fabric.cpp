@@ -25,10 +25,12 @@ bool Endpoint::transmit(const wire::FrameSpec &frame) {
 }
 
 rc::Qp &Endpoint::create_qp(uint32_t qpn, rc::CqSink *scq, rc::CqSink *rcq, QpCap cap,
-                            rc::QpTuning t, rc::RecvQueue *srq) {
+                            rc::QpTuning t, rc::RecvQueue *srq, uint32_t pd) {
     rc::QpConfig c;
     c.qpn = qpn;
-    c.pd = 1;
+    c.pd = pd;
+    c.pkey_table = pkeys.data();
+    c.pkey_table_len = static_cast<uint32_t>(pkeys.size());
     c.cap = cap;
     c.port = this;
     c.send_cq = scq;
@@ -46,10 +48,10 @@ rc::Qp &Endpoint::create_qp(uint32_t qpn, rc::CqSink *scq, rc::CqSink *rcq, QpCa
 void Endpoint::connect(rc::Qp &local, const Endpoint &peer, const rc::Qp &remote, uint32_t sq_psn,
                        uint32_t rq_psn, QpAttr a, Mtu mtu) {
     a.qp_state = QpState::Init;
-    a.pkey_index = 0;
     a.port_num = 1;
-    a.qp_access_flags =
-        kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead | kAccessRemoteAtomic;
+    if (a.qp_access_flags == 0)
+        a.qp_access_flags =
+            kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead | kAccessRemoteAtomic;
     Status s = local.modify(a, kQpState | kQpPkeyIndex | kQpPort | kQpAccessFlags);
     if (!s)
         throw std::runtime_error(s.message());
@@ -125,17 +127,23 @@ void Fabric::send(std::vector<uint8_t> &&frame) {
 
 void Fabric::deliver(const std::vector<uint8_t> &bytes) {
     wire::ParsedPacket p;
-    if (wire::parse_frame(bytes.data(), bytes.size(), p, true) != wire::ParseResult::Ok) {
+    const wire::ParseResult pr = wire::parse_frame(bytes.data(), bytes.size(), p, true);
+    if (pr != wire::ParseResult::Ok) {
         for (Endpoint *e : endpoints)
-            if (std::memcmp(e->mac, bytes.data(), 6) == 0)
+            if (bytes.size() >= 6 && std::memcmp(e->mac, bytes.data(), 6) == 0) {
                 ++e->rx_drop_bad;
+                ++e->rx_drop_parse[static_cast<size_t>(pr)];
+            }
         return;
     }
     const uint32_t dst_ip = wire::gid_to_ipv4(p.dst_gid);
     for (Endpoint *e : endpoints) {
         if (e->ip != dst_ip)
             continue;
-        if (rc::Qp *qp = e->qp(p.bth.dest_qp)) {
+        rc::Qp *qp = e->qp(p.bth.dest_qp);
+        if (qp == nullptr)
+            ++e->rx_drop_unknown_qpn;
+        if (qp) {
             ++e->rx_delivered;
             const std::string before = check_invariants ? qp->debug_string() : std::string();
             qp->on_packet(p, now);

@@ -66,14 +66,16 @@ class Endpoint : public rc::TxPort {
     Endpoint(Fabric &f, uint32_t ip, uint8_t mac_last);
     bool transmit(const wire::FrameSpec &frame) override;
 
+    /** A QP in protection domain pd (the endpoint's MRs carry their own PD ids). */
     rc::Qp &create_qp(uint32_t qpn, rc::CqSink *scq, rc::CqSink *rcq, QpCap cap = {},
-                      rc::QpTuning t = {}, rc::RecvQueue *srq = nullptr);
+                      rc::QpTuning t = {}, rc::RecvQueue *srq = nullptr, uint32_t pd = 1);
     void destroy_qp(uint32_t qpn) { qps.erase(qpn); }
     rc::Qp *qp(uint32_t qpn) {
         auto it = qps.find(qpn);
         return it == qps.end() ? nullptr : it->second.get();
     }
     /** Connects a local QP to a remote one (RESET->INIT->RTR->RTS). */
+    /** extra.qp_access_flags (0 = all four) and extra.pkey_index are honoured. */
     void connect(rc::Qp &local, const Endpoint &peer, const rc::Qp &remote, uint32_t sq_psn,
                  uint32_t rq_psn, QpAttr extra = {}, Mtu mtu = Mtu::Mtu1024);
 
@@ -86,12 +88,16 @@ class Endpoint : public rc::TxPort {
     uint32_t tx_budget = 64; /* frames per step before transmit() refuses */
     uint32_t tx_used = 0;
     uint64_t rx_drop_bad = 0; /* frames the parser refused (corruption) */
+    uint64_t rx_drop_parse[static_cast<size_t>(wire::ParseResult::Count_)] = {}; /* by reason */
+    uint64_t rx_drop_unknown_qpn = 0; /* parsed, for our IP, no such QP (engine: same name) */
     uint64_t rx_delivered = 0;
     Time link_free_at = 0; /* when this endpoint's link finishes its last frame */
     /* Receive processing rate in frames per second (0 = instant): frames wait in a FIFO
      * for the endpoint, as at a software peer that falls behind (rxe under emulation). */
     double rx_pps = 0;
     Time rx_free_at = 0;
+    /* The port's P_Key table (QPs point into it: set before creating QPs). */
+    std::vector<uint16_t> pkeys{wire::kDefaultPkey};
 };
 
 class Fabric {

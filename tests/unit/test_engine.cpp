@@ -797,3 +797,150 @@ TEST_F(RawPort, DropsAreCountedByReason) {
 }
 
 } // namespace
+
+namespace {
+
+/* A RoCEv2 request from the raw peer (10.77.0.9, MAC ..:09) to the device's QP. */
+std::vector<uint8_t> peer_request(uint8_t opcode, uint32_t qpn, uint32_t psn, uint16_t pkey,
+                                  const wire::Reth &reth, uint32_t payload_len) {
+    wire::FrameSpec s{};
+    std::memcpy(s.eth.dst, kDevMac, 6);
+    std::memcpy(s.eth.src, kPeerMac, 6);
+    wire::gid_from_ipv4(0x0A4D0009, s.src_gid);
+    wire::gid_from_ipv4(0x0A4D0001, s.dst_gid);
+    s.ttl = 64;
+    s.udp_sport = 0xC123;
+    s.bth.opcode = opcode;
+    s.bth.pkey = pkey;
+    s.bth.dest_qp = qpn;
+    s.bth.psn = psn;
+    s.bth.ack_req = true;
+    s.reth = reth;
+    std::vector<uint8_t> payload(payload_len);
+    for (uint32_t i = 0; i < payload_len; ++i)
+        payload[i] = static_cast<uint8_t>(0xC3 ^ i);
+    const wire::FrameSpec::Seg seg{payload.data(), payload_len};
+    s.segs = &seg;
+    s.nsegs = 1;
+    s.payload_len = payload_len;
+    std::vector<uint8_t> f(wire::frame_len(s));
+    f.resize(wire::build_frame(s, f.data(), f.size()));
+    return f;
+}
+
+} // namespace
+
+/* Forged traffic at live QPs of the engine (the raw port plays a hostile peer): the
+ * answers on the wire, the drop counters, memory untouched, and which QPs survive. */
+TEST_F(RawPort, HostilePeer) {
+    /* The peer makes itself known (ARP), so the QPs can go to RTR without waiting. */
+    auto arp = eth(net::kBroadcastMac.data(), 0x0806);
+    const uint8_t who_has[] = {0,  1,  8, 0, 6, 4, 0, 1, 0x02, 0, 0,  0,  0x01, 0x09,
+                               10, 77, 0, 9, 0, 0, 0, 0, 0,    0, 10, 77, 0,    1};
+    arp.insert(arp.end(), who_has, who_has + sizeof(who_has));
+    arp.resize(60, 0);
+    ASSERT_NO_FATAL_FAILURE(send(arp));
+    receive();
+    /* Three QPs, each in its own PD with its own 64 KiB region. */
+    Side v[3];
+    const Gid peer_gid = net::GidTable::ipv4_mapped(0x0A4D0009);
+    for (int i = 0; i < 3; ++i) {
+        ASSERT_NO_FATAL_FAILURE(v[i].init(dev, 64 << 10));
+        for (size_t j = 0; j < v[i].buf.size(); ++j)
+            v[i].buf[j] = static_cast<uint8_t>(j * 13 + i);
+        ASSERT_TRUE(to_init(*v[i].qp));
+        Status s = to_rtr(*v[i].qp, peer_gid, 0x50 + i, 0x300);
+        ASSERT_TRUE(s) << s.message();
+        ASSERT_TRUE(to_rts(*v[i].qp, 0x900));
+    }
+    const std::vector<uint8_t> orig0 = v[0].buf, orig1 = v[1].buf, orig2 = v[2].buf;
+    const auto answers = [&] {
+        for (int i = 0; i < 4; ++i)
+            engine->poll();
+        std::vector<wire::ParsedPacket> out;
+        for (auto &f : receive()) {
+            wire::ParsedPacket p;
+            EXPECT_EQ(wire::parse_frame(f.data(), f.size(), p, true), wire::ParseResult::Ok);
+            out.push_back(p);
+        }
+        return out;
+    };
+    const auto state = [](Side &s) {
+        QpAttr a;
+        EXPECT_TRUE(s.qp->query(a));
+        return a.qp_state;
+    };
+    const uint32_t q0 = v[0].qp->qp_num(), q1 = v[1].qp->qp_num(), q2 = v[2].qp->qp_num();
+    const wire::Reth ok0{v[0].addr(256), v[0].mr->rkey(), 64};
+
+    /* Silent drops: another partition, bad ICRC, a CNP, a UD opcode. */
+    ASSERT_NO_FATAL_FAILURE(send(peer_request(wire::kRcWriteOnly, q0, 0x300, 0x8123, ok0, 64)));
+    auto bad = peer_request(wire::kRcWriteOnly, q0, 0x300, 0xFFFF, ok0, 64);
+    bad[bad.size() - 5] ^= 0x01;
+    ASSERT_NO_FATAL_FAILURE(send(bad));
+    ASSERT_NO_FATAL_FAILURE(send(peer_request(wire::kCnp, q0, 0x300, 0xFFFF, {}, 0)));
+    ASSERT_NO_FATAL_FAILURE(send(peer_request(wire::kUdSendOnly, q0, 0x300, 0xFFFF, {}, 16)));
+    EXPECT_TRUE(answers().empty());
+    auto c = counter_map(*dev);
+    EXPECT_EQ(c.at("rx_pkey_violation"), 1u);
+    EXPECT_EQ(c.at("rx_drop_bad_icrc"), 1u);
+    EXPECT_EQ(c.at("rp_cnp_ignored"), 1u);
+    EXPECT_EQ(c.at("rx_transport_drop"), 1u);
+    EXPECT_EQ(v[0].buf, orig0);
+
+    /* PSN ahead: one sequence NAK naming the expected PSN; the QP lives. */
+    ASSERT_NO_FATAL_FAILURE(send(peer_request(wire::kRcWriteOnly, q0, 0x305, 0xFFFF, ok0, 64)));
+    auto got = answers();
+    ASSERT_EQ(got.size(), 1u);
+    EXPECT_EQ(got[0].bth.opcode, wire::kRcAcknowledge);
+    EXPECT_EQ(got[0].aeth.syndrome, wire::kAethNakPsnSeqErr);
+    EXPECT_EQ(got[0].bth.psn, 0x300u);
+    EXPECT_EQ(got[0].bth.dest_qp, 0x50u);
+    EXPECT_EQ(v[0].buf, orig0);
+
+    /* A legitimate WRITE goes through on the same QP after all that. */
+    ASSERT_NO_FATAL_FAILURE(send(peer_request(wire::kRcWriteOnly, q0, 0x300, 0xFFFF, ok0, 64)));
+    got = answers();
+    ASSERT_EQ(got.size(), 1u);
+    EXPECT_EQ(got[0].aeth.syndrome, 0x1F) << "ACK";
+    EXPECT_EQ(got[0].bth.psn, 0x300u);
+    for (uint32_t i = 0; i < 64; ++i)
+        ASSERT_EQ(v[0].buf[256 + i], static_cast<uint8_t>(0xC3 ^ i));
+
+    /* A WRITE whose payload runs past its RETH length: invalid request, nothing of it
+     * written, the QP in ERR. */
+    const std::vector<uint8_t> before = v[0].buf;
+    ASSERT_NO_FATAL_FAILURE(send(peer_request(wire::kRcWriteOnly, q0, 0x301, 0xFFFF,
+                                              {v[0].addr(1024), v[0].mr->rkey(), 100}, 200)));
+    got = answers();
+    ASSERT_EQ(got.size(), 1u);
+    EXPECT_EQ(got[0].aeth.syndrome, wire::kAethNakInvalidRequest);
+    EXPECT_EQ(got[0].bth.psn, 0x301u);
+    EXPECT_EQ(v[0].buf, before);
+    EXPECT_EQ(state(v[0]), QpState::Err);
+
+    /* Another PD's rkey at QP 1: remote access error, QP 1 in ERR, no memory touched. */
+    ASSERT_NO_FATAL_FAILURE(send(peer_request(wire::kRcWriteOnly, q1, 0x300, 0xFFFF,
+                                              {v[2].addr(0), v[2].mr->rkey(), 64}, 64)));
+    got = answers();
+    ASSERT_EQ(got.size(), 1u);
+    EXPECT_EQ(got[0].aeth.syndrome, wire::kAethNakRemoteAccessErr);
+    EXPECT_EQ(got[0].bth.dest_qp, 0x51u);
+    EXPECT_EQ(v[1].buf, orig1);
+    EXPECT_EQ(v[2].buf, orig2);
+    EXPECT_EQ(state(v[1]), QpState::Err);
+
+    /* A READ beyond the region at QP 2: remote access error and no READ response. */
+    ASSERT_NO_FATAL_FAILURE(send(peer_request(wire::kRcReadRequest, q2, 0x300, 0xFFFF,
+                                              {v[2].addr(60 << 10), v[2].mr->rkey(), 8192}, 0)));
+    got = answers();
+    ASSERT_EQ(got.size(), 1u);
+    EXPECT_EQ(got[0].bth.opcode, wire::kRcAcknowledge);
+    EXPECT_EQ(got[0].aeth.syndrome, wire::kAethNakRemoteAccessErr);
+    c = counter_map(*dev);
+    EXPECT_EQ(c.at("resp_remote_access_error"), 2u);
+    EXPECT_EQ(c.at("resp_invalid_request"), 1u);
+    EXPECT_EQ(c.at("out_of_sequence"), 1u);
+    for (auto &s : v)
+        s.reset();
+}

@@ -1,0 +1,905 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Hostile peer: forged frames (built with lib/wire, so they are well-formed unless the
+ * case says otherwise) injected at a connected RC QP of the simulator. For each case:
+ * the answer on the wire (the right NAK, or nothing and a named drop counter), the
+ * target memory byte-for-byte (an arena holding every region of the victim plus the
+ * unregistered bytes between them), the victim QP's state (alive where the spec keeps
+ * it alive, then legitimate traffic on it), and another QP pair that must keep working
+ * whatever happened. Plus MR key generations and an MR deregistered while its READ
+ * response waits for TX room. */
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "sim_fabric.h"
+#include "wire_icrc.h"
+
+using namespace droce;
+using namespace droce::sim;
+
+namespace {
+
+constexpr uint32_t kIpA = 0x0A000001, kIpB = 0x0A000002;
+constexpr uint32_t kPsnA = 0x100, kPsnB = 0x200; /* B's responder expects kPsnB first */
+constexpr uint32_t kAll =
+    kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead | kAccessRemoteAtomic;
+constexpr size_t kArena = 256 << 10;
+/* Regions of B inside the arena (offset, length); the bytes between are unregistered. */
+constexpr size_t kOffAll = 16 << 10, kOffRo = 48 << 10, kOffWo = 80 << 10, kOffPd2 = 112 << 10,
+                 kOffTmp = 144 << 10, kMrLen = 16 << 10;
+
+uint8_t pattern(size_t i) { return static_cast<uint8_t>(i * 131 + (i >> 8) + 7); }
+
+/* A frame as the hostile peer writes it: starts as what QP A would send to QP B. */
+struct Forge {
+    wire::FrameSpec s{};
+    std::vector<uint8_t> payload;
+    /* applied to the built bytes; fix_icrc recomputes the ICRC afterwards */
+    std::function<void(std::vector<uint8_t> &)> tamper;
+    bool fix_icrc = true;
+};
+
+/* Recomputes the ICRC of an untagged IPv4 RoCEv2 frame whose IP total length is right. */
+void refresh_icrc(std::vector<uint8_t> &f) {
+    const size_t total = (size_t{f[16]} << 8) | f[17];
+    ASSERT_LE(14 + total, f.size());
+    wire::icrc_store(wire::icrc_compute(f.data() + 14, total - 4, false), f.data() + 14 + total - 4);
+}
+
+struct World {
+    explicit World(uint32_t qb_access = kAll, QpAttr extra = {}, uint32_t b_pkey_index = 0,
+                   std::vector<uint16_t> pkeys = {0xFFFF})
+        : fab(42), a(fab, kIpA, 1), b(fab, kIpB, 2) {
+        a.pkeys = pkeys;
+        b.pkeys = pkeys;
+        qa = &a.create_qp(0x11, &scq_a, &rcq_a);
+        qb = &b.create_qp(0x22, &scq_b, &rcq_b);
+        qa2 = &a.create_qp(0x33, &scq_a2, &rcq_a2);
+        qb2 = &b.create_qp(0x44, &scq_b2, &rcq_b2);
+        extra.max_dest_rd_atomic = 4;
+        extra.max_rd_atomic = 4;
+        QpAttr xa = extra, xb = extra;
+        xb.qp_access_flags = qb_access;
+        xa.pkey_index = xb.pkey_index = static_cast<uint16_t>(b_pkey_index);
+        a.connect(*qa, b, *qb, kPsnA, kPsnB, xa);
+        b.connect(*qb, a, *qa, kPsnB, kPsnA, xb);
+        a.connect(*qa2, b, *qb2, 0x500, 0x600);
+        b.connect(*qb2, a, *qa2, 0x600, 0x500);
+
+        arena.resize(kArena);
+        for (size_t i = 0; i < kArena; ++i)
+            arena[i] = pattern(i);
+        buf_a.assign(64 << 10, 0);
+        buf_a2.assign(64 << 10, 0);
+        buf_b2.assign(64 << 10, 0);
+        mr_all = b.mrs.reg(1, arena.data() + kOffAll, kMrLen, kAll).value();
+        mr_ro = b.mrs.reg(1, arena.data() + kOffRo, kMrLen, kAccessRemoteRead).value();
+        mr_wo = b.mrs.reg(1, arena.data() + kOffWo, kMrLen, kAccessLocalWrite | kAccessRemoteWrite)
+                    .value();
+        mr_pd2 = b.mrs.reg(2, arena.data() + kOffPd2, kMrLen, kAll).value();
+        /* registered, deregistered, registered again: same slot, new generation */
+        const uint32_t k = b.mrs.reg(1, arena.data() + kOffTmp, kMrLen, kAll).value().key;
+        EXPECT_TRUE(b.mrs.dereg(k));
+        mr_tmp = b.mrs.reg(1, arena.data() + kOffTmp, kMrLen, kAll).value();
+        stale_key = k;
+        mr_a = a.mrs.reg(1, buf_a.data(), buf_a.size(), kAll).value();
+        mr_a2 = a.mrs.reg(1, buf_a2.data(), buf_a2.size(), kAll).value();
+        mr_b2 = b.mrs.reg(1, buf_b2.data(), buf_b2.size(), kAll).value();
+        fab.on_send = [this](std::vector<uint8_t> &f) {
+            if (f.size() >= 12 && std::memcmp(f.data() + 6, b.mac, 6) == 0)
+                from_b.push_back(f);
+        };
+    }
+
+    uint64_t va(size_t arena_off) const { return reinterpret_cast<uint64_t>(arena.data() + arena_off); }
+
+    /* A request from A's QP to B's, as A's requester would build it. */
+    Forge req(uint8_t opcode, uint32_t psn, uint32_t payload_len = 0) const {
+        Forge f;
+        f.s.eth = qa->path().eth;
+        wire::gid_from_ipv4(kIpA, f.s.src_gid);
+        wire::gid_from_ipv4(kIpB, f.s.dst_gid);
+        f.s.ttl = 64;
+        f.s.udp_sport = qa->path().udp_sport;
+        f.s.bth.opcode = opcode;
+        f.s.bth.pkey = qa->pkey();
+        f.s.bth.dest_qp = qb->qpn();
+        f.s.bth.psn = psn;
+        f.s.bth.ack_req = true;
+        f.payload.resize(payload_len);
+        for (uint32_t i = 0; i < payload_len; ++i)
+            f.payload[i] = static_cast<uint8_t>(0xA5 ^ i);
+        return f;
+    }
+    Forge write(uint8_t opcode, uint32_t psn, uint64_t va_, uint32_t rkey, uint32_t dma_len,
+                uint32_t payload_len) const {
+        Forge f = req(opcode, psn, payload_len);
+        f.s.reth = {va_, rkey, dma_len};
+        return f;
+    }
+    Forge atomic(uint8_t opcode, uint64_t va_, uint32_t rkey) const {
+        Forge f = req(opcode, epsn());
+        f.s.atomic = {va_, rkey, 0x1111111111111111ull, 0};
+        return f;
+    }
+
+    std::vector<uint8_t> bytes(const Forge &f) const {
+        wire::FrameSpec s = f.s;
+        wire::FrameSpec::Seg seg{f.payload.data(), static_cast<uint32_t>(f.payload.size())};
+        s.segs = &seg;
+        s.nsegs = 1;
+        s.payload_len = seg.len;
+        std::vector<uint8_t> out(wire::frame_len(s) + 64);
+        out.resize(wire::build_frame(s, out.data(), out.size()));
+        EXPECT_FALSE(out.empty());
+        if (f.tamper) {
+            f.tamper(out);
+            if (f.fix_icrc)
+                refresh_icrc(out);
+        }
+        return out;
+    }
+
+    void inject(const Forge &f) { fab.send(bytes(f)); }
+    /* Delivers what is in flight and lets every QP react. */
+    void settle(Time ns = 5'000'000) {
+        fab.run_until([] { return false; }, fab.now + ns);
+    }
+
+    /* B's expected request PSN, from its diagnostics line. */
+    uint32_t epsn() const {
+        const std::string d = qb->debug_string();
+        const size_t at = d.find("epsn 0x");
+        return static_cast<uint32_t>(std::stoul(d.substr(at + 7, 6), nullptr, 16));
+    }
+
+    struct Ack {
+        uint8_t opcode, syndrome;
+        uint32_t psn, dest_qp;
+    };
+    std::vector<Ack> acks_from_b() const {
+        std::vector<Ack> v;
+        for (const auto &f : from_b) {
+            wire::ParsedPacket p;
+            if (wire::parse_frame(f.data(), f.size(), p, true) == wire::ParseResult::Ok)
+                v.push_back({p.bth.opcode, p.aeth.syndrome, p.bth.psn, p.bth.dest_qp});
+        }
+        return v;
+    }
+
+    /* Legitimate RDMA WRITE of n bytes from `from` to `to`; true when it completed fine
+     * and the bytes arrived. */
+    bool legit_write(rc::Qp &from, SimCq &scq, const mem::MemoryRegion &src, uint64_t dst_va,
+                     uint32_t rkey, uint32_t n, uint8_t seed) {
+        auto *p = reinterpret_cast<uint8_t *>(src.addr);
+        for (uint32_t i = 0; i < n; ++i)
+            p[i] = static_cast<uint8_t>(seed + i * 3);
+        SendWr wr;
+        wr.wr_id = seed;
+        wr.opcode = WrOpcode::RdmaWrite;
+        wr.send_flags = kSendSignaled;
+        wr.num_sge = 1;
+        wr.sg_list[0] = {src.addr, n, src.key};
+        wr.remote_addr = dst_va;
+        wr.rkey = rkey;
+        if (!from.post_send(wr))
+            return false;
+        const size_t before = scq.q.size();
+        if (!fab.run_until([&] { return scq.q.size() > before; }, fab.now + 1'000'000'000))
+            return false;
+        const Wc wc = scq.q.back();
+        return wc.status == WcStatus::Success && wc.wr_id == seed &&
+               std::memcmp(p, reinterpret_cast<const void *>(dst_va), n) == 0;
+    }
+    /* The bystander pair (qa2 -> qb2) always works. */
+    bool bystander_ok() {
+        return legit_write(*qa2, scq_a2, mr_a2, mr_b2.addr + 512, mr_b2.key, 3000, 0x5A);
+    }
+
+    /* Arena bytes that differ from the pattern, outside [allow_off, allow_off+allow_len). */
+    std::string arena_damage(size_t allow_off = 0, size_t allow_len = 0) const {
+        for (size_t i = 0; i < kArena; ++i) {
+            if (i >= allow_off && i < allow_off + allow_len)
+                continue;
+            if (arena[i] != pattern(i))
+                return "arena byte " + std::to_string(i) + " changed";
+        }
+        return {};
+    }
+
+    Fabric fab;
+    Endpoint a, b;
+    SimCq scq_a, rcq_a, scq_b, rcq_b, scq_a2, rcq_a2, scq_b2, rcq_b2;
+    rc::Qp *qa, *qb, *qa2, *qb2;
+    std::vector<uint8_t> arena, buf_a, buf_a2, buf_b2;
+    mem::MemoryRegion mr_all{}, mr_ro{}, mr_wo{}, mr_pd2{}, mr_tmp{}, mr_a{}, mr_a2{}, mr_b2{};
+    uint32_t stale_key = 0;
+    std::vector<std::vector<uint8_t>> from_b;
+};
+
+enum class Expect {
+    NakAccess,  /* NAK remote access error 0x62, QP B to ERR */
+    NakInvalid, /* NAK invalid request 0x61, QP B to ERR */
+    NakSeq,     /* NAK PSN sequence error 0x60, QP B alive */
+    Drop,       /* nothing on the wire, QP B alive */
+    DupAck,     /* a duplicate: re-ACKed, nothing executed, QP B alive */
+};
+
+struct Case {
+    const char *name;
+    /* frames to inject, in order, given the world */
+    std::function<std::vector<Forge>(World &)> frames;
+    Expect expect;
+    /* the counter that must have moved by one (B's transport counters or endpoint drops) */
+    std::function<uint64_t(World &)> counter;
+    /* arena bytes a legitimate earlier packet of the case may have written */
+    size_t allow_off = 0, allow_len = 0;
+    uint32_t qb_access = kAll;
+};
+
+uint64_t rc_counter(const rc::Counters &c, const char *name) {
+    uint64_t v = ~0ull;
+    c.for_each([&](const char *n, uint64_t x) {
+        if (std::strcmp(n, name) == 0)
+            v = x;
+    });
+    EXPECT_NE(v, ~0ull) << "no counter " << name;
+    return v;
+}
+std::function<uint64_t(World &)> rcc(const char *name) {
+    return [name](World &w) { return rc_counter(w.b.counters, name); };
+}
+std::function<uint64_t(World &)> parse_drop(wire::ParseResult r) {
+    return [r](World &w) { return w.b.rx_drop_parse[static_cast<size_t>(r)]; };
+}
+
+void run_case(const Case &c) {
+    SCOPED_TRACE(c.name);
+    World w(c.qb_access);
+    const uint32_t epsn0 = w.epsn();
+    const uint64_t cnt0 = c.counter(w);
+    std::vector<Forge> frames = c.frames(w);
+    for (size_t i = 0; i < frames.size(); ++i) {
+        frames[i].s.bth.ack_req = i + 1 == frames.size(); /* one answer, to the last */
+        w.inject(frames[i]);
+        w.settle();
+    }
+    EXPECT_EQ(c.counter(w), cnt0 + 1) << "the named counter moved by one";
+    EXPECT_EQ(w.arena_damage(c.allow_off, c.allow_len), "");
+    const auto acks = w.acks_from_b();
+    uint8_t want = 0;
+    switch (c.expect) {
+    case Expect::NakAccess:
+        want = wire::kAethNakRemoteAccessErr;
+        break;
+    case Expect::NakInvalid:
+        want = wire::kAethNakInvalidRequest;
+        break;
+    case Expect::NakSeq:
+        want = wire::kAethNakPsnSeqErr;
+        break;
+    case Expect::DupAck:
+        want = 0x1F;
+        break;
+    case Expect::Drop:
+        break;
+    }
+    if (c.expect == Expect::Drop) {
+        EXPECT_TRUE(acks.empty()) << "a silent drop sends nothing, got " << acks.size();
+    } else {
+        /* Exactly one answer, an ACKNOWLEDGE (never a READ response or atomic ACK). */
+        ASSERT_EQ(acks.size(), 1u);
+        EXPECT_EQ(acks[0].opcode, wire::kRcAcknowledge);
+        EXPECT_EQ(acks[0].syndrome, want) << std::hex << int(acks[0].syndrome);
+        EXPECT_EQ(acks[0].dest_qp, w.qa->qpn());
+        if (c.expect == Expect::DupAck) {
+            EXPECT_EQ(acks[0].psn, wire::psn_add(epsn0, wire::kPsnMask)) << "ACK of epsn - 1";
+        } else if (c.expect == Expect::NakSeq) {
+            EXPECT_EQ(acks[0].psn, epsn0) << "NAK names the expected PSN";
+        }
+    }
+    const bool dies = c.expect == Expect::NakAccess || c.expect == Expect::NakInvalid;
+    EXPECT_EQ(w.qb->state(), dies ? QpState::Err : QpState::Rts) << w.qb->debug_string();
+    EXPECT_EQ(w.qa->state(), QpState::Rts) << "the forged frames never reach A's own state";
+    /* Other QPs always keep working. */
+    EXPECT_TRUE(w.bystander_ok()) << w.qb2->debug_string();
+    if (!dies) {
+        /* The victim QP itself goes on: a legitimate WRITE from A lands. */
+        EXPECT_TRUE(w.legit_write(*w.qa, w.scq_a, w.mr_a, w.va(kOffAll + 100), w.mr_all.key, 2500, 9))
+            << w.qb->debug_string();
+    }
+}
+
+} // namespace
+
+/* ---- remote keys, protection domains, permissions, bounds ---- */
+TEST(Hostile, RemoteAccessErrors) {
+    using namespace wire;
+    const auto bad_key = [](auto keyf) {
+        return [keyf](World &w) {
+            return std::vector<Forge>{w.write(kRcWriteOnly, w.epsn(), w.va(kOffAll), keyf(w), 64, 64)};
+        };
+    };
+    const Case cases[] = {
+        {"WRITE wrong rkey (unused slot)", bad_key([](World &w) { return w.mr_all.key + 0x1000; }),
+         Expect::NakAccess, rcc("resp_remote_access_error")},
+        {"WRITE wrong rkey (right slot, wrong generation)",
+         bad_key([](World &w) { return w.mr_all.key ^ 0x40; }), Expect::NakAccess,
+         rcc("resp_remote_access_error")},
+        {"WRITE rkey 0", bad_key([](World &) { return 0u; }), Expect::NakAccess,
+         rcc("resp_remote_access_error")},
+        {"WRITE with another PD's rkey",
+         [](World &w) {
+             return std::vector<Forge>{
+                 w.write(kRcWriteOnly, w.epsn(), w.va(kOffPd2), w.mr_pd2.key, 64, 64)};
+         },
+         Expect::NakAccess, rcc("resp_remote_access_error")},
+        {"WRITE with a stale rkey (slot re-registered)",
+         [](World &w) {
+             EXPECT_EQ(w.stale_key >> 8, w.mr_tmp.key >> 8) << "same slot";
+             EXPECT_NE(w.stale_key, w.mr_tmp.key);
+             return std::vector<Forge>{
+                 w.write(kRcWriteOnly, w.epsn(), w.va(kOffTmp), w.stale_key, 64, 64)};
+         },
+         Expect::NakAccess, rcc("resp_remote_access_error")},
+        {"WRITE va below the region",
+         [](World &w) {
+             return std::vector<Forge>{
+                 w.write(kRcWriteOnly, w.epsn(), w.va(kOffAll) - 8, w.mr_all.key, 64, 64)};
+         },
+         Expect::NakAccess, rcc("resp_remote_access_error")},
+        {"WRITE running past the end",
+         [](World &w) {
+             return std::vector<Forge>{w.write(kRcWriteOnly, w.epsn(), w.va(kOffAll + kMrLen - 32),
+                                               w.mr_all.key, 64, 64)};
+         },
+         Expect::NakAccess, rcc("resp_remote_access_error")},
+        {"WRITE va + len wrapping 2^64",
+         [](World &w) {
+             return std::vector<Forge>{
+                 w.write(kRcWriteOnly, w.epsn(), ~0ull - 15, w.mr_all.key, 64, 64)};
+         },
+         Expect::NakAccess, rcc("resp_remote_access_error")},
+        {"WRITE huge RETH length (first packet fits)",
+         [](World &w) {
+             return std::vector<Forge>{w.write(kRcWriteFirst, w.epsn(), w.va(kOffAll), w.mr_all.key,
+                                               0xFFFFFFFF, 1024)};
+         },
+         Expect::NakAccess, rcc("resp_remote_access_error")},
+        {"WRITE to a region without REMOTE_WRITE",
+         [](World &w) {
+             return std::vector<Forge>{
+                 w.write(kRcWriteOnly, w.epsn(), w.va(kOffRo), w.mr_ro.key, 64, 64)};
+         },
+         Expect::NakAccess, rcc("resp_remote_access_error")},
+        {"WRITE on a QP without REMOTE_WRITE",
+         [](World &w) {
+             return std::vector<Forge>{
+                 w.write(kRcWriteOnly, w.epsn(), w.va(kOffAll), w.mr_all.key, 64, 64)};
+         },
+         Expect::NakAccess, rcc("resp_remote_access_error"), 0, 0,
+         kAccessLocalWrite | kAccessRemoteRead | kAccessRemoteAtomic},
+        {"READ from a region without REMOTE_READ",
+         [](World &w) {
+             return std::vector<Forge>{
+                 w.write(kRcReadRequest, w.epsn(), w.va(kOffWo), w.mr_wo.key, 64, 0)};
+         },
+         Expect::NakAccess, rcc("resp_remote_access_error")},
+        {"READ on a QP without REMOTE_READ",
+         [](World &w) {
+             return std::vector<Forge>{
+                 w.write(kRcReadRequest, w.epsn(), w.va(kOffAll), w.mr_all.key, 64, 0)};
+         },
+         Expect::NakAccess, rcc("resp_remote_access_error"), 0, 0,
+         kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteAtomic},
+        {"READ past the end",
+         [](World &w) {
+             return std::vector<Forge>{w.write(kRcReadRequest, w.epsn(), w.va(kOffAll + 8),
+                                               w.mr_all.key, kMrLen, 0)};
+         },
+         Expect::NakAccess, rcc("resp_remote_access_error")},
+        {"READ with another PD's rkey",
+         [](World &w) {
+             return std::vector<Forge>{
+                 w.write(kRcReadRequest, w.epsn(), w.va(kOffPd2), w.mr_pd2.key, 64, 0)};
+         },
+         Expect::NakAccess, rcc("resp_remote_access_error")},
+        {"READ with a stale rkey",
+         [](World &w) {
+             return std::vector<Forge>{
+                 w.write(kRcReadRequest, w.epsn(), w.va(kOffTmp), w.stale_key, 64, 0)};
+         },
+         Expect::NakAccess, rcc("resp_remote_access_error")},
+        {"atomic on a region without REMOTE_ATOMIC",
+         [](World &w) {
+             return std::vector<Forge>{w.atomic(kRcFetchAdd, w.va(kOffWo), w.mr_wo.key)};
+         },
+         Expect::NakAccess, rcc("resp_remote_access_error")},
+        {"atomic on a QP without REMOTE_ATOMIC",
+         [](World &w) {
+             return std::vector<Forge>{w.atomic(kRcCompareSwap, w.va(kOffAll), w.mr_all.key)};
+         },
+         Expect::NakAccess, rcc("resp_remote_access_error"), 0, 0,
+         kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead},
+        {"atomic past the end",
+         [](World &w) {
+             return std::vector<Forge>{
+                 w.atomic(kRcFetchAdd, w.va(kOffAll + kMrLen), w.mr_all.key)};
+         },
+         Expect::NakAccess, rcc("resp_remote_access_error")},
+        {"atomic with another PD's rkey",
+         [](World &w) {
+             return std::vector<Forge>{w.atomic(kRcFetchAdd, w.va(kOffPd2), w.mr_pd2.key)};
+         },
+         Expect::NakAccess, rcc("resp_remote_access_error")},
+        {"misaligned atomic",
+         [](World &w) {
+             return std::vector<Forge>{w.atomic(kRcCompareSwap, w.va(kOffAll + 4), w.mr_all.key)};
+         },
+         Expect::NakInvalid, rcc("resp_invalid_request")},
+    };
+    for (const Case &c : cases)
+        run_case(c);
+}
+
+/* ---- malformed packets, framing, opcode sequence, lengths ---- */
+TEST(Hostile, MalformedAndOutOfSequence) {
+    using namespace wire;
+    const auto wr_ok = [](World &w, uint8_t op, uint32_t psn, uint32_t dma, uint32_t n) {
+        return w.write(op, psn, w.va(kOffAll), w.mr_all.key, dma, n);
+    };
+    const Case cases[] = {
+        {"wrong P_Key",
+         [=](World &w) {
+             Forge f = wr_ok(w, kRcWriteOnly, w.epsn(), 64, 64);
+             f.s.bth.pkey = 0x8123;
+             return std::vector<Forge>{f};
+         },
+         Expect::Drop, rcc("rx_pkey_violation")},
+        {"invalid P_Key 0x8000",
+         [=](World &w) {
+             Forge f = wr_ok(w, kRcWriteOnly, w.epsn(), 64, 64);
+             f.s.bth.pkey = 0x8000;
+             return std::vector<Forge>{f};
+         },
+         Expect::Drop, rcc("rx_pkey_violation")},
+        {"unknown QPN",
+         [=](World &w) {
+             Forge f = wr_ok(w, kRcWriteOnly, w.epsn(), 64, 64);
+             f.s.bth.dest_qp = 0x777;
+             return std::vector<Forge>{f};
+         },
+         Expect::Drop, [](World &w) { return w.b.rx_drop_unknown_qpn; }},
+        {"UD SEND_ONLY at an RC QP",
+         [=](World &w) {
+             Forge f = w.req(kUdSendOnly, w.epsn(), 32);
+             f.s.deth = {0x11111111, w.qa->qpn()};
+             return std::vector<Forge>{f};
+         },
+         Expect::Drop, rcc("rx_transport_drop")},
+        {"CNP with PSN = the expected PSN",
+         [=](World &w) { return std::vector<Forge>{w.req(kCnp, w.epsn())}; }, Expect::Drop,
+         rcc("rp_cnp_ignored")},
+        {"bad ICRC",
+         [=](World &w) {
+             Forge f = wr_ok(w, kRcWriteOnly, w.epsn(), 64, 64);
+             f.tamper = [](std::vector<uint8_t> &b) { b.back() ^= 1; };
+             f.fix_icrc = false;
+             return std::vector<Forge>{f};
+         },
+         Expect::Drop, parse_drop(ParseResult::BadIcrc)},
+        {"payload byte flipped (ICRC not fixed)",
+         [=](World &w) {
+             Forge f = wr_ok(w, kRcWriteOnly, w.epsn(), 64, 64);
+             f.tamper = [](std::vector<uint8_t> &b) { b[b.size() - 10] ^= 0x80; };
+             f.fix_icrc = false;
+             return std::vector<Forge>{f};
+         },
+         Expect::Drop, parse_drop(ParseResult::BadIcrc)},
+        {"truncated frame",
+         [=](World &w) {
+             Forge f = wr_ok(w, kRcWriteOnly, w.epsn(), 64, 64);
+             f.tamper = [](std::vector<uint8_t> &b) { b.resize(b.size() - 20); };
+             f.fix_icrc = false;
+             return std::vector<Forge>{f};
+         },
+         Expect::Drop, parse_drop(ParseResult::TooShort)},
+        {"truncated inside the RETH (lengths consistent)",
+         [=](World &w) {
+             Forge f = wr_ok(w, kRcWriteOnly, w.epsn(), 64, 0);
+             f.tamper = [](std::vector<uint8_t> &b) {
+                 /* cut 12 bytes of RETH out, fix IP and UDP lengths */
+                 b.erase(b.begin() + 14 + 20 + 8 + 12 + 4, b.begin() + 14 + 20 + 8 + 12 + 16);
+                 const uint16_t ip = static_cast<uint16_t>(b.size() - 14),
+                                udp = static_cast<uint16_t>(ip - 20);
+                 b[16] = static_cast<uint8_t>(ip >> 8);
+                 b[17] = static_cast<uint8_t>(ip);
+                 b[14 + 20 + 4] = static_cast<uint8_t>(udp >> 8);
+                 b[14 + 20 + 5] = static_cast<uint8_t>(udp);
+             };
+             return std::vector<Forge>{f};
+         },
+         Expect::Drop, parse_drop(ParseResult::TooShort)},
+        {"pad count beyond the payload area",
+         [=](World &w) {
+             Forge f = wr_ok(w, kRcWriteOnly, w.epsn(), 0, 0);
+             f.tamper = [](std::vector<uint8_t> &b) { b[14 + 20 + 8 + 1] |= 0x30; };
+             return std::vector<Forge>{f};
+         },
+         Expect::Drop, parse_drop(ParseResult::BadPadLength)},
+        {"wrong pad count (payload shorter than RETH)",
+         [=](World &w) {
+             Forge f = wr_ok(w, kRcWriteOnly, w.epsn(), 64, 64);
+             f.tamper = [](std::vector<uint8_t> &b) { b[14 + 20 + 8 + 1] |= 0x30; };
+             return std::vector<Forge>{f};
+         },
+         Expect::NakInvalid, rcc("resp_invalid_request")},
+        {"wrong pad count on a MIDDLE packet",
+         [=](World &w) {
+             Forge f1 = wr_ok(w, kRcWriteFirst, w.epsn(), 4096, 1024);
+             Forge f2 = wr_ok(w, kRcWriteMiddle, psn_add(w.epsn(), 1), 0, 1024);
+             f2.tamper = [](std::vector<uint8_t> &b) { b[14 + 20 + 8 + 1] |= 0x10; };
+             return std::vector<Forge>{f1, f2};
+         },
+         Expect::NakInvalid, rcc("resp_invalid_request"), kOffAll, 1024},
+        {"payload larger than the path MTU",
+         [=](World &w) {
+             return std::vector<Forge>{wr_ok(w, kRcWriteOnly, w.epsn(), 2048, 2048)};
+         },
+         Expect::NakInvalid, rcc("resp_invalid_request")},
+        {"SEND larger than the path MTU",
+         [=](World &w) {
+             EXPECT_TRUE(w.qb->post_recv(RecvWr{1, {{w.va(kOffAll), 8192, w.mr_all.key}}, 1}));
+             return std::vector<Forge>{w.req(kRcSendOnly, w.epsn(), 2048)};
+         },
+         Expect::NakInvalid, rcc("resp_invalid_request")},
+        {"MIDDLE without FIRST",
+         [=](World &w) { return std::vector<Forge>{w.req(kRcWriteMiddle, w.epsn(), 1024)}; },
+         Expect::NakInvalid, rcc("resp_invalid_request")},
+        {"LAST without FIRST",
+         [=](World &w) { return std::vector<Forge>{w.req(kRcWriteLast, w.epsn(), 16)}; },
+         Expect::NakInvalid, rcc("resp_invalid_request")},
+        {"SEND MIDDLE without FIRST",
+         [=](World &w) {
+             EXPECT_TRUE(w.qb->post_recv(RecvWr{1, {{w.va(kOffAll), 8192, w.mr_all.key}}, 1}));
+             return std::vector<Forge>{w.req(kRcSendMiddle, w.epsn(), 1024)};
+         },
+         Expect::NakInvalid, rcc("resp_invalid_request")},
+        {"FIRST while a WRITE is open",
+         [=](World &w) {
+             return std::vector<Forge>{wr_ok(w, kRcWriteFirst, w.epsn(), 4096, 1024),
+                                       wr_ok(w, kRcWriteFirst, psn_add(w.epsn(), 1), 4096, 1024)};
+         },
+         Expect::NakInvalid, rcc("resp_invalid_request"), kOffAll, 1024},
+        {"SEND LAST inside a WRITE",
+         [=](World &w) {
+             return std::vector<Forge>{wr_ok(w, kRcWriteFirst, w.epsn(), 4096, 1024),
+                                       w.req(kRcSendLast, psn_add(w.epsn(), 1), 16)};
+         },
+         Expect::NakInvalid, rcc("resp_invalid_request"), kOffAll, 1024},
+        {"READ inside a WRITE",
+         [=](World &w) {
+             return std::vector<Forge>{
+                 wr_ok(w, kRcWriteFirst, w.epsn(), 4096, 1024),
+                 w.write(kRcReadRequest, psn_add(w.epsn(), 1), w.va(kOffAll), w.mr_all.key, 8, 0)};
+         },
+         Expect::NakInvalid, rcc("resp_invalid_request"), kOffAll, 1024},
+        {"WRITE_ONLY longer than its RETH",
+         [=](World &w) { return std::vector<Forge>{wr_ok(w, kRcWriteOnly, w.epsn(), 100, 200)}; },
+         Expect::NakInvalid, rcc("resp_invalid_request")},
+        {"WRITE_FIRST longer than its RETH",
+         [=](World &w) { return std::vector<Forge>{wr_ok(w, kRcWriteFirst, w.epsn(), 100, 1024)}; },
+         Expect::NakInvalid, rcc("resp_invalid_request")},
+        {"WRITE LAST carrying bytes past the RETH length",
+         [=](World &w) {
+             /* RETH says 1500: FIRST 1024 is fine, LAST brings 1024 where 476 are left */
+             return std::vector<Forge>{wr_ok(w, kRcWriteFirst, w.epsn(), 1500, 1024),
+                                       wr_ok(w, kRcWriteLast, psn_add(w.epsn(), 1), 0, 1024)};
+         },
+         Expect::NakInvalid, rcc("resp_invalid_request"), kOffAll, 1024},
+        {"WRITE MIDDLE past the RETH length",
+         [=](World &w) {
+             return std::vector<Forge>{wr_ok(w, kRcWriteFirst, w.epsn(), 1500, 1024),
+                                       wr_ok(w, kRcWriteMiddle, psn_add(w.epsn(), 1), 0, 1024)};
+         },
+         Expect::NakInvalid, rcc("resp_invalid_request"), kOffAll, 1024},
+        {"WRITE_ONLY shorter than its RETH",
+         [=](World &w) { return std::vector<Forge>{wr_ok(w, kRcWriteOnly, w.epsn(), 200, 100)}; },
+         Expect::NakInvalid, rcc("resp_invalid_request")},
+        {"WRITE LAST ending short of the RETH length",
+         [=](World &w) {
+             return std::vector<Forge>{wr_ok(w, kRcWriteFirst, w.epsn(), 4096, 1024),
+                                       wr_ok(w, kRcWriteLast, psn_add(w.epsn(), 1), 0, 100)};
+         },
+         Expect::NakInvalid, rcc("resp_invalid_request"), kOffAll, 1024},
+        {"PSN ahead of the window",
+         [=](World &w) {
+             return std::vector<Forge>{wr_ok(w, kRcWriteOnly, psn_add(w.epsn(), 5), 64, 64)};
+         },
+         Expect::NakSeq, rcc("out_of_sequence")},
+        {"PSN far ahead (half the space)",
+         [=](World &w) {
+             return std::vector<Forge>{wr_ok(w, kRcWriteOnly, psn_add(w.epsn(), 0x7FFFFF), 64, 64)};
+         },
+         Expect::NakSeq, rcc("out_of_sequence")},
+        {"PSN behind (a forged duplicate WRITE)",
+         [=](World &w) {
+             return std::vector<Forge>{wr_ok(w, kRcWriteOnly, psn_add(w.epsn(), 0xFFFFF0), 64, 64)};
+         },
+         Expect::DupAck, rcc("duplicate_request")},
+        {"PSN behind with a bad rkey (no check, no effect)",
+         [=](World &w) {
+             return std::vector<Forge>{w.write(kRcWriteOnly, psn_add(w.epsn(), 0xFFFFFF), w.va(0),
+                                               0xDEAD00, 64, 64)};
+         },
+         Expect::DupAck, rcc("duplicate_request")},
+    };
+    for (const Case &c : cases)
+        run_case(c);
+}
+
+/* A request PSN far behind: a forged duplicate READ/atomic finds no resource and gets
+ * no answer at all; nothing is read or executed. */
+TEST(Hostile, ForgedDuplicateReadAndAtomicAreNotServed) {
+    World w;
+    const uint32_t e = w.epsn();
+    wire::ParsedPacket unused;
+    (void)unused;
+    Forge r = w.write(wire::kRcReadRequest, wire::psn_add(e, 0xFFFF00), w.va(kOffAll), w.mr_all.key,
+                      4096, 0);
+    Forge at = w.atomic(wire::kRcFetchAdd, w.va(kOffAll), w.mr_all.key);
+    at.s.bth.psn = wire::psn_add(e, 0xFFFF80);
+    w.inject(r);
+    w.inject(at);
+    w.settle();
+    EXPECT_TRUE(w.acks_from_b().empty());
+    EXPECT_EQ(w.b.counters.duplicate_request, 2u);
+    EXPECT_EQ(w.arena_damage(), "");
+    EXPECT_EQ(w.qb->state(), QpState::Rts);
+    EXPECT_TRUE(w.legit_write(*w.qa, w.scq_a, w.mr_a, w.va(kOffAll), w.mr_all.key, 100, 1));
+}
+
+/* Forged responses at a requester: nothing outstanding, so nothing may be written. */
+TEST(Hostile, ForgedResponsesAtIdleRequester) {
+    World w;
+    std::fill(w.buf_a.begin(), w.buf_a.end(), 0xEE);
+    const auto resp = [&](uint8_t op, uint32_t psn, uint32_t n) {
+        Forge f = w.req(op, psn, n);
+        /* from B to A */
+        f.s.eth = w.qb->path().eth;
+        wire::gid_from_ipv4(kIpB, f.s.src_gid);
+        wire::gid_from_ipv4(kIpA, f.s.dst_gid);
+        f.s.bth.dest_qp = w.qa->qpn();
+        f.s.aeth = {0x1F, 1};
+        return f;
+    };
+    for (uint32_t psn : {kPsnA, kPsnA + 1, kPsnA - 1, 0u, 0xFFFFFFu}) {
+        w.inject(resp(wire::kRcReadResponseOnly, psn, 512));
+        w.inject(resp(wire::kRcReadResponseFirst, psn, 1024));
+        w.inject(resp(wire::kRcAtomicAcknowledge, psn, 0));
+        w.inject(resp(wire::kRcAcknowledge, psn, 0));
+    }
+    Forge nak = resp(wire::kRcAcknowledge, kPsnA, 0);
+    nak.s.aeth.syndrome = wire::kAethNakRemoteAccessErr;
+    w.inject(nak);
+    w.settle();
+    for (uint8_t x : w.buf_a)
+        ASSERT_EQ(x, 0xEE);
+    EXPECT_EQ(w.qa->state(), QpState::Rts);
+    EXPECT_GE(w.a.counters.rx_ghost_response, 1u);
+    EXPECT_TRUE(w.scq_a.q.empty());
+    EXPECT_TRUE(w.legit_write(*w.qa, w.scq_a, w.mr_a, w.va(kOffAll), w.mr_all.key, 2000, 3));
+}
+
+/* ---- P_Key: the QP's P_Key comes from the port's table by pkey_index ---- */
+TEST(Hostile, PkeyFromTable) {
+    /* Both ports: {default, full member of partition 5, limited member of 5} */
+    World w(kAll, {}, 1, {0xFFFF, 0x8005, 0x0005});
+    EXPECT_EQ(w.qa->pkey(), 0x8005);
+    EXPECT_EQ(w.qb->pkey(), 0x8005);
+    std::vector<uint16_t> seen;
+    w.fab.on_send = [&](std::vector<uint8_t> &f) {
+        wire::ParsedPacket p;
+        if (wire::parse_frame(f.data(), f.size(), p, true) == wire::ParseResult::Ok &&
+            (p.bth.dest_qp == w.qa->qpn() || p.bth.dest_qp == w.qb->qpn()))
+            seen.push_back(p.bth.pkey);
+    };
+    EXPECT_TRUE(w.legit_write(*w.qa, w.scq_a, w.mr_a, w.va(kOffAll), w.mr_all.key, 3000, 1));
+    ASSERT_FALSE(seen.empty());
+    for (uint16_t k : seen)
+        EXPECT_EQ(k, 0x8005) << "requests and ACKs carry the QP's P_Key";
+    /* Matching: same partition, one side full. The default 0xFFFF is another partition. */
+    struct {
+        uint16_t pkey;
+        bool accepted;
+    } const probes[] = {{0xFFFF, false}, {0x7FFF, false}, {0x8006, false}, {0x0000, false},
+                        {0x8000, false}, {0x0005, true},  {0x8005, true}};
+    for (const auto &pr : probes) {
+        const uint64_t viol = w.b.counters.rx_pkey_violation;
+        const uint32_t e = w.epsn();
+        Forge f = w.write(wire::kRcWriteOnly, e, w.va(kOffAll), w.mr_all.key, 8, 8);
+        f.s.bth.pkey = pr.pkey;
+        w.inject(f);
+        w.settle();
+        EXPECT_EQ(w.b.counters.rx_pkey_violation, viol + !pr.accepted) << std::hex << pr.pkey;
+        EXPECT_EQ(w.epsn(), pr.accepted ? wire::psn_add(e, 1) : e) << std::hex << pr.pkey;
+    }
+    /* pkey_index out of the table is refused */
+    SimCq cq;
+    rc::Qp &q = w.b.create_qp(0x99, &cq, &cq);
+    QpAttr at;
+    at.qp_state = QpState::Init;
+    at.pkey_index = 3;
+    at.qp_access_flags = kAll;
+    const Status s = q.modify(at, kQpState | kQpPkeyIndex | kQpPort | kQpAccessFlags);
+    EXPECT_FALSE(s);
+    EXPECT_NE(s.message().find("pkey_index 3 out of range"), std::string::npos) << s.message();
+}
+
+TEST(Hostile, PkeyBothLimitedMembersDoNotTalk) {
+    World w(kAll, {}, 2, {0xFFFF, 0x8005, 0x0005});
+    EXPECT_EQ(w.qb->pkey(), 0x0005);
+    const uint32_t e = w.epsn();
+    w.inject(w.write(wire::kRcWriteOnly, e, w.va(kOffAll), w.mr_all.key, 8, 8));
+    w.settle();
+    EXPECT_EQ(w.b.counters.rx_pkey_violation, 1u);
+    EXPECT_EQ(w.epsn(), e);
+    EXPECT_EQ(w.arena_damage(), "");
+    EXPECT_TRUE(w.bystander_ok());
+}
+
+/* ---- an MR deregistered (and freed) while its READ response waits for TX room ---- */
+TEST(Hostile, DeregWhileReadResponseQueued) {
+    for (uint32_t sent_before : {0u, 2u}) {
+        SCOPED_TRACE("responses sent before the dereg: " + std::to_string(sent_before));
+        World w;
+        auto *heap = new uint8_t[8192];
+        std::memset(heap, 0x3C, 8192);
+        const uint32_t key = w.b.mrs.reg(1, heap, 8192, kAll).value().key;
+        /* B may send `sent_before` READ responses, then its TX is full. */
+        uint32_t responses = 0;
+        bool stop = false;
+        w.fab.on_send = [&](std::vector<uint8_t> &f) {
+            wire::ParsedPacket p;
+            if (wire::parse_frame(f.data(), f.size(), p, true) != wire::ParseResult::Ok)
+                return;
+            if (std::memcmp(f.data() + 6, w.b.mac, 6) == 0)
+                w.from_b.push_back(f);
+            if (p.op->is(wire::kOpResponse) && p.op->is(wire::kOpRead) &&
+                ++responses >= sent_before) {
+                w.b.tx_budget = 0;
+                stop = true;
+            }
+        };
+        if (sent_before == 0)
+            w.b.tx_budget = 0;
+        SendWr wr;
+        wr.wr_id = 77;
+        wr.opcode = WrOpcode::RdmaRead;
+        wr.send_flags = kSendSignaled;
+        wr.num_sge = 1;
+        wr.sg_list[0] = {w.mr_a.addr, 8192, w.mr_a.key};
+        wr.remote_addr = reinterpret_cast<uint64_t>(heap);
+        wr.rkey = key;
+        ASSERT_TRUE(w.qa->post_send(wr));
+        ASSERT_TRUE(w.fab.run_until(
+            [&] {
+                return (sent_before == 0 ? w.b.counters.rx_read_requests == 1 : stop) &&
+                       w.qb->has_tx_work();
+            },
+            w.fab.now + 1'000'000));
+        /* The application deregisters and frees the buffer. ASan reports any later read. */
+        ASSERT_TRUE(w.b.mrs.dereg(key));
+        delete[] heap;
+        w.b.tx_budget = 64;
+        ASSERT_TRUE(w.fab.run_until([&] { return !w.scq_a.q.empty(); }, w.fab.now + 100'000'000));
+        EXPECT_EQ(w.scq_a.q.back().status, WcStatus::RemAccessErr)
+            << wc_status_str(w.scq_a.q.back().status);
+        EXPECT_EQ(responses, sent_before) << "no response after the dereg";
+        EXPECT_EQ(w.b.counters.resp_remote_access_error, 1u);
+        EXPECT_EQ(w.qb->state(), QpState::Err);
+        /* The NAK names the first response that could not be served. */
+        const auto acks = w.acks_from_b();
+        ASSERT_FALSE(acks.empty());
+        EXPECT_EQ(acks.back().syndrome, wire::kAethNakRemoteAccessErr);
+        EXPECT_EQ(acks.back().psn, wire::psn_add(kPsnA, sent_before));
+        for (size_t i = 0; i < size_t{sent_before} * 1024; ++i)
+            ASSERT_EQ(w.buf_a[i], 0x3C);
+        EXPECT_TRUE(w.bystander_ok());
+    }
+}
+
+/* ---- MR keys: generation per registration, key 0 never valid ---- */
+TEST(MrKeys, ReRegistrationChangesTheKeyAndKillsTheOldOne) {
+    mem::MrTable t(16);
+    std::vector<uint8_t> buf(4096);
+    uint8_t *host = nullptr;
+    const uint32_t k1 = t.reg(1, buf.data(), buf.size(), kAll).value().key;
+    ASSERT_TRUE(t.dereg(k1));
+    const uint32_t k2 = t.reg(1, buf.data(), buf.size(), kAll).value().key;
+    EXPECT_EQ(k1 >> 8, k2 >> 8) << "the slot is reused";
+    EXPECT_NE(k1, k2) << "with a new key";
+    EXPECT_EQ(t.check(k1, 1, reinterpret_cast<uint64_t>(buf.data()), 8, 0, &host),
+              mem::AccessResult::BadKey);
+    EXPECT_EQ(t.check(k2, 1, reinterpret_cast<uint64_t>(buf.data()), 8, 0, &host),
+              mem::AccessResult::Ok);
+    EXPECT_FALSE(t.dereg(k1)) << "a stale key cannot deregister the new region";
+    EXPECT_EQ(t.live_regions(), 1u);
+    EXPECT_EQ(t.check(k2, 2, reinterpret_cast<uint64_t>(buf.data()), 8, 0, &host),
+              mem::AccessResult::WrongPd);
+}
+
+TEST(MrKeys, GenerationsCycleWithoutRepeatingAndKeyZeroIsInvalid) {
+    mem::MrTable t(4);
+    std::vector<uint8_t> buf(64);
+    const uint64_t va = reinterpret_cast<uint64_t>(buf.data());
+    uint8_t *host = nullptr;
+    EXPECT_EQ(t.check(0, 0, va, 1, 0, &host), mem::AccessResult::BadKey);
+    EXPECT_FALSE(t.dereg(0));
+    /* 256 registrations of one slot: 255 generations (0 is skipped), so a key repeats
+     * only after 255 others; none of them is ever the generation 0 key. */
+    std::vector<uint32_t> keys;
+    for (int i = 0; i < 256; ++i) {
+        const uint32_t k = t.reg(0, buf.data(), buf.size(), kAll).value().key;
+        EXPECT_NE(k & 0xFF, 0u);
+        EXPECT_NE(k >> 8, 0u) << "slot 0 is never handed out";
+        /* the 254 keys before it are all dead */
+        for (size_t j = keys.size() > 254 ? keys.size() - 254 : 0; j < keys.size(); ++j)
+            EXPECT_EQ(t.check(keys[j], 0, va, 1, 0, &host), mem::AccessResult::BadKey) << i;
+        keys.push_back(k);
+        ASSERT_TRUE(t.dereg(k));
+    }
+    for (size_t i = 0; i < keys.size(); ++i)
+        for (size_t j = i + 1; j < keys.size() && j < i + 255; ++j)
+            ASSERT_NE(keys[i], keys[j]) << i << " " << j;
+    /* Every live region has its own key; key 0 stays invalid with the table full. */
+    std::vector<uint32_t> live;
+    for (int i = 0; i < 4; ++i)
+        live.push_back(t.reg(0, buf.data(), buf.size(), kAll).value().key);
+    EXPECT_FALSE(t.reg(0, buf.data(), buf.size(), kAll)) << "table full";
+    for (size_t i = 0; i < live.size(); ++i)
+        for (size_t j = i + 1; j < live.size(); ++j)
+            EXPECT_NE(live[i], live[j]);
+    EXPECT_EQ(t.check(0, 0, va, 1, 0, &host), mem::AccessResult::BadKey);
+    EXPECT_EQ(t.check(0xFF, 0, va, 1, 0, &host), mem::AccessResult::BadKey);
+}
+
+/* Found by fuzz_rx: a forged plain ACK whose PSN falls inside an outstanding READ's
+ * range moved una past PSNs whose responses had not come; the real responses were then
+ * dropped as duplicates and the requester rewound behind una (npsn < una), stuck until
+ * its retries ran out. The READ must complete normally. */
+TEST(Hostile, ForgedAckInsideOutstandingRead) {
+    World w;
+    w.fab.check_invariants = true;
+    w.b.tx_budget = 0; /* B holds its READ responses back until the forged ACK is in */
+    SendWr wr;
+    wr.wr_id = 5;
+    wr.opcode = WrOpcode::RdmaRead;
+    wr.send_flags = kSendSignaled;
+    wr.num_sge = 1;
+    wr.sg_list[0] = {w.mr_a.addr, 6000, w.mr_a.key};
+    wr.remote_addr = w.va(kOffAll);
+    wr.rkey = w.mr_all.key;
+    ASSERT_TRUE(w.qa->post_send(wr));
+    ASSERT_TRUE(w.fab.run_until([&] { return w.b.counters.rx_read_requests == 1; },
+                                w.fab.now + 1'000'000));
+    for (uint32_t psn : {kPsnA, kPsnA + 2}) {
+        Forge ack = w.req(wire::kRcAcknowledge, psn);
+        ack.s.eth = w.qb->path().eth;
+        wire::gid_from_ipv4(kIpB, ack.s.src_gid);
+        wire::gid_from_ipv4(kIpA, ack.s.dst_gid);
+        ack.s.bth.dest_qp = w.qa->qpn();
+        ack.s.aeth = {0x1F, 0};
+        w.inject(ack);
+    }
+    w.fab.run_until([] { return false; }, w.fab.now + 10'000);
+    w.b.tx_budget = 64;
+    ASSERT_TRUE(w.fab.run_until([&] { return !w.scq_a.q.empty(); }, w.fab.now + 100'000'000));
+    EXPECT_EQ(w.fab.violation, "");
+    EXPECT_EQ(w.scq_a.q.back().status, WcStatus::Success) << wc_status_str(w.scq_a.q.back().status);
+    EXPECT_EQ(0, std::memcmp(w.buf_a.data(), w.arena.data() + kOffAll, 6000));
+    EXPECT_EQ(w.a.counters.local_ack_timeout_err, 0u) << "no retransmission was needed";
+}
