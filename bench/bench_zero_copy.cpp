@@ -16,6 +16,8 @@
 #include <vector>
 
 #include <benchmark/benchmark.h>
+
+#include "bench_engine_setup.h"
 #include <rte_ring.h>
 #include <rte_ring_elem.h>
 
@@ -38,50 +40,9 @@ struct Pair {
 Pair *g_pairs[3] = {};
 const char *g_argv0 = "bench_zero_copy";
 
-std::unique_ptr<engine::CqCtx> make_cq() {
-    auto c = std::make_unique<engine::CqCtx>();
-    static int seq = 0;
-    const std::string n = "bzc_cq" + std::to_string(seq++);
-    c->ring = rte_ring_create_elem(n.c_str(), sizeof(Wc), 4096, SOCKET_ID_ANY,
-                                   RING_F_SP_ENQ | RING_F_SC_DEQ | RING_F_EXACT_SZ);
-    return c;
-}
-
-rc::Path path(const engine::Dev &from, const net::Mac &to_mac, uint32_t to_ip, uint32_t qpn) {
-    rc::Path p;
-    std::memcpy(p.eth.dst, to_mac.data(), 6);
-    std::memcpy(p.eth.src, from.iface().mac.data(), 6);
-    p.eth.ethertype = wire::kEtherTypeIpv4;
-    std::memcpy(p.sgid, from.gids().at(1)->raw, 16);
-    wire::gid_from_ipv4(to_ip, p.dgid);
-    p.udp_sport = wire::udp_sport_for_qpn(qpn);
-    return p;
-}
-
-bool connect(rc::Qp &q, const rc::Path &p, uint32_t dqpn, uint32_t sq_psn, uint32_t rq_psn) {
-    QpAttr a;
-    a.qp_state = QpState::Init;
-    a.qp_access_flags = kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead;
-    if (!q.modify(a, kQpState | kQpPkeyIndex | kQpPort | kQpAccessFlags))
-        return false;
-    a.qp_state = QpState::Rtr;
-    a.path_mtu = Mtu::Mtu4096;
-    a.dest_qp_num = dqpn;
-    a.rq_psn = rq_psn;
-    a.max_dest_rd_atomic = 4;
-    if (!q.modify(a,
-                  kQpState | kQpAv | kQpPathMtu | kQpDestQpn | kQpRqPsn | kQpMaxDestRdAtomic |
-                      kQpMinRnrTimer,
-                  &p))
-        return false;
-    a.qp_state = QpState::Rts;
-    a.sq_psn = sq_psn;
-    a.timeout = 20;
-    a.max_rd_atomic = 4;
-    return q
-        .modify(a, kQpState | kQpSqPsn | kQpTimeout | kQpRetryCnt | kQpRnrRetry | kQpMaxQpRdAtomic)
-        .is_ok();
-}
+using bench::connect;
+using bench::make_cq;
+using bench::path;
 
 Pair *pair(int mode) {
     if (g_pairs[mode])
@@ -216,8 +177,7 @@ void BM_Write64K(benchmark::State &state) {
 }
 
 void BM_WriteSize(benchmark::State &state) {
-    run_writes(state, static_cast<int>(state.range(0)), static_cast<uint32_t>(state.range(1)),
-               32);
+    run_writes(state, static_cast<int>(state.range(0)), static_cast<uint32_t>(state.range(1)), 32);
 }
 
 double stat_min(const std::vector<double> &v) { return *std::min_element(v.begin(), v.end()); }
