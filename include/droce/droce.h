@@ -48,8 +48,13 @@ class SharedReceiveQueue;
 struct EngineOptions {
     /** No worker lcore: the application calls Engine::poll() itself. */
     bool embedded = false;
-    /** Lcore for the worker; -1 = the first worker lcore the EAL gave (-l). */
+    /** Lcore for the worker; -1 = the first worker lcore the EAL gave (-l). With
+     * workers > 1, the first of the worker lcores used (the others follow in -l order). */
     int worker_lcore = -1;
+    /** Worker lcores (shared nothing: each owns a shard of the CQs, QPs and SRQs and one
+     * RX and TX queue per port); 0 = one per worker lcore the EAL gave. Embedded mode
+     * has exactly one (the application's loop). */
+    uint32_t workers = 1;
     /** After this many empty poll iterations the worker sleeps idle_sleep_us (0 = never
      * sleep: pure busy polling, lowest latency). Useful on shared/emulated machines. */
     uint32_t idle_polls_before_sleep = 0;
@@ -82,6 +87,8 @@ struct DeviceConfig {
     /** The port's P_Key table; a QP's pkey_index picks its P_Key from it. Packets whose
      * P_Key does not match their QP's are dropped (counter rx_pkey_violation). */
     std::vector<uint16_t> pkeys = {0xFFFF};
+    /** Size of the QPN space (QPNs 0x11 .. max_qps-1); at most 2^24. */
+    uint32_t max_qps = 65536;
 };
 
 /** The engine: EAL, mempool, worker loop. Create once per process (the EAL can be
@@ -106,6 +113,9 @@ class Engine {
      * versa) and returns their DPDK names, to be opened with open_device(): the default
      * demo and test topology (one process, no hugepages, no NIC). */
     virtual Result<std::pair<std::string, std::string>> create_ring_pair() = 0;
+    /** The same with `queues` RX and TX queues per port (queue i of A feeds queue i of
+     * B), for several workers. */
+    virtual Result<std::pair<std::string, std::string>> create_ring_pair(uint16_t queues) = 0;
     /** Opens a DPDK port as a device (before start() in worker mode). The engine keeps
      * ownership: the pointer is valid until the Engine is destroyed. */
     virtual Result<Device *> open_device(const DeviceConfig &cfg) = 0;
@@ -119,6 +129,8 @@ class Engine {
     virtual void stop() = 0;
     /** True when created with EngineOptions::embedded (the application polls). */
     virtual bool embedded() const = 0;
+    /** Number of workers (1 in embedded mode). */
+    virtual uint32_t workers() const = 0;
 };
 
 /** A GID table entry. */
@@ -157,6 +169,9 @@ class Device {
      * it after the QPs that use it. A full CQ drops completions (counter cq_overflow):
      * size it for every WR that may complete before the application polls. */
     virtual Result<std::unique_ptr<CompletionQueue>> create_cq(uint32_t cqe) = 0;
+    /** The same, on a given worker (0 .. Engine::workers()-1); -1 = round-robin. A QP
+     * runs on the worker of its CQs (send and receive CQ must share one). */
+    virtual Result<std::unique_ptr<CompletionQueue>> create_cq(uint32_t cqe, int worker) = 0;
 };
 
 /** ibv_srq_init_attr. */

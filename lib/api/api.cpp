@@ -402,6 +402,12 @@ class DeviceImpl final : public Device {
         return std::unique_ptr<ProtectionDomain>(new PdImpl(rt_, dev_, ++pd_seq_));
     }
     Result<std::unique_ptr<CompletionQueue>> create_cq(uint32_t cqe) override {
+        return create_cq(cqe, -1);
+    }
+    Result<std::unique_ptr<CompletionQueue>> create_cq(uint32_t cqe, int worker) override {
+        if (worker < -1 || worker >= 1)
+            return Status(EINVAL, "create_cq: worker " + std::to_string(worker) +
+                                      " out of range (engine has 1 worker)");
         if (cqe == 0 || cqe > (1u << 20))
             return Status(EINVAL, "create_cq: cqe must be 1..1048576");
         auto ctx = std::make_unique<CqCtx>();
@@ -428,6 +434,12 @@ class EngineImpl final : public Engine {
     Result<std::pair<std::string, std::string>> create_ring_pair() override {
         return rt_->create_ring_pair();
     }
+    Result<std::pair<std::string, std::string>> create_ring_pair(uint16_t queues) override {
+        if (queues != 1)
+            return Status(EINVAL, "create_ring_pair: one queue only (one worker)");
+        return rt_->create_ring_pair();
+    }
+    uint32_t workers() const override { return 1; }
     Result<Device *> open_device(const DeviceConfig &cfg) override {
         Result<Dev *> d = rt_->open_device(cfg);
         if (!d)

@@ -70,6 +70,8 @@ std::string Runtime::unique_name(const char *prefix) {
 Result<std::unique_ptr<Runtime>> Runtime::create(int argc, char **argv, int *consumed,
                                                  const EngineOptions &opts) {
     spdlog::set_level(spdlog::level::from_str(opts.log_level));
+    if (opts.workers != 1)
+        return Status(EINVAL, "EngineOptions::workers: only 1 worker is supported yet");
     int used = 0;
     if (!g_eal_ready.load()) {
         static std::once_flag cleanup_once;
