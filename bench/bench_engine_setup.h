@@ -20,8 +20,8 @@ inline std::unique_ptr<engine::CqCtx> make_cq() {
     auto c = std::make_unique<engine::CqCtx>();
     static int seq = 0;
     const std::string n = "bench_cq" + std::to_string(seq++);
-    c->ring = rte_ring_create_elem(n.c_str(), sizeof(Wc), 4096, SOCKET_ID_ANY,
-                                   RING_F_SP_ENQ | RING_F_SC_DEQ | RING_F_EXACT_SZ);
+    c->ring = engine::ring_alloc(n.c_str(), sizeof(Wc), 4096,
+                                 RING_F_SP_ENQ | RING_F_SC_DEQ | RING_F_EXACT_SZ);
     return c;
 }
 

@@ -167,7 +167,8 @@ class Device {
     virtual Result<std::unique_ptr<ProtectionDomain>> alloc_pd() = 0;
     /** A completion queue with room for at least cqe completions (1..1048576). Destroy
      * it after the QPs that use it. A full CQ drops completions (counter cq_overflow):
-     * size it for every WR that may complete before the application polls. */
+     * size it for every WR that may complete before the application polls. With several
+     * workers, CQs are spread over them round-robin. */
     virtual Result<std::unique_ptr<CompletionQueue>> create_cq(uint32_t cqe) = 0;
     /** The same, on a given worker (0 .. Engine::workers()-1); -1 = round-robin. A QP
      * runs on the worker of its CQs (send and receive CQ must share one). */
@@ -180,6 +181,9 @@ struct SrqInitAttr {
     uint32_t max_wr = 128;
     /** Scatter entries per receive WR (1..kMaxSge). */
     uint32_t max_sge = kMaxSge;
+    /** The worker it lives on (0 .. Engine::workers()-1): QPs using it must have their
+     * CQs on the same worker. */
+    uint32_t worker = 0;
 };
 
 /** ibv_qp_init_attr. */

@@ -27,10 +27,11 @@ using engine::SrqCtx;
 /* Ring capacity for n entries (at least 1). */
 unsigned ring_size(uint32_t n) { return n == 0 ? 1 : n; }
 
+/* SPSC rings from the heap (not memzones: see engine::ring_alloc). */
 rte_ring *make_elem_ring(Runtime &rt, const char *prefix, unsigned esize, uint32_t n) {
     const std::string name = rt.unique_name(prefix);
-    return rte_ring_create_elem(name.c_str(), esize, ring_size(n), SOCKET_ID_ANY,
-                                RING_F_SP_ENQ | RING_F_SC_DEQ | RING_F_EXACT_SZ);
+    return engine::ring_alloc(name.c_str(), esize, ring_size(n),
+                              RING_F_SP_ENQ | RING_F_SC_DEQ | RING_F_EXACT_SZ);
 }
 
 /* Live children of a PD, shared so that children outliving a PD (a misuse we report)
@@ -50,7 +51,7 @@ class MrImpl final : public MemoryRegion {
     ~MrImpl() override {
         Status s;
         uint32_t out = 0;
-        rt_.exec([&] { s = dev_.dereg_mr(r_.key, &out); });
+        rt_.exec_all([&] { s = dev_.dereg_mr(r_.key, &out); });
         if (!s)
             spdlog::error("{}: dereg MR 0x{:x}: {}", dev_.name(), r_.key, s.message());
         if (out != 0) {
@@ -61,7 +62,7 @@ class MrImpl final : public MemoryRegion {
             for (;;) {
                 bool gone = false;
                 const bool late = std::chrono::steady_clock::now() > deadline;
-                rt_.exec([&] { gone = dev_.zc_reap(r_.key, late); });
+                rt_.exec_all([&] { gone = dev_.zc_reap(r_.key, late); });
                 if (gone)
                     break;
                 if (late) {
@@ -92,7 +93,7 @@ class CqImpl final : public CompletionQueue {
     CqImpl(Runtime &rt, Dev &dev, std::unique_ptr<CqCtx> ctx)
         : rt_(rt), dev_(dev), ctx_(std::move(ctx)) {}
     ~CqImpl() override {
-        rt_.exec([&] {
+        rt_.exec_on(ctx_->worker, [&] {
             if (ctx_->refs != 0) {
                 /* ibv_destroy_cq would fail with EBUSY; a destructor cannot, so keep the
                  * ring alive for the QPs still pointing at it. */
@@ -121,7 +122,7 @@ class QpImpl final : public QueuePair {
         ++pd_->qps;
     }
     ~QpImpl() override {
-        rt_.exec([&] { dev_.destroy_qp(qpn_); });
+        rt_.exec_on(ctx_->worker, [&] { dev_.destroy_qp(qpn_); });
         --pd_->qps;
     }
 
@@ -145,15 +146,16 @@ class QpImpl final : public QueuePair {
             pp = &path;
         }
         Status s;
-        rt_.exec([&] {
+        rt_.exec_on(ctx_->worker, [&] {
             s = ctx_->qp->modify(attr, mask, pp);
             state_ = ctx_->qp->state();
+            dev_.touch(*ctx_); /* e.g. to RTS with WRs queued, or to ERR: flushed */
         });
         return s;
     }
 
     Status query(QpAttr &attr) override {
-        rt_.exec([&] {
+        rt_.exec_on(ctx_->worker, [&] {
             attr = ctx_->qp->attr();
             attr.qp_state = attr.cur_qp_state = ctx_->qp->state();
             state_ = attr.qp_state;
@@ -162,8 +164,12 @@ class QpImpl final : public QueuePair {
     }
 
     Status post_send(const SendWr &wr) override {
-        if (rt_.embedded())
-            return ctx_->qp->post_send(wr);
+        if (rt_.embedded()) {
+            Status s = ctx_->qp->post_send(wr);
+            if (s)
+                dev_.touch(*ctx_);
+            return s;
+        }
         /* Worker mode: check here what can be checked here, so that the caller gets
          * errors as values; the worker completes anything it still refuses in error. */
         if (state_ == QpState::Reset || state_ == QpState::Init || state_ == QpState::Rtr)
@@ -179,9 +185,15 @@ class QpImpl final : public QueuePair {
             if (wr.remote_addr & 7)
                 return Status(EINVAL, "post_send: atomic remote_addr must be 8-byte aligned");
         }
-        if (rte_ring_sp_enqueue_elem(ctx_->sq, const_cast<SendWr *>(&wr), sizeof(SendWr)) != 0)
+        /* Exactly max_send_wr outstanding, counting what the ring and the worker's
+         * queue hold together (the worker publishes what has left). */
+        if (ctx_->sq_posted - ctx_->sq_retired.load(std::memory_order_acquire) >=
+                cap_.max_send_wr ||
+            rte_ring_sp_enqueue_elem(ctx_->sq, const_cast<SendWr *>(&wr), sizeof(SendWr)) != 0)
             return Status(ENOMEM, "post_send: send queue full (" +
                                       std::to_string(cap_.max_send_wr) + " WRs)");
+        ++ctx_->sq_posted;
+        ring_doorbell();
         return {};
     }
 
@@ -189,19 +201,34 @@ class QpImpl final : public QueuePair {
         if (ctx_->srq)
             return Status(EINVAL, "post_recv: QP " + std::to_string(qpn_) +
                                       " uses a shared receive queue; post to the SRQ");
-        if (rt_.embedded())
-            return ctx_->qp->post_recv(wr);
+        if (rt_.embedded()) {
+            Status s = ctx_->qp->post_recv(wr);
+            if (s)
+                dev_.touch(*ctx_);
+            return s;
+        }
         if (wr.num_sge < 0 || wr.num_sge > kMaxSge ||
             static_cast<uint32_t>(wr.num_sge) > cap_.max_recv_sge)
             return Status(EINVAL,
                           "post_recv: num_sge " + std::to_string(wr.num_sge) + " out of range");
-        if (rte_ring_sp_enqueue_elem(ctx_->rq, const_cast<RecvWr *>(&wr), sizeof(RecvWr)) != 0)
+        if (ctx_->rq_posted - ctx_->rq_retired.load(std::memory_order_acquire) >=
+                cap_.max_recv_wr ||
+            rte_ring_sp_enqueue_elem(ctx_->rq, const_cast<RecvWr *>(&wr), sizeof(RecvWr)) != 0)
             return Status(ENOMEM, "post_recv: receive queue full (" +
                                       std::to_string(cap_.max_recv_wr) + " WRs)");
+        ++ctx_->rq_posted;
+        ring_doorbell();
         return {};
     }
 
   private:
+    /* The worker learns of posted WRs through its doorbell ring, once per drain: the
+     * flag is cleared (exchange) by the worker before it drains the rings. */
+    void ring_doorbell() {
+        if (!ctx_->doorbell.exchange(true, std::memory_order_acq_rel))
+            dev_.shard(ctx_->worker).ring_doorbell(qpn_);
+    }
+
     Status resolve_path(const AhAttr &ah, rc::Path *path) {
         const Gid *sgid = dev_.gids().at(ah.sgid_index);
         if (sgid == nullptr)
@@ -267,22 +294,30 @@ class SrqImpl final : public SharedReceiveQueue {
         : rt_(rt), dev_(dev), ctx_(ctx), attr_(attr) {}
     ~SrqImpl() override {
         bool ok = false;
-        rt_.exec([&] { ok = dev_.destroy_srq(ctx_); });
+        rt_.exec_on(ctx_->worker, [&] { ok = dev_.destroy_srq(ctx_); });
         if (!ok)
             spdlog::error("{}: SRQ destroyed while QPs still use it; it stays until the "
                           "device closes",
                           dev_.name());
     }
     Status post_recv(const RecvWr &wr) override {
-        if (rt_.embedded())
-            return ctx_->q->post(wr);
+        if (rt_.embedded()) {
+            Status s = ctx_->q->post(wr);
+            if (s)
+                dev_.shard(ctx_->worker).publish_srq(*ctx_);
+            return s;
+        }
         if (wr.num_sge < 0 || wr.num_sge > kMaxSge ||
             static_cast<uint32_t>(wr.num_sge) > attr_.max_sge)
             return Status(EINVAL,
                           "post_srq_recv: num_sge " + std::to_string(wr.num_sge) + " out of range");
-        if (rte_ring_sp_enqueue_elem(ctx_->ring, const_cast<RecvWr *>(&wr), sizeof(RecvWr)) != 0)
+        if (ctx_->posted - ctx_->retired.load(std::memory_order_acquire) >= attr_.max_wr ||
+            rte_ring_sp_enqueue_elem(ctx_->ring, const_cast<RecvWr *>(&wr), sizeof(RecvWr)) != 0)
             return Status(ENOMEM, "post_srq_recv: shared receive queue full (" +
                                       std::to_string(attr_.max_wr) + " WRs)");
+        ++ctx_->posted;
+        if (!ctx_->doorbell.exchange(true, std::memory_order_acq_rel))
+            dev_.shard(ctx_->worker).ring_doorbell(engine::kDoorbellSrq | ctx_->index);
         return {};
     }
     SrqCtx *ctx() const { return ctx_; }
@@ -312,7 +347,8 @@ class PdImpl final : public ProtectionDomain {
         if (addr == nullptr || length == 0)
             return Status(EINVAL, "reg_mr: empty region");
         Result<mem::MemoryRegion> r = Status(EINVAL, "");
-        rt_.exec([&] { r = dev_.reg_mr(st_->id, addr, length, access); });
+        /* Every worker reads the MR table: change it with all of them parked. */
+        rt_.exec_all([&] { r = dev_.reg_mr(st_->id, addr, length, access); });
         if (!r)
             return r.status();
         return std::unique_ptr<MemoryRegion>(new MrImpl(rt_, dev_, st_, *r));
@@ -342,20 +378,20 @@ class PdImpl final : public ProtectionDomain {
             sq = make_elem_ring(rt_, "dq_s", sizeof(SendWr), attr.cap.max_send_wr);
             rq = make_elem_ring(rt_, "dq_r", sizeof(RecvWr), attr.cap.max_recv_wr);
             if (sq == nullptr || rq == nullptr) {
-                rte_ring_free(sq);
-                rte_ring_free(rq);
+                engine::ring_release(sq);
+                engine::ring_release(rq);
                 return Status(ENOMEM,
                               std::string("create_qp: WR rings: ") + rte_strerror(rte_errno));
             }
         }
         Result<uint32_t> qpn = Status(EINVAL, "");
         QpCtx *ctx = nullptr;
-        rt_.exec([&] {
+        rt_.exec_on(scq->ctx()->worker, [&] {
             qpn = dev_.create_qp(st_->id, attr, scq->ctx(), rcq->ctx(), sq, rq, &ctx, srq);
         });
         if (!qpn) {
-            rte_ring_free(sq);
-            rte_ring_free(rq);
+            engine::ring_release(sq);
+            engine::ring_release(rq);
             return qpn.status();
         }
         spdlog::debug("{}: QP {} created", dev_.name(), *qpn);
@@ -367,6 +403,10 @@ class PdImpl final : public ProtectionDomain {
             return Status(EINVAL, "create_srq: max_wr must be 1..16384");
         if (attr.max_sge == 0 || attr.max_sge > kMaxSge)
             return Status(EINVAL, "create_srq: max_sge must be 1.." + std::to_string(kMaxSge));
+        if (attr.worker >= rt_.workers())
+            return Status(EINVAL, "create_srq: worker " + std::to_string(attr.worker) +
+                                      " out of range (" + std::to_string(rt_.workers()) +
+                                      " worker(s))");
         rte_ring *ring = nullptr;
         if (!rt_.embedded()) {
             ring = make_elem_ring(rt_, "dq_srq", sizeof(RecvWr), attr.max_wr);
@@ -374,7 +414,8 @@ class PdImpl final : public ProtectionDomain {
                 return Status(ENOMEM, std::string("create_srq: ring: ") + rte_strerror(rte_errno));
         }
         SrqCtx *ctx = nullptr;
-        rt_.exec([&] { ctx = dev_.create_srq(attr.max_wr, attr.max_sge, ring); });
+        rt_.exec_on(attr.worker,
+                    [&] { ctx = dev_.create_srq(attr.worker, attr.max_wr, attr.max_sge, ring); });
         return std::unique_ptr<SharedReceiveQueue>(new SrqImpl(rt_, dev_, ctx, attr));
     }
 
@@ -395,7 +436,7 @@ class DeviceImpl final : public Device {
     uint32_t eth_mtu() const override { return dev_.eth_mtu(); }
     std::vector<std::pair<std::string, uint64_t>> counters() const override {
         std::vector<std::pair<std::string, uint64_t>> v;
-        rt_.exec([&] { v = dev_.counters(); });
+        rt_.exec_all([&] { v = dev_.counters(); });
         return v;
     }
     Result<std::unique_ptr<ProtectionDomain>> alloc_pd() override {
@@ -405,12 +446,15 @@ class DeviceImpl final : public Device {
         return create_cq(cqe, -1);
     }
     Result<std::unique_ptr<CompletionQueue>> create_cq(uint32_t cqe, int worker) override {
-        if (worker < -1 || worker >= 1)
+        const uint32_t nw = rt_.workers();
+        if (worker < -1 || worker >= static_cast<int>(nw))
             return Status(EINVAL, "create_cq: worker " + std::to_string(worker) +
-                                      " out of range (engine has 1 worker)");
+                                      " out of range (" + std::to_string(nw) + " worker(s))");
         if (cqe == 0 || cqe > (1u << 20))
             return Status(EINVAL, "create_cq: cqe must be 1..1048576");
         auto ctx = std::make_unique<CqCtx>();
+        ctx->worker = worker >= 0 ? static_cast<uint32_t>(worker) : cq_seq_++ % nw;
+        ctx->dev = &dev_;
         ctx->ring = make_elem_ring(rt_, "dq_c", sizeof(Wc), cqe);
         if (ctx->ring == nullptr)
             return Status(ENOMEM, std::string("create_cq: ") + rte_strerror(rte_errno));
@@ -421,6 +465,7 @@ class DeviceImpl final : public Device {
     Runtime &rt_;
     Dev &dev_;
     uint32_t pd_seq_ = 0;
+    uint32_t cq_seq_ = 0;
 };
 
 class EngineImpl final : public Engine {
@@ -435,11 +480,9 @@ class EngineImpl final : public Engine {
         return rt_->create_ring_pair();
     }
     Result<std::pair<std::string, std::string>> create_ring_pair(uint16_t queues) override {
-        if (queues != 1)
-            return Status(EINVAL, "create_ring_pair: one queue only (one worker)");
-        return rt_->create_ring_pair();
+        return rt_->create_ring_pair(queues);
     }
-    uint32_t workers() const override { return 1; }
+    uint32_t workers() const override { return rt_->workers(); }
     Result<Device *> open_device(const DeviceConfig &cfg) override {
         Result<Dev *> d = rt_->open_device(cfg);
         if (!d)

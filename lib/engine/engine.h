@@ -3,14 +3,19 @@
  * Dev per port (RX classify -> lib/net or lib/wire + rc::Qp, TX batching), the worker
  * loop and the command mailbox through which control operations reach the worker.
  *
- * Threading contract: everything inside a Dev (QP table, rc::Qp state, MR table,
- * neighbour table, counters) is touched by exactly one thread — the worker lcore when it
- * runs, otherwise the thread calling Runtime::poll_once()/exec(). The application side
- * only touches the SPSC rings (SQ/RQ per QP in worker mode, one per CQ). */
+ * Threading contract (shared nothing): a device is split into one Shard per worker.
+ * Everything a shard holds (its QPs and their rc::Qp state, SRQs, timers, ready list,
+ * TX queue, counters) is touched by exactly one thread — its worker lcore when workers
+ * run, otherwise the thread calling Runtime::poll_once()/exec_on(). QPN n belongs to
+ * worker n % workers. State every worker reads (MR table, zero-copy regions) changes
+ * only with every worker parked (Runtime::exec_all). The application side touches only
+ * the SPSC rings (SQ/RQ per QP in worker mode, one per CQ), the doorbell flags and
+ * rings, and the retired counters the worker publishes. */
 #pragma once
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -24,6 +29,7 @@
 #include "mem_mr.h"
 #include "net.h"
 #include "rc_qp.h"
+#include "sched_timer_wheel.h"
 #include "wire_packet.h"
 
 struct rte_mbuf;
@@ -32,12 +38,23 @@ struct rte_ring;
 
 namespace droce::engine {
 
-inline constexpr uint32_t kMaxQpsPerDevice = 1024; /* QPN table size (QPN < this) */
-inline constexpr uint32_t kFirstQpn = 0x11;        /* 0 and 1 are the IB special QPs */
+inline constexpr uint32_t kDefaultMaxQps = 65536; /* QPN space of a device by default */
+inline constexpr uint32_t kMaxQpn = 1u << 24;          /* the 24-bit QPN space */
+inline constexpr uint32_t kFirstQpn = 0x11;           /* 0 and 1 are the IB special QPs */
+inline constexpr uint32_t kMaxWorkers = 16;
 inline constexpr uint16_t kRxBurst = 32;
-inline constexpr uint16_t kTxBatch = 64;
-inline constexpr uint32_t kWrBurst = 32; /* WRs drained from a ring per QP per iteration */
+inline constexpr uint16_t kTxBurst = 64;     /* frames handed to one rte_eth_tx_burst */
+inline constexpr uint16_t kTxQueueCap = 512; /* frames a shard keeps queued for its port */
+/* Packets one ready QP may emit before the next ready QP gets its turn (round-robin):
+ * one busy QP cannot starve the others, and a small quantum keeps per-QP latency fair. */
+inline constexpr uint32_t kTxQuantum = 16;
+inline constexpr uint32_t kWrBurst = 32; /* WRs drained from a ring per QP per doorbell */
 inline constexpr uint64_t kArpRetryNs = 200'000'000;
+/* A destroyed QP's number is not handed out again before this long (its late packets
+ * must find no QP rather than a new one) — longer than any packet lives in a fabric. */
+inline constexpr uint64_t kQpnQuarantineNs = 1'000'000'000;
+/* Doorbell ring entries: a QPN, or kDoorbellSrq | SRQ index. */
+inline constexpr uint32_t kDoorbellSrq = 0x80000000u;
 
 /* Engine-level counters (mlx5 names where mlx5 has one). Parse drops are kept apart,
  * indexed by wire::ParseResult, and named rx_drop_<parse_result_name>. */
@@ -46,9 +63,16 @@ inline constexpr uint64_t kArpRetryNs = 200'000'000;
     X(port_rcv_bytes)                                                                              \
     X(port_xmit_packets)                                                                           \
     X(port_xmit_bytes)                                                                             \
-    X(port_xmit_discards)       /* built frames the PMD did not take */                            \
+    X(tx_burst_refused)  /* rte_eth_tx_burst took fewer frames than offered (kept queued) */      \
+    X(tx_queue_full)     /* transmit() refused: the shard's TX queue is full (QP retries) */     \
+    X(tx_queue_depth_max) /* high-water mark of the TX queue (frames) */                         \
     X(tx_no_mbuf)               /* transmit() refused: pool empty */                               \
-    X(tx_batch_full)            /* transmit() refused: this iteration's batch is full */           \
+    X(tx_handoff)        /* frames given to the shard that owns the single TX queue */            \
+    X(tx_handoff_full)   /* ... refused by that ring: kept queued, retried */                     \
+    X(rx_handoff)        /* packets for a QP of another worker, passed to it over a ring */       \
+    X(rx_drop_handoff_full) /* ... and dropped: that worker's ring was full */                     \
+    X(doorbells)         /* QPs and SRQs woken by the application (worker mode) */               \
+    X(timer_expirations) /* QP timers fired (retransmission, RNR) */                              \
     X(tx_frame_too_big)         /* frame larger than an mbuf (MTU misconfiguration) */             \
     X(tx_drop_reply_batch_full) /* ARP/ICMP reply dropped: batch full */                           \
     X(tx_bytes_zero_copy)       /* payload bytes attached as external buffers (not copied) */      \
@@ -74,24 +98,49 @@ struct EngineCounters {
     uint64_t rx_drop_parse[static_cast<size_t>(wire::ParseResult::Count_)] = {};
 };
 
+/** SPSC rings for the WR and completion queues come from the process heap (one
+ * allocation each, cache-aligned, rte_ring_init), not from memzones: memzones are a
+ * small fixed table (RTE_MAX_MEMZONE) and would cap a process at a few hundred QPs. */
+rte_ring *ring_alloc(const char *name, unsigned esize, unsigned count, unsigned flags);
+void ring_release(rte_ring *r);
+
+class Dev;
+
 /** A CQ: completions go from the worker to the application through an SPSC ring. */
 struct CqCtx final : rc::CqSink {
     rte_ring *ring = nullptr;
-    uint32_t refs = 0; /* QPs using it; touched on the worker only */
+    Dev *dev = nullptr; /* worker mode: publishes queue depths before a completion shows */
+    uint32_t refs = 0;   /* QPs using it; touched on the worker only */
+    uint32_t worker = 0; /* the worker that produces into it (its QPs' worker) */
     bool push(const Wc &wc) override;
     int poll(Wc *wc, int max);
     ~CqCtx() override;
 };
 
-/** A QP as the engine keeps it. */
 /* A shared receive queue; worker mode feeds it through an SPSC ring like a QP's RQ. */
 struct SrqCtx {
     std::unique_ptr<rc::RecvQueue> q;
     rte_ring *ring = nullptr; /* worker mode: RecvWr, application -> worker */
     uint32_t refs = 0;        /* QPs using it */
+    uint32_t worker = 0;
+    uint32_t index = 0; /* in its shard's table (doorbell value) */
+    uint32_t max_wr = 0;
+    uint64_t drained = 0; /* worker: WRs taken off the ring */
+    /* Application side of worker mode: WRs admitted, and the worker's count of WRs that
+     * left the SRQ (consumed by a SEND or flushed): posted - retired <= max_wr exactly. */
+    alignas(64) std::atomic<bool> doorbell{false};
+    alignas(64) std::atomic<uint64_t> retired{0};
+    alignas(64) uint64_t posted = 0;
     ~SrqCtx();
 };
 
+struct QpCtx;
+/** A QP's timer: the wheel's node and the way back to its QP. */
+struct QpTimer : sched::TimerNode {
+    QpCtx *qp = nullptr;
+};
+
+/** A QP as the engine keeps it. */
 struct QpCtx {
     std::unique_ptr<rc::Qp> qp;
     SrqCtx *srq = nullptr;
@@ -101,18 +150,42 @@ struct QpCtx {
     CqCtx *rcq = nullptr;
     uint32_t max_send_wr = 0;
     uint32_t max_recv_wr = 0;
+    uint32_t worker = 0;
+
+    /* ---- the owning worker's scheduling state ---- */
+    QpTimer timer;               /* armed at qp->next_deadline() */
+    QpCtx *ready_prev = nullptr; /* ready list: QPs with TX work, served round-robin */
+    QpCtx *ready_next = nullptr;
+    bool in_ready = false;
+    uint64_t sq_drained = 0; /* WRs taken off the rings */
+    uint64_t rq_drained = 0;
+
+    /* ---- shared with the application (worker mode) ---- */
+    /* Set by the application when it posts and the QP is not already waiting to be
+     * drained; the QPN then goes into the worker's doorbell ring. */
+    alignas(64) std::atomic<bool> doorbell{false};
+    /* WRs that left the QP (completed, in error or flushed), published by the worker so
+     * that the application admits exactly max_send_wr / max_recv_wr outstanding. */
+    alignas(64) std::atomic<uint64_t> sq_retired{0};
+    std::atomic<uint64_t> rq_retired{0};
+    /* Application only. */
+    alignas(64) uint64_t sq_posted = 0;
+    uint64_t rq_posted = 0;
     ~QpCtx();
 };
 
 class Runtime;
+class Dev;
 
-/** Zero-copy state of one registered region. shinfo.refcnt counts the mbufs attached to
- * the region that the PMD (or, over net_ring, the peer) has not freed yet; the free
- * callback runs when it drops to zero. Every attach and free happens on the thread that
- * owns the Dev (the worker, or the embedded poller), which DPDK's non-atomic fast path of
- * rte_mbuf_ext_refcnt_update requires. A region outlives its MR while mbufs are out. */
+/** Zero-copy state of one registered region. shinfo[w].refcnt counts the mbufs that
+ * worker w attached to the region and that are not freed yet; the free callback runs
+ * when one drops to zero. Each worker has its own shared-info: DPDK's
+ * rte_mbuf_ext_refcnt_update takes a non-atomic fast path, so one counter must only
+ * ever be touched by one thread (zero-copy is therefore off where another thread frees
+ * the frames: net_ring with several workers, or a TX queue shared through a handoff).
+ * A region outlives its MR while mbufs are out. */
 struct ZcRegion {
-    rte_mbuf_ext_shared_info shinfo{};
+    rte_mbuf_ext_shared_info shinfo[kMaxWorkers]{};
     uint32_t key = 0;
     uint8_t *ext_addr = nullptr; /* page-aligned envelope given to rte_extmem_register */
     size_t ext_len = 0;
@@ -120,16 +193,95 @@ struct ZcRegion {
     bool dma = false;
     bool usable = false; /* zero-copy allowed for this region on this port */
     uint64_t idle_events = 0;
-    uint16_t outstanding() const;
+    uint32_t outstanding() const;
     ~ZcRegion();
 };
 
-/** One DPDK port as a RoCEv2 device. */
-class Dev final : public rc::TxPort {
+/** One worker's share of a device: its RX and TX queue of the port, the QPs, CQs and
+ * SRQs it owns, its timers, ready list, TX queue and counters. Only that worker (or,
+ * in embedded mode, the application's poll thread) touches a Shard, except the MP
+ * rings (doorbells, handoffs) through which others reach it. */
+class Shard final : public rc::TxPort {
+  public:
+    Shard(Dev &dev, uint32_t index, uint32_t workers, uint32_t max_qps);
+    ~Shard() override;
+    Shard(const Shard &) = delete;
+    Shard &operator=(const Shard &) = delete;
+
+    uint32_t index() const { return index_; }
+    /** One iteration: doorbells, handoffs, RX, timers, ready QPs, TX. Returns packets
+     * handled (received + sent); *work gets everything done, for idle detection. */
+    uint32_t poll(uint64_t now, uint32_t *work);
+    bool transmit(const wire::FrameSpec &frame) override;
+    /** RX of one frame (the engine owns m afterwards). Exposed for benchmarks. */
+    void rx_one(rte_mbuf *m, uint64_t now);
+    /** Offers the TX queue to the port; frames it refuses stay queued, in order. */
+    uint32_t flush_tx();
+    /** After anything touched a QP (packet, posted WR, timer, modify): ready list,
+     * timer and the retired counts the application side reads. */
+    void schedule(QpCtx &q);
+    /** The application rang a doorbell for the QPN (worker mode; MP, any thread). */
+    void ring_doorbell(uint32_t value);
+    /** Drops the QP from the ready list and the timer wheel (before it is destroyed). */
+    void unschedule(QpCtx &q);
+    void publish_srq(SrqCtx &s);
+
+    size_t num_qps() const { return nqps_; }
+    size_t ready_qps() const { return nready_; }
+    size_t armed_timers() const { return timers_.size(); }
+    uint32_t tx_queue_depth() const { return ntx_; }
+    /** This shard's counters (its worker's view). */
+    std::vector<std::pair<std::string, uint64_t>> counters() const;
+
+    /* QPN allocation in this shard's residue class (qpn % workers == index). */
+    uint32_t alloc_qpn(uint64_t now);
+    void free_qpn(uint32_t qpn, uint64_t now);
+
+    std::vector<std::unique_ptr<SrqCtx>> srqs; /* by SrqCtx::index */
+    EngineCounters ec;
+    net::NetCounters nc;
+    rc::Counters rcc;
+    uint32_t nqps_ = 0;
+
+  private:
+    friend class Dev;
+    bool queue_tx(rte_mbuf *m);
+    void ready_push(QpCtx &q);
+    QpCtx *ready_pop();
+    uint32_t drain_doorbells();
+    uint32_t drain_handoff(uint64_t now);
+    uint32_t serve_ready(uint64_t now);
+    uint32_t drain_rings(QpCtx &q);
+    uint32_t drain_srq(SrqCtx &s);
+    int transmit_zc(const wire::FrameSpec &frame);
+    wire::ParseResult parse_chain(rte_mbuf *m, wire::ParsedPacket &pp, wire::ByteSpan *spans);
+    void handoff(uint32_t owner, rte_mbuf *m);
+
+    Dev &dev_;
+    uint32_t index_;
+    uint16_t rxq_;      /* the port's RX queue this shard polls; UINT16_MAX: none */
+    uint16_t txq_;      /* its TX queue; UINT16_MAX: through shard 0's tx_in_ ring */
+    rte_ring *doorbells_ = nullptr; /* MP/SC: QPNs and SRQ indices with posted WRs */
+    rte_ring *rx_in_ = nullptr;     /* MP/SC: mbufs for this shard's QPs from others */
+    rte_ring *tx_in_ = nullptr;     /* shard 0 of a port with fewer TX queues: frames */
+    sched::TimerWheel timers_;
+    QpCtx *ready_head_ = nullptr, *ready_tail_ = nullptr;
+    uint32_t nready_ = 0;
+    uint32_t budget_ = UINT32_MAX; /* packets the QP being served may still emit */
+    rte_mbuf *tx_[kTxQueueCap];
+    uint16_t ntx_ = 0;
+    /* QPN allocation: never-used numbers first, then freed ones after quarantine. */
+    uint32_t next_fresh_;
+    std::deque<std::pair<uint32_t, uint64_t>> freed_;
+};
+
+/** One DPDK port as a RoCEv2 device, split into one Shard per worker. */
+class Dev final {
   public:
     Dev(Runtime &rt, uint16_t port, std::string name, const net::Iface &ifc, uint32_t eth_mtu,
-        uint32_t arp_timeout_ms);
-    ~Dev() override;
+        uint32_t arp_timeout_ms, uint32_t max_qps, uint32_t workers, uint16_t nrxq,
+        uint16_t ntxq);
+    ~Dev();
     Dev(const Dev &) = delete;
     Dev &operator=(const Dev &) = delete;
 
@@ -141,22 +293,36 @@ class Dev final : public rc::TxPort {
     uint32_t eth_mtu() const { return eth_mtu_; }
     uint32_t active_mtu() const; /* bytes */
     uint32_t arp_timeout_ms() const { return arp_timeout_ms_; }
+    uint32_t max_qps() const { return max_qps_; }
+    uint32_t workers() const { return static_cast<uint32_t>(shards_.size()); }
+    uint16_t rx_queues() const { return nrxq_; }
+    uint16_t tx_queues() const { return ntxq_; }
     /** Set once, before any QP exists (QPs keep a pointer to the table). */
     void set_pkeys(std::vector<uint16_t> pkeys) { pkeys_ = std::move(pkeys); }
     const std::vector<uint16_t> &pkeys() const { return pkeys_; }
+    Shard &shard(uint32_t w) { return *shards_[w]; }
+    const Shard &shard(uint32_t w) const { return *shards_[w]; }
+    /** The worker that owns a QPN. */
+    uint32_t owner(uint32_t qpn) const { return qpn % workers(); }
 
-    /* ---- control: on the worker (through Runtime::exec) ---- */
+    /* ---- control: on the owning worker (Runtime::exec_on) unless said otherwise ---- */
+    /** On the worker of scq (== rcq's, == srq's). */
     Result<uint32_t> create_qp(uint32_t pd, const QpInitAttr &attr, CqCtx *scq, CqCtx *rcq,
                                rte_ring *sq, rte_ring *rq, QpCtx **out, SrqCtx *srq = nullptr);
-    SrqCtx *create_srq(uint32_t max_wr, uint32_t max_sge, rte_ring *ring);
+    SrqCtx *create_srq(uint32_t worker, uint32_t max_wr, uint32_t max_sge, rte_ring *ring);
     /** False (and nothing done) while QPs still use it. */
     bool destroy_srq(SrqCtx *s);
-    /** Frees the QPN; the QP's rings are freed with it. */
+    /** Frees the QPN (after quarantine); the QP's rings are freed with it. */
     void destroy_qp(uint32_t qpn);
-    QpCtx *qp(uint32_t qpn) { return qpn < kMaxQpsPerDevice ? qps_[qpn].get() : nullptr; }
-    /** Neighbour resolution step; sends the ARP request itself when one is due. */
+    /** On the owning worker only (or with every worker parked). */
+    QpCtx *qp(uint32_t qpn) { return qpn < max_qps_ ? qps_[qpn].get() : nullptr; }
+    /** Neighbour resolution step (worker 0: ARP lives there); sends the request itself
+     * when one is due. */
     net::ResolveStep resolve(uint32_t ip, uint64_t now, net::Mac *mac);
+    /* MR table and zero-copy regions are read by every worker: change them only with
+     * every worker parked (Runtime::exec_all). */
     mem::MrTable &mrs() { return mrs_; }
+    const mem::MrTable &mrs() const { return mrs_; }
     /** MR registration with the zero-copy hook (extmem + DMA map where the port needs it). */
     Result<mem::MemoryRegion> reg_mr(uint32_t pd, const void *addr, uint64_t length,
                                      uint32_t access);
@@ -168,51 +334,56 @@ class Dev final : public rc::TxPort {
     bool zc_reap(uint32_t key, bool give_up = false);
     void set_zero_copy(bool on, bool needs_dma, uint32_t min_bytes);
     bool zero_copy() const { return zc_on_; }
-    /** Snapshot of every counter. */
+    ZcRegion *zc_region(uint32_t slot) const {
+        return slot < zc_.size() ? zc_[slot].get() : nullptr;
+    }
+    uint32_t zc_min() const { return zc_min_; }
+    /** Every counter, all shards summed (every worker parked, or inline). */
     std::vector<std::pair<std::string, uint64_t>> counters() const;
-    /** Per live QP: its QPN and a one-line state summary (attributes, then
-     * rc::Qp::debug_string()). On the worker. */
-    std::vector<std::pair<uint32_t, std::string>> qp_summaries() const;
-    size_t num_qps() const { return active_.size(); }
+    /** Port-level counters and gauges (any thread). */
+    std::vector<std::pair<std::string, uint64_t>> port_counters() const;
+    /** Sums per-shard snapshots (Shard::counters) and adds the port-level ones. */
+    std::vector<std::pair<std::string, uint64_t>>
+    merge_counters(const std::vector<std::vector<std::pair<std::string, uint64_t>>> &shards) const;
+    /** Worker mode: before wc becomes visible, the application must be able to see the
+     * room it frees (verbs: a polled completion frees its WQE). */
+    void publish_for_completion(const Wc &wc);
+    /** Schedules q on its worker (after a control call or an embedded-mode post). */
+    void touch(QpCtx &q) { shards_[q.worker]->schedule(q); }
+    /** Per live QP of worker w: its QPN and a one-line state summary. On worker w. */
+    std::vector<std::pair<uint32_t, std::string>> qp_summaries(uint32_t w) const;
+    size_t num_qps() const;
     void retire_cq(std::unique_ptr<CqCtx> cq) { retired_cqs_.push_back(std::move(cq)); }
-
-    /* ---- data path ---- */
-    /** One iteration: drain WR rings, RX, timers, progress, TX. Returns packets handled
-     * (received + sent); *work gets everything done, for idle detection. */
-    uint32_t poll(uint64_t now, uint32_t *work);
-    bool transmit(const wire::FrameSpec &frame) override;
-    /** RX of one frame (the engine owns m afterwards). Exposed for benchmarks. */
-    void rx_one(rte_mbuf *m, uint64_t now);
-    /** Sends the batch; returns frames the PMD took. */
-    uint32_t flush_tx();
     /** Ports started, rings drained (worker-mode rings of QPs). */
     void set_worker_rings(bool on) { worker_rings_ = on; }
+    bool worker_rings() const { return worker_rings_; }
+
+    /* ---- data path (single-worker convenience: shard 0, for benchmarks/embedded) ---- */
+    uint32_t poll(uint64_t now, uint32_t *work) { return shards_[0]->poll(now, work); }
+    void rx_one(rte_mbuf *m, uint64_t now) { shards_[0]->rx_one(m, now); }
+    uint32_t flush_tx() { return shards_[0]->flush_tx(); }
 
   private:
-    uint32_t drain_rings(QpCtx &q);
-    uint32_t drain_srq(SrqCtx &s);
-    bool queue_tx(rte_mbuf *m);
+    friend class Shard;
     void send_arp_request(uint32_t ip);
-    /* -1: cannot attach (fall back to copy); else transmit()'s result. */
-    int transmit_zc(const wire::FrameSpec &frame);
-    wire::ParseResult parse_chain(rte_mbuf *m, wire::ParsedPacket &pp, wire::ByteSpan *spans);
 
     Runtime &rt_;
     uint16_t port_;
     std::string name_;
     net::Iface ifc_;
     net::GidTable gids_;
-    net::NeighTable neigh_;
+    net::NeighTable neigh_; /* worker 0 */
     uint32_t eth_mtu_;
     uint32_t arp_timeout_ms_;
+    uint32_t max_qps_;
+    uint16_t nrxq_, ntxq_;
     bool worker_rings_ = false;
 
     mem::MrTable mrs_;
     std::vector<uint16_t> pkeys_ = {wire::kDefaultPkey};
-    std::vector<std::unique_ptr<QpCtx>> qps_; /* indexed by QPN */
-    std::vector<QpCtx *> active_;             /* scanned each iteration for timers/TX */
-    std::vector<std::unique_ptr<SrqCtx>> srqs_;
-    uint32_t next_qpn_ = kFirstQpn;
+    /* Indexed by QPN; entry n belongs to worker n % workers and only it touches it. */
+    std::vector<std::unique_ptr<QpCtx>> qps_;
+    std::vector<std::unique_ptr<Shard>> shards_;
     std::vector<std::unique_ptr<CqCtx>> retired_cqs_;
 
     bool zc_on_ = false;
@@ -220,16 +391,9 @@ class Dev final : public rc::TxPort {
     uint32_t zc_min_ = 0;
     std::vector<std::unique_ptr<ZcRegion>> zc_;         /* by MR slot */
     std::vector<std::unique_ptr<ZcRegion>> zc_retired_; /* deregistered, mbufs still out */
-
-    rte_mbuf *tx_[kTxBatch];
-    uint16_t ntx_ = 0;
-
-    EngineCounters ec_;
-    net::NetCounters nc_;
-    rc::Counters rcc_;
 };
 
-/** EAL, mbuf pool, devices, worker. */
+/** EAL, mbuf pool, devices, workers. */
 class Runtime {
   public:
     static Result<std::unique_ptr<Runtime>> create(int argc, char **argv, int *consumed,
@@ -237,18 +401,24 @@ class Runtime {
     ~Runtime();
 
     Result<Dev *> open_device(const DeviceConfig &cfg);
-    /** Two net_ring ports back to back (A's TX is B's RX and vice versa). */
-    Result<std::pair<std::string, std::string>> create_ring_pair();
+    /** Two net_ring ports back to back (A's TX queue i is B's RX queue i and vice versa). */
+    Result<std::pair<std::string, std::string>> create_ring_pair(uint16_t queues = 1);
     Status start();
     void stop();
-    /** One iteration over every device. Returns packets handled; *work (optional) gets
-     * all work done including commands and WRs. */
+    /** Embedded mode: one iteration over every device. Returns packets handled; *work
+     * (optional) gets all work done including commands and WRs. */
     int poll_once(uint32_t *work = nullptr);
     bool embedded() const { return opts_.embedded; }
+    uint32_t workers() const { return static_cast<uint32_t>(workers_.size()); }
     bool worker_running() const { return running_.load(std::memory_order_acquire); }
-    /** Runs fn where protocol state lives: queued to the worker when it runs (and waits
-     * for it), inline otherwise. Control plane only. */
-    void exec(const std::function<void()> &fn);
+    /** Runs fn on worker w (where that worker's protocol state lives) and waits; inline
+     * when no worker runs. Control plane only. */
+    void exec_on(uint32_t w, const std::function<void()> &fn);
+    /** exec_on(0, fn). */
+    void exec(const std::function<void()> &fn) { exec_on(0, fn); }
+    /** Runs fn on the calling thread with every worker parked at a safe point: for state
+     * every worker reads (MR table, zero-copy regions) and for whole-device snapshots. */
+    void exec_all(const std::function<void()> &fn);
     /** TSC-derived nanoseconds. */
     uint64_t now_ns() const;
     rte_mempool *pool() const { return pool_; }
@@ -260,39 +430,49 @@ class Runtime {
     void wait_a_bit();
     /** Unique DPDK object names (rings, pools). */
     std::string unique_name(const char *prefix);
-    /** Runs fn where protocol state lives, from a thread that is neither the worker nor
-     * the application's poll thread (the telemetry thread): queued to the mailbox, drained
-     * by the worker or, in embedded mode, by the application's next Engine::poll().
-     * Returns false when nobody drained it within timeout_ms; fn may still run later, so
-     * it must own (or share) everything it touches. */
-    bool exec_detached(std::function<void()> fn, uint32_t timeout_ms);
+    /** Runs fn on worker w from a thread that is neither a worker nor the application's
+     * poll thread (the telemetry thread): queued to that worker's mailbox, drained by the
+     * worker or, in embedded mode, by the application's next Engine::poll(). Returns
+     * false when nobody drained it within timeout_ms; fn may still run later, so it must
+     * own (or share) everything it touches. */
+    bool exec_detached(uint32_t w, std::function<void()> fn, uint32_t timeout_ms);
+    /** Commands allocated by exec_detached and not yet freed (a leak shows here). */
+    static uint64_t detached_live();
 
   private:
     Runtime() = default;
     static int worker_main(void *arg);
-    uint32_t drain_commands();
+    uint32_t drain_commands(uint32_t w);
 
     struct Command {
-        const std::function<void()> *fn;
+        const std::function<void()> *fn = nullptr;
         std::atomic<bool> done{false};
         /* exec_detached: the command owns its function and is freed by whichever of
          * the waiter and the drainer lets go last. */
         bool detached = false;
         std::function<void()> owned;
         std::atomic<int> refs{0};
+        /* exec_all: the worker parks until released. */
+        bool park = false;
+        std::atomic<bool> parked{false};
+        std::atomic<bool> release{false};
+    };
+    struct Worker {
+        Runtime *rt = nullptr;
+        uint32_t index = 0;
+        unsigned lcore = 0;
+        rte_ring *mailbox = nullptr;
     };
 
     EngineOptions opts_;
     rte_mempool *pool_ = nullptr;
     rte_mempool *zc_pool_ = nullptr;
-    rte_ring *mailbox_ = nullptr;
+    std::vector<std::unique_ptr<Worker>> workers_;
     std::vector<std::unique_ptr<Dev>> devs_;
     std::vector<rte_ring *> pair_rings_;
-    unsigned worker_lcore_ = 0;
     std::atomic<bool> running_{false};
     std::atomic<bool> stop_{false};
     uint64_t tsc_hz_ = 0;
-    uint64_t ns_mult_ = 0; /* ns = cycles * ns_mult_ >> 32 */
     uint32_t max_frame_ = 0;
 };
 

@@ -5,6 +5,7 @@
 #define ALLOW_EXPERIMENTAL_API
 #endif
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include <unistd.h>
@@ -28,9 +29,35 @@ namespace droce::engine {
 static_assert(sizeof(SendWr) % 4 == 0 && sizeof(RecvWr) % 4 == 0 && sizeof(Wc) % 4 == 0,
               "rte_ring elements must be multiples of 4 bytes");
 
+/* ---------------- rings from the heap ---------------- */
+
+rte_ring *ring_alloc(const char *name, unsigned esize, unsigned count, unsigned flags) {
+    /* RING_F_EXACT_SZ: room for exactly count entries in a ring of the next power of
+     * two above count (what rte_ring_create_elem sizes the memory for). */
+    const unsigned slots = (flags & RING_F_EXACT_SZ) ? rte_align32pow2(count + 1) : count;
+    const ssize_t sz = rte_ring_get_memsize_elem(esize, slots);
+    if (sz < 0)
+        return nullptr;
+    const size_t bytes = (static_cast<size_t>(sz) + RTE_CACHE_LINE_SIZE - 1) &
+                         ~static_cast<size_t>(RTE_CACHE_LINE_SIZE - 1);
+    void *mem = std::aligned_alloc(RTE_CACHE_LINE_SIZE, bytes);
+    if (mem == nullptr)
+        return nullptr;
+    auto *r = static_cast<rte_ring *>(mem);
+    if (rte_ring_init(r, name, count, flags) != 0) {
+        std::free(mem);
+        return nullptr;
+    }
+    return r;
+}
+
+void ring_release(rte_ring *r) { std::free(r); }
+
 /* ---------------- CQ ---------------- */
 
 bool CqCtx::push(const Wc &wc) {
+    if (dev != nullptr)
+        dev->publish_for_completion(wc);
     return rte_ring_sp_enqueue_elem(ring, const_cast<Wc *>(&wc), sizeof(Wc)) == 0;
 }
 
@@ -41,33 +68,42 @@ int CqCtx::poll(Wc *wc, int max) {
         rte_ring_sc_dequeue_burst_elem(ring, wc, sizeof(Wc), static_cast<unsigned>(max), nullptr));
 }
 
-CqCtx::~CqCtx() { rte_ring_free(ring); }
+CqCtx::~CqCtx() { ring_release(ring); }
 
-SrqCtx::~SrqCtx() { rte_ring_free(ring); }
+SrqCtx::~SrqCtx() { ring_release(ring); }
 
-SrqCtx *Dev::create_srq(uint32_t max_wr, uint32_t max_sge, rte_ring *ring) {
+SrqCtx *Dev::create_srq(uint32_t worker, uint32_t max_wr, uint32_t max_sge, rte_ring *ring) {
+    Shard &sh = *shards_[worker];
     auto s = std::make_unique<SrqCtx>();
     s->q = std::make_unique<rc::RecvQueue>(max_wr, max_sge);
     s->ring = ring;
-    srqs_.push_back(std::move(s));
-    return srqs_.back().get();
+    s->worker = worker;
+    s->max_wr = max_wr;
+    /* Reuse a free index so that the table stays small. */
+    uint32_t idx = 0;
+    while (idx < sh.srqs.size() && sh.srqs[idx])
+        ++idx;
+    s->index = idx;
+    if (idx == sh.srqs.size())
+        sh.srqs.emplace_back();
+    sh.srqs[idx] = std::move(s);
+    return sh.srqs[idx].get();
 }
 
 bool Dev::destroy_srq(SrqCtx *s) {
     if (s->refs)
         return false;
-    for (size_t i = 0; i < srqs_.size(); ++i)
-        if (srqs_[i].get() == s) {
-            srqs_[i] = std::move(srqs_.back());
-            srqs_.pop_back();
-            return true;
-        }
+    Shard &sh = *shards_[s->worker];
+    if (s->index < sh.srqs.size() && sh.srqs[s->index].get() == s) {
+        sh.srqs[s->index].reset();
+        return true;
+    }
     return false;
 }
 
 QpCtx::~QpCtx() {
-    rte_ring_free(sq);
-    rte_ring_free(rq);
+    ring_release(sq);
+    ring_release(rq);
 }
 
 /* ---------------- zero-copy regions ---------------- */
@@ -82,7 +118,12 @@ void zc_free_cb(void *, void *opaque) { ++static_cast<ZcRegion *>(opaque)->idle_
 
 } // namespace
 
-uint16_t ZcRegion::outstanding() const { return rte_mbuf_ext_refcnt_read(&shinfo); }
+uint32_t ZcRegion::outstanding() const {
+    uint32_t n = 0;
+    for (const auto &si : shinfo)
+        n += rte_mbuf_ext_refcnt_read(&si);
+    return n;
+}
 
 ZcRegion::~ZcRegion() {
     /* Only destroyed with no mbuf out (or at device close, the port stopped). The DMA
@@ -107,9 +148,11 @@ Result<mem::MemoryRegion> Dev::reg_mr(uint32_t pd, const void *addr, uint64_t le
         zc_.resize(slot + 1);
     auto z = std::make_unique<ZcRegion>();
     z->key = r->key;
-    z->shinfo.free_cb = zc_free_cb;
-    z->shinfo.fcb_opaque = z.get();
-    rte_mbuf_ext_refcnt_set(&z->shinfo, 0);
+    for (auto &si : z->shinfo) {
+        si.free_cb = zc_free_cb;
+        si.fcb_opaque = z.get();
+        rte_mbuf_ext_refcnt_set(&si, 0);
+    }
     static const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
     const uintptr_t a = reinterpret_cast<uintptr_t>(addr);
     const uintptr_t lo = a & ~(page - 1), hi = (a + length + page - 1) & ~(page - 1);
@@ -121,7 +164,7 @@ Result<mem::MemoryRegion> Dev::reg_mr(uint32_t pd, const void *addr, uint64_t le
     if (rte_extmem_register(z->ext_addr, z->ext_len, nullptr, 0, page) == 0) {
         z->extmem = true;
     } else {
-        ++ec_.mr_extmem_register_failed;
+        ++shards_[0]->ec.mr_extmem_register_failed;
         spdlog::info("{}: MR 0x{:x}: rte_extmem_register: {}", name_, r->key,
                      rte_strerror(rte_errno));
     }
@@ -132,7 +175,7 @@ Result<mem::MemoryRegion> Dev::reg_mr(uint32_t pd, const void *addr, uint64_t le
             rte_dev_dma_map(info.device, z->ext_addr, lo, z->ext_len) == 0) {
             z->dma = true;
         } else {
-            ++ec_.mr_dma_map_failed;
+            ++shards_[0]->ec.mr_dma_map_failed;
             spdlog::info("{}: MR 0x{:x}: no DMA mapping (IOVA as VA needed); copied on TX",
                          name_, r->key);
         }
@@ -150,10 +193,10 @@ Status Dev::dereg_mr(uint32_t key, uint32_t *outstanding) {
     const uint32_t slot = key >> 8;
     if (slot < zc_.size() && zc_[slot] && zc_[slot]->key == key) {
         std::unique_ptr<ZcRegion> z = std::move(zc_[slot]);
-        const uint16_t n = z->outstanding();
+        const uint32_t n = z->outstanding();
         if (n != 0) {
             *outstanding = n;
-            ec_.mr_dereg_inflight_refs += n;
+            shards_[0]->ec.mr_dereg_inflight_refs += n;
             zc_retired_.push_back(std::move(z));
         }
     }
@@ -162,7 +205,8 @@ Status Dev::dereg_mr(uint32_t key, uint32_t *outstanding) {
 
 bool Dev::zc_reap(uint32_t key, bool give_up) {
     /* Ask the PMD to free what it has sent (no-op, -ENOTSUP, on net_ring). */
-    rte_eth_tx_done_cleanup(port_, 0, 0);
+    for (uint16_t q = 0; q < ntxq_; ++q)
+        rte_eth_tx_done_cleanup(port_, q, 0);
     bool gone = true;
     for (size_t i = 0; i < zc_retired_.size();) {
         ZcRegion *z = zc_retired_[i].get();
@@ -174,7 +218,7 @@ bool Dev::zc_reap(uint32_t key, bool give_up) {
         if (z->key == key) {
             gone = false;
             if (give_up) {
-                ++ec_.mr_dereg_timeout;
+                ++shards_[0]->ec.mr_dereg_timeout;
                 z->key = 0; /* stays in zc_retired_ until its mbufs are back */
             }
         }
@@ -186,17 +230,19 @@ bool Dev::zc_reap(uint32_t key, bool give_up) {
 /* ---------------- Dev: control ---------------- */
 
 Dev::Dev(Runtime &rt, uint16_t port, std::string name, const net::Iface &ifc, uint32_t eth_mtu,
-         uint32_t arp_timeout_ms)
+         uint32_t arp_timeout_ms, uint32_t max_qps, uint32_t workers, uint16_t nrxq,
+         uint16_t ntxq)
     : rt_(rt), port_(port), name_(std::move(name)), ifc_(ifc), gids_(ifc.mac, {ifc.ip}),
-      eth_mtu_(eth_mtu), arp_timeout_ms_(arp_timeout_ms), qps_(kMaxQpsPerDevice) {}
+      eth_mtu_(eth_mtu), arp_timeout_ms_(arp_timeout_ms), max_qps_(max_qps), nrxq_(nrxq),
+      ntxq_(ntxq), qps_(max_qps) {
+    for (uint32_t w = 0; w < workers; ++w)
+        shards_.push_back(std::make_unique<Shard>(*this, w, workers, max_qps));
+}
 
 Dev::~Dev() {
-    for (uint16_t i = 0; i < ntx_; ++i)
-        rte_pktmbuf_free(tx_[i]);
-    ntx_ = 0;
-    active_.clear();
     for (auto &q : qps_)
         q.reset();
+    shards_.clear(); /* frees what their TX queues still hold */
     int rc = rte_eth_dev_stop(port_);
     if (rc != 0)
         spdlog::warn("{}: rte_eth_dev_stop: {}", name_, rte_strerror(-rc));
@@ -209,33 +255,40 @@ uint32_t Dev::active_mtu() const {
     return wire::ib_mtu_to_bytes(wire::ib_mtu_for_eth_mtu(eth_mtu_));
 }
 
+size_t Dev::num_qps() const {
+    size_t n = 0;
+    for (const auto &s : shards_)
+        n += s->num_qps();
+    return n;
+}
+
 Result<uint32_t> Dev::create_qp(uint32_t pd, const QpInitAttr &attr, CqCtx *scq, CqCtx *rcq,
                                 rte_ring *sq, rte_ring *rq, QpCtx **out, SrqCtx *srq) {
-    /* Round-robin from the last allocation so a just-freed QPN is not handed out again
-     * at once (stale packets for the old QP would land on the new one). */
-    uint32_t qpn = 0;
-    for (uint32_t i = 0; i < kMaxQpsPerDevice - kFirstQpn; ++i) {
-        const uint32_t c = next_qpn_;
-        next_qpn_ = next_qpn_ + 1 >= kMaxQpsPerDevice ? kFirstQpn : next_qpn_ + 1;
-        if (!qps_[c]) {
-            qpn = c;
-            break;
-        }
-    }
+    const uint32_t w = scq->worker;
+    if (rcq->worker != w || (srq != nullptr && srq->worker != w))
+        return Status(EINVAL, "create_qp: send CQ, receive CQ and SRQ must belong to the same "
+                              "worker (a QP runs on its CQs' worker)");
+    if (w >= workers())
+        return Status(EINVAL, "create_qp: CQ of worker " + std::to_string(w) + " but " + name_ +
+                                  " has " + std::to_string(workers()) + " worker(s)");
+    Shard &sh = *shards_[w];
+    const uint32_t qpn = sh.alloc_qpn(rt_.now_ns());
     if (qpn == 0)
-        return Status(ENOSPC, "create_qp: all " + std::to_string(kMaxQpsPerDevice - kFirstQpn) +
-                                  " QPs of " + name_ + " are in use");
+        return Status(ENOSPC, "create_qp: no free QPN on worker " + std::to_string(w) + " of " +
+                                  name_ + " (QPN space " + std::to_string(max_qps_) + ", " +
+                                  std::to_string(sh.num_qps()) +
+                                  " in use there; freed QPNs wait 1 s before reuse)");
     auto ctx = std::make_unique<QpCtx>();
     rc::QpConfig cfg;
     cfg.qpn = qpn;
     cfg.pd = pd;
     cfg.cap = attr.cap;
     cfg.sq_sig_all = attr.sq_sig_all;
-    cfg.port = this;
+    cfg.port = &sh;
     cfg.send_cq = scq;
     cfg.recv_cq = rcq;
     cfg.mrs = &mrs_;
-    cfg.counters = &rcc_;
+    cfg.counters = &sh.rcc;
     cfg.srq = srq ? srq->q.get() : nullptr;
     cfg.pkey_table = pkeys_.data();
     cfg.pkey_table_len = static_cast<uint32_t>(pkeys_.size());
@@ -247,12 +300,14 @@ Result<uint32_t> Dev::create_qp(uint32_t pd, const QpInitAttr &attr, CqCtx *scq,
     ctx->rq = rq;
     ctx->scq = scq;
     ctx->rcq = rcq;
+    ctx->worker = w;
     ctx->max_send_wr = attr.cap.max_send_wr;
     ctx->max_recv_wr = attr.cap.max_recv_wr;
+    ctx->timer.qp = ctx.get();
     ++scq->refs;
     ++rcq->refs;
+    ++sh.nqps_;
     *out = ctx.get();
-    active_.push_back(ctx.get());
     qps_[qpn] = std::move(ctx);
     return qpn;
 }
@@ -261,17 +316,15 @@ void Dev::destroy_qp(uint32_t qpn) {
     QpCtx *q = qp(qpn);
     if (q == nullptr)
         return;
+    Shard &sh = *shards_[q->worker];
+    sh.unschedule(*q);
     --q->scq->refs;
     --q->rcq->refs;
     if (q->srq)
         --q->srq->refs;
-    for (size_t i = 0; i < active_.size(); ++i)
-        if (active_[i] == q) {
-            active_[i] = active_.back();
-            active_.pop_back();
-            break;
-        }
+    --sh.nqps_;
     qps_[qpn].reset();
+    sh.free_qpn(qpn, rt_.now_ns());
 }
 
 net::ResolveStep Dev::resolve(uint32_t ip, uint64_t now, net::Mac *mac) {
@@ -284,42 +337,85 @@ net::ResolveStep Dev::resolve(uint32_t ip, uint64_t now, net::Mac *mac) {
 }
 
 void Dev::send_arp_request(uint32_t ip) {
+    Shard &sh = *shards_[0];
     rte_mbuf *m = rte_pktmbuf_alloc(rt_.pool());
     if (m == nullptr) {
-        ++ec_.tx_no_mbuf;
+        ++sh.ec.tx_no_mbuf;
         return; /* the next retry tries again */
     }
     uint8_t *p = rte_pktmbuf_mtod(m, uint8_t *);
     const size_t n = net::build_arp_request(ifc_, ip, p, rte_pktmbuf_tailroom(m));
     m->data_len = static_cast<uint16_t>(n);
     m->pkt_len = static_cast<uint32_t>(n);
-    if (!queue_tx(m)) {
-        ++ec_.tx_drop_reply_batch_full;
+    if (!sh.queue_tx(m)) {
+        ++sh.ec.tx_drop_reply_batch_full;
         rte_pktmbuf_free(m);
         return;
     }
-    ++nc_.arp_requests_sent;
+    ++sh.nc.arp_requests_sent;
 }
 
-std::vector<std::pair<std::string, uint64_t>> Dev::counters() const {
+std::vector<std::pair<std::string, uint64_t>> Shard::counters() const {
     std::vector<std::pair<std::string, uint64_t>> v;
-#define DROCE_ENGINE_VISIT(n) v.emplace_back(#n, ec_.n);
+#define DROCE_ENGINE_VISIT(n) v.emplace_back(#n, ec.n);
     DROCE_ENGINE_COUNTERS(DROCE_ENGINE_VISIT)
 #undef DROCE_ENGINE_VISIT
     for (size_t r = 1; r < static_cast<size_t>(wire::ParseResult::Count_); ++r)
         v.emplace_back(std::string("rx_drop_") +
                            wire::parse_result_name(static_cast<wire::ParseResult>(r)),
-                       ec_.rx_drop_parse[r]);
+                       ec.rx_drop_parse[r]);
+    /* Gauges of this worker's scheduling state. */
+    v.emplace_back("tx_queue_depth", ntx_);
+    v.emplace_back("ready_qps", nready_);
+    v.emplace_back("armed_timers", timers_.size());
+    v.emplace_back("qps", nqps_);
+    nc.for_each([&](const char *n, uint64_t x) { v.emplace_back(n, x); });
+    rcc.for_each([&](const char *n, uint64_t x) { v.emplace_back(n, x); });
+    return v;
+}
+
+std::vector<std::pair<std::string, uint64_t>> Dev::port_counters() const {
+    std::vector<std::pair<std::string, uint64_t>> v;
     rte_eth_stats st{};
     if (rte_eth_stats_get(port_, &st) == 0) {
         /* What the port itself lost before we saw it (mlx5: rx_out_of_buffer). */
         v.emplace_back("rx_out_of_buffer", st.imissed + st.rx_nombuf);
         v.emplace_back("port_rcv_errors", st.ierrors);
     }
-    /* Engine-wide: mbufs not in the pools (in rings, TX batches, PMD queues). After the
+    /* Engine-wide: mbufs not in the pools (in rings, TX queues, PMD queues). After the
      * traffic stops it must come back to what the ports hold; a leak shows here. */
     v.emplace_back("mbufs_in_use", rte_mempool_in_use_count(rt_.pool()) +
                                        rte_mempool_in_use_count(rt_.zc_pool()));
+    v.emplace_back("workers", shards_.size());
+    return v;
+}
+
+std::vector<std::pair<std::string, uint64_t>> Dev::merge_counters(
+    const std::vector<std::vector<std::pair<std::string, uint64_t>>> &parts) const {
+    std::vector<std::pair<std::string, uint64_t>> v;
+    for (const auto &part : parts) {
+        if (v.empty()) {
+            v = part;
+            continue;
+        }
+        /* Every shard lists the same names in the same order. */
+        for (size_t i = 0; i < v.size() && i < part.size(); ++i) {
+            if (v[i].first == "tx_queue_depth_max")
+                v[i].second = std::max(v[i].second, part[i].second);
+            else
+                v[i].second += part[i].second;
+        }
+    }
+    for (auto &kv : port_counters())
+        v.push_back(std::move(kv));
+    return v;
+}
+
+std::vector<std::pair<std::string, uint64_t>> Dev::counters() const {
+    std::vector<std::vector<std::pair<std::string, uint64_t>>> parts;
+    for (const auto &sh : shards_)
+        parts.push_back(sh->counters());
+    std::vector<std::pair<std::string, uint64_t>> v = merge_counters(parts);
     uint64_t zc_out = 0;
     for (const auto &z : zc_)
         if (z)
@@ -327,51 +423,308 @@ std::vector<std::pair<std::string, uint64_t>> Dev::counters() const {
     for (const auto &z : zc_retired_)
         zc_out += z->outstanding();
     v.emplace_back("zc_mbufs_outstanding", zc_out);
-    nc_.for_each([&](const char *n, uint64_t x) { v.emplace_back(n, x); });
-    rcc_.for_each([&](const char *n, uint64_t x) { v.emplace_back(n, x); });
     return v;
 }
 
-std::vector<std::pair<uint32_t, std::string>> Dev::qp_summaries() const {
+std::vector<std::pair<uint32_t, std::string>> Dev::qp_summaries(uint32_t w) const {
     std::vector<std::pair<uint32_t, std::string>> v;
-    v.reserve(active_.size());
-    for (const QpCtx *q : active_) {
+    const uint32_t nw = workers();
+    for (uint32_t qpn = w; qpn < max_qps_; qpn += nw) {
+        const QpCtx *q = qps_[qpn].get();
+        if (q == nullptr)
+            continue;
         const rc::Qp &qp = *q->qp;
         const QpAttr &a = qp.attr();
-        char buf[256];
+        char buf[288];
         std::snprintf(buf, sizeof buf,
                       "state %s dest_qp_num 0x%06x path_mtu %u sq_psn 0x%06x rq_psn 0x%06x "
                       "timeout %u retry_cnt %u rnr_retry %u min_rnr_timer %u max_rd_atomic %u "
-                      "max_dest_rd_atomic %u access 0x%x srq %d",
+                      "max_dest_rd_atomic %u access 0x%x srq %d worker %u",
                       qp_state_str(qp.state()), a.dest_qp_num, mtu_bytes(a.path_mtu), a.sq_psn,
                       a.rq_psn, a.timeout, a.retry_cnt, a.rnr_retry, a.min_rnr_timer,
                       a.max_rd_atomic, a.max_dest_rd_atomic, a.qp_access_flags,
-                      q->srq != nullptr ? 1 : 0);
+                      q->srq != nullptr ? 1 : 0, q->worker);
         v.emplace_back(qp.qpn(), std::string(buf) + " | " + qp.debug_string());
     }
     return v;
 }
 
-/* ---------------- Dev: data path ---------------- */
+void Dev::publish_for_completion(const Wc &wc) {
+    QpCtx *q = qp(wc.qp_num);
+    if (q == nullptr || !worker_rings_)
+        return;
+    if (wc.opcode == WcOpcode::Recv || wc.opcode == WcOpcode::RecvRdmaWithImm) {
+        if (q->srq != nullptr)
+            shards_[q->worker]->publish_srq(*q->srq);
+        else
+            q->rq_retired.store(q->rq_drained - q->qp->recv_queue_depth(),
+                                std::memory_order_release);
+    } else {
+        q->sq_retired.store(q->sq_drained - q->qp->send_queue_depth(), std::memory_order_release);
+    }
+}
 
-bool Dev::queue_tx(rte_mbuf *m) {
-    if (ntx_ == kTxBatch)
+/* ---------------- Shard ---------------- */
+
+Shard::Shard(Dev &dev, uint32_t index, uint32_t workers, uint32_t max_qps)
+    : dev_(dev), index_(index),
+      rxq_(index < dev.nrxq_ ? static_cast<uint16_t>(index) : UINT16_MAX),
+      txq_(index < dev.ntxq_ ? static_cast<uint16_t>(index) : UINT16_MAX),
+      next_fresh_(kFirstQpn) {
+    /* First QPN of this shard's residue class at or above kFirstQpn. */
+    next_fresh_ = kFirstQpn + ((index + workers - kFirstQpn % workers) % workers);
+    /* A QPN and an SRQ index at most once each in the doorbell ring (the flag). */
+    const uint32_t per_worker = max_qps / workers + 1;
+    uint32_t db = 1024;
+    while (db < per_worker + 1024)
+        db <<= 1;
+    const std::string base = dev.rt_.unique_name("dsh");
+    doorbells_ = ring_alloc((base + "d").c_str(), sizeof(uint32_t), db,
+                            RING_F_SC_DEQ | RING_F_EXACT_SZ);
+    rx_in_ = ring_alloc((base + "h").c_str(), sizeof(void *), 4096, RING_F_SC_DEQ);
+    if (index == 0 && dev.ntxq_ < workers)
+        tx_in_ = ring_alloc((base + "t").c_str(), sizeof(void *), 4096, RING_F_SC_DEQ);
+    if (doorbells_ == nullptr || rx_in_ == nullptr || (index == 0 && dev.ntxq_ < workers &&
+                                                       tx_in_ == nullptr))
+        throw std::bad_alloc();
+}
+
+Shard::~Shard() {
+    for (uint16_t i = 0; i < ntx_; ++i)
+        rte_pktmbuf_free(tx_[i]);
+    ntx_ = 0;
+    void *m;
+    while (rte_ring_sc_dequeue(rx_in_, &m) == 0)
+        rte_pktmbuf_free(static_cast<rte_mbuf *>(m));
+    if (tx_in_)
+        while (rte_ring_sc_dequeue(tx_in_, &m) == 0)
+            rte_pktmbuf_free(static_cast<rte_mbuf *>(m));
+    ring_release(doorbells_);
+    ring_release(rx_in_);
+    ring_release(tx_in_);
+}
+
+uint32_t Shard::alloc_qpn(uint64_t now) {
+    const uint32_t nw = dev_.workers();
+    if (next_fresh_ < dev_.max_qps_) {
+        const uint32_t q = next_fresh_;
+        next_fresh_ += nw;
+        return q;
+    }
+    if (!freed_.empty() && now - freed_.front().second >= kQpnQuarantineNs) {
+        const uint32_t q = freed_.front().first;
+        freed_.pop_front();
+        return q;
+    }
+    return 0;
+}
+
+void Shard::free_qpn(uint32_t qpn, uint64_t now) { freed_.emplace_back(qpn, now); }
+
+void Shard::ready_push(QpCtx &q) {
+    q.in_ready = true;
+    q.ready_next = nullptr;
+    q.ready_prev = ready_tail_;
+    if (ready_tail_)
+        ready_tail_->ready_next = &q;
+    else
+        ready_head_ = &q;
+    ready_tail_ = &q;
+    ++nready_;
+}
+
+QpCtx *Shard::ready_pop() {
+    QpCtx *q = ready_head_;
+    if (q == nullptr)
+        return nullptr;
+    ready_head_ = q->ready_next;
+    if (ready_head_)
+        ready_head_->ready_prev = nullptr;
+    else
+        ready_tail_ = nullptr;
+    q->ready_next = q->ready_prev = nullptr;
+    q->in_ready = false;
+    --nready_;
+    return q;
+}
+
+void Shard::unschedule(QpCtx &q) {
+    timers_.cancel(q.timer);
+    if (!q.in_ready)
+        return;
+    if (q.ready_prev)
+        q.ready_prev->ready_next = q.ready_next;
+    else
+        ready_head_ = q.ready_next;
+    if (q.ready_next)
+        q.ready_next->ready_prev = q.ready_prev;
+    else
+        ready_tail_ = q.ready_prev;
+    q.ready_next = q.ready_prev = nullptr;
+    q.in_ready = false;
+    --nready_;
+}
+
+void Shard::schedule(QpCtx &q) {
+    rc::Qp &qp = *q.qp;
+    if (!q.in_ready && qp.has_tx_work())
+        ready_push(q);
+    const rc::Time d = qp.next_deadline();
+    if (d == 0)
+        timers_.cancel(q.timer);
+    else if (!q.timer.armed() || q.timer.deadline != d)
+        timers_.arm(q.timer, d);
+    if (dev_.worker_rings_) {
+        /* What left the queues since the application posted it: it may post again. */
+        const uint64_t sr = q.sq_drained - qp.send_queue_depth();
+        if (sr != q.sq_retired.load(std::memory_order_relaxed))
+            q.sq_retired.store(sr, std::memory_order_release);
+        if (q.srq == nullptr) {
+            const uint64_t rr = q.rq_drained - qp.recv_queue_depth();
+            if (rr != q.rq_retired.load(std::memory_order_relaxed))
+                q.rq_retired.store(rr, std::memory_order_release);
+        } else {
+            publish_srq(*q.srq);
+        }
+    }
+}
+
+void Shard::publish_srq(SrqCtx &s) {
+    const uint64_t r = s.drained - s.q->depth();
+    if (r != s.retired.load(std::memory_order_relaxed))
+        s.retired.store(r, std::memory_order_release);
+}
+
+void Shard::ring_doorbell(uint32_t value) {
+    /* Cannot fail: the ring has room for every QPN and SRQ of the shard, and each is in
+     * it at most once (the caller won the doorbell flag). */
+    rte_ring_mp_enqueue_elem(doorbells_, &value, sizeof(value));
+}
+
+uint32_t Shard::drain_doorbells() {
+    uint32_t vals[64];
+    uint32_t n = 0;
+    unsigned k;
+    while ((k = rte_ring_sc_dequeue_burst_elem(doorbells_, vals, sizeof(uint32_t), 64,
+                                               nullptr)) != 0) {
+        ec.doorbells += k;
+        for (unsigned i = 0; i < k; ++i) {
+            const uint32_t v = vals[i];
+            if (v & kDoorbellSrq) {
+                const uint32_t idx = v & ~kDoorbellSrq;
+                if (idx < srqs.size() && srqs[idx]) {
+                    SrqCtx &s = *srqs[idx];
+                    /* Clear first: a WR posted after the drain below rings again. */
+                    s.doorbell.exchange(false, std::memory_order_acq_rel);
+                    n += drain_srq(s);
+                }
+                continue;
+            }
+            QpCtx *q = dev_.qp(v); /* a QP destroyed since it rang: nothing */
+            if (q == nullptr || q->worker != index_)
+                continue;
+            q->doorbell.exchange(false, std::memory_order_acq_rel);
+            n += drain_rings(*q);
+            schedule(*q);
+        }
+    }
+    return n;
+}
+
+uint32_t Shard::drain_rings(QpCtx &q) {
+    uint32_t n = 0;
+    rc::Qp &qp = *q.qp;
+    /* The application admits at most max_*_wr outstanding, so everything in a ring fits
+     * (the room check stays as a guard: a WR is never dequeued and then lost). */
+    for (;;) {
+        const uint32_t rq_room = q.srq ? 0 : q.max_recv_wr - qp.recv_queue_depth();
+        if (rq_room == 0)
+            break;
+        RecvWr wr[kWrBurst];
+        const unsigned k = rte_ring_sc_dequeue_burst_elem(
+            q.rq, wr, sizeof(RecvWr), rq_room < kWrBurst ? rq_room : kWrBurst, nullptr);
+        if (k == 0)
+            break;
+        for (unsigned i = 0; i < k; ++i)
+            if (++q.rq_drained, !qp.post_recv(wr[i]).is_ok()) {
+                ++ec.rq_wr_rejected;
+                Wc wc{};
+                wc.wr_id = wr[i].wr_id;
+                wc.status = WcStatus::LocQpOpErr;
+                wc.opcode = WcOpcode::Recv;
+                wc.qp_num = qp.qpn();
+                q.rcq->push(wc);
+            }
+        n += k;
+    }
+    for (;;) {
+        const uint32_t sq_room = q.max_send_wr - qp.send_queue_depth();
+        if (sq_room == 0)
+            break;
+        SendWr wr[kWrBurst];
+        const unsigned k = rte_ring_sc_dequeue_burst_elem(
+            q.sq, wr, sizeof(SendWr), sq_room < kWrBurst ? sq_room : kWrBurst, nullptr);
+        if (k == 0)
+            break;
+        for (unsigned i = 0; i < k; ++i)
+            if (++q.sq_drained, !qp.post_send(wr[i]).is_ok()) {
+                /* The application side checked what it could; a WR still refused here
+                 * must not vanish silently: complete it in error. */
+                ++ec.sq_wr_rejected;
+                Wc wc{};
+                wc.wr_id = wr[i].wr_id;
+                wc.status = WcStatus::LocQpOpErr;
+                wc.opcode = WcOpcode::Send;
+                wc.qp_num = qp.qpn();
+                q.scq->push(wc);
+            }
+        n += k;
+    }
+    return n;
+}
+
+uint32_t Shard::drain_srq(SrqCtx &s) {
+    uint32_t n = 0;
+    for (;;) {
+        const uint32_t room = s.q->max_wr() - s.q->depth();
+        if (room == 0)
+            break;
+        RecvWr wr[kWrBurst];
+        const unsigned k = rte_ring_sc_dequeue_burst_elem(
+            s.ring, wr, sizeof(RecvWr), room < kWrBurst ? room : kWrBurst, nullptr);
+        if (k == 0)
+            break;
+        for (unsigned i = 0; i < k; ++i)
+            if (!s.q->post(wr[i]).is_ok())
+                ++ec.rq_wr_rejected; /* checked on the application side; cannot happen */
+        s.drained += k;
+        n += k;
+    }
+    publish_srq(s);
+    return n;
+}
+
+/* ---------------- Shard: TX ---------------- */
+
+bool Shard::queue_tx(rte_mbuf *m) {
+    if (ntx_ == kTxQueueCap)
         return false;
     tx_[ntx_++] = m;
+    if (ntx_ > ec.tx_queue_depth_max)
+        ec.tx_queue_depth_max = ntx_;
     return true;
 }
 
-int Dev::transmit_zc(const wire::FrameSpec &f) {
+int Shard::transmit_zc(const wire::FrameSpec &f) {
     if (f.nsegs == 0 || f.nsegs > kMaxZcSegs)
         return -1;
     ZcRegion *regs[kMaxZcSegs];
     uint64_t sum = 0;
     for (uint32_t i = 0; i < f.nsegs; ++i) {
         const wire::FrameSpec::Seg &g = f.segs[i];
-        const uint32_t slot = g.mr_key >> 8;
-        if (g.mr_key == 0 || g.len == 0 || g.len > UINT16_MAX || slot >= zc_.size())
+        if (g.mr_key == 0 || g.len == 0 || g.len > UINT16_MAX)
             return -1;
-        ZcRegion *z = zc_[slot].get();
+        ZcRegion *z = dev_.zc_region(g.mr_key >> 8);
         if (z == nullptr || z->key != g.mr_key || !z->usable)
             return -1;
         regs[i] = z;
@@ -381,8 +734,8 @@ int Dev::transmit_zc(const wire::FrameSpec &f) {
         return -1;
     const uint32_t n = f.nsegs + 2; /* headers, one per segment, pad + ICRC */
     rte_mbuf *mb[kMaxZcSegs + 2];
-    if (rte_pktmbuf_alloc_bulk(rt_.zc_pool(), mb, n) != 0) {
-        ++ec_.tx_no_mbuf;
+    if (rte_pktmbuf_alloc_bulk(dev_.rt_.zc_pool(), mb, n) != 0) {
+        ++ec.tx_no_mbuf;
         return 0;
     }
     rte_mbuf *h = mb[0];
@@ -390,7 +743,7 @@ int Dev::transmit_zc(const wire::FrameSpec &f) {
     const size_t hl = wire::build_headers(f, p, rte_pktmbuf_tailroom(h));
     if (hl == 0) {
         rte_pktmbuf_free_bulk(mb, n);
-        ++ec_.tx_frame_too_big;
+        ++ec.tx_frame_too_big;
         return 1;
     }
     h->data_len = static_cast<uint16_t>(hl);
@@ -401,11 +754,12 @@ int Dev::transmit_zc(const wire::FrameSpec &f) {
         rte_mbuf *m = mb[1 + i];
         const wire::FrameSpec::Seg &g = f.segs[i];
         void *addr = const_cast<uint8_t *>(g.addr);
-        rte_mbuf_ext_refcnt_update(&regs[i]->shinfo, 1);
+        rte_mbuf_ext_shared_info *si = &regs[i]->shinfo[index_];
+        rte_mbuf_ext_refcnt_update(si, 1);
         rte_pktmbuf_attach_extbuf(m, addr,
                                   iova_va ? static_cast<rte_iova_t>(reinterpret_cast<uintptr_t>(addr))
                                           : RTE_BAD_IOVA,
-                                  static_cast<uint16_t>(g.len), &regs[i]->shinfo);
+                                  static_cast<uint16_t>(g.len), si);
         m->data_len = static_cast<uint16_t>(g.len);
         prev->next = m;
         prev = m;
@@ -423,26 +777,33 @@ int Dev::transmit_zc(const wire::FrameSpec &f) {
     prev->next = t;
     h->nb_segs = static_cast<uint16_t>(n);
     h->pkt_len = static_cast<uint32_t>(hl + f.payload_len + pad + wire::kIcrcLen);
-    tx_[ntx_++] = h;
-    ec_.tx_bytes_zero_copy += f.payload_len;
+    queue_tx(h); /* room checked by transmit() */
+    ec.tx_bytes_zero_copy += f.payload_len;
     return 1;
 }
 
-bool Dev::transmit(const wire::FrameSpec &frame) {
-    if (ntx_ == kTxBatch) {
-        ++ec_.tx_batch_full;
+bool Shard::transmit(const wire::FrameSpec &frame) {
+    if (budget_ == 0)
+        return false; /* this QP's quantum is used up: the next ready QP's turn */
+    if (ntx_ == kTxQueueCap) {
+        /* Backpressure: the QP keeps the work and is served again when the port has
+         * taken frames. Nothing built is ever dropped here. */
+        ++ec.tx_queue_full;
         return false;
     }
     /* Zero-copy where the port takes chains, the memory is a usable registered region
      * and the payload is large enough to be worth three mbufs; else one copied frame. */
-    if (zc_on_ && frame.payload_len >= zc_min_ && frame.payload_len != 0) {
+    if (dev_.zc_on_ && frame.payload_len >= dev_.zc_min_ && frame.payload_len != 0) {
         const int r = transmit_zc(frame);
-        if (r >= 0)
+        if (r >= 0) {
+            if (r != 0)
+                --budget_;
             return r != 0;
+        }
     }
-    rte_mbuf *m = rte_pktmbuf_alloc(rt_.pool());
+    rte_mbuf *m = rte_pktmbuf_alloc(dev_.rt_.pool());
     if (m == nullptr) {
-        ++ec_.tx_no_mbuf;
+        ++ec.tx_no_mbuf;
         return false;
     }
     uint8_t *p = rte_pktmbuf_mtod(m, uint8_t *);
@@ -450,39 +811,68 @@ bool Dev::transmit(const wire::FrameSpec &frame) {
     if (n == 0) {
         /* Cannot get better by retrying: drop it (the transport retransmits or times
          * out) and say why. */
-        ++ec_.tx_frame_too_big;
+        ++ec.tx_frame_too_big;
         rte_pktmbuf_free(m);
         return true;
     }
     m->data_len = static_cast<uint16_t>(n);
     m->pkt_len = static_cast<uint32_t>(n);
-    tx_[ntx_++] = m;
-    ec_.tx_bytes_copied += frame.payload_len;
+    queue_tx(m);
+    --budget_;
+    ec.tx_bytes_copied += frame.payload_len;
     return true;
 }
 
-uint32_t Dev::flush_tx() {
+uint32_t Shard::flush_tx() {
     if (ntx_ == 0)
         return 0;
-    uint64_t bytes = 0;
-    for (uint16_t i = 0; i < ntx_; ++i)
-        bytes += rte_pktmbuf_pkt_len(tx_[i]);
-    const uint16_t sent = rte_eth_tx_burst(port_, 0, tx_, ntx_);
-    for (uint16_t i = sent; i < ntx_; ++i) {
-        bytes -= rte_pktmbuf_pkt_len(tx_[i]);
-        rte_pktmbuf_free(tx_[i]);
+    uint16_t sent = 0;
+    if (txq_ != UINT16_MAX) {
+        sent = rte_eth_tx_burst(dev_.port_, txq_, tx_, ntx_);
+        if (sent < ntx_)
+            ++ec.tx_burst_refused;
+        uint64_t bytes = 0;
+        for (uint16_t i = 0; i < sent; ++i)
+            bytes += rte_pktmbuf_pkt_len(tx_[i]);
+        ec.port_xmit_packets += sent;
+        ec.port_xmit_bytes += bytes;
+    } else {
+        /* The port has fewer TX queues than workers: shard 0 sends for us. */
+        Shard &s0 = *dev_.shards_[0];
+        sent = static_cast<uint16_t>(
+            rte_ring_mp_enqueue_burst(s0.tx_in_, reinterpret_cast<void **>(tx_), ntx_, nullptr));
+        ec.tx_handoff += sent;
+        if (sent < ntx_)
+            ++ec.tx_handoff_full;
     }
-    ec_.port_xmit_packets += sent;
-    ec_.port_xmit_bytes += bytes;
-    ec_.port_xmit_discards += ntx_ - sent;
-    ntx_ = 0;
+    if (sent != 0 && sent < ntx_)
+        std::memmove(tx_, tx_ + sent, (ntx_ - sent) * sizeof(tx_[0]));
+    ntx_ = static_cast<uint16_t>(ntx_ - sent);
     return sent;
 }
 
-/* A chained frame (zero-copy TX over net_ring, scattered jumbo RX): headers from the
- * first segment, ICRC over the chain without linearising, payload left where it is as a
- * span list for the transport's one copy. spans has room for 2 * kMaxRxSegs + 1. */
-wire::ParseResult Dev::parse_chain(rte_mbuf *m, wire::ParsedPacket &pp, wire::ByteSpan *spans) {
+uint32_t Shard::serve_ready(uint64_t now) {
+    /* Round-robin over the QPs with TX work, kTxQuantum packets each per turn; a QP that
+     * still has work goes to the back. Stops when the TX queue is full (backpressure:
+     * the QPs keep their work) or after one pass over those ready at the start plus a
+     * few extra turns (one busy QP alone may fill a burst). */
+    uint32_t turns = nready_ + 8;
+    uint32_t sent = 0;
+    while (turns-- != 0 && ntx_ < kTxQueueCap) {
+        QpCtx *q = ready_pop();
+        if (q == nullptr)
+            break;
+        const uint16_t before = ntx_;
+        budget_ = kTxQuantum;
+        q->qp->progress(now);
+        budget_ = UINT32_MAX;
+        sent += static_cast<uint32_t>(ntx_ - before);
+        schedule(*q);
+    }
+    return sent;
+}
+
+wire::ParseResult Shard::parse_chain(rte_mbuf *m, wire::ParsedPacket &pp, wire::ByteSpan *spans) {
     const uint8_t *p = rte_pktmbuf_mtod(m, const uint8_t *);
     const uint32_t contig = rte_pktmbuf_data_len(m);
     const wire::ParseResult r = wire::parse_frame_headers(p, contig, rte_pktmbuf_pkt_len(m), pp);
@@ -530,26 +920,36 @@ wire::ParseResult Dev::parse_chain(rte_mbuf *m, wire::ParsedPacket &pp, wire::By
     return wire::ParseResult::Ok;
 }
 
-void Dev::rx_one(rte_mbuf *m, uint64_t now) {
+void Shard::handoff(uint32_t owner, rte_mbuf *m) {
+    if (rte_ring_mp_enqueue(dev_.shards_[owner]->rx_in_, m) == 0) {
+        ++ec.rx_handoff;
+        return;
+    }
+    ++ec.rx_drop_handoff_full;
+    rte_pktmbuf_free(m);
+}
+
+void Shard::rx_one(rte_mbuf *m, uint64_t now) {
     const uint32_t len = rte_pktmbuf_pkt_len(m);
-    ++ec_.port_rcv_packets;
-    ec_.port_rcv_bytes += len;
+    ++ec.port_rcv_packets;
+    ec.port_rcv_bytes += len;
     const bool chained = m->nb_segs != 1;
     uint8_t *p = rte_pktmbuf_mtod(m, uint8_t *);
     if (chained && rte_pktmbuf_data_len(m) < RTE_ETHER_HDR_LEN + 4) {
-        ++ec_.rx_drop_multiseg;
+        ++ec.rx_drop_multiseg;
         rte_pktmbuf_free(m);
         return;
     }
     if (len < RTE_ETHER_HDR_LEN) {
-        ++ec_.rx_drop_parse[static_cast<size_t>(wire::ParseResult::TooShort)];
+        ++ec.rx_drop_parse[static_cast<size_t>(wire::ParseResult::TooShort)];
         rte_pktmbuf_free(m);
         return;
     }
+    const net::Iface &ifc = dev_.ifc_;
     /* Our MAC may differ from the port's (promiscuous then): filter in software. */
-    if (std::memcmp(p, ifc_.mac.data(), 6) != 0 &&
+    if (std::memcmp(p, ifc.mac.data(), 6) != 0 &&
         std::memcmp(p, net::kBroadcastMac.data(), 6) != 0) {
-        ++ec_.rx_drop_not_our_mac;
+        ++ec.rx_drop_not_our_mac;
         rte_pktmbuf_free(m);
         return;
     }
@@ -563,33 +963,40 @@ void Dev::rx_one(rte_mbuf *m, uint64_t now) {
         (et == net::kEtherTypeArp || rte_pktmbuf_data_len(m) <= l2 + 9 ||
          p[l2 + 9] == net::kIpProtoIcmp)) {
         /* ARP/ICMP replies are built in place: not on a chain. */
-        ++ec_.rx_drop_multiseg;
+        ++ec.rx_drop_multiseg;
         rte_pktmbuf_free(m);
         return;
     }
     if (et == net::kEtherTypeArp) {
-        if (net::handle_arp(ifc_, p, len, l2, neigh_, now, nc_) == net::ArpVerdict::Reply) {
+        /* The neighbour table lives on worker 0. */
+        if (index_ != 0) {
+            --ec.port_rcv_packets;
+            ec.port_rcv_bytes -= len;
+            handoff(0, m);
+            return;
+        }
+        if (net::handle_arp(ifc, p, len, l2, dev_.neigh_, now, nc) == net::ArpVerdict::Reply) {
             if (queue_tx(m))
                 return;
-            ++ec_.tx_drop_reply_batch_full;
+            ++ec.tx_drop_reply_batch_full;
         }
         rte_pktmbuf_free(m);
         return;
     }
     if (et == net::kEtherTypeIpv4 && len >= l2 + 20 && p[l2 + 9] == net::kIpProtoIcmp) {
-        const size_t n = net::handle_icmp(ifc_, p, len, l2, nc_);
+        const size_t n = net::handle_icmp(ifc, p, len, l2, nc);
         if (n != 0) {
             m->data_len = static_cast<uint16_t>(n);
             m->pkt_len = static_cast<uint32_t>(n);
             if (queue_tx(m))
                 return;
-            ++ec_.tx_drop_reply_batch_full;
+            ++ec.tx_drop_reply_batch_full;
         }
         rte_pktmbuf_free(m);
         return;
     }
     if (et != net::kEtherTypeIpv4 && et != RTE_ETHER_TYPE_IPV6 && et != net::kEtherTypeVlan) {
-        ++ec_.rx_drop_unknown_ethertype;
+        ++ec.rx_drop_unknown_ethertype;
         rte_pktmbuf_free(m);
         return;
     }
@@ -600,25 +1007,40 @@ void Dev::rx_one(rte_mbuf *m, uint64_t now) {
     if (chained && (r == wire::ParseResult::Count_ ||
                     (r == wire::ParseResult::TooShort && rte_pktmbuf_data_len(m) < len))) {
         /* Headers not in the first segment, or too many segments. */
-        ++ec_.rx_drop_multiseg;
+        ++ec.rx_drop_multiseg;
         rte_pktmbuf_free(m);
         return;
     }
     if (chained && r == wire::ParseResult::Ok)
-        ++ec_.rx_multiseg_packets;
+        ++ec.rx_multiseg_packets;
     if (r != wire::ParseResult::Ok) {
-        ++ec_.rx_drop_parse[static_cast<size_t>(r)];
+        ++ec.rx_drop_parse[static_cast<size_t>(r)];
         rte_pktmbuf_free(m);
         return;
     }
-    if (!pp.ipv6 && pp.ip4.dst != ifc_.ip) {
-        ++ec_.rx_drop_not_our_ip;
+    if (!pp.ipv6 && pp.ip4.dst != ifc.ip) {
+        ++ec.rx_drop_not_our_ip;
         rte_pktmbuf_free(m);
         return;
     }
-    QpCtx *q = qp(pp.bth.dest_qp);
+    const uint32_t qpn = pp.bth.dest_qp;
+    if (qpn >= dev_.max_qps_) {
+        ++ec.rx_drop_unknown_qpn;
+        rte_pktmbuf_free(m);
+        return;
+    }
+    const uint32_t owner = dev_.owner(qpn);
+    if (owner != index_) {
+        /* Landed on the wrong worker (a single-queue port, or a peer whose UDP source
+         * port hashes elsewhere): the owner handles it; counted as received there. */
+        --ec.port_rcv_packets;
+        ec.port_rcv_bytes -= len;
+        handoff(owner, m);
+        return;
+    }
+    QpCtx *q = dev_.qp(qpn);
     if (q == nullptr) {
-        ++ec_.rx_drop_unknown_qpn;
+        ++ec.rx_drop_unknown_qpn;
         rte_pktmbuf_free(m);
         return;
     }
@@ -626,90 +1048,51 @@ void Dev::rx_one(rte_mbuf *m, uint64_t now) {
      * mbuf can go right after. */
     q->qp->on_packet(pp, now);
     rte_pktmbuf_free(m);
+    schedule(*q);
 }
 
-uint32_t Dev::drain_rings(QpCtx &q) {
+uint32_t Shard::drain_handoff(uint64_t now) {
     uint32_t n = 0;
-    rc::Qp &qp = *q.qp;
-    /* Take only what the QP has room for, so a WR is never dequeued and then lost. */
-    const uint32_t rq_room = q.srq ? 0 : q.max_recv_wr - qp.recv_queue_depth();
-    if (rq_room && !rte_ring_empty(q.rq)) {
-        RecvWr wr[kWrBurst];
-        const unsigned k = rte_ring_sc_dequeue_burst_elem(
-            q.rq, wr, sizeof(RecvWr), rq_room < kWrBurst ? rq_room : kWrBurst, nullptr);
+    void *objs[kRxBurst];
+    unsigned k;
+    if (tx_in_ != nullptr) {
+        /* Frames of the shards without a TX queue: into ours, in order, as room allows. */
+        const unsigned room = kTxQueueCap - ntx_;
+        k = rte_ring_sc_dequeue_burst(tx_in_, objs, room < kRxBurst ? room : kRxBurst, nullptr);
         for (unsigned i = 0; i < k; ++i)
-            if (!qp.post_recv(wr[i]).is_ok()) {
-                ++ec_.rq_wr_rejected;
-                Wc wc{};
-                wc.wr_id = wr[i].wr_id;
-                wc.status = WcStatus::LocQpOpErr;
-                wc.opcode = WcOpcode::Recv;
-                wc.qp_num = qp.qpn();
-                q.rcq->push(wc);
-            }
+            queue_tx(static_cast<rte_mbuf *>(objs[i]));
         n += k;
     }
-    const uint32_t sq_room = q.max_send_wr - qp.send_queue_depth();
-    if (sq_room && !rte_ring_empty(q.sq)) {
-        SendWr wr[kWrBurst];
-        const unsigned k = rte_ring_sc_dequeue_burst_elem(
-            q.sq, wr, sizeof(SendWr), sq_room < kWrBurst ? sq_room : kWrBurst, nullptr);
-        for (unsigned i = 0; i < k; ++i)
-            if (!qp.post_send(wr[i]).is_ok()) {
-                /* The application side checked what it could; a WR still refused here
-                 * must not vanish silently: complete it in error. */
-                ++ec_.sq_wr_rejected;
-                Wc wc{};
-                wc.wr_id = wr[i].wr_id;
-                wc.status = WcStatus::LocQpOpErr;
-                wc.opcode = WcOpcode::Send;
-                wc.qp_num = qp.qpn();
-                q.scq->push(wc);
-            }
-        n += k;
-    }
-    return n;
-}
-
-uint32_t Dev::drain_srq(SrqCtx &s) {
-    const uint32_t room = s.q->max_wr() - s.q->depth();
-    if (room == 0 || rte_ring_empty(s.ring))
-        return 0;
-    RecvWr wr[kWrBurst];
-    const unsigned k = rte_ring_sc_dequeue_burst_elem(s.ring, wr, sizeof(RecvWr),
-                                                      room < kWrBurst ? room : kWrBurst, nullptr);
+    k = rte_ring_sc_dequeue_burst(rx_in_, objs, kRxBurst, nullptr);
     for (unsigned i = 0; i < k; ++i)
-        if (!s.q->post(wr[i]).is_ok())
-            ++ec_.rq_wr_rejected; /* checked on the application side; cannot happen */
-    return k;
+        rx_one(static_cast<rte_mbuf *>(objs[i]), now);
+    return n + k;
 }
 
-uint32_t Dev::poll(uint64_t now, uint32_t *work) {
+uint32_t Shard::poll(uint64_t now, uint32_t *work) {
     uint32_t w = 0;
-    if (worker_rings_) {
-        for (QpCtx *q : active_)
-            w += drain_rings(*q);
-        for (auto &srq : srqs_)
-            w += drain_srq(*srq);
+    if (dev_.worker_rings_)
+        w += drain_doorbells();
+    w += drain_handoff(now);
+
+    uint16_t nrx = 0;
+    if (rxq_ != UINT16_MAX) {
+        rte_mbuf *rx[kRxBurst];
+        nrx = rte_eth_rx_burst(dev_.port_, rxq_, rx, kRxBurst);
+        for (uint16_t i = 0; i < nrx; ++i)
+            rx_one(rx[i], now);
     }
 
-    rte_mbuf *rx[kRxBurst];
-    const uint16_t nrx = rte_eth_rx_burst(port_, 0, rx, kRxBurst);
-    for (uint16_t i = 0; i < nrx; ++i)
-        rx_one(rx[i], now);
+    /* Timers: only the due ones cost anything. */
+    const uint32_t fired = timers_.expire(now, [&](sched::TimerNode &t) {
+        QpCtx *q = static_cast<QpTimer &>(t).qp;
+        q->qp->on_timer(now);
+        schedule(*q);
+    });
+    ec.timer_expirations += fired;
+    w += fired;
 
-    /* Timers and TX work by scanning the active QPs: O(QPs) per iteration, fine for
-     * tens of QPs; a timing wheel and a doorbell list replace it when a benchmark with
-     * many QPs asks for it. */
-    for (QpCtx *q : active_) {
-        const rc::Time d = q->qp->next_deadline();
-        if (d != 0 && now >= d) {
-            q->qp->on_timer(now);
-            ++w;
-        }
-        if (q->qp->has_tx_work())
-            q->qp->progress(now);
-    }
+    serve_ready(now);
     const uint32_t ntx = flush_tx();
     *work = w + nrx + ntx;
     return nrx + ntx;

@@ -70,8 +70,6 @@ std::string Runtime::unique_name(const char *prefix) {
 Result<std::unique_ptr<Runtime>> Runtime::create(int argc, char **argv, int *consumed,
                                                  const EngineOptions &opts) {
     spdlog::set_level(spdlog::level::from_str(opts.log_level));
-    if (opts.workers != 1)
-        return Status(EINVAL, "EngineOptions::workers: only 1 worker is supported yet");
     int used = 0;
     if (!g_eal_ready.load()) {
         static std::once_flag cleanup_once;
@@ -113,30 +111,59 @@ Result<std::unique_ptr<Runtime>> Runtime::create(int argc, char **argv, int *con
     if (rt->zc_pool_ == nullptr)
         return Status(ENOMEM, "rte_pktmbuf_pool_create(" + std::to_string(zc_n) +
                                   " small mbufs): " + errstr(rte_errno));
-    const std::string mb = rt->unique_name("droce_cmd");
-    /* Many application threads may issue control calls; one worker consumes. */
-    rt->mailbox_ = rte_ring_create(mb.c_str(), kMailboxSize, rte_socket_id(), RING_F_SC_DEQ);
-    if (rt->mailbox_ == nullptr)
-        return Status(ENOMEM, "mailbox ring: " + errstr(rte_errno));
-
+    /* Workers: embedded mode is one (the application's loop); else the EAL's worker
+     * lcores in -l order from worker_lcore (or the first). */
+    uint32_t nw = 1;
+    std::vector<unsigned> lcores;
     if (!opts.embedded) {
+        unsigned first = RTE_MAX_LCORE;
         if (opts.worker_lcore >= 0) {
             if (!rte_lcore_is_enabled(static_cast<unsigned>(opts.worker_lcore)) ||
                 static_cast<unsigned>(opts.worker_lcore) == rte_get_main_lcore())
                 return Status(EINVAL, "worker_lcore " + std::to_string(opts.worker_lcore) +
                                           " is not a worker lcore of the EAL (-l)");
-            rt->worker_lcore_ = static_cast<unsigned>(opts.worker_lcore);
-        } else {
-            const unsigned l = rte_get_next_lcore(-1, 1, 0);
-            if (l >= RTE_MAX_LCORE)
-                return Status(EINVAL, "worker mode needs a worker lcore: give the EAL two "
-                                      "lcores (e.g. -l 0-1) or use embedded mode");
-            rt->worker_lcore_ = l;
+            first = static_cast<unsigned>(opts.worker_lcore);
         }
+        unsigned l;
+        RTE_LCORE_FOREACH_WORKER(l) {
+            if (first != RTE_MAX_LCORE && l < first)
+                continue;
+            lcores.push_back(l);
+        }
+        if (lcores.empty())
+            return Status(EINVAL, "worker mode needs a worker lcore: give the EAL two "
+                                  "lcores (e.g. -l 0-1) or use embedded mode");
+        nw = opts.workers == 0 ? static_cast<uint32_t>(lcores.size()) : opts.workers;
+        if (nw > lcores.size())
+            return Status(EINVAL, std::to_string(nw) + " workers need " + std::to_string(nw) +
+                                      " worker lcores; the EAL gave " +
+                                      std::to_string(lcores.size()) +
+                                      " (give more with -l, e.g. -l 0-" + std::to_string(nw) +
+                                      ")");
+    } else if (opts.workers > 1) {
+        return Status(EINVAL, "embedded mode has exactly one worker (the application's loop); "
+                              "workers = " +
+                                  std::to_string(opts.workers));
+    }
+    if (nw > kMaxWorkers)
+        return Status(EINVAL, "at most " + std::to_string(kMaxWorkers) + " workers");
+    for (uint32_t i = 0; i < nw; ++i) {
+        auto w = std::make_unique<Worker>();
+        w->rt = rt.get();
+        w->index = i;
+        w->lcore = opts.embedded ? rte_lcore_id() : lcores[i];
+        const std::string mb = rt->unique_name("droce_cmd");
+        /* Many application threads may issue control calls; one worker consumes. */
+        w->mailbox = rte_ring_create(mb.c_str(), kMailboxSize, rte_socket_id(), RING_F_SC_DEQ);
+        if (w->mailbox == nullptr)
+            return Status(ENOMEM, "mailbox ring: " + errstr(rte_errno));
+        rt->workers_.push_back(std::move(w));
     }
     telemetry_attach(rt.get());
     spdlog::info("droce engine: {} mode, TSC {} Hz, {} mbufs",
-                 opts.embedded ? "embedded" : "worker lcore " + std::to_string(rt->worker_lcore_),
+                 opts.embedded ? std::string("embedded")
+                               : std::to_string(nw) + " worker(s) from lcore " +
+                                     std::to_string(rt->workers_[0]->lcore),
                  rt->tsc_hz_, opts.mbufs);
     return rt;
 }
@@ -150,7 +177,8 @@ Runtime::~Runtime() {
     }
     for (rte_ring *r : pair_rings_)
         rte_ring_free(r);
-    rte_ring_free(mailbox_);
+    for (auto &w : workers_)
+        rte_ring_free(w->mailbox);
     rte_mempool_free(pool_);
     rte_mempool_free(zc_pool_);
     /* rte_eal_cleanup() is deliberately not called: the EAL cannot be initialised twice
@@ -163,41 +191,56 @@ uint64_t Runtime::now_ns() const {
     return c / tsc_hz_ * 1'000'000'000ull + (c % tsc_hz_) * 1'000'000'000ull / tsc_hz_;
 }
 
-Result<std::pair<std::string, std::string>> Runtime::create_ring_pair() {
-    const std::string a2b = unique_name("droce_r");
-    const std::string b2a = unique_name("droce_r");
-    rte_ring *r1 =
-        rte_ring_create(a2b.c_str(), kPairRingSize, rte_socket_id(), RING_F_SP_ENQ | RING_F_SC_DEQ);
-    rte_ring *r2 =
-        rte_ring_create(b2a.c_str(), kPairRingSize, rte_socket_id(), RING_F_SP_ENQ | RING_F_SC_DEQ);
-    if (r1 == nullptr || r2 == nullptr) {
-        rte_ring_free(r1);
-        rte_ring_free(r2);
-        return Status(ENOMEM, "ring pair: rte_ring_create: " + errstr(rte_errno));
+Result<std::pair<std::string, std::string>> Runtime::create_ring_pair(uint16_t queues) {
+    if (queues == 0 || queues > kMaxWorkers)
+        return Status(EINVAL, "ring pair: 1.." + std::to_string(kMaxWorkers) + " queues");
+    std::vector<rte_ring *> a2b, b2a;
+    auto cleanup = [&] {
+        for (rte_ring *r : a2b)
+            rte_ring_free(r);
+        for (rte_ring *r : b2a)
+            rte_ring_free(r);
+    };
+    for (uint16_t i = 0; i < queues; ++i) {
+        const std::string n1 = unique_name("droce_r"), n2 = unique_name("droce_r");
+        a2b.push_back(rte_ring_create(n1.c_str(), kPairRingSize, rte_socket_id(),
+                                      RING_F_SP_ENQ | RING_F_SC_DEQ));
+        b2a.push_back(rte_ring_create(n2.c_str(), kPairRingSize, rte_socket_id(),
+                                      RING_F_SP_ENQ | RING_F_SC_DEQ));
+        if (a2b.back() == nullptr || b2a.back() == nullptr) {
+            cleanup();
+            return Status(ENOMEM, "ring pair: rte_ring_create: " + errstr(rte_errno));
+        }
     }
     const std::string id = std::to_string(g_name_seq.fetch_add(1));
     /* The ring PMD prefixes "net_ring_" to the name it is given. */
     const std::string ga = "droce" + id + "a", gb = "droce" + id + "b";
-    /* A transmits into r1 and receives from r2; B the other way round. */
-    rte_ring *const a_rx[] = {r2}, *const a_tx[] = {r1};
-    rte_ring *const b_rx[] = {r1}, *const b_tx[] = {r2};
-    const int pa = rte_eth_from_rings(ga.c_str(), a_rx, 1, a_tx, 1, rte_socket_id());
-    const int pb = pa < 0 ? -1 : rte_eth_from_rings(gb.c_str(), b_rx, 1, b_tx, 1, rte_socket_id());
+    /* A transmits on queue i into a2b[i] and receives on queue i from b2a[i]; B the
+     * other way round: queue i of one side feeds queue i of the other. */
+    const int pa = rte_eth_from_rings(ga.c_str(), b2a.data(), queues, a2b.data(), queues,
+                                      rte_socket_id());
+    const int pb = pa < 0 ? -1
+                          : rte_eth_from_rings(gb.c_str(), a2b.data(), queues, b2a.data(), queues,
+                                               rte_socket_id());
     if (pa < 0 || pb < 0) {
-        rte_ring_free(r1);
-        rte_ring_free(r2);
+        cleanup();
         return Status(EIO, "ring pair: rte_eth_from_rings: " + errstr(rte_errno));
     }
     char na[RTE_ETH_NAME_MAX_LEN] = {}, nb[RTE_ETH_NAME_MAX_LEN] = {};
     rte_eth_dev_get_name_by_port(static_cast<uint16_t>(pa), na);
     rte_eth_dev_get_name_by_port(static_cast<uint16_t>(pb), nb);
-    pair_rings_.push_back(r1);
-    pair_rings_.push_back(r2);
-    spdlog::info("ring pair: {} <-> {}", na, nb);
+    for (rte_ring *r : a2b)
+        pair_rings_.push_back(r);
+    for (rte_ring *r : b2a)
+        pair_rings_.push_back(r);
+    spdlog::info("ring pair: {} <-> {} ({} queue(s))", na, nb, queues);
     return std::make_pair(std::string(na), std::string(nb));
 }
 
 Result<Dev *> Runtime::open_device(const DeviceConfig &cfg) {
+    if (cfg.max_qps <= kFirstQpn || cfg.max_qps > kMaxQpn)
+        return Status(EINVAL, "open_device: max_qps must be " + std::to_string(kFirstQpn + 1) +
+                                  ".." + std::to_string(kMaxQpn) + " (the 24-bit QPN space)");
     if (cfg.pkeys.empty() || cfg.pkeys.size() > 0x10000)
         return Status(EINVAL, "open_device: the P_Key table needs 1..65536 entries");
     if (worker_running())
@@ -270,24 +313,47 @@ Result<Dev *> Runtime::open_device(const DeviceConfig &cfg) {
      * virtual addresses (net_ring, net_af_packet) need no DMA mapping of the regions. */
     const std::string drv = info.driver_name ? info.driver_name : "";
     const bool multi_seg = (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS) != 0;
-    const bool zc = opts_.zero_copy && (multi_seg || drv == "net_ring");
+    /* One RX and one TX queue per worker where the port has them. A port with fewer
+     * RX queues is read by worker 0, which hands each packet to its QP's worker; with
+     * fewer TX queues, the workers without one hand their frames to worker 0. */
+    const uint32_t nw = workers();
+    const uint16_t nrxq = static_cast<uint16_t>(std::min<uint32_t>(nw, std::max<uint16_t>(1, info.max_rx_queues)));
+    const uint16_t ntxq = static_cast<uint16_t>(std::min<uint32_t>(nw, std::max<uint16_t>(1, info.max_tx_queues)));
+    if (nrxq > 1 && (info.flow_type_rss_offloads & RTE_ETH_RSS_NONFRAG_IPV4_UDP) != 0) {
+        /* Spread RoCE flows over the RX queues by IP/UDP: droce picks its QPs' UDP source
+         * ports so that droce<->droce traffic lands on the owning worker. */
+        conf.rxmode.mq_mode = RTE_ETH_MQ_RX_RSS;
+        conf.rx_adv_conf.rss_conf.rss_hf =
+            (RTE_ETH_RSS_NONFRAG_IPV4_UDP | RTE_ETH_RSS_NONFRAG_IPV6_UDP) &
+            info.flow_type_rss_offloads;
+    }
+    /* Zero-copy attaches mbufs whose refcount only the attaching worker may touch: not
+     * where another thread frees them (net_ring: the peer's RX; a TX queue shared
+     * through worker 0). */
+    const bool zc = opts_.zero_copy && (multi_seg || drv == "net_ring") &&
+                    (nw == 1 || (drv != "net_ring" && ntxq == nw));
     const bool needs_dma = !(drv == "net_ring" || drv == "net_af_packet");
     if (multi_seg)
         conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
-    if (int rc = rte_eth_dev_configure(port, 1, 1, &conf); rc != 0)
+    if (int rc = rte_eth_dev_configure(port, nrxq, ntxq, &conf); rc != 0)
         return Status(EIO, name + ": rte_eth_dev_configure: " + errstr(rc));
     uint16_t nrxd = kDescriptors, ntxd = kDescriptors;
     rte_eth_dev_adjust_nb_rx_tx_desc(port, &nrxd, &ntxd);
     int socket = rte_eth_dev_socket_id(port);
     if (socket < 0)
         socket = static_cast<int>(rte_socket_id());
-    if (int rc =
-            rte_eth_rx_queue_setup(port, 0, nrxd, static_cast<unsigned>(socket), nullptr, pool_);
-        rc != 0)
-        return Status(EIO, name + ": rte_eth_rx_queue_setup: " + errstr(rc));
-    if (int rc = rte_eth_tx_queue_setup(port, 0, ntxd, static_cast<unsigned>(socket), nullptr);
-        rc != 0)
-        return Status(EIO, name + ": rte_eth_tx_queue_setup: " + errstr(rc));
+    for (uint16_t q = 0; q < nrxq; ++q)
+        if (int rc = rte_eth_rx_queue_setup(port, q, nrxd, static_cast<unsigned>(socket), nullptr,
+                                            pool_);
+            rc != 0)
+            return Status(EIO, name + ": rte_eth_rx_queue_setup(" + std::to_string(q) +
+                                   "): " + errstr(rc));
+    for (uint16_t q = 0; q < ntxq; ++q)
+        if (int rc =
+                rte_eth_tx_queue_setup(port, q, ntxd, static_cast<unsigned>(socket), nullptr);
+            rc != 0)
+            return Status(EIO, name + ": rte_eth_tx_queue_setup(" + std::to_string(q) +
+                                   "): " + errstr(rc));
 
     uint32_t mtu = 0;
     if (cfg.mtu) {
@@ -326,7 +392,15 @@ Result<Dev *> Runtime::open_device(const DeviceConfig &cfg) {
         if (rc != 0 && rc != -ENOTSUP)
             spdlog::warn("{}: promiscuous mode: {}", name, errstr(rc));
     }
-    auto dev = std::make_unique<Dev>(*this, port, name, ifc, mtu, cfg.arp_timeout_ms);
+    std::unique_ptr<Dev> dev;
+    try {
+        dev = std::make_unique<Dev>(*this, port, name, ifc, mtu, cfg.arp_timeout_ms, cfg.max_qps,
+                                    nw, nrxq, ntxq);
+    } catch (const std::bad_alloc &) {
+        rte_eth_dev_stop(port);
+        return Status(ENOMEM, name + ": no memory for " + std::to_string(cfg.max_qps) +
+                                  " QPNs over " + std::to_string(nw) + " worker(s)");
+    }
     dev->set_pkeys(cfg.pkeys);
     dev->set_worker_rings(!opts_.embedded);
     dev->set_zero_copy(zc, needs_dma,
@@ -334,9 +408,11 @@ Result<Dev *> Runtime::open_device(const DeviceConfig &cfg) {
                                                  : kZeroCopyMinBytesDefault);
     spdlog::info("{}: zero-copy TX {}{}", name, zc ? "on" : "off",
                  zc && needs_dma ? " (regions need a DMA mapping)" : "");
-    spdlog::info("{}: port {} driver {} MAC {} IP {}/{} MTU {} (RoCE active MTU {})", name, port,
-                 info.driver_name ? info.driver_name : "?", net::mac_str(ifc.mac),
-                 net::ipv4_str(ifc.ip), ifc.prefix_len, mtu, dev->active_mtu());
+    spdlog::info("{}: port {} driver {} MAC {} IP {}/{} MTU {} (RoCE active MTU {}), {} RX / {} "
+                 "TX queue(s) for {} worker(s), {} QPNs",
+                 name, port, info.driver_name ? info.driver_name : "?", net::mac_str(ifc.mac),
+                 net::ipv4_str(ifc.ip), ifc.prefix_len, mtu, dev->active_mtu(), nrxq, ntxq, nw,
+                 cfg.max_qps);
     Dev *d = dev.get();
     std::lock_guard<std::mutex> lk(telemetry_mutex());
     devs_.push_back(std::move(dev));
@@ -348,13 +424,19 @@ Status Runtime::start() {
         return {};
     stop_.store(false);
     running_.store(true, std::memory_order_release);
-    const int rc = rte_eal_remote_launch(&Runtime::worker_main, this, worker_lcore_);
-    if (rc != 0) {
-        running_.store(false);
-        return Status(EBUSY, "rte_eal_remote_launch on lcore " + std::to_string(worker_lcore_) +
-                                 ": " + errstr(rc));
+    for (size_t i = 0; i < workers_.size(); ++i) {
+        Worker &w = *workers_[i];
+        const int rc = rte_eal_remote_launch(&Runtime::worker_main, &w, w.lcore);
+        if (rc != 0) {
+            stop_.store(true, std::memory_order_release);
+            for (size_t j = 0; j < i; ++j)
+                rte_eal_wait_lcore(workers_[j]->lcore);
+            running_.store(false);
+            return Status(EBUSY, "rte_eal_remote_launch on lcore " + std::to_string(w.lcore) +
+                                     ": " + errstr(rc));
+        }
     }
-    spdlog::info("worker started on lcore {}", worker_lcore_);
+    spdlog::info("{} worker(s) started", workers_.size());
     return {};
 }
 
@@ -362,20 +444,29 @@ void Runtime::stop() {
     if (!worker_running())
         return;
     stop_.store(true, std::memory_order_release);
-    rte_eal_wait_lcore(worker_lcore_);
-    /* Commands queued after the worker left run here, inline. */
-    drain_commands();
+    for (auto &w : workers_)
+        rte_eal_wait_lcore(w->lcore);
     running_.store(false, std::memory_order_release);
-    spdlog::info("worker stopped");
+    /* Commands queued after the workers left run here, inline. */
+    for (uint32_t i = 0; i < workers_.size(); ++i)
+        drain_commands(i);
+    spdlog::info("workers stopped");
 }
 
 int Runtime::worker_main(void *arg) {
-    auto *rt = static_cast<Runtime *>(arg);
+    auto *self = static_cast<Worker *>(arg);
+    Runtime *rt = self->rt;
+    const uint32_t wi = self->index;
     uint32_t idle = 0;
     const uint32_t idle_limit = rt->opts_.idle_polls_before_sleep;
     while (!rt->stop_.load(std::memory_order_acquire)) {
-        uint32_t work = 0;
-        rt->poll_once(&work);
+        uint32_t work = rt->drain_commands(wi);
+        const uint64_t now = rt->now_ns();
+        for (const auto &d : rt->devs_) {
+            uint32_t dw = 0;
+            d->shard(wi).poll(now, &dw);
+            work += dw;
+        }
         if (work != 0) {
             idle = 0;
         } else if (idle_limit != 0 && ++idle >= idle_limit) {
@@ -386,15 +477,41 @@ int Runtime::worker_main(void *arg) {
     return 0;
 }
 
-uint32_t Runtime::drain_commands() {
+namespace {
+std::atomic<uint64_t> g_detached_live{0};
+}
+
+uint64_t Runtime::detached_live() { return g_detached_live.load(); }
+
+uint32_t Runtime::drain_commands(uint32_t w) {
     void *objs[8];
     uint32_t n = 0;
     unsigned k;
-    while ((k = rte_ring_sc_dequeue_burst(mailbox_, objs, 8, nullptr)) != 0) {
+    while ((k = rte_ring_sc_dequeue_burst(workers_[w]->mailbox, objs, 8, nullptr)) != 0) {
         for (unsigned i = 0; i < k; ++i) {
             auto *c = static_cast<Command *>(objs[i]);
+            if (c->park) {
+                /* exec_all: stay here, touching nothing, until the caller is done. */
+                c->parked.store(true, std::memory_order_release);
+                while (!c->release.load(std::memory_order_acquire))
+                    rte_pause();
+                c->done.store(true, std::memory_order_release);
+                continue;
+            }
+            /* Read before done is set: a waited-for command lives on its caller's stack
+             * and may be gone right after. */
+            const bool detached = c->detached;
             (*c->fn)();
+            if (!detached) {
+                c->done.store(true, std::memory_order_release);
+                continue;
+            }
             c->done.store(true, std::memory_order_release);
+            /* Whichever of the waiter and the drainer lets go last frees it. */
+            if (c->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+                delete c;
+                g_detached_live.fetch_sub(1);
+            }
         }
         n += k;
     }
@@ -402,27 +519,31 @@ uint32_t Runtime::drain_commands() {
 }
 
 int Runtime::poll_once(uint32_t *work) {
-    uint32_t w = drain_commands();
+    uint32_t w = 0;
     uint32_t pkts = 0;
-    const uint64_t now = now_ns();
-    for (const auto &d : devs_) {
-        uint32_t dw = 0;
-        pkts += d->poll(now, &dw);
-        w += dw;
+    for (uint32_t i = 0; i < workers_.size(); ++i) {
+        w += drain_commands(i);
+        const uint64_t now = now_ns();
+        for (const auto &d : devs_) {
+            uint32_t dw = 0;
+            pkts += d->shard(i).poll(now, &dw);
+            w += dw;
+        }
     }
     if (work)
         *work = w;
     return static_cast<int>(pkts);
 }
 
-void Runtime::exec(const std::function<void()> &fn) {
+void Runtime::exec_on(uint32_t w, const std::function<void()> &fn) {
     if (!worker_running()) {
         fn();
         return;
     }
     Command c;
     c.fn = &fn;
-    while (rte_ring_mp_enqueue(mailbox_, &c) != 0)
+    rte_ring *mb = workers_[w]->mailbox;
+    while (rte_ring_mp_enqueue(mb, &c) != 0)
         std::this_thread::sleep_for(std::chrono::microseconds(10));
     /* Control plane: a short spin, then sleep so the caller does not steal the
      * worker's core on a small machine. */
@@ -432,14 +553,40 @@ void Runtime::exec(const std::function<void()> &fn) {
         std::this_thread::sleep_for(std::chrono::microseconds(20));
 }
 
-bool Runtime::exec_detached(std::function<void()> fn, uint32_t timeout_ms) {
+void Runtime::exec_all(const std::function<void()> &fn) {
+    if (!worker_running()) {
+        fn();
+        return;
+    }
+    std::vector<Command> parks(workers_.size());
+    for (size_t i = 0; i < workers_.size(); ++i) {
+        parks[i].park = true;
+        while (rte_ring_mp_enqueue(workers_[i]->mailbox, &parks[i]) != 0)
+            std::this_thread::sleep_for(std::chrono::microseconds(10));
+    }
+    for (auto &p : parks)
+        while (!p.parked.load(std::memory_order_acquire))
+            std::this_thread::sleep_for(std::chrono::microseconds(5));
+    fn();
+    for (auto &p : parks)
+        p.release.store(true, std::memory_order_release);
+    for (auto &p : parks)
+        while (!p.done.load(std::memory_order_acquire))
+            rte_pause();
+}
+
+bool Runtime::exec_detached(uint32_t w, std::function<void()> fn, uint32_t timeout_ms) {
+    if (w >= workers_.size())
+        return false;
     auto *c = new Command;
+    g_detached_live.fetch_add(1);
     c->detached = true;
     c->owned = std::move(fn);
     c->fn = &c->owned;
     c->refs.store(2, std::memory_order_relaxed);
-    if (rte_ring_mp_enqueue(mailbox_, c) != 0) {
+    if (rte_ring_mp_enqueue(workers_[w]->mailbox, c) != 0) {
         delete c;
+        g_detached_live.fetch_sub(1);
         return false;
     }
     const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
@@ -447,8 +594,10 @@ bool Runtime::exec_detached(std::function<void()> fn, uint32_t timeout_ms) {
     while (!(done = c->done.load(std::memory_order_acquire)) &&
            std::chrono::steady_clock::now() < until)
         std::this_thread::sleep_for(std::chrono::microseconds(50));
-    if (c->refs.fetch_sub(1, std::memory_order_acq_rel) == 1)
+    if (c->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) {
         delete c;
+        g_detached_live.fetch_sub(1);
+    }
     return done;
 }
 

@@ -144,11 +144,17 @@ int cmd_counters(const char *, const char *params, rte_tel_data *d) {
     auto [rt, dev] = find_dev(params);
     if (dev == nullptr)
         return no_device(d, params);
-    auto out = std::make_shared<std::vector<std::pair<std::string, uint64_t>>>();
-    if (!rt->exec_detached([out, dev = dev] { *out = dev->counters(); }, kTelemetryTimeoutMs))
-        return timed_out(d);
+    /* Each worker snapshots its own shard; the sum is made here. */
+    std::vector<std::vector<std::pair<std::string, uint64_t>>> parts;
+    for (uint32_t w = 0; w < dev->workers(); ++w) {
+        auto out = std::make_shared<std::vector<std::pair<std::string, uint64_t>>>();
+        if (!rt->exec_detached(
+                w, [out, dev = dev, w] { *out = dev->shard(w).counters(); }, kTelemetryTimeoutMs))
+            return timed_out(d);
+        parts.push_back(std::move(*out));
+    }
     rte_tel_data_start_dict(d);
-    for (const auto &[name, value] : *out)
+    for (const auto &[name, value] : dev->merge_counters(parts))
         rte_tel_data_add_dict_u64(d, name.c_str(), value);
     return 0;
 }
@@ -159,8 +165,14 @@ int cmd_qps(const char *, const char *params, rte_tel_data *d) {
     if (dev == nullptr)
         return no_device(d, params);
     auto out = std::make_shared<std::vector<std::pair<uint32_t, std::string>>>();
-    if (!rt->exec_detached([out, dev = dev] { *out = dev->qp_summaries(); }, kTelemetryTimeoutMs))
-        return timed_out(d);
+    for (uint32_t w = 0; w < dev->workers(); ++w) {
+        auto part = std::make_shared<std::vector<std::pair<uint32_t, std::string>>>();
+        if (!rt->exec_detached(
+                w, [part, dev = dev, w] { *part = dev->qp_summaries(w); }, kTelemetryTimeoutMs))
+            return timed_out(d);
+        out->insert(out->end(), part->begin(), part->end());
+    }
+    std::sort(out->begin(), out->end());
     rte_tel_data_start_dict(d);
     size_t n = 0;
     for (const auto &[qpn, text] : *out) {

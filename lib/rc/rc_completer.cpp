@@ -193,8 +193,10 @@ void Qp::ack_through(uint32_t psn, Time now) {
         }
         if (rd || at)
             --rd_atomic_inflight_;
-        complete_send(w, WcStatus::Success);
+        /* Off the queue before the completion is visible: the application may post
+         * into the slot as soon as it polls it (the engine publishes the depth then). */
         ++sq_head_;
+        complete_send(w, WcStatus::Success);
     }
     uint32_t una = wire::psn_add(psn, 1);
     if (sq_head_ != sq_tail_) {
@@ -239,8 +241,8 @@ void Qp::catch_up_with_una() {
 
 void Qp::requester_error(SendWqe &w, WcStatus st) {
     w.signaled = true;
+    ++sq_head_; /* off the queue before its completion is visible (see ack_through) */
     complete_send(w, st);
-    ++sq_head_;
     enter_error();
 }
 

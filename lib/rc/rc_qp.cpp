@@ -364,8 +364,8 @@ void Qp::complete_recv(const RecvWqe &r, WcStatus st, WcOpcode op, uint32_t byte
 
 void Qp::flush_queues() {
     /* Every outstanding WR completes with WR_FLUSH_ERR, signaled or not (verbs). */
-    for (; sq_head_ != sq_tail_; ++sq_head_) {
-        SendWqe &w = sq_[sq_head_ & sq_mask_];
+    while (sq_head_ != sq_tail_) {
+        SendWqe &w = sq_[sq_head_++ & sq_mask_]; /* off the queue before it completes */
         w.signaled = true;
         complete_send(w, WcStatus::WrFlushErr);
     }

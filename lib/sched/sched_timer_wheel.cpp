@@ -1,0 +1,1 @@
+#include "sched_timer_wheel.h"
