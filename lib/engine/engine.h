@@ -480,6 +480,8 @@ class Runtime {
  * registered once per process, answered for every live Runtime's devices. */
 void telemetry_attach(Runtime *rt);
 void telemetry_detach(Runtime *rt);
+/** Every live Runtime of the process (tests reach internals through it). */
+std::vector<Runtime *> debug_runtimes();
 /** Serialises Runtime::devices() changes against the telemetry thread reading them. */
 std::mutex &telemetry_mutex();
 

@@ -205,6 +205,11 @@ int cmd_qps(const char *, const char *params, rte_tel_data *d) {
 
 } // namespace
 
+std::vector<Runtime *> debug_runtimes() {
+    std::lock_guard<std::mutex> lk(g_mu);
+    return g_runtimes;
+}
+
 std::mutex &telemetry_mutex() { return g_mu; }
 
 void telemetry_attach(Runtime *rt) {
