@@ -3,7 +3,7 @@
  *
  * Sans-I/O: time is a uint64_t nanosecond argument, nothing here reads a clock or allocates.
  * Nodes are intrusive (embedded in their owner), so arm/cancel never allocate and a QP's
- * timer costs 24 bytes plus a pointer pair.
+ * timer costs 32 bytes.
  *
  * Layout: kLevels levels of kSlots slots. Time is counted in ticks (tick_ns, a power of two).
  * A node expiring at tick e while the wheel stands at tick c lives at the level of the
