@@ -84,9 +84,9 @@ bool setup(int argc, char **argv) {
     g->b2cq = make_cq();
     g->bufa.assign(kBuf, 0x5a);
     g->bufb.assign(kBuf, 0);
-    const uint32_t acc = kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead;
-    g->keya = g->a->reg_mr(1, g->bufa.data(), kBuf, acc)->key;
-    g->keyb = g->b->reg_mr(1, g->bufb.data(), kBuf, acc)->key;
+    /* SENDs only: receives are written locally, nobody gets a remote right. */
+    g->keya = g->a->reg_mr(1, g->bufa.data(), kBuf, kAccessLocalWrite)->key;
+    g->keyb = g->b->reg_mr(1, g->bufb.data(), kBuf, kAccessLocalWrite)->key;
     QpInitAttr ia;
     ia.cap.max_send_wr = 256;
     ia.cap.max_recv_wr = 1024;
@@ -98,9 +98,10 @@ bool setup(int argc, char **argv) {
     const net::Mac ma = g->a->iface().mac, mb = g->b->iface().mac;
     /* qa <-> qb: a real connection. qb2 talks to a QP A does not have (0x3ff): the
      * benchmark plays that peer by injecting frames. */
-    return connect(*g->qa->qp, path(*g->a, mb, g->b->iface().ip, *na), *nb, 0x100, 0x200) &&
-           connect(*g->qb->qp, path(*g->b, ma, g->a->iface().ip, *nb), *na, 0x200, 0x100) &&
-           connect(*g->qb2->qp, path(*g->b, ma, g->a->iface().ip, *nb2), 0x3ff, 0x300, g->b2_psn);
+    return connect(*g->qa->qp, path(*g->a, mb, g->b->iface().ip, *na), *nb, 0x100, 0x200, 0) &&
+           connect(*g->qb->qp, path(*g->b, ma, g->a->iface().ip, *nb), *na, 0x200, 0x100, 0) &&
+           connect(*g->qb2->qp, path(*g->b, ma, g->a->iface().ip, *nb2), 0x3ff, 0x300, g->b2_psn,
+                   0);
 }
 
 /* Tops the receive queue up to n; every receive takes the largest message. */

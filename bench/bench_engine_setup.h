@@ -37,10 +37,12 @@ inline rc::Path path(const engine::Dev &from, const net::Mac &to_mac, uint32_t t
     return p;
 }
 
-inline bool connect(rc::Qp &q, const rc::Path &p, uint32_t dqpn, uint32_t sq_psn, uint32_t rq_psn) {
+/* access: the remote rights the benchmark's peer uses on q (kAccessRemote*), no more. */
+inline bool connect(rc::Qp &q, const rc::Path &p, uint32_t dqpn, uint32_t sq_psn, uint32_t rq_psn,
+                    uint32_t access) {
     QpAttr a;
     a.qp_state = QpState::Init;
-    a.qp_access_flags = kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead;
+    a.qp_access_flags = access;
     if (!q.modify(a, kQpState | kQpPkeyIndex | kQpPort | kQpAccessFlags))
         return false;
     a.qp_state = QpState::Rtr;

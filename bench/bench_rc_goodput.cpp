@@ -40,6 +40,7 @@ void BM_Write64KiBGoodput(benchmark::State &state) {
         attr.timeout = 10;
         attr.retry_cnt = 7;
         a.connect(qa, b, qb, 1, 2, attr, Mtu::Mtu4096);
+        attr.qp_access_flags = kAccessRemoteWrite; /* A only WRITEs into B */
         b.connect(qb, a, qa, 2, 1, attr, Mtu::Mtu4096);
         std::vector<uint8_t> src(kMsg, 0x5A), dst(kMsg * 4, 0);
         auto mra = a.mrs.reg(1, src.data(), src.size(), kAccessLocalWrite).value();

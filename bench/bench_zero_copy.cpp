@@ -85,9 +85,9 @@ Pair *pair(int mode) {
     g->bcq = make_cq();
     g->bufa.assign(kBuf, 0x5a);
     g->bufb.assign(kBuf, 0);
-    const uint32_t acc = kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead;
-    g->keya = g->a->reg_mr(1, g->bufa.data(), kBuf, acc)->key;
-    g->keyb = g->b->reg_mr(1, g->bufb.data(), kBuf, acc)->key;
+    /* A WRITEs into B: only B's region and QP take remote writes. */
+    g->keya = g->a->reg_mr(1, g->bufa.data(), kBuf, kAccessLocalWrite)->key;
+    g->keyb = g->b->reg_mr(1, g->bufb.data(), kBuf, kAccessLocalWrite | kAccessRemoteWrite)->key;
     QpInitAttr ia;
     ia.cap.max_send_wr = 256;
     ia.cap.max_recv_wr = 16;
@@ -96,8 +96,9 @@ Pair *pair(int mode) {
     if (!na || !nb)
         return nullptr;
     const net::Mac ma = g->a->iface().mac, mb = g->b->iface().mac;
-    if (!connect(*g->qa->qp, path(*g->a, mb, g->b->iface().ip, *na), *nb, 0x100, 0x200) ||
-        !connect(*g->qb->qp, path(*g->b, ma, g->a->iface().ip, *nb), *na, 0x200, 0x100))
+    if (!connect(*g->qa->qp, path(*g->a, mb, g->b->iface().ip, *na), *nb, 0x100, 0x200, 0) ||
+        !connect(*g->qb->qp, path(*g->b, ma, g->a->iface().ip, *nb), *na, 0x200, 0x100,
+                 kAccessRemoteWrite))
         return nullptr;
     g_pairs[mode] = g;
     return g;

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include "side.h"
 
+#include "rights.h"
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -57,9 +59,8 @@ bool Side::setup(Device &dev, uint32_t psn) {
     if (!pd)
         return fail("Couldn't allocate PD: %s", pd.status().message().c_str());
     res_.pd = std::move(pd.value());
-    auto mr = res_.pd->reg_mr(buf(), 2 * half_,
-                              kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead |
-                                  kAccessRemoteAtomic);
+    const Rights rights = rights_for(cfg_.verb, cfg_.kind, cfg_.client);
+    auto mr = res_.pd->reg_mr(buf(), 2 * half_, rights.mr);
     if (!mr)
         return fail("Couldn't allocate MR: %s", mr.status().message().c_str());
     res_.mr = std::move(mr.value());
@@ -68,9 +69,7 @@ bool Side::setup(Device &dev, uint32_t psn) {
         return fail("Couldn't create CQ: %s", cq.status().message().c_str());
     res_.cq = std::move(cq.value());
 
-    if (std::string err =
-            res_.create_qp_in_init(cfg_.tx_depth, cfg_.rx_depth, 1,
-                                   kAccessRemoteWrite | kAccessRemoteRead | kAccessRemoteAtomic);
+    if (std::string err = res_.create_qp_in_init(cfg_.tx_depth, cfg_.rx_depth, 1, rights.qp);
         !err.empty())
         return fail("%s", err.c_str());
     if (cfg_.verb == Verb::Send && !(cfg_.client && cfg_.kind == Kind::Bw))

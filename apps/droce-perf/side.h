@@ -63,6 +63,8 @@ class Side {
 
     const Dest &local() const { return local_; }
     const SideConfig &config() const { return cfg_; }
+    /** The verbs objects (tests check the rights they were given). */
+    const app::QpResources &resources() const { return res_; }
 
     /** Timestamps of the last run (ns since an arbitrary origin). */
     const std::vector<double> &tposted() const { return tposted_; }

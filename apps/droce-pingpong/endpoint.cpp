@@ -39,6 +39,8 @@ bool PingpongEndpoint::setup(Device &dev, uint32_t psn) {
         return fail("Couldn't allocate PD: %s", pd.status().message().c_str());
     res_.pd = std::move(pd.value());
 
+    /* SEND/RECV only, as ibv_rc_pingpong: receives are local writes, and neither the MR
+     * nor the QP (below) grants the peer any remote right. */
     auto mr = res_.pd->reg_mr(buf(), buf_len_, kAccessLocalWrite);
     if (!mr)
         return fail("Couldn't register MR: %s", mr.status().message().c_str());

@@ -64,6 +64,8 @@ class PingpongEndpoint {
 
     State state() const { return state_; }
     const Dest &local() const { return local_; }
+    /** The verbs objects (tests check the rights they were given). */
+    const app::QpResources &resources() const { return res_; }
     const Dest &remote() const { return remote_; }
     uint32_t scnt() const { return static_cast<uint32_t>(scnt_); }
     uint32_t rcnt() const { return static_cast<uint32_t>(rcnt_); }

@@ -81,12 +81,13 @@ struct Side {
         return true;
     }
 
-    /* RESET -> INIT -> RTR -> RTS toward the peer. */
-    bool connect(const Side &peer, uint32_t my_psn, uint32_t peer_psn) {
+    /* RESET -> INIT -> RTR -> RTS toward the peer; remote: the rights the peer may use on
+     * this QP (kAccessRemote*). */
+    bool connect(const Side &peer, uint32_t my_psn, uint32_t peer_psn, uint32_t remote) {
         QpAttr a;
         a.qp_state = QpState::Init;
         a.port_num = 1;
-        a.qp_access_flags = kAccessRemoteRead | kAccessLocalWrite;
+        a.qp_access_flags = remote;
         if (Status s = qp->modify(a, kQpState | kQpPkeyIndex | kQpPort | kQpAccessFlags); !s)
             return die("modify to INIT", s);
         a.qp_state = QpState::Rtr;
@@ -185,7 +186,11 @@ int run(Engine &engine, const Args &args) {
                       args.depth) ||
         !client.setup(*dc, slots.data(), slots.size(), kAccessLocalWrite, args.depth))
         return 1;
-    if (!server.connect(client, 0x100, 0x200) || !client.connect(server, 0x200, 0x100))
+    /* Least privilege: the client only READs the table, so the server's QP and MR allow
+     * remote READ and nothing else; the client's allow nothing remote (READ responses
+     * are local writes). */
+    if (!server.connect(client, 0x100, 0x200, kAccessRemoteRead) ||
+        !client.connect(server, 0x200, 0x100, 0))
         return 1;
 
     /* What the client knows of the server: the table's address, rkey and key count

@@ -269,6 +269,19 @@ void Qp::responder_on_packet(const wire::ParsedPacket &p, Time now) {
         nak_and_error(wire::kAethNakInvalidRequest, psn);
         return;
     }
+    /* The QP's own rights come before resources, lengths and keys (rxe's check_op_valid,
+     * verbs' class C error): an op this QP never allowed is an invalid request (0x61) on
+     * every packet of it, even zero-length or with no receive posted; a missing right of
+     * the MR is found later with the rkey (remote access error, 0x62). */
+    const uint32_t need = op.is(wire::kOpWrite)    ? uint32_t{kAccessRemoteWrite}
+                          : op.is(wire::kOpRead)   ? uint32_t{kAccessRemoteRead}
+                          : op.is(wire::kOpAtomic) ? uint32_t{kAccessRemoteAtomic}
+                                                   : 0u;
+    if ((attr_.qp_access_flags & need) != need) {
+        ++cfg_.counters->resp_op_not_allowed;
+        nak_and_error(wire::kAethNakInvalidRequest, psn);
+        return;
+    }
     if (op.is(wire::kOpPayload) && (p.payload_len > m || (!last && p.payload_len != m))) {
         ++cfg_.counters->resp_invalid_request;
         nak_and_error(wire::kAethNakInvalidRequest, psn);
@@ -327,9 +340,8 @@ void Qp::responder_on_packet(const wire::ParsedPacket &p, Time now) {
             write_len_ = write_left_ = p.reth.dma_len;
             write_ptr_ = nullptr;
             if (p.reth.dma_len > 0 &&
-                (!(attr_.qp_access_flags & kAccessRemoteWrite) ||
-                 cfg_.mrs->check(p.reth.rkey, cfg_.pd, p.reth.va, p.reth.dma_len,
-                                 kAccessRemoteWrite, &write_ptr_) != mem::AccessResult::Ok)) {
+                cfg_.mrs->check(p.reth.rkey, cfg_.pd, p.reth.va, p.reth.dma_len, kAccessRemoteWrite,
+                                &write_ptr_) != mem::AccessResult::Ok) {
                 ++cfg_.counters->resp_remote_access_error;
                 nak_and_error(wire::kAethNakRemoteAccessErr, psn);
                 return;
@@ -362,9 +374,8 @@ void Qp::responder_on_packet(const wire::ParsedPacket &p, Time now) {
         ++cfg_.counters->rx_read_requests;
         uint8_t *host;
         if (p.reth.dma_len > 0 &&
-            (!(attr_.qp_access_flags & kAccessRemoteRead) ||
-             cfg_.mrs->check(p.reth.rkey, cfg_.pd, p.reth.va, p.reth.dma_len, kAccessRemoteRead,
-                             &host) != mem::AccessResult::Ok)) {
+            cfg_.mrs->check(p.reth.rkey, cfg_.pd, p.reth.va, p.reth.dma_len, kAccessRemoteRead,
+                            &host) != mem::AccessResult::Ok) {
             ++cfg_.counters->resp_remote_access_error;
             nak_and_error(wire::kAethNakRemoteAccessErr, psn);
             return;
@@ -389,9 +400,8 @@ void Qp::responder_on_packet(const wire::ParsedPacket &p, Time now) {
             return;
         }
         uint8_t *host;
-        if (!(attr_.qp_access_flags & kAccessRemoteAtomic) ||
-            cfg_.mrs->check(p.atomic.rkey, cfg_.pd, p.atomic.va, 8, kAccessRemoteAtomic, &host) !=
-                mem::AccessResult::Ok) {
+        if (cfg_.mrs->check(p.atomic.rkey, cfg_.pd, p.atomic.va, 8, kAccessRemoteAtomic, &host) !=
+            mem::AccessResult::Ok) {
             ++cfg_.counters->resp_remote_access_error;
             nak_and_error(wire::kAethNakRemoteAccessErr, psn);
             return;

@@ -110,6 +110,9 @@ struct World {
         qb2 = &b.create_qp(0x44, &scq_b, &rcq_b, cap, {}, nullptr, 2);
         QpAttr x;
         x.max_rd_atomic = x.max_dest_rd_atomic = 4;
+        /* every op must reach the code behind the rights checks */
+        x.qp_access_flags =
+            kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead | kAccessRemoteAtomic;
         a.connect(*qa, b, *qb, 0x100, 0x200, x);
         b.connect(*qb, a, *qa, 0x200, 0x100, x);
         a.connect(*qa2, b, *qb2, 0xFFFFF0, 0x600, x); /* PSNs about to wrap */

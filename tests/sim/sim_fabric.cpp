@@ -49,9 +49,6 @@ void Endpoint::connect(rc::Qp &local, const Endpoint &peer, const rc::Qp &remote
                        uint32_t rq_psn, QpAttr a, Mtu mtu) {
     a.qp_state = QpState::Init;
     a.port_num = 1;
-    if (a.qp_access_flags == 0)
-        a.qp_access_flags =
-            kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead | kAccessRemoteAtomic;
     Status s = local.modify(a, kQpState | kQpPkeyIndex | kQpPort | kQpAccessFlags);
     if (!s)
         throw std::runtime_error(s.message());

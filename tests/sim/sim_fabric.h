@@ -75,7 +75,8 @@ class Endpoint : public rc::TxPort {
         return it == qps.end() ? nullptr : it->second.get();
     }
     /** Connects a local QP to a remote one (RESET->INIT->RTR->RTS). */
-    /** extra.qp_access_flags (0 = all four) and extra.pkey_index are honoured. */
+    /** extra.qp_access_flags (as given: 0 grants no remote right) and extra.pkey_index are
+     * honoured. */
     void connect(rc::Qp &local, const Endpoint &peer, const rc::Qp &remote, uint32_t sq_psn,
                  uint32_t rq_psn, QpAttr extra = {}, Mtu mtu = Mtu::Mtu1024);
 

@@ -61,13 +61,16 @@ struct World {
         qb2 = &b.create_qp(0x44, &scq_b2, &rcq_b2);
         extra.max_dest_rd_atomic = 4;
         extra.max_rd_atomic = 4;
-        QpAttr xa = extra, xb = extra;
+        /* Rights are asked for explicitly: connect() grants none by itself. */
+        QpAttr xa = extra, xb = extra, x2;
+        xa.qp_access_flags = kAll;
         xb.qp_access_flags = qb_access;
+        x2.qp_access_flags = kAll;
         xa.pkey_index = xb.pkey_index = static_cast<uint16_t>(b_pkey_index);
         a.connect(*qa, b, *qb, kPsnA, kPsnB, xa);
         b.connect(*qb, a, *qa, kPsnB, kPsnA, xb);
-        a.connect(*qa2, b, *qb2, 0x500, 0x600);
-        b.connect(*qb2, a, *qa2, 0x600, 0x500);
+        a.connect(*qa2, b, *qb2, 0x500, 0x600, x2);
+        b.connect(*qb2, a, *qa2, 0x600, 0x500, x2);
 
         arena.resize(kArena);
         for (size_t i = 0; i < kArena; ++i)
@@ -380,7 +383,7 @@ TEST(Hostile, RemoteAccessErrors) {
              return std::vector<Forge>{
                  w.write(kRcWriteOnly, w.epsn(), w.va(kOffAll), w.mr_all.key, 64, 64)};
          },
-         Expect::NakAccess, rcc("resp_remote_access_error"), 0, 0,
+         Expect::NakInvalid, rcc("resp_op_not_allowed"), 0, 0,
          kAccessLocalWrite | kAccessRemoteRead | kAccessRemoteAtomic},
         {"READ from a region without REMOTE_READ",
          [](World &w) {
@@ -393,7 +396,7 @@ TEST(Hostile, RemoteAccessErrors) {
              return std::vector<Forge>{
                  w.write(kRcReadRequest, w.epsn(), w.va(kOffAll), w.mr_all.key, 64, 0)};
          },
-         Expect::NakAccess, rcc("resp_remote_access_error"), 0, 0,
+         Expect::NakInvalid, rcc("resp_op_not_allowed"), 0, 0,
          kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteAtomic},
         {"READ past the end",
          [](World &w) {
@@ -422,7 +425,7 @@ TEST(Hostile, RemoteAccessErrors) {
          [](World &w) {
              return std::vector<Forge>{w.atomic(kRcCompareSwap, w.va(kOffAll), w.mr_all.key)};
          },
-         Expect::NakAccess, rcc("resp_remote_access_error"), 0, 0,
+         Expect::NakInvalid, rcc("resp_op_not_allowed"), 0, 0,
          kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead},
         {"atomic past the end",
          [](World &w) {
@@ -440,6 +443,88 @@ TEST(Hostile, RemoteAccessErrors) {
              return std::vector<Forge>{w.atomic(kRcCompareSwap, w.va(kOffAll + 4), w.mr_all.key)};
          },
          Expect::NakInvalid, rcc("resp_invalid_request")},
+    };
+    for (const Case &c : cases)
+        run_case(c);
+}
+
+/* ---- the QP's access flags: checked before resources, lengths and keys (rxe's
+ * check_op_valid), so an op the QP does not allow is an invalid request (0x61) whatever
+ * else is wrong with it; only a QP that allows the op gets to the MR check (0x62). ---- */
+TEST(Hostile, QpRightsComeFirst) {
+    using namespace wire;
+    constexpr uint32_t kNoWrite = kAccessLocalWrite | kAccessRemoteRead | kAccessRemoteAtomic;
+    constexpr uint32_t kNoRead = kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteAtomic;
+    constexpr uint32_t kNoAtomic = kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead;
+    const Case cases[] = {
+        {"zero-length WRITE on a QP without REMOTE_WRITE (no rkey needed, still refused)",
+         [](World &w) { return std::vector<Forge>{w.write(kRcWriteOnly, w.epsn(), 0, 0, 0, 0)}; },
+         Expect::NakInvalid, rcc("resp_op_not_allowed"), 0, 0, kNoWrite},
+        {"zero-length READ on a QP without REMOTE_READ",
+         [](World &w) { return std::vector<Forge>{w.write(kRcReadRequest, w.epsn(), 0, 0, 0, 0)}; },
+         Expect::NakInvalid, rcc("resp_op_not_allowed"), 0, 0, kNoRead},
+        {"WRITE with immediate, no receive posted, on a QP without REMOTE_WRITE: not RNR",
+         [](World &w) {
+             return std::vector<Forge>{
+                 w.write(kRcWriteOnlyImm, w.epsn(), w.va(kOffAll), w.mr_all.key, 64, 64)};
+         },
+         Expect::NakInvalid, rcc("resp_op_not_allowed"), 0, 0, kNoWrite},
+        {"WRITE with a forged rkey on a QP without REMOTE_WRITE",
+         [](World &w) {
+             return std::vector<Forge>{
+                 w.write(kRcWriteOnly, w.epsn(), w.va(kOffAll), w.mr_all.key ^ 0x40, 64, 64)};
+         },
+         Expect::NakInvalid, rcc("resp_op_not_allowed"), 0, 0, kNoWrite},
+        {"WRITE to a region without REMOTE_WRITE on a QP without it either",
+         [](World &w) {
+             return std::vector<Forge>{
+                 w.write(kRcWriteOnly, w.epsn(), w.va(kOffRo), w.mr_ro.key, 64, 64)};
+         },
+         Expect::NakInvalid, rcc("resp_op_not_allowed"), 0, 0, kNoWrite},
+        {"READ past the end on a QP without REMOTE_READ",
+         [](World &w) {
+             return std::vector<Forge>{
+                 w.write(kRcReadRequest, w.epsn(), w.va(kOffAll + 8), w.mr_all.key, kMrLen, 0)};
+         },
+         Expect::NakInvalid, rcc("resp_op_not_allowed"), 0, 0, kNoRead},
+        {"misaligned atomic on a QP without REMOTE_ATOMIC",
+         [](World &w) {
+             return std::vector<Forge>{w.atomic(kRcFetchAdd, w.va(kOffAll + 4), w.mr_all.key)};
+         },
+         Expect::NakInvalid, rcc("resp_op_not_allowed"), 0, 0, kNoAtomic},
+        {"FETCH_ADD on a QP that allows only WRITE",
+         [](World &w) {
+             return std::vector<Forge>{w.atomic(kRcFetchAdd, w.va(kOffAll), w.mr_all.key)};
+         },
+         Expect::NakInvalid, rcc("resp_op_not_allowed"), 0, 0,
+         kAccessLocalWrite | kAccessRemoteWrite},
+        {"READ on a QP that allows only ATOMIC",
+         [](World &w) {
+             return std::vector<Forge>{
+                 w.write(kRcReadRequest, w.epsn(), w.va(kOffAll), w.mr_all.key, 64, 0)};
+         },
+         Expect::NakInvalid, rcc("resp_op_not_allowed"), 0, 0,
+         kAccessLocalWrite | kAccessRemoteAtomic},
+        {"WRITE on a QP that allows only READ",
+         [](World &w) {
+             return std::vector<Forge>{
+                 w.write(kRcWriteOnly, w.epsn(), w.va(kOffAll), w.mr_all.key, 64, 64)};
+         },
+         Expect::NakInvalid, rcc("resp_op_not_allowed"), 0, 0, kAccessRemoteRead},
+        {"a QP with no remote right at all (SEND/RECV only) refuses WRITE",
+         [](World &w) {
+             return std::vector<Forge>{
+                 w.write(kRcWriteOnly, w.epsn(), w.va(kOffAll), w.mr_all.key, 64, 64)};
+         },
+         Expect::NakInvalid, rcc("resp_op_not_allowed"), 0, 0, kAccessLocalWrite},
+        /* The QP allows it, the MR does not: the MR check answers, remote access error. */
+        {"READ allowed by the QP, refused by a write-only region",
+         [](World &w) {
+             return std::vector<Forge>{
+                 w.write(kRcReadRequest, w.epsn(), w.va(kOffWo), w.mr_wo.key, 64, 0)};
+         },
+         Expect::NakAccess, rcc("resp_remote_access_error"), 0, 0,
+         kAccessLocalWrite | kAccessRemoteRead},
     };
     for (const Case &c : cases)
         run_case(c);

@@ -119,6 +119,9 @@ class Property {
             attr.min_rnr_timer = 1;
             attr.max_rd_atomic = 8;
             attr.max_dest_rd_atomic = 8;
+            /* the random workload uses every op both ways */
+            attr.qp_access_flags =
+                kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead | kAccessRemoteAtomic;
             const Mtu mtu = (k % 2) ? Mtu::Mtu4096 : Mtu::Mtu1024;
             const uint32_t pa = static_cast<uint32_t>(rng_()) & 0xFFFFFF;
             const uint32_t pb = static_cast<uint32_t>(rng_()) & 0xFFFFFF;

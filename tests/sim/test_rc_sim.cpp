@@ -22,12 +22,14 @@ struct Pair {
         : fab(seed, f), a(fab, kIpA, 1), b(fab, kIpB, 2), seed(seed) {
         qa = &a.create_qp(0x11, &scq_a, &rcq_a, cap);
         qb = &b.create_qp(0x22, &scq_b, &rcq_b, cap);
+        /* The pair's tests use every op both ways: both QPs ask for every right. */
+        const uint32_t all =
+            kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead | kAccessRemoteAtomic;
+        attr.qp_access_flags = all;
         a.connect(*qa, b, *qb, psn_a, psn_b, attr, mtu);
         b.connect(*qb, a, *qa, psn_b, psn_a, attr, mtu);
         buf_a.assign(8 << 20, 0);
         buf_b.assign(4 << 20, 0);
-        const uint32_t all =
-            kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead | kAccessRemoteAtomic;
         mr_a = a.mrs.reg(1, buf_a.data(), buf_a.size(), all).value();
         mr_b = b.mrs.reg(1, buf_b.data(), buf_b.size(), all).value();
     }

@@ -944,3 +944,292 @@ TEST_F(RawPort, HostilePeer) {
     for (auto &s : v)
         s.reset();
 }
+
+/* ---- Least privilege in the tools (issue 15): droce-perf's and droce-pingpong's own
+ * set-up code (perf::Side, PingpongEndpoint) builds a server's QP and MR on the engine;
+ * the raw port then plays a hostile client that forges every RDMA op at it. An op the
+ * test does not use must be refused by the QP (NAK invalid request 0x61, QP to ERR,
+ * memory untouched); with the QP opened up on purpose, the MR must refuse it as well
+ * (NAK remote access error 0x62). ---- */
+#include "endpoint.h" /* apps/droce-pingpong */
+#include "rights.h"   /* apps/droce-perf */
+#include "side.h"     /* apps/droce-perf */
+
+namespace {
+
+/* perftest's rights per test (perftest_resources.c: setup_mr_flags for the MR,
+ * ctx_modify_qp_to_init for the QP), for the side its peer targets. */
+TEST(PerfRights, TableMatchesPerftestForTheTargetAndGrantsClientsNothing) {
+    using perf::Kind;
+    using perf::Verb;
+    constexpr uint32_t LW = kAccessLocalWrite, RW = kAccessRemoteWrite, RR = kAccessRemoteRead,
+                       RA = kAccessRemoteAtomic;
+    struct Row {
+        Verb verb;
+        Kind kind;
+        bool client;
+        uint32_t mr, qp;
+    };
+    const Row rows[] = {
+        /* servers: perftest's one right per verb */
+        {Verb::Write, Kind::Bw, false, LW | RW, RW},
+        {Verb::Write, Kind::Lat, false, LW | RW, RW},
+        {Verb::Read, Kind::Bw, false, LW | RR, RR},
+        {Verb::Read, Kind::Lat, false, LW | RR, RR},
+        {Verb::Atomic, Kind::Bw, false, LW | RA, RA},
+        {Verb::Atomic, Kind::Lat, false, LW | RA, RA},
+        /* SEND: nothing remote (perftest also sets REMOTE_WRITE on the QP, which its MR
+         * without REMOTE_WRITE makes moot; droce leaves it out) */
+        {Verb::Send, Kind::Bw, false, LW, 0},
+        {Verb::Send, Kind::Lat, false, LW, 0},
+        /* write_lat: the server WRITEs into the client too */
+        {Verb::Write, Kind::Lat, true, LW | RW, RW},
+        /* other clients: their buffers are written only by themselves */
+        {Verb::Write, Kind::Bw, true, LW, 0},
+        {Verb::Read, Kind::Bw, true, LW, 0},
+        {Verb::Read, Kind::Lat, true, LW, 0},
+        {Verb::Atomic, Kind::Bw, true, LW, 0},
+        {Verb::Atomic, Kind::Lat, true, LW, 0},
+        {Verb::Send, Kind::Bw, true, LW, 0},
+        {Verb::Send, Kind::Lat, true, LW, 0},
+    };
+    for (const Row &r : rows) {
+        SCOPED_TRACE(std::string(perf::verb_name(r.verb)) +
+                     (r.kind == Kind::Bw ? "_bw " : "_lat ") + (r.client ? "client" : "server"));
+        const perf::Rights got = perf::rights_for(r.verb, r.kind, r.client);
+        EXPECT_EQ(got.mr, r.mr);
+        EXPECT_EQ(got.qp, r.qp);
+    }
+}
+
+enum class Op { Write, Read, FetchAdd };
+const char *op_name(Op o) {
+    return o == Op::Write ? "WRITE" : o == Op::Read ? "READ" : "FETCH_ADD";
+}
+
+/* A server QP as a tool built it: where its MR is and what the peer was told. */
+struct Target {
+    QueuePair *qp;
+    uint32_t qpn;
+    uint32_t rkey;
+    uint64_t va; /* 8-aligned, inside the MR, 64 bytes to spare */
+    uint8_t *mr_addr;
+    size_t mr_len;
+};
+
+constexpr uint32_t kPeerQpn = 0x50, kServerEpsn = 0x300;
+
+class ToolRights : public RawPort {
+  protected:
+    void learn_peer() {
+        auto arp = eth(net::kBroadcastMac.data(), 0x0806);
+        const uint8_t who_has[] = {0,  1,  8, 0, 6, 4, 0, 1, 0x02, 0, 0,  0,  0x01, 0x09,
+                                   10, 77, 0, 9, 0, 0, 0, 0, 0,    0, 10, 77, 0,    1};
+        arp.insert(arp.end(), who_has, who_has + sizeof(who_has));
+        arp.resize(60, 0);
+        ASSERT_NO_FATAL_FAILURE(send(arp));
+        receive();
+    }
+    static Gid peer_gid() { return net::GidTable::ipv4_mapped(0x0A4D0009); }
+
+    std::vector<uint8_t> forge(const Target &t, Op op) {
+        if (op == Op::Write)
+            return peer_request(wire::kRcWriteOnly, t.qpn, kServerEpsn, 0xFFFF, {t.va, t.rkey, 64},
+                                64);
+        if (op == Op::Read)
+            return peer_request(wire::kRcReadRequest, t.qpn, kServerEpsn, 0xFFFF,
+                                {t.va, t.rkey, 64}, 0);
+        wire::FrameSpec s{};
+        std::memcpy(s.eth.dst, kDevMac, 6);
+        std::memcpy(s.eth.src, kPeerMac, 6);
+        wire::gid_from_ipv4(0x0A4D0009, s.src_gid);
+        wire::gid_from_ipv4(0x0A4D0001, s.dst_gid);
+        s.ttl = 64;
+        s.udp_sport = 0xC123;
+        s.bth.opcode = wire::kRcFetchAdd;
+        s.bth.pkey = 0xFFFF;
+        s.bth.dest_qp = t.qpn;
+        s.bth.psn = kServerEpsn;
+        s.bth.ack_req = true;
+        s.atomic = {t.va, t.rkey, 0x0101010101010101ull, 0};
+        std::vector<uint8_t> f(wire::frame_len(s));
+        f.resize(wire::build_frame(s, f.data(), f.size()));
+        return f;
+    }
+
+    /* Forges op at t. want_nak 0: the op must be served (and do exactly what it says);
+     * else exactly one NAK with that syndrome, no byte of the MR changed, the QP in ERR. */
+    void probe(const Target &t, Op op, uint8_t want_nak) {
+        SCOPED_TRACE(op_name(op));
+        const std::vector<uint8_t> before(t.mr_addr, t.mr_addr + t.mr_len);
+        ASSERT_NO_FATAL_FAILURE(send(forge(t, op)));
+        for (int i = 0; i < 4; ++i)
+            engine->poll();
+        const auto frames = receive();
+        ASSERT_EQ(frames.size(), 1u) << "one answer";
+        wire::ParsedPacket p;
+        ASSERT_EQ(wire::parse_frame(frames[0].data(), frames[0].size(), p, true),
+                  wire::ParseResult::Ok);
+        EXPECT_EQ(p.bth.dest_qp, kPeerQpn);
+        EXPECT_EQ(p.bth.psn, kServerEpsn);
+        const size_t off = t.va - reinterpret_cast<uint64_t>(t.mr_addr);
+        QpAttr a;
+        ASSERT_TRUE(t.qp->query(a));
+        if (want_nak != 0) {
+            EXPECT_EQ(p.bth.opcode, wire::kRcAcknowledge) << "a NAK, never data";
+            EXPECT_EQ(p.aeth.syndrome, want_nak) << std::hex << int(p.aeth.syndrome);
+            EXPECT_TRUE(std::equal(before.begin(), before.end(), t.mr_addr))
+                << "the server's memory changed";
+            EXPECT_EQ(a.qp_state, QpState::Err);
+            return;
+        }
+        EXPECT_EQ(a.qp_state, QpState::Rts);
+        switch (op) {
+        case Op::Write:
+            EXPECT_EQ(p.bth.opcode, wire::kRcAcknowledge);
+            EXPECT_EQ(p.aeth.syndrome, 0x1F);
+            for (uint32_t i = 0; i < 64; ++i)
+                ASSERT_EQ(t.mr_addr[off + i], static_cast<uint8_t>(0xC3 ^ i));
+            break;
+        case Op::Read: {
+            ASSERT_EQ(p.bth.opcode, wire::kRcReadResponseOnly);
+            std::vector<uint8_t> got;
+            wire::for_each_payload_chunk(
+                p, [&](const uint8_t *s, uint32_t n) { got.insert(got.end(), s, s + n); });
+            EXPECT_EQ(got, std::vector<uint8_t>(t.mr_addr + off, t.mr_addr + off + 64));
+            break;
+        }
+        case Op::FetchAdd: {
+            ASSERT_EQ(p.bth.opcode, wire::kRcAtomicAcknowledge);
+            uint64_t old, now;
+            std::memcpy(&old, before.data() + off, 8);
+            std::memcpy(&now, t.mr_addr + off, 8);
+            EXPECT_EQ(p.atomic_ack.orig, old);
+            EXPECT_EQ(now, old + 0x0101010101010101ull);
+            break;
+        }
+        }
+    }
+};
+
+/* A droce-perf server of `verb` (bw), connected to the raw peer. */
+std::unique_ptr<perf::Side> perf_server(Device &dev, perf::Verb verb, Target &t) {
+    perf::SideConfig c;
+    c.verb = verb;
+    c.kind = perf::Kind::Bw;
+    c.client = false;
+    c.max_size = 4096;
+    c.tx_depth = 16;
+    c.rx_depth = 16;
+    c.prefix = "perf server: ";
+    auto s = std::make_unique<perf::Side>(c);
+    if (!s->setup(dev, 0x900))
+        return nullptr;
+    perf::Dest peer;
+    peer.qpn = kPeerQpn;
+    peer.psn = kServerEpsn;
+    peer.gid = net::GidTable::ipv4_mapped(0x0A4D0009);
+    if (!s->connect(peer, Mtu::Mtu1024))
+        return nullptr;
+    const auto &r = s->resources();
+    /* The MR's own rkey even for SEND tests, whose exchange advertises none: a forger
+     * may have it from elsewhere. */
+    t = {r.qp.get(),
+         s->local().qpn,
+         r.mr->rkey(),
+         reinterpret_cast<uint64_t>(r.mr->addr()) + 4096 + 128,
+         static_cast<uint8_t *>(r.mr->addr()),
+         r.mr->length()};
+    for (size_t i = 0; i < t.mr_len; ++i)
+        t.mr_addr[i] = static_cast<uint8_t>(i * 7 + 1);
+    return s;
+}
+
+void open_qp_fully(const Target &t) {
+    QpAttr a;
+    a.qp_state = QpState::Rts;
+    a.qp_access_flags =
+        kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead | kAccessRemoteAtomic;
+    ASSERT_TRUE(t.qp->modify(a, kQpState | kQpAccessFlags));
+}
+
+TEST_F(ToolRights, PerfServersRefuseEveryOpButTheirTests) {
+    ASSERT_NO_FATAL_FAILURE(learn_peer());
+    const struct {
+        perf::Verb verb;
+        const char *mode;
+        Op allowed; /* send_bw: none */
+        bool any;
+    } modes[] = {{perf::Verb::Write, "write_bw", Op::Write, true},
+                 {perf::Verb::Read, "read_bw", Op::Read, true},
+                 {perf::Verb::Atomic, "atomic_bw", Op::FetchAdd, true},
+                 {perf::Verb::Send, "send_bw", Op::Write, false}};
+    uint64_t refused = 0;
+    for (const auto &m : modes) {
+        SCOPED_TRACE(m.mode);
+        for (Op op : {Op::Write, Op::Read, Op::FetchAdd}) {
+            const bool ok = m.any && op == m.allowed;
+            /* The QP as the tool set it: the test's op served, any other refused by the
+             * QP's access flags. */
+            Target t{};
+            auto s = perf_server(*dev, m.verb, t);
+            ASSERT_TRUE(s);
+            QpAttr a;
+            ASSERT_TRUE(t.qp->query(a));
+            EXPECT_EQ(a.qp_access_flags, perf::rights_for(m.verb, perf::Kind::Bw, false).qp);
+            ASSERT_NO_FATAL_FAILURE(probe(t, op, ok ? 0 : wire::kAethNakInvalidRequest));
+            refused += ok ? 0 : 1;
+            s.reset();
+            if (ok)
+                continue;
+            /* The QP opened up on purpose: the MR must still refuse. */
+            SCOPED_TRACE("QP opened to every right: the MR's own rights decide");
+            s = perf_server(*dev, m.verb, t);
+            ASSERT_TRUE(s);
+            ASSERT_NO_FATAL_FAILURE(open_qp_fully(t));
+            ASSERT_NO_FATAL_FAILURE(probe(t, op, wire::kAethNakRemoteAccessErr));
+            s.reset();
+        }
+    }
+    const auto c = counter_map(*dev);
+    EXPECT_EQ(c.at("resp_op_not_allowed"), refused);
+    EXPECT_EQ(c.at("resp_remote_access_error"), refused);
+}
+
+/* droce-pingpong is SEND/RECV only, as ibv_rc_pingpong: no remote right anywhere. */
+TEST_F(ToolRights, PingpongGrantsNoRemoteRight) {
+    ASSERT_NO_FATAL_FAILURE(learn_peer());
+    for (Op op : {Op::Write, Op::Read, Op::FetchAdd}) {
+        for (bool opened : {false, true}) {
+            SCOPED_TRACE(opened ? "QP opened on purpose: the MR decides" : "as the tool set it");
+            pingpong::EndpointConfig c;
+            c.size = 4096;
+            c.rx_depth = 16;
+            c.prefix = "pingpong: ";
+            pingpong::PingpongEndpoint e(c);
+            ASSERT_TRUE(e.setup(*dev, 0x900));
+            pingpong::Dest peer;
+            peer.qpn = kPeerQpn;
+            peer.psn = kServerEpsn;
+            peer.gid = peer_gid();
+            ASSERT_TRUE(e.connect(peer));
+            const auto &r = e.resources();
+            QpAttr a;
+            ASSERT_TRUE(r.qp->query(a));
+            EXPECT_EQ(a.qp_access_flags, 0u);
+            const Target t{r.qp.get(),
+                           e.local().qpn,
+                           r.mr->rkey(),
+                           reinterpret_cast<uint64_t>(r.mr->addr()) + 128,
+                           static_cast<uint8_t *>(r.mr->addr()),
+                           r.mr->length()};
+            if (opened) {
+                ASSERT_NO_FATAL_FAILURE(open_qp_fully(t));
+            }
+            ASSERT_NO_FATAL_FAILURE(probe(
+                t, op, opened ? wire::kAethNakRemoteAccessErr : wire::kAethNakInvalidRequest));
+        }
+    }
+}
+
+} // namespace
