@@ -52,8 +52,8 @@ struct EngineOptions {
      * workers > 1, the first of the worker lcores used (the others follow in -l order). */
     int worker_lcore = -1;
     /** Worker lcores (shared nothing: each owns a shard of the CQs, QPs and SRQs and one
-     * RX and TX queue per port); 0 = one per worker lcore the EAL gave. Embedded mode
-     * has exactly one (the application's loop). */
+     * RX and TX queue per port); 0 = one per worker lcore the EAL gave. In embedded mode
+     * the application's threads are the workers: each calls Engine::poll(w) for its own. */
     uint32_t workers = 1;
     /** After this many empty poll iterations the worker sleeps idle_sleep_us (0 = never
      * sleep: pure busy polling, lowest latency). Useful on shared/emulated machines. */
@@ -124,6 +124,12 @@ class Engine {
     /** Embedded mode: one iteration of the poll loop (RX, timers, TX). Returns the number
      * of packets handled. Calling it in worker mode is an error (returns -1). */
     virtual int poll() = 0;
+    /** Embedded mode with several workers: one iteration of worker `worker` only. Each
+     * worker is polled by one application thread (an SPDK-style reactor per core); control
+     * calls and other workers' polls are serialised against it (a per-worker lock taken
+     * once per iteration, not per packet). Returns packets handled, -1 in worker mode or
+     * for a worker out of range. */
+    virtual int poll(uint32_t worker) = 0;
     /** Stops the worker; devices stay valid until the engine is destroyed. Control calls
      * made afterwards run inline on the calling thread. */
     virtual void stop() = 0;

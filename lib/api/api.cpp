@@ -492,6 +492,11 @@ class EngineImpl final : public Engine {
     }
     Status start() override { return rt_->start(); }
     int poll() override { return rt_->embedded() ? rt_->poll_once() : -1; }
+    int poll(uint32_t worker) override {
+        if (!rt_->embedded() || worker >= rt_->workers())
+            return -1;
+        return rt_->poll_worker(worker);
+    }
     void stop() override { rt_->stop(); }
     bool embedded() const override { return rt_->embedded(); }
 

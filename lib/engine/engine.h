@@ -25,6 +25,7 @@
 
 #include <droce/droce.h>
 #include <rte_mbuf_core.h>
+#include <rte_spinlock.h>
 
 #include "mem_mr.h"
 #include "net.h"
@@ -408,6 +409,9 @@ class Runtime {
     /** Embedded mode: one iteration over every device. Returns packets handled; *work
      * (optional) gets all work done including commands and WRs. */
     int poll_once(uint32_t *work = nullptr);
+    /** Embedded mode: one iteration of worker w (its mailbox, then its shard of every
+     * device). With several embedded workers, under that worker's lock. */
+    int poll_worker(uint32_t w, uint32_t *work = nullptr);
     bool embedded() const { return opts_.embedded; }
     uint32_t workers() const { return static_cast<uint32_t>(workers_.size()); }
     bool worker_running() const { return running_.load(std::memory_order_acquire); }
@@ -462,7 +466,11 @@ class Runtime {
         uint32_t index = 0;
         unsigned lcore = 0;
         rte_ring *mailbox = nullptr;
+        /* Embedded mode with several workers: held by whoever runs this worker's state
+         * (its poll thread for one iteration, or a control call). */
+        rte_spinlock_t lock = RTE_SPINLOCK_INITIALIZER;
     };
+    bool embedded_multi() const { return opts_.embedded && workers_.size() > 1; }
 
     EngineOptions opts_;
     rte_mempool *pool_ = nullptr;

@@ -140,10 +140,8 @@ Result<std::unique_ptr<Runtime>> Runtime::create(int argc, char **argv, int *con
                                       std::to_string(lcores.size()) +
                                       " (give more with -l, e.g. -l 0-" + std::to_string(nw) +
                                       ")");
-    } else if (opts.workers > 1) {
-        return Status(EINVAL, "embedded mode has exactly one worker (the application's loop); "
-                              "workers = " +
-                                  std::to_string(opts.workers));
+    } else {
+        nw = opts.workers == 0 ? 1 : opts.workers;
     }
     if (nw > kMaxWorkers)
         return Status(EINVAL, "at most " + std::to_string(kMaxWorkers) + " workers");
@@ -518,24 +516,46 @@ uint32_t Runtime::drain_commands(uint32_t w) {
     return n;
 }
 
-int Runtime::poll_once(uint32_t *work) {
-    uint32_t w = 0;
+int Runtime::poll_worker(uint32_t i, uint32_t *work) {
+    const bool lock = embedded_multi();
+    if (lock)
+        rte_spinlock_lock(&workers_[i]->lock);
+    uint32_t w = drain_commands(i);
     uint32_t pkts = 0;
-    for (uint32_t i = 0; i < workers_.size(); ++i) {
-        w += drain_commands(i);
-        const uint64_t now = now_ns();
-        for (const auto &d : devs_) {
-            uint32_t dw = 0;
-            pkts += d->shard(i).poll(now, &dw);
-            w += dw;
-        }
+    const uint64_t now = now_ns();
+    for (const auto &d : devs_) {
+        uint32_t dw = 0;
+        pkts += d->shard(i).poll(now, &dw);
+        w += dw;
     }
+    if (lock)
+        rte_spinlock_unlock(&workers_[i]->lock);
     if (work)
         *work = w;
     return static_cast<int>(pkts);
 }
 
+int Runtime::poll_once(uint32_t *work) {
+    uint32_t w = 0;
+    int pkts = 0;
+    for (uint32_t i = 0; i < workers_.size(); ++i) {
+        uint32_t ww = 0;
+        pkts += poll_worker(i, &ww);
+        w += ww;
+    }
+    if (work)
+        *work = w;
+    return pkts;
+}
+
 void Runtime::exec_on(uint32_t w, const std::function<void()> &fn) {
+    if (embedded_multi()) {
+        /* The worker's poll thread may be in an iteration: wait for it. */
+        rte_spinlock_lock(&workers_[w]->lock);
+        fn();
+        rte_spinlock_unlock(&workers_[w]->lock);
+        return;
+    }
     if (!worker_running()) {
         fn();
         return;
@@ -554,6 +574,14 @@ void Runtime::exec_on(uint32_t w, const std::function<void()> &fn) {
 }
 
 void Runtime::exec_all(const std::function<void()> &fn) {
+    if (embedded_multi()) {
+        for (auto &w : workers_) /* in order: no two callers deadlock */
+            rte_spinlock_lock(&w->lock);
+        fn();
+        for (auto &w : workers_)
+            rte_spinlock_unlock(&w->lock);
+        return;
+    }
     if (!worker_running()) {
         fn();
         return;
