@@ -28,7 +28,7 @@ void print_banner(const Options &opt, const std::string &dev, uint32_t mtu, bool
     std::printf("                    %s %s Test\n", verb_name(opt.verb),
                 opt.kind == Kind::Bw ? "BW" : "Latency");
     std::printf(" Dual-port       : OFF\t\tDevice         : %s\n", dev.c_str());
-    std::printf(" Number of qps   : 1\t\tTransport type : IB\n");
+    std::printf(" Number of qps   : %u\t\tTransport type : IB\n", opt.num_qps);
     std::printf(" Connection type : RC\t\tUsing SRQ      : OFF\n");
     std::printf(" PCIe relax order: OFF\n");
     if (opt.kind == Kind::Bw || opt.verb != Verb::Send)
