@@ -71,9 +71,9 @@ struct LoopbackDevices {
 };
 
 /** Creates the net_ring pair with `queues` RX/TX queue pairs per port (one per worker;
- * printing "Couldn't create the net_ring pair: why" on failure) and opens the server's then the client's device with Ethernet MTU eth_mtu;
- * when one does not open, calls open_failed(port, status) (the tools word it
- * differently) and returns nothing. */
+ * printing "Couldn't create the net_ring pair: why" on failure) and opens the server's then the
+ * client's device with Ethernet MTU eth_mtu; when one does not open, calls open_failed(port,
+ * status) (the tools word it differently) and returns nothing. */
 std::optional<LoopbackDevices>
 open_loopback_devices(Engine &engine, uint32_t eth_mtu,
                       const std::function<void(const std::string &, const Status &)> &open_failed,

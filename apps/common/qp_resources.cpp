@@ -5,9 +5,9 @@
 
 namespace droce::app {
 
-std::string create_rc_qp_in_init(ProtectionDomain &pd, CompletionQueue &cq,
-                                 uint32_t max_send_wr, uint32_t max_recv_wr, uint8_t port,
-                                 uint32_t access, std::unique_ptr<QueuePair> &qp) {
+std::string create_rc_qp_in_init(ProtectionDomain &pd, CompletionQueue &cq, uint32_t max_send_wr,
+                                 uint32_t max_recv_wr, uint8_t port, uint32_t access,
+                                 std::unique_ptr<QueuePair> &qp) {
     QpInitAttr ia;
     ia.send_cq = &cq;
     ia.recv_cq = &cq;

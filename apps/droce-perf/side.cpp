@@ -97,7 +97,8 @@ bool Side::setup(Device &dev, uint32_t workers) {
         const uint64_t cqe = on_w * per_qp + 16;
         if (cqe > UINT32_MAX)
             return fail("Couldn't create CQ: %llu entries for %llu QPs",
-                        static_cast<unsigned long long>(cqe), static_cast<unsigned long long>(on_w));
+                        static_cast<unsigned long long>(cqe),
+                        static_cast<unsigned long long>(on_w));
         auto cq = dev.create_cq(static_cast<uint32_t>(cqe), static_cast<int>(w));
         if (!cq)
             return fail("Couldn't create CQ on worker %u: %s", w, cq.status().message().c_str());
@@ -123,8 +124,7 @@ bool Side::setup(Device &dev, uint32_t workers) {
                 return false;
         Dest &d = local_[i];
         d.lid = 0;
-        d.out_reads =
-            (cfg_.verb == Verb::Read || cfg_.verb == Verb::Atomic) ? cfg_.out_reads : 1;
+        d.out_reads = (cfg_.verb == Verb::Read || cfg_.verb == Verb::Atomic) ? cfg_.out_reads : 1;
         d.qpn = qps_[i]->qp_num();
         d.psn = app::random_psn();
         d.rkey = cfg_.verb == Verb::Send ? 0 : mr_->rkey();
@@ -152,8 +152,8 @@ bool Side::connect(const std::vector<Dest> &remote, Mtu mtu) {
         a.ah_attr.sgid_index = static_cast<uint8_t>(cfg_.gid_idx);
         a.ah_attr.hop_limit = 64;
         a.ah_attr.port_num = 1;
-        if (Status st = qps_[i]->modify(a, kQpState | kQpAv | kQpPathMtu | kQpDestQpn |
-                                               kQpRqPsn | kQpMaxDestRdAtomic | kQpMinRnrTimer);
+        if (Status st = qps_[i]->modify(a, kQpState | kQpAv | kQpPathMtu | kQpDestQpn | kQpRqPsn |
+                                               kQpMaxDestRdAtomic | kQpMinRnrTimer);
             !st)
             return fail("Failed to modify QP %u to RTR: %s", local_[i].qpn, st.message().c_str());
         const auto max_rd_atomic = static_cast<uint8_t>(

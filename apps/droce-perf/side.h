@@ -35,7 +35,7 @@ struct SideConfig {
     Kind kind = Kind::Bw;
     bool client = false;
     uint64_t max_size = 65536; /**< buffer half size */
-    uint32_t iters = 1000; /**< per QP */
+    uint32_t iters = 1000;     /**< per QP */
     uint32_t num_qps = 1;
     uint32_t tx_depth = 128;
     uint32_t rx_depth = 512;
