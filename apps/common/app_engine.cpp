@@ -17,9 +17,10 @@ void Backoff::idle() {
     std::this_thread::sleep_for(std::chrono::microseconds(20));
 }
 
-std::unique_ptr<Engine> create_engine(EalArgv &eal, const DeviceOptions &o) {
+std::unique_ptr<Engine> create_engine(EalArgv &eal, const DeviceOptions &o, uint32_t workers) {
     EngineOptions eo;
     eo.embedded = o.embedded;
+    eo.workers = workers;
     eo.idle_polls_before_sleep = o.busy_poll ? 0 : 1000;
     eo.idle_sleep_us = 20;
     eo.log_level = o.log_level;
@@ -73,8 +74,11 @@ bool start_engine(Engine &engine) {
 
 std::optional<LoopbackDevices>
 open_loopback_devices(Engine &engine, uint32_t eth_mtu,
-                      const std::function<void(const std::string &, const Status &)> &open_failed) {
-    auto ports = engine.create_ring_pair();
+                      const std::function<void(const std::string &, const Status &)> &open_failed,
+                      uint16_t queues) {
+    // One queue asks for the plain pair, so single-worker runs never depend on the
+    // multi-queue variant.
+    auto ports = queues > 1 ? engine.create_ring_pair(queues) : engine.create_ring_pair();
     if (!ports) {
         std::fprintf(stderr, "Couldn't create the net_ring pair: %s\n",
                      ports.status().message().c_str());

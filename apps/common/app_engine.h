@@ -37,9 +37,10 @@ class Backoff {
 };
 
 /** Engine::create with the EAL argv (from o.eal_args; keep it alive as long as the
- * engine: DPDK may keep pointers into it) and o's engine mode, idle policy and log level.
+ * engine: DPDK may keep pointers into it) and o's engine mode, idle policy and log level,
+ * with `workers` worker lcores (EngineOptions::workers; 0 = one per EAL worker lcore).
  * Prints "Couldn't start droce (EAL args: ...): why" and returns nullptr on failure. */
-std::unique_ptr<Engine> create_engine(EalArgv &eal, const DeviceOptions &o);
+std::unique_ptr<Engine> create_engine(EalArgv &eal, const DeviceOptions &o, uint32_t workers = 1);
 
 /** The engine of a run and the run's deadline. */
 struct EngineRun {
@@ -69,13 +70,14 @@ struct LoopbackDevices {
     Device *client = nullptr;
 };
 
-/** Creates the net_ring pair (printing "Couldn't create the net_ring pair: why" on
- * failure) and opens the server's then the client's device with Ethernet MTU eth_mtu;
- * when one does not open, calls open_failed(port, status) (the tools word it
- * differently) and returns nothing. */
+/** Creates the net_ring pair with `queues` RX/TX queue pairs per port (one per worker;
+ * printing "Couldn't create the net_ring pair: why" on failure) and opens the server's then the
+ * client's device with Ethernet MTU eth_mtu; when one does not open, calls open_failed(port,
+ * status) (the tools word it differently) and returns nothing. */
 std::optional<LoopbackDevices>
 open_loopback_devices(Engine &engine, uint32_t eth_mtu,
-                      const std::function<void(const std::string &, const Status &)> &open_failed);
+                      const std::function<void(const std::string &, const Status &)> &open_failed,
+                      uint16_t queues = 1);
 
 /** Seeds random_psn() from the pid and the time. */
 void seed_random_psn();

@@ -5,16 +5,17 @@
 
 namespace droce::app {
 
-std::string QpResources::create_qp_in_init(uint32_t max_send_wr, uint32_t max_recv_wr, uint8_t port,
-                                           uint32_t access) {
+std::string create_rc_qp_in_init(ProtectionDomain &pd, CompletionQueue &cq, uint32_t max_send_wr,
+                                 uint32_t max_recv_wr, uint8_t port, uint32_t access,
+                                 std::unique_ptr<QueuePair> &qp) {
     QpInitAttr ia;
-    ia.send_cq = cq.get();
-    ia.recv_cq = cq.get();
+    ia.send_cq = &cq;
+    ia.recv_cq = &cq;
     ia.cap.max_send_wr = max_send_wr;
     ia.cap.max_recv_wr = max_recv_wr;
     ia.cap.max_send_sge = 1;
     ia.cap.max_recv_sge = 1;
-    auto q = pd->create_qp(ia);
+    auto q = pd.create_qp(ia);
     if (!q)
         return "Couldn't create QP: " + q.status().message();
     qp = std::move(q.value());
@@ -29,7 +30,7 @@ std::string QpResources::create_qp_in_init(uint32_t max_send_wr, uint32_t max_re
     return "";
 }
 
-std::string QpResources::modify_qp_to_rts(uint32_t sq_psn, uint8_t max_rd_atomic) {
+std::string modify_rc_qp_to_rts(QueuePair &qp, uint32_t sq_psn, uint8_t max_rd_atomic) {
     QpAttr a;
     a.qp_state = QpState::Rts;
     a.timeout = 14;
@@ -37,11 +38,20 @@ std::string QpResources::modify_qp_to_rts(uint32_t sq_psn, uint8_t max_rd_atomic
     a.rnr_retry = 7;
     a.sq_psn = sq_psn;
     a.max_rd_atomic = max_rd_atomic;
-    if (Status st = qp->modify(a, kQpState | kQpTimeout | kQpRetryCnt | kQpRnrRetry | kQpSqPsn |
-                                      kQpMaxQpRdAtomic);
+    if (Status st = qp.modify(a, kQpState | kQpTimeout | kQpRetryCnt | kQpRnrRetry | kQpSqPsn |
+                                     kQpMaxQpRdAtomic);
         !st)
         return "Failed to modify QP to RTS: " + st.message();
     return "";
+}
+
+std::string QpResources::create_qp_in_init(uint32_t max_send_wr, uint32_t max_recv_wr, uint8_t port,
+                                           uint32_t access) {
+    return create_rc_qp_in_init(*pd, *cq, max_send_wr, max_recv_wr, port, access, qp);
+}
+
+std::string QpResources::modify_qp_to_rts(uint32_t sq_psn, uint8_t max_rd_atomic) {
+    return modify_rc_qp_to_rts(*qp, sq_psn, max_rd_atomic);
 }
 
 void vprint_error(const std::string &prefix, const char *fmt, va_list ap) {

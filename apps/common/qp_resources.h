@@ -40,6 +40,18 @@ struct QpResources {
     std::string modify_qp_to_rts(uint32_t sq_psn, uint8_t max_rd_atomic);
 };
 
+/** Creates an RC QP on pd (send and receive completions on cq, one SGE each way) into
+ * qp and moves it to INIT (P_Key index 0, port, access flags). Returns "" or the message:
+ * "Couldn't create QP: why" or "Failed to modify QP to INIT: why". For tools with
+ * several QPs; QpResources::create_qp_in_init is this on its own members. */
+std::string create_rc_qp_in_init(ProtectionDomain &pd, CompletionQueue &cq, uint32_t max_send_wr,
+                                 uint32_t max_recv_wr, uint8_t port, uint32_t access,
+                                 std::unique_ptr<QueuePair> &qp);
+
+/** RTR -> RTS as ibv_rc_pingpong and perftest do it: timeout 14, retry_cnt 7, rnr_retry 7,
+ * sq_psn, max_rd_atomic. Returns "" or "Failed to modify QP to RTS: why". */
+std::string modify_rc_qp_to_rts(QueuePair &qp, uint32_t sq_psn, uint8_t max_rd_atomic);
+
 /** Flushes stdout, then prints prefix, the formatted message and a newline to stderr. */
 void vprint_error(const std::string &prefix, const char *fmt, va_list ap);
 

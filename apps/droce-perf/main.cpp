@@ -36,11 +36,71 @@ namespace {
 volatile std::sig_atomic_t g_stop = 0;
 void on_signal(int) { g_stop = 1; }
 
-/** Handshakes both perftest 4.5 sides make before the test (after the preamble), as seen
- * on the wire: bw tests 3 (write_bw.pcap, read_bw.pcap, atomic_fadd.pcap), lat tests 4
- * (send_lat.pcap). After the test: bw 1 + the 5 report values + 1 (close); lat 1 (close);
- * then each side writes "done". */
-int pre_test_handshakes(const Options &opt) { return opt.kind == Kind::Bw ? 3 : 4; }
+/** Handshakes both perftest 4.5 sides make before the test (after the preamble), as
+ * perftest 4.5's {write,read,atomic,send}_bw.c do them with q QPs: one per QP (the
+ * records used to connect), one after moving the QPs to RTR, one per QP again (the remote
+ * addresses it prints), and for send_bw one more once the receives are posted: 2q + 1,
+ * send_bw 2q + 2 (write_bw.pcap, read_bw.pcap, atomic_fadd.pcap show the 3 of q = 1).
+ * lat tests (one QP): 4 (send_lat.pcap). After the test: write/read/atomic bw 1 + the 5
+ * report values + 1 (close); send_bw and lat 1 (close); then each side writes "done". */
+uint32_t pre_test_handshakes(const Options &opt) {
+    if (opt.kind == Kind::Lat)
+        return 4;
+    return 2 * opt.num_qps + 1 + (opt.verb == Verb::Send ? 1 : 0);
+}
+
+/** The record a side sends in its k-th handshake (k from 0): its QPs' records in the
+ * first two rounds of q, then QP 0's (perftest passes my_dest[0] to the later ones). */
+const Dest &record_for(const Side &s, uint32_t k) {
+    const uint32_t q = s.num_qps();
+    const uint32_t i = k < 2 * q ? k % q : 0;
+    return s.locals()[i];
+}
+
+void print_dests(const char *which, const std::vector<Dest> &d, Verb verb) {
+    for (const Dest &x : d)
+        print_dest(which, x, verb);
+}
+
+/** --loopback, bw tests: each QP's data reached its own slice on the other side (a
+ * message that lands in another QP's slice or at another offset fails), and atomics
+ * were applied as often as they completed. */
+bool check_loopback_data(const Options &opt, const Side &server, const Side &client,
+                         uint64_t size) {
+    uint32_t checked = 0;
+    for (uint32_t i = 0; i < client.num_qps(); ++i) {
+        const uint64_t done = client.qp_completed(i);
+        if (opt.verb == Verb::Atomic) {
+            uint64_t v = 0;
+            std::memcpy(&v, server.recv_slice(i), sizeof v);
+            const uint64_t want = opt.atomic_cas ? (done > 0 ? 1 : 0) : done;
+            if (v != want) {
+                std::fprintf(stderr, "[check] QP %u: atomic target is %llu, expected %llu\n", i,
+                             static_cast<unsigned long long>(v),
+                             static_cast<unsigned long long>(want));
+                return false;
+            }
+            ++checked;
+            continue;
+        }
+        if (done == 0)
+            continue; // -D: this QP completed nothing, there is nothing to compare
+        const bool read = opt.verb == Verb::Read;
+        const uint8_t *src = read ? server.recv_slice(i) : client.send_slice(i);
+        const uint8_t *dst = read ? client.send_slice(i) : server.recv_slice(i);
+        if (std::memcmp(src, dst, size) != 0) {
+            size_t j = 0;
+            while (src[j] == dst[j])
+                ++j;
+            std::fprintf(stderr, "[check] QP %u: byte %zu is 0x%02x, expected 0x%02x\n", i, j,
+                         dst[j], src[j]);
+            return false;
+        }
+        ++checked;
+    }
+    std::printf(" data check: %u of %u QPs' data in place\n", checked, client.num_qps());
+    return true;
+}
 
 /** Idle rounds before the loops back off to sleeping (see app::Backoff). */
 constexpr uint32_t kBackoffSpins = 2000;
@@ -56,6 +116,7 @@ SideConfig side_config(const Options &opt, bool client, std::string prefix) {
     c.client = client;
     c.max_size = opt.all_sizes ? (1ull << 23) : opt.size;
     c.iters = opt.run_infinitely ? UINT32_MAX : opt.iters;
+    c.num_qps = opt.num_qps;
     c.tx_depth = opt.tx_depth;
     c.rx_depth = opt.rx_depth;
     c.out_reads = opt.out_reads;
@@ -160,10 +221,13 @@ bool run_infinitely(Run &run, Side &client, std::vector<Side *> sides) {
 
 int run_loopback(Run &run) {
     const Options &opt = run.opt;
+    const uint32_t workers = run.engine.workers();
     const auto devs = app::open_loopback_devices(
-        run.engine, opt.eth_mtu, [](const std::string &, const Status &st) {
+        run.engine, opt.eth_mtu,
+        [](const std::string &, const Status &st) {
             std::fprintf(stderr, "Couldn't open the net_ring ports: %s\n", st.message().c_str());
-        });
+        },
+        static_cast<uint16_t>(workers));
     if (!devs)
         return 1;
     Device *dev_s = devs->server, *dev_c = devs->client;
@@ -182,12 +246,12 @@ int run_loopback(Run &run) {
             }
             return code;
         };
-        if (!server.setup(*dev_s, app::random_psn()) || !client.setup(*dev_c, app::random_psn()))
+        if (!server.setup(*dev_s, workers) || !client.setup(*dev_c, workers))
             return finish(1);
         print_banner(opt, dev_c->name(), mtu_bytes(mtu), false);
-        print_dest("local", client.local(), opt.verb);
-        print_dest("remote", server.local(), opt.verb);
-        if (!server.connect(client.local(), mtu) || !client.connect(server.local(), mtu))
+        print_dests("local", client.locals(), opt.verb);
+        print_dests("remote", server.locals(), opt.verb);
+        if (!server.connect(client.locals(), mtu) || !client.connect(server.locals(), mtu))
             return finish(1);
         print_header(opt);
         std::vector<Side *> both = {&server, &client};
@@ -210,15 +274,18 @@ int run_loopback(Run &run) {
                 if (opt.duration_s > 0) {
                     server.finish();
                 } else {
-                    std::fprintf(stderr, "[server] did not complete its %u iterations\n",
-                                 opt.iters);
+                    std::fprintf(stderr, "[server] did not complete its %u iterations x %u QPs\n",
+                                 opt.iters, opt.num_qps);
                     return finish(1);
                 }
             }
-            if (opt.kind == Kind::Bw)
+            if (opt.kind == Kind::Bw) {
                 print_bw_row(opt, compute_bw(opt, client));
-            else if (!print_lat_row(opt, client))
+                if (!check_loopback_data(opt, server, client, sz))
+                    return finish(1);
+            } else if (!print_lat_row(opt, client)) {
                 return finish(1);
+            }
         }
         print_line();
         rc = finish(0);
@@ -231,7 +298,7 @@ int run_loopback(Run &run) {
 int run_server(Run &run, Device &dev) {
     const Options &opt = run.opt;
     Side side(side_config(opt, false, ""));
-    if (!side.setup(dev, app::random_psn()))
+    if (!side.setup(dev, run.engine.workers()))
         return 1;
     Conn conn;
     std::printf("\n************************************\n* Waiting for client to connect... *\n"
@@ -244,11 +311,12 @@ int run_server(Run &run, Device &dev) {
         return 1;
     const Mtu mtu = static_cast<Mtu>(mtu_enum);
     print_banner(opt, dev.name(), mtu_bytes(mtu), false);
-    Dest remote;
-    if (!conn.hand_shake(false, side.local(), remote, run.waiter))
-        return 1;
-    print_dest("local", side.local(), opt.verb);
-    print_dest("remote", remote, opt.verb);
+    std::vector<Dest> remote(opt.num_qps);
+    for (uint32_t i = 0; i < opt.num_qps; ++i)
+        if (!conn.hand_shake(false, record_for(side, i), remote[i], run.waiter))
+            return 1;
+    print_dests("local", side.locals(), opt.verb);
+    print_dests("remote", remote, opt.verb);
     if (!side.connect(remote, mtu))
         return 1;
     print_header(opt);
@@ -257,7 +325,9 @@ int run_server(Run &run, Device &dev) {
 
     BwReport rem_rep;
     bool got_report = false, closed = false;
-    int handshakes = 1;
+    uint32_t handshakes = opt.num_qps;
+    // write/read/atomic bw clients send their report right after the pre-test handshakes.
+    const uint32_t report_after = 2 * opt.num_qps + 1;
     app::Backoff b(opt.busy_poll, kBackoffSpins);
     while (!closed) {
         bool progress = run.pump() > 0;
@@ -271,7 +341,7 @@ int run_server(Run &run, Device &dev) {
             closed = true; // the client closed: it is done
         } else if (n > 0) {
             progress = true;
-            if (peek[0] == 0x00 || (got_report == false && handshakes >= 3 && peek[0] != '0' &&
+            if (peek[0] == 0x00 || (!got_report && handshakes >= report_after && peek[0] != '0' &&
                                     peek[0] != 'd' && n < static_cast<long>(kRecordLen))) {
                 // bw report values (size first: big-endian, top byte 0)
                 BwReport mine;
@@ -288,7 +358,7 @@ int run_server(Run &run, Device &dev) {
                 closed = true;
             } else if (n >= static_cast<long>(kRecordLen)) {
                 Dest again;
-                if (!conn.hand_shake(false, side.local(), again, run.waiter))
+                if (!conn.hand_shake(false, record_for(side, handshakes), again, run.waiter))
                     return 1;
                 ++handshakes;
             }
@@ -321,7 +391,7 @@ int run_server(Run &run, Device &dev) {
 int run_client(Run &run, Device &dev) {
     const Options &opt = run.opt;
     Side side(side_config(opt, true, ""));
-    if (!side.setup(dev, app::random_psn()))
+    if (!side.setup(dev, run.engine.workers()))
         return 1;
     Conn conn;
     if (!conn.connect(opt.servername, opt.tcp_port, run.waiter))
@@ -331,16 +401,17 @@ int run_client(Run &run, Device &dev) {
         return 1;
     const Mtu mtu = static_cast<Mtu>(mtu_enum);
     print_banner(opt, dev.name(), mtu_bytes(mtu), false);
-    Dest remote;
-    if (!conn.hand_shake(true, side.local(), remote, run.waiter))
-        return 1;
-    print_dest("local", side.local(), opt.verb);
-    print_dest("remote", remote, opt.verb);
+    std::vector<Dest> remote(opt.num_qps);
+    for (uint32_t i = 0; i < opt.num_qps; ++i)
+        if (!conn.hand_shake(true, record_for(side, i), remote[i], run.waiter))
+            return 1;
+    print_dests("local", side.locals(), opt.verb);
+    print_dests("remote", remote, opt.verb);
     if (!side.connect(remote, mtu))
         return 1;
-    for (int i = 1; i < pre_test_handshakes(opt); ++i) {
+    for (uint32_t k = opt.num_qps; k < pre_test_handshakes(opt); ++k) {
         Dest again;
-        if (!conn.hand_shake(true, side.local(), again, run.waiter))
+        if (!conn.hand_shake(true, record_for(side, k), again, run.waiter))
             return 1;
     }
     print_header(opt);
@@ -362,8 +433,8 @@ int run_client(Run &run, Device &dev) {
     }
     print_line();
     // After the test, as perftest 4.5 servers expect it: write/read/atomic bw: a handshake,
-    // the 5 report values, the closing handshake; send_bw: two handshakes (its server
-    // reports by itself); lat: the closing handshake. Then "done". A peer that already
+    // the 5 report values, the closing handshake; send_bw (its server reports by itself)
+    // and lat: the closing handshake. Then "done". A peer that already
     // closed (ib_write_lat's server does) ends the run cleanly: the test itself is over.
     Dest again;
     auto peer_gone = [&] {
@@ -375,8 +446,6 @@ int run_client(Run &run, Device &dev) {
         BwReport theirs;
         ok = conn.hand_shake(true, side.local(), again, run.waiter) &&
              conn.xchg_reports(true, last, theirs, run.waiter);
-    } else if (opt.kind == Kind::Bw) {
-        ok = conn.hand_shake(true, side.local(), again, run.waiter);
     }
     if (ok && !(opt.kind == Kind::Lat && peer_gone()))
         ok = conn.hand_shake(true, side.local(), again, run.waiter);
@@ -424,7 +493,7 @@ int main(int argc, char **argv) {
     std::signal(SIGTERM, on_signal);
 
     app::EalArgv eal(argv[0], opt.eal_args);
-    std::unique_ptr<Engine> engine = app::create_engine(eal, opt);
+    std::unique_ptr<Engine> engine = app::create_engine(eal, opt, opt.workers);
     if (!engine)
         return 1;
     Run run{{*engine, {}}, opt};

@@ -26,12 +26,17 @@ const app::DeviceOptionRules kDeviceRules = {
 
 /** Largest message: perftest's -a goes up to 2^23. */
 constexpr uint64_t kMaxSize = 1ull << 23;
+/** perftest's MAX_QP_NUM. */
+constexpr uint64_t kMaxQps = 16384;
+/** More workers than this is a typo on any machine droce runs on (RTE_MAX_LCORE is 128). */
+constexpr uint64_t kMaxWorkers = 128;
 
 enum LongOnly : int {
     kOptReportGbits = app::kFirstToolOption,
     kOptOutJson,
     kOptOutJsonFile,
     kOptRunInfinitely,
+    kOptWorkers,
 };
 
 const std::vector<struct option> kLongOptions = app::with_device_options({
@@ -58,6 +63,7 @@ const std::vector<struct option> kLongOptions = app::with_device_options({
     {"out_json", no_argument, nullptr, kOptOutJson},
     {"out_json_file", required_argument, nullptr, kOptOutJsonFile},
     {"run_infinitely", no_argument, nullptr, kOptRunInfinitely},
+    {"workers", required_argument, nullptr, kOptWorkers},
 });
 
 const char kShortOptions[] = ":p:d:i:s:an:D:q:m:x:Ft:r:l:c:eA:o:h";
@@ -127,7 +133,8 @@ void print_usage(const char *argv0, FILE *out) {
         "  -a, --all                run sizes 2..2^23 (not atomics)\n"
         "  -n, --iters=<iters>      iterations (default bw 5000, lat 1000)\n"
         "  -D, --duration=<sec>     run for <sec> seconds instead of -n\n"
-        "  -q, --qp=<num>           number of QPs (droce-perf supports 1)\n"
+        "  -q, --qp=<num>           bw tests: number of QPs, 1..16384 (default 1); each QP\n"
+        "                           runs -n iterations, the row counts all QPs' messages\n"
         "  -m, --mtu=<mtu>          path MTU 256..4096 (default the port's active MTU)\n"
         "  -x, --gid-index=<idx>    GID index (default 1: the IPv4-mapped GID)\n"
         "  -F, --CPU-freq           accepted (droce-perf times with the steady clock)\n"
@@ -155,6 +162,9 @@ void print_usage(const char *argv0, FILE *out) {
         "  --embedded / --worker    poll loop on this thread (default with one lcore) / on a\n"
         "                           worker lcore (needs -l 0,1)\n"
         "  --busy-poll              never sleep while idle\n"
+        "  --workers=<n>            worker lcores (default 1; 0 = one per EAL worker lcore);\n"
+        "                           n != 1 runs in worker mode and needs n worker lcores in\n"
+        "                           -l; QP i and its CQ live on worker i %% n\n"
         "  --timeout=<sec>          give up after <sec> seconds (default 120; 0 = never)\n"
         "  --log-level=<lvl>        droce log level: trace..off (default warn)\n",
         argv0, argv0, argv0, argv0);
@@ -232,8 +242,11 @@ ParseResult parse_command_line(int argc, char **argv, Options &opt) {
             opt.duration_s = static_cast<double>(u);
             break;
         case 'q':
-            if (!parse_u64(optarg, 1000000, u) || u != 1)
-                return bad_value(argv0, c, optarg, "droce-perf runs one QP: 1");
+            if (!parse_u64(optarg, kMaxQps, u) || u == 0)
+                return bad_value(argv0, c, optarg, "1..16384");
+            if (opt.kind != Kind::Bw && u != 1)
+                return bad(argv0, "-q: multiple QPs only available on bw tests");
+            opt.num_qps = static_cast<uint32_t>(u);
             break;
         case 'm':
             if (!parse_u64(optarg, 4096, u) ||
@@ -298,6 +311,11 @@ ParseResult parse_command_line(int argc, char **argv, Options &opt) {
         case kOptRunInfinitely:
             opt.run_infinitely = true;
             break;
+        case kOptWorkers:
+            if (!parse_u64(optarg, kMaxWorkers, u))
+                return bad_value(argv0, c, optarg, "0..128 (0 = one per EAL worker lcore)");
+            opt.workers = static_cast<uint32_t>(u);
+            break;
         default:
             if (std::string err = app::take_device_option(c, optarg, ours.data(),
                                                           kLongOptions.data(), opt, kDeviceRules);
@@ -340,6 +358,12 @@ ParseResult parse_command_line(int argc, char **argv, Options &opt) {
     if (opt.duration_s > 0 && !opt.timeout_given)
         opt.timeout_s = opt.duration_s + 120;
 
+    // Embedded mode has exactly one worker (the application's loop): more need lcores.
+    if (opt.workers != 1) {
+        if (opt.embedded_given)
+            return bad(argv0, "--workers other than 1 needs worker mode: drop --embedded");
+        opt.worker = true;
+    }
     if (std::string err = app::finish_device_options(opt, !opt.servername.empty(), kDeviceRules);
         !err.empty())
         return bad(argv0, err);

@@ -35,7 +35,7 @@ struct Options : app::DeviceOptions {
     bool all_sizes = false;                          /**< -a */
     uint32_t iters = 0;                              /**< -n (0 = default: bw 5000, lat 1000) */
     double duration_s = 0;                           /**< -D (0 = iterations mode) */
-    int num_qps = 1;                                 /**< -q */
+    uint32_t num_qps = 1;                            /**< -q (bw tests; 1..16384 as perftest) */
     uint32_t mtu = 0;                                /**< -m bytes; 0 = the port's active MTU */
     int gid_idx = 1;                                 /**< -x (default 1: the IPv4-mapped GID) */
     uint32_t tx_depth = 128;                         /**< -t */
@@ -47,6 +47,11 @@ struct Options : app::DeviceOptions {
     bool run_infinitely = false;                     /**< --run_infinitely */
     bool atomic_cas = false;                         /**< -A CMP_AND_SWAP (default FETCH_AND_ADD) */
     uint32_t out_reads = 16;                         /**< -o */
+
+    // ---- droce's own (beyond the DeviceOptions) ----
+    /** --workers: EngineOptions::workers (0 = one per EAL worker lcore); != 1 means
+     * worker mode. QP i runs on worker i % workers (its CQ is created there). */
+    uint32_t workers = 1;
 
     std::string servername;
 };

@@ -28,7 +28,7 @@ void print_banner(const Options &opt, const std::string &dev, uint32_t mtu, bool
     std::printf("                    %s %s Test\n", verb_name(opt.verb),
                 opt.kind == Kind::Bw ? "BW" : "Latency");
     std::printf(" Dual-port       : OFF\t\tDevice         : %s\n", dev.c_str());
-    std::printf(" Number of qps   : 1\t\tTransport type : IB\n");
+    std::printf(" Number of qps   : %u\t\tTransport type : IB\n", opt.num_qps);
     std::printf(" Connection type : RC\t\tUsing SRQ      : OFF\n");
     std::printf(" PCIe relax order: OFF\n");
     if (opt.kind == Kind::Bw || opt.verb != Verb::Send)
@@ -91,9 +91,11 @@ BwReport compute_bw(const Options &opt, const Side &s) {
     r.bw_avg = static_cast<double>(r.size) * static_cast<double>(r.iters) / secs / ff;
     r.msg_rate = static_cast<double>(r.iters) / secs / 1e6;
     r.bw_peak = r.bw_avg;
-    // Peak: the best window of tx_depth consecutive completions.
+    // Peak: the best window of tx_depth x qps consecutive completions.
     if (tc.size() == r.iters && r.iters >= 2) {
-        const size_t w = std::max<size_t>(1, std::min<size_t>(opt.tx_depth, tc.size() - 1));
+        // One window = what all QPs keep in flight.
+        const size_t w = std::max<size_t>(
+            1, std::min<size_t>(size_t{opt.tx_depth} * opt.num_qps, tc.size() - 1));
         for (size_t i = w; i < tc.size(); i += w) {
             const double dt = (tc[i] - tc[i - w]) / 1e9;
             if (dt > 0)

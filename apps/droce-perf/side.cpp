@@ -12,11 +12,22 @@
 #include <cstring>
 #include <limits>
 
+#include "app_engine.h"
+
 namespace droce::perf {
 
 namespace {
-constexpr uint64_t kSendWrid = 1;
-constexpr uint64_t kRecvWrid = 2;
+// wr_id: the QP's index (perftest's) shifted left once, bit 0 set for receives.
+constexpr uint64_t kRecvBit = 1;
+uint64_t send_wrid(uint32_t qp) { return uint64_t{qp} << 1; }
+uint64_t recv_wrid(uint32_t qp) { return (uint64_t{qp} << 1) | kRecvBit; }
+bool is_recv(const Wc &wc) { return (wc.wr_id & kRecvBit) != 0; }
+uint32_t wrid_qp(const Wc &wc) { return static_cast<uint32_t>(wc.wr_id >> 1); }
+/** Byte j of QP i's source data: differs from QP to QP (odd factor) and along the slice,
+ * so --loopback's data check sees a message that went to another QP's slice or offset. */
+uint8_t pattern(uint32_t i, size_t j) {
+    return static_cast<uint8_t>(j * 7 + i * 0x3b + (i >> 8) * 0x65 + 1);
+}
 constexpr size_t kPage = 4096;
 /** Per-op timestamps are kept up to this many iterations (peak BW and latency stats). */
 constexpr uint64_t kMaxStamps = 20'000'000;
@@ -46,96 +57,136 @@ double Side::now_ns() const {
     return std::chrono::duration<double, std::nano>(Clock::now() - t0_).count();
 }
 
-bool Side::setup(Device &dev, uint32_t psn) {
+bool Side::setup(Device &dev, uint32_t workers) {
     dev_ = &dev;
-    // perftest: BUFF_SIZE = max(size, cycle buffer), two halves (send | receive).
+    const uint32_t nq = cfg_.num_qps;
+    // perftest: BUFF_SIZE = max(size, cycle buffer); one buffer of 2 x qps slices.
     half_ = (std::max<uint64_t>(cfg_.max_size, kPage) + kPage - 1) / kPage * kPage;
-    res_.buf.reset(static_cast<uint8_t *>(std::aligned_alloc(kPage, 2 * half_)));
-    if (!res_.buf)
-        return fail("Couldn't allocate work buf (%zu bytes)", 2 * half_);
-    std::memset(buf(), 0, 2 * half_);
+    const size_t total = 2 * size_t{nq} * half_;
+    buf_.reset(static_cast<uint8_t *>(std::aligned_alloc(kPage, total)));
+    if (!buf_)
+        return fail("Couldn't allocate work buf (%zu bytes)", total);
+    std::memset(buf(), 0, total);
+    // Source data for --loopback's check: what clients write/send, what read servers
+    // are read from. Atomics start from zeroed targets.
+    for (uint32_t i = 0; i < nq; ++i) {
+        uint8_t *src = nullptr;
+        if (cfg_.client && (cfg_.verb == Verb::Write || cfg_.verb == Verb::Send))
+            src = send_buf(i);
+        else if (!cfg_.client && cfg_.verb == Verb::Read)
+            src = recv_buf(i);
+        if (src != nullptr && cfg_.kind == Kind::Bw)
+            for (size_t j = 0; j < half_; ++j)
+                src[j] = pattern(i, j);
+    }
 
     auto pd = dev.alloc_pd();
     if (!pd)
         return fail("Couldn't allocate PD: %s", pd.status().message().c_str());
-    res_.pd = std::move(pd.value());
+    pd_ = std::move(pd.value());
+    /* Only the rights the test needs, as perftest (rights.h). */
     const Rights rights = rights_for(cfg_.verb, cfg_.kind, cfg_.client);
-    auto mr = res_.pd->reg_mr(buf(), 2 * half_, rights.mr);
+    auto mr = pd_->reg_mr(buf(), total, rights.mr);
     if (!mr)
         return fail("Couldn't allocate MR: %s", mr.status().message().c_str());
-    res_.mr = std::move(mr.value());
-    auto cq = dev.create_cq(cfg_.tx_depth + cfg_.rx_depth + 16);
-    if (!cq)
-        return fail("Couldn't create CQ: %s", cq.status().message().c_str());
-    res_.cq = std::move(cq.value());
+    mr_ = std::move(mr.value());
 
-    if (std::string err = res_.create_qp_in_init(cfg_.tx_depth, cfg_.rx_depth, 1, rights.qp);
-        !err.empty())
-        return fail("%s", err.c_str());
-    if (cfg_.verb == Verb::Send && !(cfg_.client && cfg_.kind == Kind::Bw))
-        if (!post_recv(static_cast<int>(cfg_.rx_depth)))
-            return false;
+    // One CQ per worker used, each sized for the WRs of the QPs on it.
+    const uint32_t ncq = std::max<uint32_t>(1, std::min(workers, nq));
+    const uint64_t per_qp = uint64_t{cfg_.tx_depth} + cfg_.rx_depth;
+    for (uint32_t w = 0; w < ncq; ++w) {
+        const uint64_t on_w = nq / ncq + (w < nq % ncq ? 1 : 0);
+        const uint64_t cqe = on_w * per_qp + 16;
+        if (cqe > UINT32_MAX)
+            return fail("Couldn't create CQ: %llu entries for %llu QPs",
+                        static_cast<unsigned long long>(cqe),
+                        static_cast<unsigned long long>(on_w));
+        auto cq = dev.create_cq(static_cast<uint32_t>(cqe), static_cast<int>(w));
+        if (!cq)
+            return fail("Couldn't create CQ on worker %u: %s", w, cq.status().message().c_str());
+        cqs_.push_back(std::move(cq.value()));
+    }
 
     const auto gids = dev.gids();
     if (cfg_.gid_idx < 0 || static_cast<size_t>(cfg_.gid_idx) >= gids.size())
         return fail("Unable to read the gid of index %d (device %s has %zu GIDs)", cfg_.gid_idx,
                     dev.name().c_str(), gids.size());
-    local_.lid = 0;
-    local_.out_reads = (cfg_.verb == Verb::Read || cfg_.verb == Verb::Atomic) ? cfg_.out_reads : 1;
-    local_.qpn = res_.qp->qp_num();
-    local_.psn = psn & 0xffffff;
-    local_.rkey = cfg_.verb == Verb::Send ? 0 : res_.mr->rkey();
-    local_.vaddr = reinterpret_cast<uintptr_t>(buf() + half_);
-    local_.gid = gids[static_cast<size_t>(cfg_.gid_idx)].gid;
-    local_.srqn = 0;
+    qps_.resize(nq);
+    local_.resize(nq);
+    qp_scnt_.assign(nq, 0);
+    qp_ccnt_.assign(nq, 0);
+    for (uint32_t i = 0; i < nq; ++i) {
+        if (std::string err = app::create_rc_qp_in_init(
+                *pd_, *cqs_[i % ncq], cfg_.tx_depth, cfg_.rx_depth, 1, rights.qp, qps_[i]);
+            !err.empty())
+            return fail("%s (QP %u of %u)", err.c_str(), i + 1, nq);
+        if (cfg_.verb == Verb::Send && !(cfg_.client && cfg_.kind == Kind::Bw))
+            if (!post_recv(i, static_cast<int>(cfg_.rx_depth)))
+                return false;
+        Dest &d = local_[i];
+        d.lid = 0;
+        d.out_reads = (cfg_.verb == Verb::Read || cfg_.verb == Verb::Atomic) ? cfg_.out_reads : 1;
+        d.qpn = qps_[i]->qp_num();
+        d.psn = app::random_psn();
+        d.rkey = cfg_.verb == Verb::Send ? 0 : mr_->rkey();
+        d.vaddr = reinterpret_cast<uintptr_t>(recv_buf(i));
+        d.gid = gids[static_cast<size_t>(cfg_.gid_idx)].gid;
+        d.srqn = 0;
+    }
     return true;
 }
 
-bool Side::connect(const Dest &remote, Mtu mtu) {
+bool Side::connect(const std::vector<Dest> &remote, Mtu mtu) {
+    if (remote.size() != qps_.size())
+        return fail("%zu remote QPs for %zu local ones", remote.size(), qps_.size());
     remote_ = remote;
-    QpAttr a;
-    a.qp_state = QpState::Rtr;
-    a.path_mtu = mtu;
-    a.dest_qp_num = remote.qpn;
-    a.rq_psn = remote.psn;
-    a.max_dest_rd_atomic = static_cast<uint8_t>(std::min<uint32_t>(cfg_.out_reads, 16));
-    a.min_rnr_timer = 12;
-    a.ah_attr.dgid = remote.gid;
-    a.ah_attr.sgid_index = static_cast<uint8_t>(cfg_.gid_idx);
-    a.ah_attr.hop_limit = 64;
-    a.ah_attr.port_num = 1;
-    if (Status st = res_.qp->modify(a, kQpState | kQpAv | kQpPathMtu | kQpDestQpn | kQpRqPsn |
-                                           kQpMaxDestRdAtomic | kQpMinRnrTimer);
-        !st)
-        return fail("Failed to modify QP %u to RTR: %s", local_.qpn, st.message().c_str());
-    const auto max_rd_atomic = static_cast<uint8_t>(
-        std::clamp<uint32_t>(std::min(remote.out_reads, cfg_.out_reads), 1, 16));
-    if (std::string err = res_.modify_qp_to_rts(local_.psn, max_rd_atomic); !err.empty())
-        return fail("%s", err.c_str());
+    for (size_t i = 0; i < qps_.size(); ++i) {
+        const Dest &r = remote[i];
+        QpAttr a;
+        a.qp_state = QpState::Rtr;
+        a.path_mtu = mtu;
+        a.dest_qp_num = r.qpn;
+        a.rq_psn = r.psn;
+        a.max_dest_rd_atomic = static_cast<uint8_t>(std::min<uint32_t>(cfg_.out_reads, 16));
+        a.min_rnr_timer = 12;
+        a.ah_attr.dgid = r.gid;
+        a.ah_attr.sgid_index = static_cast<uint8_t>(cfg_.gid_idx);
+        a.ah_attr.hop_limit = 64;
+        a.ah_attr.port_num = 1;
+        if (Status st = qps_[i]->modify(a, kQpState | kQpAv | kQpPathMtu | kQpDestQpn | kQpRqPsn |
+                                               kQpMaxDestRdAtomic | kQpMinRnrTimer);
+            !st)
+            return fail("Failed to modify QP %u to RTR: %s", local_[i].qpn, st.message().c_str());
+        const auto max_rd_atomic = static_cast<uint8_t>(
+            std::clamp<uint32_t>(std::min(r.out_reads, cfg_.out_reads), 1, 16));
+        if (std::string err = app::modify_rc_qp_to_rts(*qps_[i], local_[i].psn, max_rd_atomic);
+            !err.empty())
+            return fail("%s", err.c_str());
+    }
     return true;
 }
 
-bool Side::post_recv(int n) {
+bool Side::post_recv(uint32_t qp, int n) {
     RecvWr wr;
-    wr.wr_id = kRecvWrid;
+    wr.wr_id = recv_wrid(qp);
     wr.num_sge = 1;
-    wr.sg_list[0] = {reinterpret_cast<uintptr_t>(buf() + half_),
-                     static_cast<uint32_t>(std::min<uint64_t>(half_, UINT32_MAX)), res_.mr->lkey()};
+    wr.sg_list[0] = {reinterpret_cast<uintptr_t>(recv_buf(qp)),
+                     static_cast<uint32_t>(std::min<uint64_t>(half_, UINT32_MAX)), mr_->lkey()};
     for (int i = 0; i < n; ++i)
-        if (Status st = res_.qp->post_recv(wr); !st)
-            return fail("Couldn't post recv: %s", st.message().c_str());
+        if (Status st = qps_[qp]->post_recv(wr); !st)
+            return fail("Couldn't post recv (QP %u): %s", qp, st.message().c_str());
     return true;
 }
 
-Status Side::post_one() {
+Status Side::post_one(uint32_t qp) {
     SendWr wr;
-    wr.wr_id = kSendWrid;
+    wr.wr_id = send_wrid(qp);
     wr.send_flags = kSendSignaled;
     wr.num_sge = 1;
-    wr.sg_list[0] = {reinterpret_cast<uintptr_t>(buf()), static_cast<uint32_t>(size_),
-                     res_.mr->lkey()};
-    wr.remote_addr = remote_.vaddr;
-    wr.rkey = remote_.rkey;
+    wr.sg_list[0] = {reinterpret_cast<uintptr_t>(send_buf(qp)), static_cast<uint32_t>(size_),
+                     mr_->lkey()};
+    wr.remote_addr = remote_[qp].vaddr;
+    wr.rkey = remote_[qp].rkey;
     switch (cfg_.verb) {
     case Verb::Write:
         wr.opcode = WrOpcode::RdmaWrite;
@@ -153,7 +204,7 @@ Status Side::post_one() {
         wr.swap = 1;
         break;
     }
-    return res_.qp->post_send(wr);
+    return qps_[qp]->post_send(wr);
 }
 
 bool Side::start(uint64_t size) {
@@ -162,7 +213,10 @@ bool Side::start(uint64_t size) {
     lat_state_ = 0;
     done_ = false;
     const bool timed = cfg_.duration_s > 0;
-    target_ = timed ? std::numeric_limits<uint64_t>::max() : cfg_.iters;
+    qp_target_ = timed ? std::numeric_limits<uint64_t>::max() : cfg_.iters;
+    target_ = timed ? std::numeric_limits<uint64_t>::max() : uint64_t{cfg_.iters} * cfg_.num_qps;
+    std::fill(qp_scnt_.begin(), qp_scnt_.end(), 0);
+    std::fill(qp_ccnt_.begin(), qp_ccnt_.end(), 0);
     tposted_.clear();
     tcompleted_.clear();
     if (!timed && target_ <= kMaxStamps) {
@@ -201,12 +255,19 @@ void Side::take_period(uint64_t &ops, double &seconds) {
     t_period_ = now;
 }
 
-/** Polls the CQ: send completions bump ccnt_ (and are stamped), receives rcnt-like
- * counters via the caller. Returns false on an error completion. */
+/** Polls the CQs; the callers count what completed. Returns false on an error
+ * completion. */
 bool Side::poll_cq(Wc *wc, int max, int &n) {
-    n = res_.cq->poll(wc, max);
-    if (n < 0)
-        return fail("poll CQ failed %d", n);
+    n = 0;
+    // Start one CQ further each time so that a busy CQ cannot starve the others.
+    const size_t ncq = cqs_.size();
+    for (size_t k = 0; k < ncq && n < max; ++k) {
+        const int got = cqs_[(next_cq_ + k) % ncq]->poll(wc + n, max - n);
+        if (got < 0)
+            return fail("poll CQ failed %d", got);
+        n += got;
+    }
+    next_cq_ = (next_cq_ + 1) % ncq;
     for (int i = 0; i < n; ++i) {
         if (wc[i].status != WcStatus::Success)
             return fail("Completion with error at %s:\n Failed status %d: wr_id %llu syndrom "
@@ -219,30 +280,36 @@ bool Side::poll_cq(Wc *wc, int max, int &n) {
     return true;
 }
 
+// perftest's run_iter_bw: fill each QP's send queue up to tx_depth in turn (every QP
+// runs qp_target_ iterations), then poll; a completion's wr_id names its QP.
 Side::Step Side::step_bw_client() {
     Wc wc[32];
     int n = 0;
     if (!poll_cq(wc, 32, n))
         return Step::Failed;
     for (int i = 0; i < n; ++i) {
-        if (wc[i].wr_id != kSendWrid)
+        if (is_recv(wc[i]))
             continue;
         if (tcompleted_.size() < tcompleted_.capacity())
             tcompleted_.push_back(now_ns());
+        ++qp_ccnt_[wrid_qp(wc[i])];
         ++ccnt_;
     }
     const bool stop = duration_over();
     bool posted = false;
-    while (!stop && scnt_ < target_ && scnt_ - ccnt_ < cfg_.tx_depth) {
-        if (tposted_.size() < tposted_.capacity())
-            tposted_.push_back(now_ns());
-        if (Status st = post_one(); !st) {
-            fail("Couldn't post send: scnt=%llu: %s", static_cast<unsigned long long>(scnt_),
-                 st.message().c_str());
-            return Step::Failed;
+    for (uint32_t q = 0; !stop && q < cfg_.num_qps; ++q) {
+        while (qp_scnt_[q] < qp_target_ && qp_scnt_[q] - qp_ccnt_[q] < cfg_.tx_depth) {
+            if (tposted_.size() < tposted_.capacity())
+                tposted_.push_back(now_ns());
+            if (Status st = post_one(q); !st) {
+                fail("Couldn't post send: qp %u scnt=%llu: %s", q,
+                     static_cast<unsigned long long>(qp_scnt_[q]), st.message().c_str());
+                return Step::Failed;
+            }
+            ++qp_scnt_[q];
+            ++scnt_;
+            posted = true;
         }
-        ++scnt_;
-        posted = true;
     }
     if ((ccnt_ >= target_) || (stop && ccnt_ == scnt_)) {
         t_end_ = Clock::now();
@@ -253,20 +320,24 @@ Side::Step Side::step_bw_client() {
     return (n > 0 || posted) ? Step::Progress : Step::Idle;
 }
 
+// perftest's run_iter_bw_server: count receives over all QPs, repost on the QP that
+// consumed one.
 Side::Step Side::step_send_server() {
     Wc wc[32];
     int n = 0;
     if (!poll_cq(wc, 32, n))
         return Step::Failed;
     for (int i = 0; i < n; ++i) {
-        if (wc[i].wr_id != kRecvWrid)
+        if (!is_recv(wc[i]))
             continue;
         if (ccnt_ == 0 && tposted_.size() < tposted_.capacity())
             tposted_.push_back(now_ns());
         if (tcompleted_.size() < tcompleted_.capacity())
             tcompleted_.push_back(now_ns());
+        const uint32_t q = wrid_qp(wc[i]);
+        ++qp_ccnt_[q];
         ++ccnt_;
-        if (!post_recv(1))
+        if (!post_recv(q, 1))
             return Step::Failed;
     }
     if (ccnt_ >= target_) {
@@ -282,8 +353,8 @@ Side::Step Side::step_send_server() {
 //   0: top of the loop; 1: wait until the receive half's byte size-1 == (char)rcnt;
 //   2: post the next write (its last byte = (char)++scnt); 3: wait for its completion.
 Side::Step Side::step_lat_write() {
-    volatile uint8_t *poll_buf = buf() + half_ + size_ - 1;
-    volatile uint8_t *post_buf = buf() + size_ - 1;
+    volatile uint8_t *poll_buf = recv_buf(0) + size_ - 1;
+    volatile uint8_t *post_buf = send_buf(0) + size_ - 1;
     bool progress = false;
     while (true) {
         switch (lat_state_) {
@@ -312,7 +383,7 @@ Side::Step Side::step_lat_write() {
                 if (tposted_.size() < tposted_.capacity())
                     tposted_.push_back(now_ns());
                 *post_buf = static_cast<uint8_t>(++scnt_);
-                if (Status st = post_one(); !st) {
+                if (Status st = post_one(0); !st) {
                     fail("Couldn't post send: scnt=%llu: %s",
                          static_cast<unsigned long long>(scnt_), st.message().c_str());
                     return Step::Failed;
@@ -328,7 +399,7 @@ Side::Step Side::step_lat_write() {
                 if (!poll_cq(wc, 4, n))
                     return Step::Failed;
                 for (int i = 0; i < n; ++i)
-                    if (wc[i].wr_id == kSendWrid)
+                    if (!is_recv(wc[i]))
                         ++ccnt_;
                 if (ccnt_ < scnt_)
                     return progress ? Step::Progress : Step::Idle;
@@ -349,11 +420,11 @@ Side::Step Side::step_lat_send() {
         if (!poll_cq(wc, 8, n))
             return Step::Failed;
         for (int i = 0; i < n; ++i) {
-            if (wc[i].wr_id == kSendWrid) {
+            if (!is_recv(wc[i])) {
                 ++ccnt_;
             } else {
                 ++rcnt_; // receives that arrived
-                if (!post_recv(1))
+                if (!post_recv(0, 1))
                     return Step::Failed;
             }
         }
@@ -383,7 +454,7 @@ Side::Step Side::step_lat_send() {
                 if (tposted_.size() < tposted_.capacity())
                     tposted_.push_back(now_ns());
                 ++scnt_;
-                if (Status st = post_one(); !st) {
+                if (Status st = post_one(0); !st) {
                     fail("Couldn't post send: scnt=%llu: %s",
                          static_cast<unsigned long long>(scnt_), st.message().c_str());
                     return Step::Failed;
@@ -411,7 +482,7 @@ Side::Step Side::step_lat_single() {
             if (!poll_cq(wc, 4, n))
                 return Step::Failed;
             for (int i = 0; i < n; ++i)
-                if (wc[i].wr_id == kSendWrid)
+                if (!is_recv(wc[i]))
                     ++ccnt_;
             if (ccnt_ < scnt_)
                 return progress ? Step::Progress : Step::Idle;
@@ -424,7 +495,7 @@ Side::Step Side::step_lat_single() {
         }
         if (tposted_.size() < tposted_.capacity())
             tposted_.push_back(now_ns());
-        if (Status st = post_one(); !st) {
+        if (Status st = post_one(0); !st) {
             fail("Couldn't post send: scnt=%llu: %s", static_cast<unsigned long long>(scnt_),
                  st.message().c_str());
             return Step::Failed;

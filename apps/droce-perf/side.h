@@ -1,8 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /** @file
  * One side of a perftest test as a non-blocking state machine: setup() builds the buffer,
- * PD, MR, CQ and QP (INIT, receives posted for send tests); connect() takes the QP to
- * RTR/RTS; start(size) arms one run; step() polls once and advances. Several sides and the
+ * PD, MR, one CQ per worker used and the QPs (INIT, receives posted for send tests);
+ * connect() takes the QPs to RTR/RTS; start(size) arms one run; step() polls once and
+ * advances. bw tests may run several QPs (-q) as perftest does: one buffer of 2 x qps
+ * slices (QP i sends from slice i and receives into slice qps + i), every QP runs -n
+ * iterations, posts go round-robin over the QPs and the run counts all of them. QP i's
+ * CQ is on worker i % workers (droce polls each CQ on its own worker). Several sides and the
  * engine's poll loop can so share one thread (--loopback). The data path follows perftest's
  * loops: bw clients keep tx_depth WRs in flight; the send_bw server counts receives;
  * write_lat/send_lat ping-pong (write_lat: the server writes first and each side polls
@@ -31,7 +35,8 @@ struct SideConfig {
     Kind kind = Kind::Bw;
     bool client = false;
     uint64_t max_size = 65536; /**< buffer half size */
-    uint32_t iters = 1000;
+    uint32_t iters = 1000;     /**< per QP */
+    uint32_t num_qps = 1;
     uint32_t tx_depth = 128;
     uint32_t rx_depth = 512;
     uint32_t out_reads = 16;
@@ -49,9 +54,11 @@ class Side {
     Side(const Side &) = delete;
     Side &operator=(const Side &) = delete;
 
-    bool setup(Device &dev, uint32_t psn);
-    /** RTR + RTS towards remote with path MTU mtu. */
-    bool connect(const Dest &remote, Mtu mtu);
+    /** Builds everything on dev with the QPs spread over `workers` workers; each QP gets
+     * a random PSN. */
+    bool setup(Device &dev, uint32_t workers);
+    /** RTR + RTS of QP i towards remote[i] with path MTU mtu (one Dest per QP). */
+    bool connect(const std::vector<Dest> &remote, Mtu mtu);
     /** Arms a run of `size`-byte messages. */
     bool start(uint64_t size);
     Step step();
@@ -61,14 +68,25 @@ class Side {
     bool done() const { return done_; }
     bool is_passive() const;
 
-    const Dest &local() const { return local_; }
+    const Dest &local() const { return local_[0]; }
+    const std::vector<Dest> &locals() const { return local_; }
+    uint32_t num_qps() const { return cfg_.num_qps; }
+    /** QP i's send and receive slices of the buffer (for --loopback's data check). */
+    const uint8_t *send_slice(uint32_t i) const { return buf() + size_t{i} * half_; }
+    const uint8_t *recv_slice(uint32_t i) const {
+        return buf() + (size_t{cfg_.num_qps} + i) * half_;
+    }
+    /** Completions of QP i in the last run (bw clients and the send_bw server). */
+    uint64_t qp_completed(uint32_t i) const { return qp_ccnt_[i]; }
     const SideConfig &config() const { return cfg_; }
     /** The verbs objects (tests check the rights they were given). */
-    const app::QpResources &resources() const { return res_; }
+    MemoryRegion &mr() const { return *mr_; }
+    QueuePair &qp(uint32_t i) const { return *qps_[i]; }
 
     /** Timestamps of the last run (ns since an arbitrary origin). */
     const std::vector<double> &tposted() const { return tposted_; }
     const std::vector<double> &tcompleted() const { return tcompleted_; }
+    /** Completions of all QPs in the last run. */
     uint64_t completed() const { return ccnt_; }
     uint64_t size() const { return size_; }
     double run_seconds() const;
@@ -77,9 +95,12 @@ class Side {
 
   private:
     bool fail(const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-    uint8_t *buf() const { return res_.buf.get(); }
-    Status post_one();
-    bool post_recv(int n);
+    uint8_t *buf() const { return buf_.get(); }
+    uint8_t *send_buf(uint32_t i) const { return buf() + size_t{i} * half_; }
+    uint8_t *recv_buf(uint32_t i) const { return buf() + (size_t{cfg_.num_qps} + i) * half_; }
+    Status post_one(uint32_t qp);
+    bool post_recv(uint32_t qp, int n);
+    /** Polls every CQ once (up to max in all); false on an error completion. */
     bool poll_cq(Wc *wc, int max, int &n);
     Step step_bw_client();
     Step step_send_server();
@@ -91,17 +112,25 @@ class Side {
 
     SideConfig cfg_;
     Device *dev_ = nullptr;
-    size_t half_ = 0;
-    app::QpResources res_; /**< buffer (two halves: send | receive), PD, MR, CQ, QP */
-    Dest local_;
-    Dest remote_;
+    size_t half_ = 0; /**< one slice (perftest's BUFF_SIZE) */
+    // Declared so that they are destroyed QPs first, then CQs, MR, PD and buffer.
+    std::unique_ptr<uint8_t, app::QpResources::FreeBuffer> buf_; /**< 2 x num_qps slices */
+    std::unique_ptr<ProtectionDomain> pd_;
+    std::unique_ptr<MemoryRegion> mr_;
+    std::vector<std::unique_ptr<CompletionQueue>> cqs_; /**< one per worker used */
+    std::vector<std::unique_ptr<QueuePair>> qps_;
+    size_t next_cq_ = 0; /**< where poll_cq starts */
+    std::vector<Dest> local_;
+    std::vector<Dest> remote_;
+    std::vector<uint64_t> qp_scnt_, qp_ccnt_; /**< per QP, this run */
 
     bool running_ = false;
     bool done_ = false;
     bool failed_ = false;
     uint64_t size_ = 0;
-    uint64_t target_ = 0; /**< iterations of this run (UINT64_MAX in duration mode) */
-    uint64_t scnt_ = 0, ccnt_ = 0, rcnt_ = 0, consumed_ = 0;
+    uint64_t target_ = 0;    /**< iterations of this run, all QPs (UINT64_MAX: duration) */
+    uint64_t qp_target_ = 0; /**< per QP */
+    uint64_t scnt_ = 0, ccnt_ = 0, rcnt_ = 0, consumed_ = 0; /**< all QPs */
     int lat_state_ = 0;
     std::vector<double> tposted_, tcompleted_;
     Clock::time_point t0_, t_start_, t_end_, t_deadline_, t_period_;

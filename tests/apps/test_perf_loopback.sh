@@ -21,10 +21,27 @@ run_ok() {
     local rc=$? hdr=$BW_HDR
     [[ $mode == *_lat ]] && hdr=$LAT_HDR
     [[ " $* " == *" --report_gbits "* ]] && hdr=${BW_HDR//MB\/sec/Gb\/sec}
+    last=""
     if [[ $rc -ne 0 ]]; then fail "$mode $*: exit $rc"; return; fi
     grep -qxF -- "$hdr" "$out" || { fail "$mode $*: no table header"; return; }
     grep -Eq '^ [0-9]+ +[0-9]+ +[0-9]+\.[0-9]{2}' "$out" || { fail "$mode $*: no result row"; return; }
-    echo "ok: $mode $*"; grep -A1 -F -- "#bytes" "$out" | tail -1 | sed 's/^/   /'
+    last="ok: $mode $*"; echo "$last"; grep -A1 -F -- "#bytes" "$out" | tail -1 | sed 's/^/   /'
+}
+
+# run_q MODE Q N ARGS...: -q Q -n N; as perftest, every QP runs N iterations and the row
+# counts all of them (Q x N); the banner says Q QPs; every QP's data reached its own slice
+# on the other side (droce-perf --loopback's data check).
+run_q() {
+    local mode=$1 q=$2 n=$3; shift 3
+    run_ok "$mode" -q "$q" -n "$n" "$@"
+    [[ $(tail -1 <<<"$last") == ok:* ]] || return
+    grep -qF " Number of qps   : $q	" "$out" || { fail "$mode -q $q: banner lacks 'Number of qps : $q'"; return; }
+    local iters; iters=$(grep -A1 -F -- "#bytes" "$out" | tail -1 | awk '{print $2}')
+    [[ $iters == $((q * n)) ]] || { fail "$mode -q $q -n $n: row counts $iters iterations, expected $((q * n))"; return; }
+    grep -qxF " data check: $q of $q QPs' data in place" "$out" || { fail "$mode -q $q: no data check line"; return; }
+    [[ $(grep -c '^ local address' "$out") == "$q" && $(grep -c '^ remote address' "$out") == "$q" ]] ||
+        { fail "$mode -q $q: expected $q local and $q remote address lines"; return; }
+    echo "ok:   $q QPs x $n = $iters iterations, data in place"
 }
 
 run_bad() { # DESCRIPTION PATTERN ARGS...
@@ -43,6 +60,13 @@ run_ok write_bw -s 4096 -n 100 --report_gbits
 run_ok read_lat -s 65536 -n 50
 run_ok send_bw -s 1 -n 500 -t 16 -r 32
 run_ok atomic_bw -A CMP_AND_SWAP -n 100
+run_q write_bw 2 100 -s 4096
+run_q write_bw 8 50 -s 4096
+run_q read_bw 2 50 -s 8192
+run_q send_bw 8 40 -s 1024 -t 16 -r 32
+run_q atomic_bw 8 30
+run_q atomic_bw 2 30 -A CMP_AND_SWAP
+run_q write_bw 3 20 -s 65536 --workers 1
 
 run_bad "unknown mode" "unknown MODE" foo_bw
 run_bad "unknown long flag" "unknown option" write_bw -- --loopback --no-such-flag
@@ -53,7 +77,13 @@ run_bad "atomic size" "atomic tests use 8-byte messages" atomic_bw -- --loopback
 run_bad "bad mtu" "for -m/--mtu" write_bw -- --loopback -m 1000
 run_bad "UD" "RC only" send_bw -- --loopback -c UD
 run_bad "bad atomic type" "FETCH_AND_ADD or CMP_AND_SWAP" atomic_bw -- --loopback -A XOR
-run_bad "two QPs" "for -q/--qp" write_bw -- --loopback -q 2
+run_bad "zero QPs" "invalid value '0' for -q/--qp (1..16384)" write_bw -- --loopback -q 0
+run_bad "too many QPs" "invalid value '16385' for -q/--qp (1..16384)" write_bw -- --loopback -q 16385
+run_bad "huge -q" "for -q/--qp" send_bw -- --loopback -q 99999999999999999999
+run_bad "-q on a lat test" "multiple QPs only available on bw tests" write_lat -- --loopback -q 2
+run_bad "-q on read_lat" "multiple QPs only available on bw tests" read_lat -- --loopback -q 8
+run_bad "bad --workers" "for --workers" write_bw -- --loopback --workers 500
+run_bad "--workers with --embedded" "--workers other than 1 needs worker mode" write_bw -- --loopback --embedded --workers 2
 run_bad "missing value" "needs a value" write_bw -- --loopback -n
 run_bad "no --ip" "--ip A.B.C.D/P is required" write_bw -- 10.0.0.9
 

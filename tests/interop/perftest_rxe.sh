@@ -12,11 +12,14 @@
 # Options:
 #   --out DIR           artifacts (default: a new /tmp/droce-perf-interop.XXXXXX)
 #   --modes LIST        default "write_bw send_bw read_bw write_lat send_lat read_lat atomic_bw atomic_lat
-#                       atomic_bw_cs" (_cs: the atomic test with -A CMP_AND_SWAP)
+#                       atomic_bw_cs write_bw_q2 write_bw_q8 send_bw_q2" (_cs: the atomic test with
+#                       -A CMP_AND_SWAP; _qN: the bw test with -q N on both sides, N QPs of --iters
+#                       each, at --q-size only). Select cases with it, e.g. --modes "write_bw_q8"
 #   --roles LIST        droce roles, default "client server"
 #   --mtu 1024|4096     path MTU (default 1024)
 #   --sizes LIST        message sizes for non-atomic modes (default "4096"; --size S = one)
 #   --iters N           default 200
+#   --q-size S          message size of the _qN modes (default 4096)
 #   --case-timeout S    per process (default 90)
 #   --budget S          default 1200
 set -uo pipefail
@@ -25,11 +28,12 @@ export IL_VM_IP=${IL_VM_IP:-10.78.0.2} IL_DROCE_IP=${IL_DROCE_IP:-10.78.0.100}
 export IL_DROCE_MAC=${IL_DROCE_MAC:-02:00:00:00:02:00}
 . "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/lib.sh"
 
-OUT="" MODES="write_bw send_bw read_bw write_lat send_lat read_lat atomic_bw atomic_lat atomic_bw_cs" ROLES="client server"
-MTU=1024 SIZES=4096 ITERS=200 CASE_TIMEOUT=90 BUDGET=1200 BIN=""
+OUT="" MODES="write_bw send_bw read_bw write_lat send_lat read_lat atomic_bw atomic_lat atomic_bw_cs write_bw_q2 write_bw_q8 send_bw_q2" ROLES="client server"
+MTU=1024 SIZES=4096 QSIZE=4096 ITERS=200 CASE_TIMEOUT=90 BUDGET=1200 BIN=""
 while (($#)); do case $1 in
   --out) OUT=$2; shift 2;; --modes) MODES=$2; shift 2;; --roles) ROLES=$2; shift 2;;
   --mtu) MTU=$2; shift 2;; --size|--sizes) SIZES=$2; shift 2;; --iters) ITERS=$2; shift 2;;
+  --q-size) QSIZE=$2; shift 2;;
   --case-timeout) CASE_TIMEOUT=$2; shift 2;; --budget) BUDGET=$2; shift 2;;
   -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0;;
   -*) il_die "unknown option $1";;
@@ -58,8 +62,10 @@ case_name() { # MODE SIZE ROLE
 run_case() { # MODE SIZE ROLE -> CASE_OK, CASE_WHY
   local mode=$1 SIZE=$2 role=$3 name dir; name=$(case_name "$1" "$2" "$3"); dir=$OUT/$name; mkdir -p "$dir"
   local extra=()
+  # write_bw_q8 etc.: the same test with -q 8 on both sides (perftest's exchange for 8 QPs)
+  if [[ $mode =~ ^(.*)_q([0-9]+)$ ]]; then mode=${BASH_REMATCH[1]}; extra+=(-q "${BASH_REMATCH[2]}"); fi
   # atomic_bw_cs / atomic_lat_cs: the same tests with -A CMP_AND_SWAP on both sides
-  if [[ $mode == atomic_*_cs ]]; then mode=${mode%_cs}; extra=(-A CMP_AND_SWAP); fi
+  if [[ $mode == atomic_*_cs ]]; then mode=${mode%_cs}; extra+=(-A CMP_AND_SWAP); fi
   CASE_OK=0; CASE_WHY=""
   local common=(-x 1 -n "$ITERS" -F -p "$IL_PORT" "${extra[@]}")
   [[ $mode == atomic_* ]] || common+=(-s "$SIZE")
@@ -107,6 +113,7 @@ il_log "VM up: $vm_ok"
 for m in $MODES; do
   sizes=$SIZES
   [[ $m == atomic_* ]] && sizes=8 # atomics are 8 bytes whatever --sizes says
+  [[ $m =~ _q[0-9]+$ ]] && sizes=$QSIZE # N QPs x --iters: one size keeps the TCG guest's time in bounds
   for sz in $sizes; do for r in $ROLES; do
     name=$(case_name "$m" "$sz" "$r")
     if [ $vm_ok = 0 ]; then il_result "$name" fail "VM boot failed (see $OUT/vm.log)"; continue; fi

@@ -1123,23 +1123,23 @@ std::unique_ptr<perf::Side> perf_server(Device &dev, perf::Verb verb, Target &t)
     c.rx_depth = 16;
     c.prefix = "perf server: ";
     auto s = std::make_unique<perf::Side>(c);
-    if (!s->setup(dev, 0x900))
+    if (!s->setup(dev, 1))
         return nullptr;
     perf::Dest peer;
     peer.qpn = kPeerQpn;
     peer.psn = kServerEpsn;
     peer.gid = net::GidTable::ipv4_mapped(0x0A4D0009);
-    if (!s->connect(peer, Mtu::Mtu1024))
+    if (!s->connect({peer}, Mtu::Mtu1024))
         return nullptr;
-    const auto &r = s->resources();
     /* The MR's own rkey even for SEND tests, whose exchange advertises none: a forger
      * may have it from elsewhere. */
-    t = {r.qp.get(),
+    MemoryRegion &mr = s->mr();
+    t = {&s->qp(0),
          s->local().qpn,
-         r.mr->rkey(),
-         reinterpret_cast<uint64_t>(r.mr->addr()) + 4096 + 128,
-         static_cast<uint8_t *>(r.mr->addr()),
-         r.mr->length()};
+         mr.rkey(),
+         reinterpret_cast<uint64_t>(mr.addr()) + 4096 + 128,
+         static_cast<uint8_t *>(mr.addr()),
+         mr.length()};
     for (size_t i = 0; i < t.mr_len; ++i)
         t.mr_addr[i] = static_cast<uint8_t>(i * 7 + 1);
     return s;

@@ -260,6 +260,8 @@ TEST(EngineWorkers, TwoWorkersTwoQueues) {
     ASSERT_FALSE(q);
     EXPECT_NE(q.status().message().find("same worker"), std::string::npos) << q.status().message();
     EXPECT_FALSE(p.a.dev->create_cq(16, 2)) << "worker out of range";
+    c0->reset();
+    c1->reset();
     for (int i = 0; i < 4; ++i) {
         a[i].reset();
         b[i].reset();
