@@ -116,9 +116,9 @@ class Qp {
         uint32_t first_psn;
         uint32_t last_psn; /* first + packets - 1 */
         uint32_t npkts;
-        /* Inline WRs: where each SGE's bytes sit in inline_data. Other WRs resolve their
-         * lkeys per packet (gather/scatter), never through a pointer cached at the
-         * start: the region may be deregistered while the WR is in flight. */
+        /* SGE addresses resolved when the WR starts, for what is sent (gather). READ
+         * responses and atomic results never go through them: scatter re-checks the
+         * lkey per packet, as the region may be deregistered while the WR is in flight. */
         uint8_t *host[kMaxSge];
         uint32_t read_off; /* READ: bytes of the response placed so far */
         bool started;
@@ -158,7 +158,7 @@ class Qp {
     bool requester_can_send() const;
     bool start_wqe(SendWqe &w);
     bool send_next_packet(SendWqe &w, Time now);
-    int gather(const SendWqe &w, uint32_t off, uint32_t len, wire::FrameSpec::Seg *segs) const;
+    uint32_t gather(const SendWqe &w, uint32_t off, uint32_t len, wire::FrameSpec::Seg *segs) const;
     bool scatter(const SendWqe &w, uint32_t off, const uint8_t *src, uint32_t len);
     void arm_retransmit(Time now);
     void rewind_to(uint32_t psn);

@@ -85,8 +85,10 @@ void Qp::requester_progress(Time now) {
 }
 
 bool Qp::start_wqe(SendWqe &w) {
-    /* Local access is checked here for the whole WR (an error before any packet goes)
-     * and again per packet (gather/scatter), as the region may go away meanwhile. */
+    /* Local access is checked once per WR for what is sent: a WR started while its key
+     * was valid runs to completion (the engine's dereg waits for zero-copy frames). What
+     * is received (READ responses, atomic results) is re-checked per packet (scatter):
+     * nothing may be written into a region after its dereg. */
     const uint32_t need = is_read_or_atomic(w.wr.opcode) ? uint32_t{kAccessLocalWrite} : 0u;
     const bool inl = (w.wr.send_flags & kSendInline) != 0;
     uint32_t inline_off = 0;
@@ -126,28 +128,20 @@ bool Qp::start_wqe(SendWqe &w) {
     return true;
 }
 
-/* The segments of the message bytes [off, off+len); -1 when an lkey no longer checks
- * (the region was deregistered while the WR was in flight: never read it). */
-int Qp::gather(const SendWqe &w, uint32_t off, uint32_t len, wire::FrameSpec::Seg *segs) const {
-    const bool inl = (w.wr.send_flags & kSendInline) != 0;
-    int n = 0;
+uint32_t Qp::gather(const SendWqe &w, uint32_t off, uint32_t len,
+                    wire::FrameSpec::Seg *segs) const {
+    uint32_t n = 0;
     for (int i = 0; i < w.wr.num_sge && len > 0; ++i) {
-        const Sge &s = w.wr.sg_list[i];
-        if (off >= s.length) {
-            off -= s.length;
+        const uint32_t sl = w.wr.sg_list[i].length;
+        if (off >= sl) {
+            off -= sl;
             continue;
         }
-        const uint32_t take = std::min(s.length - off, len);
-        uint8_t *src = nullptr;
-        if (inl)
-            src = w.host[i] + off;
-        else if (cfg_.mrs->check(s.lkey, cfg_.pd, s.addr + off, take, 0, &src) !=
-                 mem::AccessResult::Ok)
-            return -1;
-        segs[n].addr = src;
+        const uint32_t take = std::min(sl - off, len);
+        segs[n].addr = w.host[i] + off;
         segs[n].len = take;
         /* Inline data lives in the WQE, not in a region: never attached zero-copy. */
-        segs[n].mr_key = inl ? 0 : s.lkey;
+        segs[n].mr_key = (w.wr.send_flags & kSendInline) ? 0 : w.wr.sg_list[i].lkey;
         ++n;
         len -= take;
         off = 0;
@@ -184,12 +178,7 @@ bool Qp::send_next_packet(SendWqe &w, Time now) {
         f.imm = w.wr.imm_data;
         f.ieth = w.wr.invalidate_rkey;
         f.bth.se = last && (w.wr.send_flags & kSendSolicited) != 0;
-        const int nsegs = gather(w, off, chunk, segs);
-        if (nsegs < 0) {
-            requester_error(sq_cur_, WcStatus::LocProtErr);
-            return false;
-        }
-        f.nsegs = static_cast<uint32_t>(nsegs);
+        f.nsegs = gather(w, off, chunk, segs);
         f.segs = segs;
         f.payload_len = chunk;
         done_wqe = last;
