@@ -135,6 +135,33 @@ enum class QpState : uint8_t { Reset = 0, Init = 1, Rtr = 2, Rts = 3, Sqd = 4, S
 /** "RESET", "INIT", "RTR", "RTS", "SQD", "SQE", "ERR". */
 const char *qp_state_str(QpState s);
 
+/** Asynchronous events (ibv_event_type values). Affiliated events name a QP or a CQ;
+ * errors that a completion can report are reported there, not here. */
+enum class AsyncEventType : uint8_t {
+    CqErr = 0,             /**< a CQ overran: completions were lost */
+    QpFatal = 1,           /**< QP to ERR for a reason no completion reports */
+    QpReqErr = 2,          /**< responder: invalid request (NAK sent), QP to ERR */
+    QpAccessErr = 3,       /**< responder: remote access violation (NAK sent), QP to ERR */
+    CommEst = 4,           /**< first packet received in RTR */
+    SqDrained = 5,         /**< SQD: every started send WR completed (en_sqd_async_notify) */
+    PathMig = 6,           /**< (no alternate paths: never raised) */
+    PathMigErr = 7,        /**< (never raised) */
+    DeviceFatal = 8,       /**< the device is unusable */
+    PortActive = 9,        /**< link up */
+    PortErr = 10,          /**< link down */
+    LidChange = 11,        /**< (never raised: RoCE) */
+    PkeyChange = 12,       /**< P_Key table changed */
+    SmChange = 13,         /**< (never raised: RoCE) */
+    SrqErr = 14,           /**< SRQ catastrophic error */
+    SrqLimitReached = 15,  /**< SRQ below its armed limit */
+    QpLastWqeReached = 16, /**< an SRQ QP in ERR will take no more receives from the SRQ */
+    ClientReregister = 17, /**< (never raised: RoCE) */
+    GidChange = 18,        /**< GID table changed */
+    WqFatal = 19,          /**< (no WQs: never raised) */
+};
+/** "CQ error", "local work queue catastrophic error", ... as ibv_event_type_str() prints. */
+const char *async_event_str(AsyncEventType t);
+
 /** Which QpAttr fields a modify() call sets (ibv_qp_attr_mask values). */
 enum QpAttrMask : uint32_t {
     kQpState = 1u << 0,
@@ -203,6 +230,7 @@ struct QpAttr {
     uint8_t timeout = 14;  /**< 4.096 us * 2^timeout, 0 = infinite */
     uint8_t retry_cnt = 7; /**< 0..7 */
     uint8_t rnr_retry = 7; /**< 0..7, 7 = infinite */
+    uint8_t en_sqd_async_notify = 0; /**< kQpEnSqdAsyncNotify (RTS->SQD): raise SqDrained */
 };
 
 /** Queue sizes requested at QP creation (ibv_qp_cap). */

@@ -47,7 +47,7 @@ void Qp::completer_on_packet(const wire::ParsedPacket &p, Time now) {
                 return;
             ++cfg_.counters->rnr_nak_retry_err;
             if (rnr_retry_left_ == 0) {
-                requester_error(sq_[sq_head_ & sq_mask_], WcStatus::RnrRetryExcErr);
+                requester_error(sq_head_, WcStatus::RnrRetryExcErr);
                 return;
             }
             if (attr_.rnr_retry != 7)
@@ -62,7 +62,6 @@ void Qp::completer_on_packet(const wire::ParsedPacket &p, Time now) {
             ack_through(prev, now);
             if (state_ == QpState::Err || sq_head_ == sq_tail_)
                 return;
-            SendWqe &w = sq_[sq_head_ & sq_mask_];
             switch (p.aeth.syndrome) {
             case wire::kAethNakPsnSeqErr:
                 ++cfg_.counters->packet_seq_err;
@@ -71,15 +70,15 @@ void Qp::completer_on_packet(const wire::ParsedPacket &p, Time now) {
                 return;
             case wire::kAethNakInvalidRequest:
                 ++cfg_.counters->req_remote_invalid_request;
-                requester_error(w, WcStatus::RemInvReqErr);
+                requester_error(sq_head_, WcStatus::RemInvReqErr);
                 return;
             case wire::kAethNakRemoteAccessErr:
                 ++cfg_.counters->req_remote_access_errors;
-                requester_error(w, WcStatus::RemAccessErr);
+                requester_error(sq_head_, WcStatus::RemAccessErr);
                 return;
             default:
                 ++cfg_.counters->req_remote_operational_error;
-                requester_error(w, WcStatus::RemOpErr);
+                requester_error(sq_head_, WcStatus::RemOpErr);
                 return;
             }
         }
@@ -129,27 +128,20 @@ void Qp::on_read_response(const wire::ParsedPacket &p, SendWqe &w, Time now) {
     const uint32_t want = last ? left : m;
     if (p.payload_len != want || (!last && left <= m)) {
         ++cfg_.counters->rx_unexpected_response;
-        requester_error(w, WcStatus::BadRespErr);
+        requester_error(sq_head_, WcStatus::BadRespErr);
         return;
     }
-    /* Scatter into the local SGEs (resolved when the WR started). */
+    /* Scatter into the local SGEs, their lkeys checked for this packet. */
     uint32_t base = w.read_off;
+    bool ok = true;
     wire::for_each_payload_chunk(p, [&](const uint8_t *src, uint32_t len) {
-        uint32_t off = base;
+        ok = ok && scatter(w, base, src, len);
         base += len;
-        for (int i = 0; i < w.wr.num_sge && len > 0; ++i) {
-            const uint32_t sl = w.wr.sg_list[i].length;
-            if (off >= sl) {
-                off -= sl;
-                continue;
-            }
-            const uint32_t take = sl - off < len ? sl - off : len;
-            std::memcpy(w.host[i] + off, src, take);
-            src += take;
-            len -= take;
-            off = 0;
-        }
     });
+    if (!ok) {
+        requester_error(sq_head_, WcStatus::LocProtErr);
+        return;
+    }
     cfg_.counters->rx_bytes_copied += p.payload_len;
     w.read_off += p.payload_len;
     if (last)
@@ -167,7 +159,10 @@ void Qp::on_atomic_ack(const wire::ParsedPacket &p, SendWqe &w, Time now) {
     if (state_ == QpState::Err || &sq_[sq_head_ & sq_mask_] != &w)
         return;
     const uint64_t orig = p.atomic_ack.orig;
-    std::memcpy(w.host[0], &orig, sizeof(orig));
+    if (!scatter(w, 0, reinterpret_cast<const uint8_t *>(&orig), sizeof(orig))) {
+        requester_error(sq_head_, WcStatus::LocProtErr);
+        return;
+    }
     w.read_off = 8;
     ack_through(w.last_psn, now);
 }
@@ -193,11 +188,14 @@ void Qp::ack_through(uint32_t psn, Time now) {
         }
         if (rd || at)
             --rd_atomic_inflight_;
-        /* Off the queue before the completion is visible: the application may post
-         * into the slot as soon as it polls it (the engine publishes the depth then). */
+        /* Retired before its completion is written: a completion the CQ has no room for
+         * puts the QP in ERR, whose flush must not see this WQE again. */
         ++sq_head_;
         complete_send(w, WcStatus::Success);
+        if (state_ == QpState::Err)
+            return;
     }
+    check_sq_drained();
     uint32_t una = wire::psn_add(psn, 1);
     if (sq_head_ != sq_tail_) {
         /* An ACK never acknowledges READ/atomic PSNs whose responses have not arrived
@@ -224,6 +222,31 @@ void Qp::ack_through(uint32_t psn, Time now) {
     arm_retransmit(now);
 }
 
+/* Writes len response bytes at message offset off into the WR's local SGEs. Each lkey is
+ * checked now, per packet: the application may have deregistered the region since the
+ * WR started (verbs: the WR then fails with LOC_PROT_ERR, nothing written after the
+ * dereg). False = a key failed; bytes before it in this packet may have been placed
+ * (into memory that is still registered). */
+bool Qp::scatter(const SendWqe &w, uint32_t off, const uint8_t *src, uint32_t len) {
+    for (int i = 0; i < w.wr.num_sge && len > 0; ++i) {
+        const Sge &s = w.wr.sg_list[i];
+        if (off >= s.length) {
+            off -= s.length;
+            continue;
+        }
+        const uint32_t take = s.length - off < len ? s.length - off : len;
+        uint8_t *dst;
+        if (cfg_.mrs->check(s.lkey, cfg_.pd, s.addr + off, take, kAccessLocalWrite, &dst) !=
+            mem::AccessResult::Ok)
+            return false;
+        std::memcpy(dst, src, take);
+        src += take;
+        len -= take;
+        off = 0;
+    }
+    return len == 0;
+}
+
 /* An acknowledgement (or READ response) may arrive after a rewind for packets the peer had
  * after all: never resend what it already has. */
 void Qp::catch_up_with_una() {
@@ -239,11 +262,29 @@ void Qp::catch_up_with_una() {
     }
 }
 
-void Qp::requester_error(SendWqe &w, WcStatus st) {
-    w.signaled = true;
-    ++sq_head_; /* off the queue before its completion is visible (see ack_through) */
-    complete_send(w, st);
-    enter_error();
+/* The WR at SQ index idx fails with st and the QP goes to ERR. Completions leave in SQ
+ * order: WRs ahead of it (started, waiting for ACKs an ERR QP no longer takes) are
+ * flushed first, then its error, then the flush of the rest. The state changes first,
+ * so a completion that finds the CQ full does not re-enter. A requester error is
+ * reported by its completion: no event (verbs). */
+void Qp::requester_error(uint32_t idx, WcStatus st) {
+    if (state_ == QpState::Err)
+        return;
+    state_ = QpState::Err;
+    attr_.qp_state = QpState::Err;
+    sqd_notify_ = false;
+    while (sq_head_ != idx && sq_head_ != sq_tail_) {
+        SendWqe &h = sq_[sq_head_++ & sq_mask_];
+        h.signaled = true;
+        complete_send(h, WcStatus::WrFlushErr);
+    }
+    if (sq_head_ != sq_tail_) {
+        SendWqe &w = sq_[sq_head_++ & sq_mask_];
+        w.signaled = true;
+        complete_send(w, st);
+    }
+    flush_queues();
+    error_events(false, AsyncEventType::QpFatal);
 }
 
 void Qp::retry_or_fail(Time now) {
@@ -252,7 +293,7 @@ void Qp::retry_or_fail(Time now) {
     if (sq_head_ == sq_tail_)
         return;
     if (retry_left_ == 0) {
-        requester_error(sq_[sq_head_ & sq_mask_], WcStatus::RetryExcErr);
+        requester_error(sq_head_, WcStatus::RetryExcErr);
         return;
     }
     --retry_left_;

@@ -44,11 +44,30 @@ class TxPort {
     virtual bool transmit(const wire::FrameSpec &frame) = 0;
 };
 
-/** A completion queue as the transport sees it. push() false = CQ overflow. */
+/** A completion queue as the transport sees it. push() false = CQ overflow: the QP
+ * counts it (cq_overflow), raises CqErr and QpFatal and goes to ERR (verbs: a CQ overrun
+ * is a CQ error and the QPs that could not complete into it are in error). */
 class CqSink {
   public:
     virtual ~CqSink() = default;
     virtual bool push(const Wc &wc) = 0;
+};
+
+/** An asynchronous event (ibv_async_event): what happened and to which QP / CQ. */
+struct AsyncEvent {
+    AsyncEventType type;
+    uint32_t qp_num;  /* the QP that raised it (also for CqErr: the QP that found it full) */
+    const CqSink *cq; /* CqErr: the CQ that overran; nullptr otherwise */
+};
+
+/** Where a QP's asynchronous events go (QpConfig::events; nullptr = nowhere). Called
+ * from inside on_packet()/progress()/on_timer()/modify()/post_*() with the QP already
+ * in its new state; the handler must not call back into the QP. The QP raises CqErr
+ * once per CQ until it is reset (the owner of the CQ may see it from several QPs). */
+class AsyncEventSink {
+  public:
+    virtual ~AsyncEventSink() = default;
+    virtual void on_async_event(const AsyncEvent &ev) = 0;
 };
 
 } // namespace droce::rc

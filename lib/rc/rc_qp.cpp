@@ -221,13 +221,24 @@ Status Qp::modify(const QpAttr &a, uint32_t mask, const Path *path) {
         msn_ = 0;
         for (auto &r : rd_res_)
             r.valid = false;
+        sqd_notify_ = comm_est_ = false;
+        cq_err_raised_[0] = cq_err_raised_[1] = nullptr;
         state_ = QpState::Reset;
         return {};
     }
+    if (to == QpState::Rtr && cur == QpState::Init)
+        comm_est_ = false;
+    if (to == QpState::Sqd && cur == QpState::Rts)
+        sqd_notify_ = (mask & kQpEnSqdAsyncNotify) && a.en_sqd_async_notify;
+    else if (to != QpState::Sqd)
+        sqd_notify_ = false;
     state_ = to;
     attr_.qp_state = to;
-    if (to == QpState::Err && cur != QpState::Err)
+    if (to == QpState::Err && cur != QpState::Err) {
         flush_queues();
+        error_events(false, AsyncEventType::QpFatal);
+    }
+    check_sq_drained(); /* entering SQD with nothing in flight is drained at once */
     return {};
 }
 
@@ -337,10 +348,10 @@ void Qp::complete_send(SendWqe &w, WcStatus st) {
                       ? w.length
                       : 0;
     wc.qp_num = cfg_.qpn;
-    if (!cfg_.send_cq->push(wc))
-        ++cfg_.counters->cq_overflow;
     if (st != WcStatus::Success && st != WcStatus::WrFlushErr)
         ++cfg_.counters->req_cqe_error;
+    if (!cfg_.send_cq->push(wc))
+        cq_overflow(cfg_.send_cq);
 }
 
 void Qp::complete_recv(const RecvWqe &r, WcStatus st, WcOpcode op, uint32_t byte_len,
@@ -356,10 +367,49 @@ void Qp::complete_recv(const RecvWqe &r, WcStatus st, WcOpcode op, uint32_t byte
     wc.src_qp = attr_.dest_qp_num;
     if (flags & kWcWithInv)
         wc.invalidated_rkey = imm;
-    if (!cfg_.recv_cq->push(wc))
-        ++cfg_.counters->cq_overflow;
     if (st != WcStatus::Success && st != WcStatus::WrFlushErr)
         ++cfg_.counters->resp_cqe_error;
+    if (!cfg_.recv_cq->push(wc))
+        cq_overflow(cfg_.recv_cq);
+}
+
+/* A completion could not be written: it is lost, which is what the events say. Verbs: a
+ * CQ overrun is a CQ error (CQ_ERR) and the QP whose completion was lost goes to ERR
+ * (QP_FATAL). The flush completions that follow find the same CQ full: they are counted,
+ * raise nothing more, and cannot recurse (the QP is in ERR before the flush starts).
+ * Callers that complete in a loop (ack_through) check for ERR after each completion. */
+void Qp::cq_overflow(const CqSink *cq) {
+    ++cfg_.counters->cq_overflow;
+    if (cq != cq_err_raised_[0] && cq != cq_err_raised_[1]) {
+        cq_err_raised_[cq_err_raised_[0] ? 1 : 0] = cq;
+        raise(AsyncEventType::CqErr, cq);
+    }
+    enter_error(true, AsyncEventType::QpFatal);
+}
+
+void Qp::raise(AsyncEventType t, const CqSink *cq) {
+    if (cfg_.events)
+        cfg_.events->on_async_event(AsyncEvent{t, cfg_.qpn, cq});
+}
+
+void Qp::error_events(bool raise_ev, AsyncEventType ev) {
+    if (raise_ev)
+        raise(ev);
+    /* An SRQ QP in ERR takes no more receives from the SRQ: the application may now
+     * destroy it without losing a WR (ibv_destroy_qp's documented SRQ sequence). */
+    if (cfg_.srq)
+        raise(AsyncEventType::QpLastWqeReached);
+}
+
+/* SQD with en_sqd_async_notify: SQ_DRAINED once every started WR has completed (the
+ * requester starts none in SQD, so that is when the head WQE is not started). */
+void Qp::check_sq_drained() {
+    if (!sqd_notify_ || state_ != QpState::Sqd)
+        return;
+    if (sq_head_ != sq_tail_ && sq_[sq_head_ & sq_mask_].started)
+        return;
+    sqd_notify_ = false;
+    raise(AsyncEventType::SqDrained);
 }
 
 void Qp::flush_queues() {
@@ -385,12 +435,14 @@ void Qp::flush_queues() {
         r.valid = false;
 }
 
-void Qp::enter_error() {
+void Qp::enter_error(bool raise_ev, AsyncEventType ev) {
     if (state_ == QpState::Err)
         return;
     state_ = QpState::Err;
     attr_.qp_state = QpState::Err;
+    sqd_notify_ = false;
     flush_queues();
+    error_events(raise_ev, ev);
 }
 
 wire::FrameSpec Qp::base_frame(uint8_t opcode, uint32_t psn) const {
@@ -437,6 +489,12 @@ void Qp::on_packet(const wire::ParsedPacket &p, Time now) {
         if (state_ != QpState::Rtr && state_ != QpState::Rts && state_ != QpState::Sqd) {
             ++cfg_.counters->rx_qp_state_drop;
             return;
+        }
+        if (state_ == QpState::Rtr && !comm_est_) {
+            /* Verbs: COMM_EST when the first packet arrives in RTR (the application may
+             * be waiting for it to move to RTS). */
+            comm_est_ = true;
+            raise(AsyncEventType::CommEst);
         }
         responder_on_packet(p, now);
     }

@@ -56,6 +56,7 @@ struct QpConfig {
     const mem::MrTable *mrs = nullptr;
     RecvQueue *srq = nullptr; /* shared receive queue; then post_recv() on the QP fails */
     Counters *counters = nullptr;
+    AsyncEventSink *events = nullptr; /* asynchronous events; nullptr = not reported */
     QpTuning tuning;
     /* The port's P_Key table (ibv_query_pkey); kQpPkeyIndex selects the QP's P_Key from
      * it. nullptr = the one-entry default table {0xFFFF}. Must outlive the QP. */
@@ -115,8 +116,11 @@ class Qp {
         uint32_t first_psn;
         uint32_t last_psn; /* first + packets - 1 */
         uint32_t npkts;
-        uint8_t *host[kMaxSge]; /* resolved SGE addresses (set when the WR starts) */
-        uint32_t read_off;      /* READ: bytes of the response placed so far */
+        /* SGE addresses resolved when the WR starts, for what is sent (gather). READ
+         * responses and atomic results never go through them: scatter re-checks the
+         * lkey per packet, as the region may be deregistered while the WR is in flight. */
+        uint8_t *host[kMaxSge];
+        uint32_t read_off; /* READ: bytes of the response placed so far */
         bool started;
         bool signaled;
         uint8_t inline_data[kMaxInlineData]; /* kSendInline: payload copied at post time */
@@ -135,7 +139,13 @@ class Qp {
     };
 
     /* rc_qp.cpp */
-    void enter_error();
+    /* Into ERR (no-op when there already): flushes, then raises `ev` if `raise_ev`, then
+     * LAST_WQE_REACHED with an SRQ. */
+    void enter_error(bool raise_ev = false, AsyncEventType ev = AsyncEventType::QpFatal);
+    void error_events(bool raise_ev, AsyncEventType ev);
+    void raise(AsyncEventType t, const CqSink *cq = nullptr);
+    void cq_overflow(const CqSink *cq);
+    void check_sq_drained();
     void flush_queues();
     void complete_send(SendWqe &w, WcStatus st);
     void complete_recv(const RecvWqe &r, WcStatus st, WcOpcode op, uint32_t byte_len,
@@ -149,6 +159,7 @@ class Qp {
     bool start_wqe(SendWqe &w);
     bool send_next_packet(SendWqe &w, Time now);
     uint32_t gather(const SendWqe &w, uint32_t off, uint32_t len, wire::FrameSpec::Seg *segs) const;
+    bool scatter(const SendWqe &w, uint32_t off, const uint8_t *src, uint32_t len);
     void arm_retransmit(Time now);
     void rewind_to(uint32_t psn);
 
@@ -158,7 +169,7 @@ class Qp {
     void catch_up_with_una();
     void on_read_response(const wire::ParsedPacket &p, SendWqe &w, Time now);
     void on_atomic_ack(const wire::ParsedPacket &p, SendWqe &w, Time now);
-    void requester_error(SendWqe &w, WcStatus st);
+    void requester_error(uint32_t idx, WcStatus st);
     void retry_or_fail(Time now);
 
     /* rc_responder.cpp */
@@ -170,7 +181,7 @@ class Qp {
     bool overlaps_pending_read(uint64_t va, uint64_t len) const;
     bool flush_read_responses();
     bool conflicts_with_pending_read(const wire::ParsedPacket &p) const;
-    void nak_and_error(uint8_t syndrome, uint32_t psn);
+    void nak_and_error(uint8_t syndrome, uint32_t psn, bool raise_ev = true);
     bool send_read_responses(ReadResource &r);
     bool copy_to_recv(const RecvWqe &r, uint32_t off, const uint8_t *src, uint32_t len);
     ReadResource *alloc_read_resource();
@@ -198,6 +209,9 @@ class Qp {
     Time rnr_deadline_ = 0; /* sending paused until then after an RNR NAK */
     uint8_t retry_left_ = 7;
     uint8_t rnr_retry_left_ = 7;
+    bool sqd_notify_ = false; /* SQD entered with en_sqd_async_notify, not drained yet */
+    /* CQs this QP reported CqErr for (once each until RESET). */
+    const CqSink *cq_err_raised_[2] = {nullptr, nullptr};
 
     /* ---- receive queue + responder ---- */
     RecvQueue rq_;       /* the QP's own receive queue (unused with an SRQ) */
@@ -213,7 +227,12 @@ class Qp {
      * keep responses in PSN order and memory effects in request order) and a PSN
      * sequence NAK will restart the requester from it as soon as they are out. */
     bool busy_dropped_ = false;
-    uint8_t *write_ptr_ = nullptr; /* WRITE in flight: where the next payload goes */
+    bool comm_est_ = false; /* CommEst raised in this RTR */
+    /* WRITE in flight: where the next payload goes. Kept as (rkey, va), not as a host
+     * pointer: every packet re-checks the key, so a region deregistered between two
+     * packets of a message is never written after its dereg. */
+    uint64_t write_va_ = 0;
+    uint32_t write_rkey_ = 0;
     uint32_t write_left_ = 0;
     uint32_t write_len_ = 0;
     uint32_t pkts_since_ack_ = 0;

@@ -85,7 +85,10 @@ void Qp::requester_progress(Time now) {
 }
 
 bool Qp::start_wqe(SendWqe &w) {
-    /* Local access is checked once per WR; per packet the resolved addresses are used. */
+    /* Local access is checked once per WR for what is sent: a WR started while its key
+     * was valid runs to completion (the engine's dereg waits for zero-copy frames). What
+     * is received (READ responses, atomic results) is re-checked per packet (scatter):
+     * nothing may be written into a region after its dereg. */
     const uint32_t need = is_read_or_atomic(w.wr.opcode) ? uint32_t{kAccessLocalWrite} : 0u;
     const bool inl = (w.wr.send_flags & kSendInline) != 0;
     uint32_t inline_off = 0;
@@ -102,7 +105,7 @@ bool Qp::start_wqe(SendWqe &w) {
         }
         if (cfg_.mrs->check(s.lkey, cfg_.pd, s.addr, s.length, need, &w.host[i]) !=
             mem::AccessResult::Ok) {
-            requester_error(w, WcStatus::LocProtErr);
+            requester_error(sq_cur_, WcStatus::LocProtErr);
             return false;
         }
     }

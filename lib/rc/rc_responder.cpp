@@ -69,13 +69,16 @@ bool Qp::send_ack(uint8_t syndrome, uint32_t psn) {
     return false;
 }
 
-void Qp::nak_and_error(uint8_t syndrome, uint32_t psn) {
+void Qp::nak_and_error(uint8_t syndrome, uint32_t psn, bool raise_ev) {
     /* The QP dies: READ responses still queued will never go (progress() sends nothing
      * in ERR but this NAK), so they must not hold it back either. */
     for (auto &r : rd_res_)
         r.valid = false;
     send_ack(syndrome, psn);
-    enter_error();
+    /* No WQE carries a responder's request error, so verbs reports it as an affiliated
+     * event (IBTA 11.6.3: invalid request / local access violation WQ error). */
+    enter_error(raise_ev, syndrome == wire::kAethNakRemoteAccessErr ? AsyncEventType::QpAccessErr
+                                                                    : AsyncEventType::QpReqErr);
 }
 
 Qp::ReadResource *Qp::alloc_read_resource() {
@@ -317,7 +320,8 @@ void Qp::responder_on_packet(const wire::ParsedPacket &p, Time now) {
             ++cfg_.counters->resp_local_length_error;
             in_send_ = false;
             complete_recv(r, WcStatus::LocLenErr, WcOpcode::Recv, recv_off_, 0, 0);
-            nak_and_error(wire::kAethNakInvalidRequest, psn);
+            /* the LOC_LEN_ERR completion reports it: no event */
+            nak_and_error(wire::kAethNakInvalidRequest, psn, false);
             return;
         }
         recv_off_ += p.payload_len;
@@ -338,10 +342,12 @@ void Qp::responder_on_packet(const wire::ParsedPacket &p, Time now) {
         if (first) {
             ++cfg_.counters->rx_write_requests;
             write_len_ = write_left_ = p.reth.dma_len;
-            write_ptr_ = nullptr;
+            write_va_ = p.reth.va;
+            write_rkey_ = p.reth.rkey;
+            uint8_t *host;
             if (p.reth.dma_len > 0 &&
                 cfg_.mrs->check(p.reth.rkey, cfg_.pd, p.reth.va, p.reth.dma_len, kAccessRemoteWrite,
-                                &write_ptr_) != mem::AccessResult::Ok) {
+                                &host) != mem::AccessResult::Ok) {
                 ++cfg_.counters->resp_remote_access_error;
                 nak_and_error(wire::kAethNakRemoteAccessErr, psn);
                 return;
@@ -355,10 +361,21 @@ void Qp::responder_on_packet(const wire::ParsedPacket &p, Time now) {
             return;
         }
         if (p.payload_len) {
+            /* Per packet, not once per message: the region may have been deregistered
+             * since the FIRST packet (the key then fails, as its generation moved on).
+             * Verbs: remote access fails from the dereg on. One O(1) lookup. */
+            uint8_t *dst;
+            if (cfg_.mrs->check(write_rkey_, cfg_.pd, write_va_, p.payload_len, kAccessRemoteWrite,
+                                &dst) != mem::AccessResult::Ok) {
+                ++cfg_.counters->resp_remote_access_error;
+                nak_and_error(wire::kAethNakRemoteAccessErr, psn);
+                return;
+            }
             wire::for_each_payload_chunk(p, [&](const uint8_t *src, uint32_t n) {
-                std::memcpy(write_ptr_, src, n);
-                write_ptr_ += n;
+                std::memcpy(dst, src, n);
+                dst += n;
             });
+            write_va_ += p.payload_len;
             write_left_ -= p.payload_len;
             cfg_.counters->rx_bytes_copied += p.payload_len;
         }
@@ -432,6 +449,8 @@ void Qp::responder_on_packet(const wire::ParsedPacket &p, Time now) {
         nak_and_error(wire::kAethNakInvalidRequest, psn);
         return;
     }
+    if (state_ == QpState::Err)
+        return; /* its receive completion was lost (CQ overflow): no ACK from ERR */
 
     epsn_ = wire::psn_add(psn, 1);
     ++pkts_since_ack_;

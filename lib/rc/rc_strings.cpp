@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Names of verbs enums, as libibverbs prints them (ibv_wc_status_str). */
+/* Names of verbs enums, as libibverbs prints them (ibv_wc_status_str, ibv_event_type_str). */
 #include <droce/verbs.h>
 
 namespace droce {
@@ -48,6 +48,31 @@ const char *wc_status_str(WcStatus s) {
                                         "response timeout error",
                                         "general error"};
     const auto i = static_cast<unsigned>(s);
+    return i < sizeof(names) / sizeof(names[0]) ? names[i] : "unknown";
+}
+
+const char *async_event_str(AsyncEventType t) {
+    static const char *const names[] = {"CQ error",
+                                        "local work queue catastrophic error",
+                                        "invalid request local work queue error",
+                                        "local access violation work queue error",
+                                        "communication established",
+                                        "send queue drained",
+                                        "path migrated",
+                                        "path migration request error",
+                                        "local catastrophic error",
+                                        "port active",
+                                        "port error",
+                                        "LID change",
+                                        "P_Key change",
+                                        "SM change",
+                                        "SRQ catastrophic error",
+                                        "SRQ limit reached",
+                                        "last WQE reached",
+                                        "client reregistration",
+                                        "GID table change",
+                                        "WQ fatal"};
+    const auto i = static_cast<unsigned>(t);
     return i < sizeof(names) / sizeof(names[0]) ? names[i] : "unknown";
 }
 

@@ -37,6 +37,7 @@ rc::Qp &Endpoint::create_qp(uint32_t qpn, rc::CqSink *scq, rc::CqSink *rcq, QpCa
     c.recv_cq = rcq;
     c.mrs = &mrs;
     c.counters = &counters;
+    c.events = &events;
     c.tuning = t;
     c.srq = srq;
     auto qp = std::make_unique<rc::Qp>(c);
@@ -46,12 +47,14 @@ rc::Qp &Endpoint::create_qp(uint32_t qpn, rc::CqSink *scq, rc::CqSink *rcq, QpCa
 }
 
 void Endpoint::connect(rc::Qp &local, const Endpoint &peer, const rc::Qp &remote, uint32_t sq_psn,
-                       uint32_t rq_psn, QpAttr a, Mtu mtu) {
+                       uint32_t rq_psn, QpAttr a, Mtu mtu, QpState upto) {
     a.qp_state = QpState::Init;
     a.port_num = 1;
     Status s = local.modify(a, kQpState | kQpPkeyIndex | kQpPort | kQpAccessFlags);
     if (!s)
         throw std::runtime_error(s.message());
+    if (upto == QpState::Init)
+        return;
     rc::Path path;
     std::memcpy(path.eth.src, mac, 6);
     std::memcpy(path.eth.dst, peer.mac, 6);
@@ -69,6 +72,8 @@ void Endpoint::connect(rc::Qp &local, const Endpoint &peer, const rc::Qp &remote
                      &path);
     if (!s)
         throw std::runtime_error(s.message());
+    if (upto == QpState::Rtr)
+        return;
     a.qp_state = QpState::Rts;
     a.sq_psn = sq_psn;
     s = local.modify(a, kQpState | kQpSqPsn | kQpTimeout | kQpRetryCnt | kQpRnrRetry |

@@ -60,6 +60,21 @@ class SimCq : public rc::CqSink {
     size_t capacity = 1u << 20;
 };
 
+/** Records the asynchronous events of an endpoint's QPs, in order. */
+class SimEvents : public rc::AsyncEventSink {
+  public:
+    void on_async_event(const rc::AsyncEvent &ev) override { log.push_back(ev); }
+    /** Events of one QP (all types), in order. */
+    std::vector<AsyncEventType> of(uint32_t qpn) const {
+        std::vector<AsyncEventType> v;
+        for (const auto &e : log)
+            if (e.qp_num == qpn)
+                v.push_back(e.type);
+        return v;
+    }
+    std::vector<rc::AsyncEvent> log;
+};
+
 /** One host: an address, its MRs, counters, QPs and a transmit path into the fabric. */
 class Endpoint : public rc::TxPort {
   public:
@@ -76,15 +91,17 @@ class Endpoint : public rc::TxPort {
     }
     /** Connects a local QP to a remote one (RESET->INIT->RTR->RTS). */
     /** extra.qp_access_flags (as given: 0 grants no remote right) and extra.pkey_index are
-     * honoured. */
+     * honoured. `upto` stops the walk at INIT or RTR. */
     void connect(rc::Qp &local, const Endpoint &peer, const rc::Qp &remote, uint32_t sq_psn,
-                 uint32_t rq_psn, QpAttr extra = {}, Mtu mtu = Mtu::Mtu1024);
+                 uint32_t rq_psn, QpAttr extra = {}, Mtu mtu = Mtu::Mtu1024,
+                 QpState upto = QpState::Rts);
 
     Fabric &fabric;
     uint32_t ip;
     uint8_t mac[6];
     mem::MrTable mrs{1024};
     rc::Counters counters;
+    SimEvents events; /* every QP of the endpoint reports here */
     std::map<uint32_t, std::unique_ptr<rc::Qp>> qps;
     uint32_t tx_budget = 64; /* frames per step before transmit() refuses */
     uint32_t tx_used = 0;

@@ -306,6 +306,14 @@ void run_case(const Case &c) {
     }
     const bool dies = c.expect == Expect::NakAccess || c.expect == Expect::NakInvalid;
     EXPECT_EQ(w.qb->state(), dies ? QpState::Err : QpState::Rts) << w.qb->debug_string();
+    /* No WQE can report a responder's request error: verbs raises it as an event. */
+    std::vector<AsyncEventType> want_ev;
+    if (c.expect == Expect::NakAccess)
+        want_ev = {AsyncEventType::QpAccessErr};
+    else if (c.expect == Expect::NakInvalid)
+        want_ev = {AsyncEventType::QpReqErr};
+    EXPECT_EQ(w.b.events.of(w.qb->qpn()), want_ev);
+    EXPECT_TRUE(w.a.events.log.empty());
     EXPECT_EQ(w.qa->state(), QpState::Rts) << "the forged frames never reach A's own state";
     /* Other QPs always keep working. */
     EXPECT_TRUE(w.bystander_ok()) << w.qb2->debug_string();
@@ -987,4 +995,165 @@ TEST(Hostile, ForgedAckInsideOutstandingRead) {
     EXPECT_EQ(w.scq_a.q.back().status, WcStatus::Success) << wc_status_str(w.scq_a.q.back().status);
     EXPECT_EQ(0, std::memcmp(w.buf_a.data(), w.arena.data() + kOffAll, 6000));
     EXPECT_EQ(w.a.counters.local_ack_timeout_err, 0u) << "no retransmission was needed";
+}
+
+/* ---- an MR deregistered between the packets of one message ---- */
+
+/* A 16 KiB WRITE (16 packets at MTU 1024) into a region of B that B deregisters right
+ * after the first packet landed. The buffer stays allocated (the application may reuse
+ * it at once): after the dereg no byte of it may change. Verbs: the remote access fails
+ * from then on: NAK remote access error at the next packet, B's QP to ERR, A's WR
+ * completes with REM_ACCESS_ERR. */
+TEST(Hostile, DeregBetweenWritePackets) {
+    World w;
+    constexpr uint32_t kLen = 16 << 10;
+    std::vector<uint8_t> target(kLen, 0xC3);
+    const uint32_t key = w.b.mrs.reg(1, target.data(), kLen, kAll).value().key;
+    for (uint32_t i = 0; i < kLen; ++i)
+        w.buf_a[i] = static_cast<uint8_t>(i * 7 + 1);
+    w.a.tx_budget = 1; /* A sends one packet per step: B sees them one at a time */
+    SendWr wr;
+    wr.wr_id = 42;
+    wr.opcode = WrOpcode::RdmaWrite;
+    wr.send_flags = kSendSignaled;
+    wr.num_sge = 1;
+    wr.sg_list[0] = {w.mr_a.addr, kLen, w.mr_a.key};
+    wr.remote_addr = reinterpret_cast<uint64_t>(target.data());
+    wr.rkey = key;
+    ASSERT_TRUE(w.qa->post_send(wr));
+    ASSERT_TRUE(
+        w.fab.run_until([&] { return w.b.counters.rx_bytes_copied > 0; }, w.fab.now + 1'000'000));
+    ASSERT_EQ(w.b.counters.rx_bytes_copied, 1024u) << "exactly the first packet landed";
+    ASSERT_EQ(w.b.counters.rx_write_requests, 1u);
+    ASSERT_TRUE(w.b.mrs.dereg(key));
+    const std::vector<uint8_t> at_dereg = target;
+    w.a.tx_budget = 64;
+    ASSERT_TRUE(w.fab.run_until([&] { return !w.scq_a.q.empty(); }, w.fab.now + 100'000'000));
+    EXPECT_EQ(w.scq_a.q.back().status, WcStatus::RemAccessErr)
+        << wc_status_str(w.scq_a.q.back().status);
+    EXPECT_EQ(w.scq_a.q.back().wr_id, 42u);
+    size_t changed = 0;
+    for (uint32_t i = 0; i < kLen; ++i)
+        changed += target[i] != at_dereg[i];
+    EXPECT_EQ(changed, 0u) << "bytes written after the dereg";
+    EXPECT_EQ(w.b.counters.rx_bytes_copied, 1024u);
+    EXPECT_EQ(w.b.counters.resp_remote_access_error, 1u);
+    EXPECT_EQ(w.qb->state(), QpState::Err);
+    EXPECT_EQ(w.qa->state(), QpState::Err);
+    /* The NAK names the first packet that found the key gone. */
+    const auto acks = w.acks_from_b();
+    ASSERT_FALSE(acks.empty());
+    EXPECT_EQ(acks.back().syndrome, wire::kAethNakRemoteAccessErr);
+    EXPECT_EQ(acks.back().psn, wire::psn_add(kPsnA, 1));
+    EXPECT_EQ(w.b.events.of(w.qb->qpn()), std::vector<AsyncEventType>{AsyncEventType::QpAccessErr});
+    EXPECT_TRUE(w.a.events.log.empty()) << "A's error is reported by its completion";
+    EXPECT_TRUE(w.bystander_ok());
+}
+
+/* The requester side: A's READ lands in a local region that A deregisters after the
+ * first response arrived. No later response may be written there; the WR completes
+ * with LOC_PROT_ERR and A's QP goes to ERR. */
+TEST(Hostile, DeregLocalMrBetweenReadResponses) {
+    World w;
+    constexpr uint32_t kLen = 16 << 10;
+    std::vector<uint8_t> dst(kLen, 0x5D);
+    const uint32_t key = w.a.mrs.reg(1, dst.data(), kLen, kAll).value().key;
+    /* B sends the first READ response, then its TX is closed until the dereg. */
+    w.fab.on_send = [&](std::vector<uint8_t> &f) {
+        wire::ParsedPacket p;
+        if (std::memcmp(f.data() + 6, w.b.mac, 6) == 0 &&
+            wire::parse_frame(f.data(), f.size(), p, true) == wire::ParseResult::Ok &&
+            p.op->is(wire::kOpResponse) && p.op->is(wire::kOpRead))
+            w.b.tx_budget = 0;
+    };
+    SendWr wr;
+    wr.wr_id = 43;
+    wr.opcode = WrOpcode::RdmaRead;
+    wr.send_flags = kSendSignaled;
+    wr.num_sge = 1;
+    wr.sg_list[0] = {reinterpret_cast<uint64_t>(dst.data()), kLen, key};
+    wr.remote_addr = w.va(kOffAll);
+    wr.rkey = w.mr_all.key;
+    ASSERT_TRUE(w.qa->post_send(wr));
+    ASSERT_TRUE(
+        w.fab.run_until([&] { return w.a.counters.rx_bytes_copied > 0; }, w.fab.now + 1'000'000));
+    ASSERT_EQ(w.a.counters.rx_bytes_copied, 1024u) << "exactly the first response landed";
+    ASSERT_TRUE(w.a.mrs.dereg(key));
+    const std::vector<uint8_t> at_dereg = dst;
+    w.fab.on_send = nullptr;
+    w.b.tx_budget = 64;
+    ASSERT_TRUE(w.fab.run_until([&] { return !w.scq_a.q.empty(); }, w.fab.now + 100'000'000));
+    EXPECT_EQ(w.scq_a.q.front().status, WcStatus::LocProtErr)
+        << wc_status_str(w.scq_a.q.front().status);
+    EXPECT_EQ(w.scq_a.q.front().wr_id, 43u);
+    EXPECT_EQ(w.scq_a.q.size(), 1u) << "one completion for the WR";
+    w.settle();
+    size_t changed = 0;
+    for (uint32_t i = 0; i < kLen; ++i)
+        changed += dst[i] != at_dereg[i];
+    EXPECT_EQ(changed, 0u) << "bytes written after the dereg";
+    EXPECT_EQ(w.a.counters.rx_bytes_copied, 1024u);
+    EXPECT_EQ(w.a.counters.req_cqe_error, 1u);
+    EXPECT_EQ(w.qa->state(), QpState::Err);
+    EXPECT_TRUE(w.a.events.log.empty()) << "a local protection error is a completion, no event";
+    EXPECT_TRUE(w.bystander_ok());
+}
+
+/* Same for an atomic: the original value must not land in a region deregistered while
+ * the atomic ACK was on its way. */
+TEST(Hostile, DeregLocalMrBeforeAtomicAck) {
+    World w;
+    std::vector<uint8_t> dst(64, 0x6E);
+    const uint32_t key = w.a.mrs.reg(1, dst.data(), dst.size(), kAll).value().key;
+    w.b.tx_budget = 0; /* B holds the atomic ACK */
+    SendWr wr;
+    wr.wr_id = 44;
+    wr.opcode = WrOpcode::AtomicFetchAndAdd;
+    wr.send_flags = kSendSignaled;
+    wr.num_sge = 1;
+    wr.sg_list[0] = {reinterpret_cast<uint64_t>(dst.data()), 8, key};
+    wr.remote_addr = w.va(kOffAll);
+    wr.rkey = w.mr_all.key;
+    wr.compare_add = 1;
+    ASSERT_TRUE(w.qa->post_send(wr));
+    ASSERT_TRUE(w.fab.run_until([&] { return w.b.counters.rx_atomic_requests == 1; },
+                                w.fab.now + 1'000'000));
+    ASSERT_TRUE(w.a.mrs.dereg(key));
+    w.b.tx_budget = 64;
+    ASSERT_TRUE(w.fab.run_until([&] { return !w.scq_a.q.empty(); }, w.fab.now + 100'000'000));
+    EXPECT_EQ(w.scq_a.q.front().status, WcStatus::LocProtErr)
+        << wc_status_str(w.scq_a.q.front().status);
+    EXPECT_EQ(w.scq_a.q.front().wr_id, 44u);
+    for (uint8_t x : dst)
+        ASSERT_EQ(x, 0x6E) << "the atomic result was written after the dereg";
+    EXPECT_EQ(w.qa->state(), QpState::Err);
+    EXPECT_TRUE(w.bystander_ok());
+}
+
+/* A WR whose lkey fails when it starts, behind a WR still waiting for its ACK: one
+ * completion per WR, in SQ order (the earlier one flushed, then the error). Before, the
+ * failed WR was completed twice (error, then flush) and the earlier one never. */
+TEST(Hostile, LocalProtErrorBehindOutstandingWr) {
+    World w;
+    SendWr ok;
+    ok.wr_id = 1;
+    ok.opcode = WrOpcode::RdmaWrite;
+    ok.send_flags = kSendSignaled;
+    ok.num_sge = 1;
+    ok.sg_list[0] = {w.mr_a.addr, 16 << 10, w.mr_a.key};
+    ok.remote_addr = w.va(kOffAll);
+    ok.rkey = w.mr_all.key;
+    SendWr bad = ok;
+    bad.wr_id = 2;
+    bad.sg_list[0].lkey ^= 0x40; /* right slot, wrong generation */
+    ASSERT_TRUE(w.qa->post_send(ok));
+    ASSERT_TRUE(w.qa->post_send(bad));
+    w.settle();
+    ASSERT_EQ(w.scq_a.q.size(), 2u);
+    EXPECT_EQ(w.scq_a.q[0].wr_id, 1u);
+    EXPECT_EQ(w.scq_a.q[0].status, WcStatus::WrFlushErr);
+    EXPECT_EQ(w.scq_a.q[1].wr_id, 2u);
+    EXPECT_EQ(w.scq_a.q[1].status, WcStatus::LocProtErr);
+    EXPECT_EQ(w.qa->send_queue_depth(), 0u);
+    EXPECT_EQ(w.qa->state(), QpState::Err);
 }
