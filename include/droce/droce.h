@@ -139,6 +139,17 @@ class Engine {
     virtual uint32_t workers() const = 0;
 };
 
+class CompletionQueue;
+
+/** ibv_async_event: what Device::get_async_event() returns. */
+struct AsyncEvent {
+    AsyncEventType type = AsyncEventType::DeviceFatal;
+    /** The QP an affiliated QP event names (0 otherwise). */
+    uint32_t qp_num = 0;
+    /** The CQ of a CqErr (nullptr otherwise; valid while the application keeps it). */
+    CompletionQueue *cq = nullptr;
+};
+
 /** A GID table entry. */
 struct GidEntry {
     /** The GID: an IPv6 address, or an IPv4-mapped one (::ffff:a.b.c.d). */
@@ -168,6 +179,11 @@ class Device {
     /** Every counter: engine RX/TX and drop reasons, ARP/ICMP, transport. A snapshot
      * taken on the worker (mlx5 names where mlx5 has one). */
     virtual std::vector<std::pair<std::string, uint64_t>> counters() const = 0;
+    /** ibv_get_async_event without blocking: the oldest pending event, if any (true).
+     * A CQ overrun (CqErr) is reported once per CQ, and the QPs whose completions were
+     * lost go to ERR (QpFatal); responder errors raise QpReqErr / QpAccessErr. Events
+     * beyond the queue's 4096 are dropped and counted (async_event_dropped). */
+    virtual bool get_async_event(AsyncEvent &ev) = 0;
 
     /** ibv_alloc_pd. Destroy the PD after every MR, QP and SRQ made from it. */
     virtual Result<std::unique_ptr<ProtectionDomain>> alloc_pd() = 0;

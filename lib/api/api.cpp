@@ -91,7 +91,9 @@ class MrImpl final : public MemoryRegion {
 class CqImpl final : public CompletionQueue {
   public:
     CqImpl(Runtime &rt, Dev &dev, std::unique_ptr<CqCtx> ctx)
-        : rt_(rt), dev_(dev), ctx_(std::move(ctx)) {}
+        : rt_(rt), dev_(dev), ctx_(std::move(ctx)) {
+        ctx_->user = static_cast<CompletionQueue *>(this);
+    }
     ~CqImpl() override {
         rt_.exec_on(ctx_->worker, [&] {
             if (ctx_->refs != 0) {
@@ -100,6 +102,7 @@ class CqImpl final : public CompletionQueue {
                 spdlog::error("{}: CQ destroyed while {} QP(s) still use it; kept until the "
                               "device closes",
                               dev_.name(), ctx_->refs);
+                ctx_->user = nullptr;
                 dev_.retire_cq(std::move(ctx_));
             }
         });
@@ -438,6 +441,15 @@ class DeviceImpl final : public Device {
         std::vector<std::pair<std::string, uint64_t>> v;
         rt_.exec_all([&] { v = dev_.counters(); });
         return v;
+    }
+    bool get_async_event(AsyncEvent &ev) override {
+        engine::EngineEvent e{};
+        if (!dev_.next_event(&e))
+            return false;
+        ev.type = e.type;
+        ev.qp_num = e.qp_num;
+        ev.cq = static_cast<CompletionQueue *>(e.cq_user);
+        return true;
     }
     Result<std::unique_ptr<ProtectionDomain>> alloc_pd() override {
         return std::unique_ptr<ProtectionDomain>(new PdImpl(rt_, dev_, ++pd_seq_));

@@ -74,6 +74,8 @@ inline constexpr uint32_t kDoorbellSrq = 0x80000000u;
     X(rx_drop_handoff_full) /* ... and dropped: that worker's ring was full */                     \
     X(doorbells)         /* QPs and SRQs woken by the application (worker mode) */               \
     X(timer_expirations) /* QP timers fired (retransmission, RNR) */                              \
+    X(async_events)        /* asynchronous events queued for the application */               \
+    X(async_event_dropped) /* ... and dropped: the application does not read them */          \
     X(tx_frame_too_big)         /* frame larger than an mbuf (MTU misconfiguration) */             \
     X(tx_drop_reply_batch_full) /* ARP/ICMP reply dropped: batch full */                           \
     X(tx_bytes_zero_copy)       /* payload bytes attached as external buffers (not copied) */      \
@@ -111,6 +113,8 @@ class Dev;
 struct CqCtx final : rc::CqSink {
     rte_ring *ring = nullptr;
     Dev *dev = nullptr; /* worker mode: publishes queue depths before a completion shows */
+    void *user = nullptr; /* the API's CompletionQueue (named by CqErr events) */
+    bool overrun = false; /* CqErr raised (once per CQ) */
     uint32_t refs = 0;   /* QPs using it; touched on the worker only */
     uint32_t worker = 0; /* the worker that produces into it (its QPs' worker) */
     bool push(const Wc &wc) override;
@@ -202,7 +206,14 @@ struct ZcRegion {
  * SRQs it owns, its timers, ready list, TX queue and counters. Only that worker (or,
  * in embedded mode, the application's poll thread) touches a Shard, except the MP
  * rings (doorbells, handoffs) through which others reach it. */
-class Shard final : public rc::TxPort {
+/** An event as the engine queues it (the API maps CqCtx::user to its CQ). */
+struct EngineEvent {
+    AsyncEventType type;
+    uint32_t qp_num;
+    void *cq_user;
+};
+
+class Shard final : public rc::TxPort, public rc::AsyncEventSink {
   public:
     Shard(Dev &dev, uint32_t index, uint32_t workers, uint32_t max_qps);
     ~Shard() override;
@@ -214,6 +225,8 @@ class Shard final : public rc::TxPort {
      * handled (received + sent); *work gets everything done, for idle detection. */
     uint32_t poll(uint64_t now, uint32_t *work);
     bool transmit(const wire::FrameSpec &frame) override;
+    /** A QP's asynchronous event: to the device's event ring (no allocation, no lock). */
+    void on_async_event(const rc::AsyncEvent &ev) override;
     /** RX of one frame (the engine owns m afterwards). Exposed for benchmarks. */
     void rx_one(rte_mbuf *m, uint64_t now);
     /** Offers the TX queue to the port; frames it refuses stay queued, in order. */
@@ -351,6 +364,8 @@ class Dev final {
     void publish_for_completion(const Wc &wc);
     /** Schedules q on its worker (after a control call or an embedded-mode post). */
     void touch(QpCtx &q) { shards_[q.worker]->schedule(q); }
+    /** The oldest pending asynchronous event (any thread). */
+    bool next_event(EngineEvent *ev);
     /** Per live QP of worker w: its QPN and a one-line state summary. On worker w. */
     std::vector<std::pair<uint32_t, std::string>> qp_summaries(uint32_t w) const;
     size_t num_qps() const;
@@ -386,6 +401,7 @@ class Dev final {
     std::vector<std::unique_ptr<QpCtx>> qps_;
     std::vector<std::unique_ptr<Shard>> shards_;
     std::vector<std::unique_ptr<CqCtx>> retired_cqs_;
+    rte_ring *events_ = nullptr; /* EngineEvent, MP (workers) / MC (application threads) */
 
     bool zc_on_ = false;
     bool zc_needs_dma_ = true;

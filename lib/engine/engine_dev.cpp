@@ -235,14 +235,23 @@ Dev::Dev(Runtime &rt, uint16_t port, std::string name, const net::Iface &ifc, ui
     : rt_(rt), port_(port), name_(std::move(name)), ifc_(ifc), gids_(ifc.mac, {ifc.ip}),
       eth_mtu_(eth_mtu), arp_timeout_ms_(arp_timeout_ms), max_qps_(max_qps), nrxq_(nrxq),
       ntxq_(ntxq), qps_(max_qps) {
+    const std::string en = rt.unique_name("dev_ev");
+    events_ = ring_alloc(en.c_str(), sizeof(EngineEvent), 4096, RING_F_EXACT_SZ);
+    if (events_ == nullptr)
+        throw std::bad_alloc();
     for (uint32_t w = 0; w < workers; ++w)
         shards_.push_back(std::make_unique<Shard>(*this, w, workers, max_qps));
+}
+
+bool Dev::next_event(EngineEvent *ev) {
+    return rte_ring_mc_dequeue_elem(events_, ev, sizeof(EngineEvent)) == 0;
 }
 
 Dev::~Dev() {
     for (auto &q : qps_)
         q.reset();
     shards_.clear(); /* frees what their TX queues still hold */
+    ring_release(events_);
     int rc = rte_eth_dev_stop(port_);
     if (rc != 0)
         spdlog::warn("{}: rte_eth_dev_stop: {}", name_, rte_strerror(-rc));
@@ -289,6 +298,7 @@ Result<uint32_t> Dev::create_qp(uint32_t pd, const QpInitAttr &attr, CqCtx *scq,
     cfg.recv_cq = rcq;
     cfg.mrs = &mrs_;
     cfg.counters = &sh.rcc;
+    cfg.events = &sh;
     cfg.srq = srq ? srq->q.get() : nullptr;
     cfg.pkey_table = pkeys_.data();
     cfg.pkey_table_len = static_cast<uint32_t>(pkeys_.size());
@@ -702,6 +712,23 @@ uint32_t Shard::drain_srq(SrqCtx &s) {
     }
     publish_srq(s);
     return n;
+}
+
+void Shard::on_async_event(const rc::AsyncEvent &ev) {
+    EngineEvent e{ev.type, ev.qp_num, nullptr};
+    if (ev.type == AsyncEventType::CqErr && ev.cq != nullptr) {
+        /* Several QPs may overrun one CQ: the CQ's error is reported once. */
+        auto *cq = const_cast<CqCtx *>(static_cast<const CqCtx *>(ev.cq));
+        if (cq->overrun)
+            return;
+        cq->overrun = true;
+        e.cq_user = cq->user;
+        e.qp_num = 0;
+    }
+    if (rte_ring_mp_enqueue_elem(dev_.events_, &e, sizeof(e)) == 0)
+        ++ec.async_events;
+    else
+        ++ec.async_event_dropped;
 }
 
 /* ---------------- Shard: TX ---------------- */

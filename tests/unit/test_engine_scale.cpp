@@ -497,3 +497,71 @@ TEST(EngineWorkers, DetachedCommandsAreFreed) {
     EXPECT_EQ(engine::Runtime::detached_live(), before) << "detached commands leaked";
     p.close();
 }
+
+/* A CQ overrun is reported, never silent: CqErr (once, naming the CQ) and QpFatal as
+ * asynchronous events, the QP in ERR, the counter moved (both threading modes). */
+class EngineAsync : public ::testing::TestWithParam<bool> {};
+
+TEST_P(EngineAsync, CqOverrunRaisesEventsAndErrorsTheQp) {
+    Pair p;
+    ASSERT_TRUE(p.open(GetParam(), 1, 1));
+    auto small = p.a.dev->create_cq(4, 0);
+    ASSERT_TRUE(small);
+    QpInitAttr qa;
+    qa.send_cq = qa.recv_cq = small->get();
+    qa.cap.max_send_wr = 8;
+    qa.cap.max_recv_wr = 8;
+    Conn a, b;
+    auto q = p.a.pd->create_qp(qa);
+    ASSERT_TRUE(q) << q.status().message();
+    a.qp = std::move(*q);
+    ASSERT_NO_FATAL_FAILURE(b.init(p.b, 0));
+    ASSERT_NO_FATAL_FAILURE(connect(p.a, a, p.b, b));
+    AsyncEvent ev;
+    while (p.a.dev->get_async_event(ev)) /* CommEst etc. from the set-up */
+        ;
+    for (int i = 0; i < 8; ++i) {
+        SendWr w;
+        w.wr_id = static_cast<uint64_t>(i);
+        w.opcode = WrOpcode::RdmaWrite;
+        w.send_flags = kSendSignaled;
+        w.num_sge = 1;
+        w.sg_list[0] = p.a.sge(0, 64);
+        w.remote_addr = p.b.addr(0);
+        w.rkey = p.b.mr->rkey();
+        ASSERT_TRUE(a.qp->post_send(w));
+    }
+    /* Nobody polls the CQ: completions 5..8 have no room. */
+    std::vector<AsyncEvent> got;
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (got.size() < 2 && std::chrono::steady_clock::now() < deadline) {
+        if (p.engine->embedded())
+            p.engine->poll();
+        else
+            std::this_thread::sleep_for(1ms);
+        while (p.a.dev->get_async_event(ev))
+            got.push_back(ev);
+    }
+    ASSERT_EQ(got.size(), 2u);
+    EXPECT_EQ(got[0].type, AsyncEventType::CqErr);
+    EXPECT_EQ(got[0].cq, small->get());
+    EXPECT_EQ(got[1].type, AsyncEventType::QpFatal);
+    EXPECT_EQ(got[1].qp_num, a.qp->qp_num());
+    QpAttr at;
+    ASSERT_TRUE(a.qp->query(at));
+    EXPECT_EQ(at.qp_state, QpState::Err);
+    const auto c = counter_map(*p.a.dev);
+    EXPECT_GT(c.at("cq_overflow"), 0u);
+    EXPECT_GE(c.at("async_events"), 2u);
+    EXPECT_EQ(c.at("async_event_dropped"), 0u);
+    EXPECT_FALSE(p.a.dev->get_async_event(ev)) << "CqErr is reported once";
+    a.qp.reset();
+    small->reset();
+    b.reset();
+    p.close();
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, EngineAsync, ::testing::Values(true, false),
+                         [](const ::testing::TestParamInfo<bool> &i) {
+                             return i.param ? "Embedded" : "Worker";
+                         });
