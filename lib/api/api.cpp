@@ -143,7 +143,8 @@ class QpImpl final : public QueuePair {
         rc::Path path;
         const rc::Path *pp = nullptr;
         if (mask & kQpAv) {
-            Status s = resolve_path(attr.ah_attr, &path);
+            Status s = resolve_path(attr.ah_attr,
+                                    (mask & kQpDestQpn) ? attr.dest_qp_num : dest_qpn_, &path);
             if (!s)
                 return s;
             pp = &path;
@@ -152,6 +153,7 @@ class QpImpl final : public QueuePair {
         rt_.exec_on(ctx_->worker, [&] {
             s = ctx_->qp->modify(attr, mask, pp);
             state_ = ctx_->qp->state();
+            dest_qpn_ = ctx_->qp->attr().dest_qp_num;
             dev_.touch(*ctx_); /* e.g. to RTS with WRs queued, or to ERR: flushed */
         });
         return s;
@@ -232,7 +234,7 @@ class QpImpl final : public QueuePair {
             dev_.shard(ctx_->worker).ring_doorbell(qpn_);
     }
 
-    Status resolve_path(const AhAttr &ah, rc::Path *path) {
+    Status resolve_path(const AhAttr &ah, uint32_t dest_qpn, rc::Path *path) {
         const Gid *sgid = dev_.gids().at(ah.sgid_index);
         if (sgid == nullptr)
             return Status(EINVAL, "modify QP: sgid_index " + std::to_string(ah.sgid_index) +
@@ -276,7 +278,7 @@ class QpImpl final : public QueuePair {
         path->tos = ah.traffic_class;
         path->ttl = ah.hop_limit;
         path->flow_label = ah.flow_label;
-        path->udp_sport = wire::udp_sport_for_qpn(qpn_);
+        path->udp_sport = dev_.udp_sport_for(dst, dest_qpn, wire::udp_sport_for_qpn(qpn_));
         spdlog::debug("{}: QP {} path to {} via {}", dev_.name(), qpn_, net::ipv4_str(dst),
                       net::mac_str(mac));
         return {};
@@ -289,6 +291,7 @@ class QpImpl final : public QueuePair {
     uint32_t qpn_;
     QpCap cap_;
     QpState state_ = QpState::Reset; /* as of the last control call (worker mode checks) */
+    uint32_t dest_qpn_ = 0;          /* likewise */
 };
 
 class SrqImpl final : public SharedReceiveQueue {

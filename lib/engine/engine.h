@@ -362,6 +362,14 @@ class Dev final {
     /** Worker mode: before wc becomes visible, the application must be able to see the
      * room it frees (verbs: a polled completion frees its WQE). */
     void publish_for_completion(const Wc &wc);
+    /** RSS on: the port spreads IPv4/UDP over its RX queues with `key` (40 bytes) and a
+     * redirection table of reta_size entries. */
+    void set_rss(const uint8_t *key, uint32_t reta_size);
+    bool rss() const { return rss_; }
+    /** The UDP source port for a QP's packets to dst_ip: with RSS, one that lands them on
+     * the peer's queue for dest_qpn's worker (assuming the peer is a droce with as many
+     * workers, its RSS key and a default redirection table); else `fallback`. */
+    uint16_t udp_sport_for(uint32_t dst_ip, uint32_t dest_qpn, uint16_t fallback) const;
     /** Schedules q on its worker (after a control call or an embedded-mode post). */
     void touch(QpCtx &q) { shards_[q.worker]->schedule(q); }
     /** The oldest pending asynchronous event (any thread). */
@@ -402,6 +410,9 @@ class Dev final {
     std::vector<std::unique_ptr<Shard>> shards_;
     std::vector<std::unique_ptr<CqCtx>> retired_cqs_;
     rte_ring *events_ = nullptr; /* EngineEvent, MP (workers) / MC (application threads) */
+    bool rss_ = false;
+    uint8_t rss_key_[40] = {};
+    uint32_t reta_size_ = 0;
 
     bool zc_on_ = false;
     bool zc_needs_dma_ = true;

@@ -23,6 +23,7 @@
 #include <spdlog/spdlog.h>
 
 #include "engine.h"
+#include "engine_rss.h"
 
 namespace droce::engine {
 
@@ -241,6 +242,19 @@ Dev::Dev(Runtime &rt, uint16_t port, std::string name, const net::Iface &ifc, ui
         throw std::bad_alloc();
     for (uint32_t w = 0; w < workers; ++w)
         shards_.push_back(std::make_unique<Shard>(*this, w, workers, max_qps));
+}
+
+void Dev::set_rss(const uint8_t *key, uint32_t reta_size) {
+    std::memcpy(rss_key_, key, sizeof rss_key_);
+    reta_size_ = reta_size;
+    rss_ = reta_size != 0;
+}
+
+uint16_t Dev::udp_sport_for(uint32_t dst_ip, uint32_t dest_qpn, uint16_t fallback) const {
+    if (!rss_)
+        return fallback;
+    return rss_pick_sport(rss_key_, ifc_.ip, dst_ip, dest_qpn % workers(), nrxq_, reta_size_,
+                          fallback);
 }
 
 bool Dev::next_event(EngineEvent *ev) {

@@ -21,6 +21,7 @@
 #include <spdlog/spdlog.h>
 
 #include "engine.h"
+#include "engine_rss.h"
 
 namespace droce::engine {
 
@@ -321,6 +322,10 @@ Result<Dev *> Runtime::open_device(const DeviceConfig &cfg) {
         /* Spread RoCE flows over the RX queues by IP/UDP: droce picks its QPs' UDP source
          * ports so that droce<->droce traffic lands on the owning worker. */
         conf.rxmode.mq_mode = RTE_ETH_MQ_RX_RSS;
+        if (info.hash_key_size == sizeof(kDroceRssKey)) {
+            conf.rx_adv_conf.rss_conf.rss_key = const_cast<uint8_t *>(kDroceRssKey);
+            conf.rx_adv_conf.rss_conf.rss_key_len = sizeof(kDroceRssKey);
+        }
         conf.rx_adv_conf.rss_conf.rss_hf =
             (RTE_ETH_RSS_NONFRAG_IPV4_UDP | RTE_ETH_RSS_NONFRAG_IPV6_UDP) &
             info.flow_type_rss_offloads;
@@ -400,6 +405,24 @@ Result<Dev *> Runtime::open_device(const DeviceConfig &cfg) {
                                   " QPNs over " + std::to_string(nw) + " worker(s)");
     }
     dev->set_pkeys(cfg.pkeys);
+    if (conf.rxmode.mq_mode == RTE_ETH_MQ_RX_RSS) {
+        /* The key the port really uses (a PMD may keep its own). */
+        uint8_t key[64] = {};
+        rte_eth_rss_conf rc{};
+        rc.rss_key = key;
+        rc.rss_key_len = sizeof key;
+        if (rte_eth_dev_rss_hash_conf_get(port, &rc) == 0 && rc.rss_key_len == 40 &&
+            info.reta_size != 0) {
+            dev->set_rss(key, info.reta_size);
+            spdlog::info("{}: RSS over {} RX queues (redirection table {}): QPs pick their UDP "
+                         "source port for the peer's owning worker",
+                         name, nrxq, info.reta_size);
+        } else {
+            spdlog::warn("{}: RSS configured but its key could not be read; UDP source ports "
+                         "are not steered (packets may land on other workers: rx_handoff)",
+                         name);
+        }
+    }
     dev->set_worker_rings(!opts_.embedded);
     dev->set_zero_copy(zc, needs_dma,
                        opts_.zero_copy_min_bytes ? opts_.zero_copy_min_bytes
