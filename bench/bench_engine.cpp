@@ -142,6 +142,7 @@ void BM_PostToWire(benchmark::State &state) {
             state.SkipWithError("post_send failed");
             break;
         }
+        g->a->touch(*g->qa); /* the doorbell: posted straight into the QP */
         g->a->poll(g->rt->now_ns(), &work);
         if (++n == kBatch) {
             state.PauseTiming();

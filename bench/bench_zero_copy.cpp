@@ -141,6 +141,7 @@ void run_writes(benchmark::State &state, int mode, uint32_t len, uint32_t depth)
                     break;
                 ++posted;
             }
+            g->a->touch(*g->qa); /* the doorbell: posted straight into the QP */
             g->rt->poll_once();
             Wc wc[32];
             const int k = g->acq->poll(wc, 32);

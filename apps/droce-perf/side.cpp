@@ -93,7 +93,9 @@ bool Side::setup(Device &dev, uint32_t workers) {
 
     // One CQ per worker used, each sized for the WRs of the QPs on it.
     const uint32_t ncq = std::max<uint32_t>(1, std::min(workers, nq));
-    const uint64_t per_qp = uint64_t{cfg_.tx_depth} + cfg_.rx_depth;
+    /* Receives are posted only by send tests (perftest sizes its CQ the same way). */
+    const uint64_t per_qp =
+        uint64_t{cfg_.tx_depth} + (cfg_.verb == Verb::Send ? cfg_.rx_depth : 0);
     for (uint32_t w = 0; w < ncq; ++w) {
         const uint64_t on_w = nq / ncq + (w < nq % ncq ? 1 : 0);
         const uint64_t cqe = on_w * per_qp + 16;

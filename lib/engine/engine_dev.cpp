@@ -474,8 +474,10 @@ std::vector<std::pair<uint32_t, std::string>> Dev::qp_summaries(uint32_t w) cons
 }
 
 void Dev::publish_for_completion(const Wc &wc) {
+    if (!worker_rings_)
+        return; /* embedded: the application posts into the QP itself */
     QpCtx *q = qp(wc.qp_num);
-    if (q == nullptr || !worker_rings_)
+    if (q == nullptr)
         return;
     if (wc.opcode == WcOpcode::Recv || wc.opcode == WcOpcode::RecvRdmaWithImm) {
         if (q->srq != nullptr)
@@ -593,10 +595,12 @@ void Shard::schedule(QpCtx &q) {
     rc::Qp &qp = *q.qp;
     if (!q.in_ready && qp.has_tx_work())
         ready_push(q);
+    /* Lazy timers: the retransmission deadline moves later on every ACK, so a timer
+     * armed earlier than the QP's deadline is left alone (when it fires, on_timer finds
+     * nothing due and this re-arms it); only an earlier deadline re-arms. A QP whose
+     * deadline went away fires once more and is then idle. */
     const rc::Time d = qp.next_deadline();
-    if (d == 0)
-        timers_.cancel(q.timer);
-    else if (!q.timer.armed() || q.timer.deadline != d)
+    if (d != 0 && (!q.timer.armed() || d < q.timer.deadline))
         timers_.arm(q.timer, d);
     if (dev_.worker_rings_) {
         /* What left the queues since the application posted it: it may post again. */

@@ -242,6 +242,10 @@ class Qp {
     uint32_t ack_owed_psn_ = 0;
     std::vector<ReadResource> rd_res_;
     uint32_t rd_res_next_ = 0;
+    /* Some rd_res_ entry may still owe responses. A hint, set wherever an entry becomes
+     * pending and cleared by a scan that finds none: the per-packet has_tx_work() then
+     * does not walk 16 cold entries on every QP (the cost that grew with the QP count). */
+    mutable bool rd_maybe_pending_ = false;
 };
 
 /** Local ACK timeout in ns for the 5-bit verbs value (0 = infinite -> 0). */

@@ -17,13 +17,18 @@ constexpr uint8_t kRnrNak = 0x20;
 } // namespace
 
 bool Qp::read_responses_pending() const {
+    if (!rd_maybe_pending_)
+        return false;
     for (const auto &r : rd_res_)
         if (r.valid && r.sent_pkts < r.npkts)
             return true;
+    rd_maybe_pending_ = false;
     return false;
 }
 
 bool Qp::overlaps_pending_read(uint64_t va, uint64_t len) const {
+    if (!rd_maybe_pending_)
+        return false;
     for (const auto &r : rd_res_)
         if (r.valid && !r.is_atomic && r.sent_pkts < r.npkts && len > 0 && va < r.va + r.length &&
             r.va < va + len)
@@ -33,6 +38,8 @@ bool Qp::overlaps_pending_read(uint64_t va, uint64_t len) const {
 
 /* Sends queued READ/atomic responses oldest PSN first; false when TX is full. */
 bool Qp::flush_read_responses() {
+    if (!rd_maybe_pending_)
+        return true;
     for (;;) {
         ReadResource *next = nullptr;
         for (auto &r : rd_res_)
@@ -85,6 +92,7 @@ Qp::ReadResource *Qp::alloc_read_resource() {
     const uint32_t n = std::max<uint32_t>(1, attr_.max_dest_rd_atomic);
     ReadResource *r = &rd_res_[rd_res_next_ % n];
     rd_res_next_ = (rd_res_next_ + 1) % n;
+    rd_maybe_pending_ = true; /* the caller fills it with responses to send */
     return r;
 }
 
@@ -207,6 +215,7 @@ void Qp::responder_duplicate(const wire::ParsedPacket &p) {
             continue;
         if (p.op->is(wire::kOpAtomic) && r.is_atomic && r.psn == psn) {
             r.sent_pkts = 0; /* replay the saved result; never execute twice */
+            rd_maybe_pending_ = true;
             flush_read_responses();
             return;
         }
@@ -228,6 +237,7 @@ void Qp::responder_duplicate(const wire::ParsedPacket &p) {
             r.length = p.reth.dma_len;
             r.npkts = r.length == 0 ? 1 : (r.length + m - 1) / m;
             r.sent_pkts = 0;
+            rd_maybe_pending_ = true;
             flush_read_responses();
             return;
         }
