@@ -60,6 +60,7 @@ struct Args {
     uint32_t idle = 65536;        /* idle: idle QP pairs */
     uint32_t iters = 20000;       /* idle: ping-pongs per round */
     bool register_threads = true; /* workers: thread 1 becomes an EAL thread */
+    bool counters = false;        /* print device counters per message (first round) */
     std::string csv;
 };
 
@@ -90,6 +91,21 @@ template <typename T> T must(Result<T> r, const char *what) {
 void must(const Status &s, const char *what) {
     if (!s)
         die(std::string(what) + ": " + s.message());
+}
+
+std::vector<std::pair<std::string, uint64_t>> snapshot(const Device &d) { return d.counters(); }
+
+/* Counter deltas per completed WR: where the per-message cost goes (ACKs per WRITE, TX
+ * bursts, ...). Gauges (depths, counts of objects) are shown as they are. */
+void print_deltas(const char *side, const std::vector<std::pair<std::string, uint64_t>> &before,
+                  const Device &d, uint64_t msgs) {
+    const auto after = d.counters();
+    for (size_t i = 0; i < after.size() && i < before.size(); ++i) {
+        const uint64_t delta = after[i].second - before[i].second;
+        if (delta != 0 && msgs != 0)
+            std::printf("    %s %-28s %12" PRIu64 "  %.3f per WR\n", side, after[i].first.c_str(),
+                        delta, static_cast<double>(delta) / static_cast<double>(msgs));
+    }
 }
 
 void print_counters(const Device &d) {
@@ -444,7 +460,15 @@ int run_qps(const Args &args) {
             }
             /* Warm-up: at least one pass over every QP (first touch of its state). */
             const double warm = 0.2 + (n > 4096 ? 0.3 : 0.0);
+            const bool count = args.counters && r == 0;
+            const auto ca = count ? snapshot(*bed.a.dev) : decltype(snapshot(*bed.a.dev)){};
+            const auto cb = count ? snapshot(*bed.b.dev) : decltype(ca){};
             const double mpps = d.run(warm, args.seconds, bed.a.dev, bed.b.dev) / 1e6;
+            if (count) {
+                std::printf("  counters N=%u, %" PRIu64 " WRs:\n", n, d.completed);
+                print_deltas("A", ca, *bed.a.dev, d.completed);
+                print_deltas("B", cb, *bed.b.dev, d.completed);
+            }
             rate[k].push_back(mpps);
             std::printf("round %u N=%u: %.3f Mpps (%u idle QP pairs alongside)\n", r + 1, n, mpps,
                         nmax - n);
@@ -736,6 +760,7 @@ void usage() {
         "  --iters=N         idle: ping-pongs per round (default 20000)\n"
         "  --rounds=N        rounds (default 5)\n"
         "  --seconds=S       measured seconds per setting and round (default 1)\n"
+        "  --counters        print device counter deltas per completed WR (first round)\n"
         "  --no-register     workers: leave thread 1 a non-EAL thread (no mempool cache)\n"
         "  --csv=FILE        also append CSV rows to FILE\n");
 }
@@ -773,6 +798,8 @@ int main(int argc, char **argv) {
             args.seconds = std::atof(v);
         else if ((v = val("--csv")))
             args.csv = v;
+        else if (a == "--counters")
+            args.counters = true;
         else if (a == "--no-register")
             args.register_threads = false;
         else {
