@@ -485,15 +485,30 @@ int run_qps(const Args &args) {
     std::printf("\n64 B RDMA WRITE, window %u WRs over N QPs, loopback (net_ring), 1 worker, "
                 "%u rounds x %.1f s\n",
                 args.window, args.rounds, args.seconds);
-    std::printf("| QPs   | Mpps min | Mpps median | Mpps max | median / 1-QP median |\n");
-    std::printf("|-------|----------|-------------|----------|----------------------|\n");
-    double base = 0;
+    /* Ratios are taken within each round (same-run), then summarised: a round slowed by
+     * another job on the machine slows its 1-QP setting as well. */
+    size_t base = args.qps.size();
+    for (size_t k = 0; k < args.qps.size(); ++k)
+        if (args.qps[k] == 1)
+            base = k;
+    std::printf("| QPs   | Mpps min | Mpps median | Mpps max | ratio to 1 QP, same round: "
+                "min / median / max |\n");
+    std::printf("|-------|----------|-------------|----------|-------------------------------"
+                "-----------|\n");
     for (size_t k = 0; k < args.qps.size(); ++k) {
         const Stats s = stats(rate[k]);
-        if (args.qps[k] == 1)
-            base = s.med;
-        std::printf("| %5u | %8.3f | %11.3f | %8.3f | %20s |\n", args.qps[k], s.min, s.med, s.max,
-                    base > 0 ? (std::to_string(s.med / base).substr(0, 4) + "x").c_str() : "-");
+        std::string ratio = "-";
+        if (base < args.qps.size()) {
+            std::vector<double> rr;
+            for (size_t r = 0; r < rate[k].size(); ++r)
+                rr.push_back(rate[k][r] / rate[base][r]);
+            const Stats q = stats(rr);
+            char b[64];
+            std::snprintf(b, sizeof b, "%.2f / %.2f / %.2f", q.min, q.med, q.max);
+            ratio = b;
+        }
+        std::printf("| %5u | %8.3f | %11.3f | %8.3f | %40s |\n", args.qps[k], s.min, s.med, s.max,
+                    ratio.c_str());
     }
     std::printf("\nRSS per idle connected QP: %.0f B; extra per QP once active (all %u pairs "
                 "carried traffic): %.0f B; per active QP: %.0f B\n",
@@ -623,12 +638,17 @@ int run_idle(const Args &args) {
     std::printf("\n64 B write_lat (poll on last byte), 1 QP pair, %u iterations per round, "
                 "%u rounds, typical = median of RTT/2\n",
                 args.iters, args.rounds);
-    std::printf("| idle QP pairs | typical us min | median | max | ratio to 0 idle |\n");
-    std::printf("|---------------|----------------|--------|-----|-----------------|\n");
-    std::printf("| %13u | %14.2f | %6.2f | %5.2f | 1.00 |\n", 0u, s0.min / 1e3, s0.med / 1e3,
-                s0.max / 1e3);
-    std::printf("| %13u | %14.2f | %6.2f | %5.2f | %.3f |\n", args.idle, s1.min / 1e3, s1.med / 1e3,
-                s1.max / 1e3, s1.med / s0.med);
+    std::vector<double> rr;
+    for (size_t r = 0; r < med[0].size() && r < med[1].size(); ++r)
+        rr.push_back(med[1][r] / med[0][r]);
+    const Stats q = stats(rr);
+    std::printf("| idle QP pairs | typical us min | median | max | ratio to 0 idle, same round: "
+                "min / median / max |\n");
+    std::printf("|---------------|----------------|--------|-----|-------------------------------"
+                "---------------|\n");
+    std::printf("| %u | %.3f | %.3f | %.3f | 1 |\n", 0u, s0.min / 1e3, s0.med / 1e3, s0.max / 1e3);
+    std::printf("| %u | %.3f | %.3f | %.3f | %.3f / %.3f / %.3f |\n", args.idle, s1.min / 1e3,
+                s1.med / 1e3, s1.max / 1e3, q.min, q.med, q.max);
     std::fflush(stdout);
     if (csv != nullptr)
         std::fclose(csv);
@@ -725,10 +745,17 @@ int run_workers(const Args &args) {
                 "with 2 queues, %u rounds x %.1f s%s\n",
                 args.window, args.rounds, args.seconds,
                 args.register_threads ? "" : ", worker 1 thread NOT an EAL thread");
-    std::printf("| workers | Mpps min | Mpps median | Mpps max | ratio to 1 worker |\n");
-    std::printf("|---------|----------|-------------|----------|-------------------|\n");
-    std::printf("| 1 | %.3f | %.3f | %.3f | 1.00 |\n", s1.min, s1.med, s1.max);
-    std::printf("| 2 | %.3f | %.3f | %.3f | %.2fx |\n", s2.min, s2.med, s2.max, s2.med / s1.med);
+    std::vector<double> rr;
+    for (size_t r = 0; r < rate[0].size() && r < rate[1].size(); ++r)
+        rr.push_back(rate[1][r] / rate[0][r]);
+    const Stats q = stats(rr);
+    std::printf("| workers | Mpps min | Mpps median | Mpps max | ratio to 1 worker, same round: "
+                "min / median / max |\n");
+    std::printf("|---------|----------|-------------|----------|-------------------------------"
+                "---------------|\n");
+    std::printf("| 1 | %.3f | %.3f | %.3f | 1 |\n", s1.min, s1.med, s1.max);
+    std::printf("| 2 | %.3f | %.3f | %.3f | %.2f / %.2f / %.2f |\n", s2.min, s2.med, s2.max, q.min,
+                q.med, q.max);
     if (csv != nullptr)
         std::fclose(csv);
     return 0;

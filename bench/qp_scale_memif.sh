@@ -57,7 +57,7 @@ run_one() {
     echo "$mpps"
 }
 
-declare -A res
+declare -A res byround
 for r in $(seq 1 "$rounds"); do
     for n in $qps; do
         m=$(run_one "$n")
@@ -65,14 +65,14 @@ for r in $(seq 1 "$rounds"); do
         echo "csv,qps,memif,$n,$r,$m"
         [ -n "$csv" ] && [ "$m" != fail ] && echo "qps,memif,$n,$r,$m" >>"$csv"
         res[$n]="${res[$n]:-} $m"
+        byround[$n,$r]=$m
     done
 done
 
 echo
 echo "64 B write_bw, two processes over net_memif, $rounds rounds x $secs s"
-echo "| QPs   | -t | Mpps min | Mpps median | Mpps max | median / 1-QP median |"
-echo "|-------|----|----------|-------------|----------|----------------------|"
-base=""
+echo "| QPs   | -t | Mpps min | Mpps median | Mpps max | ratio to 1 QP, same round: min / median / max |"
+echo "|-------|----|----------|-------------|----------|-----------------------------------------------|"
 for n in $qps; do
     t=$((128 / n))
     [ "$t" -lt 1 ] && t=1
@@ -80,8 +80,12 @@ for n in $qps; do
         awk '{ v[NR] = $1 } END { if (NR == 0) { print "- - -"; exit }
                m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
                printf "%.3f %.3f %.3f\n", v[1], m, v[NR] }')
-    [ "$n" = 1 ] && base=$md
-    ratio=-
-    [ -n "$base" ] && [ "$md" != - ] && ratio=$(awk -v a="$md" -v b="$base" 'BEGIN { printf "%.2fx", a / b }')
-    printf "| %5s | %2s | %8s | %11s | %8s | %20s |\n" "$n" "$t" "$mn" "$md" "$mx" "$ratio"
+    # Ratios within a round (same-run): a round slowed by another job slows N = 1 too.
+    ratio=$(for r in $(seq 1 "$rounds"); do
+        echo "${byround[$n,$r]:-fail} ${byround[1,$r]:-fail}"
+    done | awk '$1 != "fail" && $2 != "fail" && $2 > 0 { print $1 / $2 }' | sort -g |
+        awk '{ v[NR] = $1 } END { if (NR == 0) { print "-"; exit }
+               m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+               printf "%.2f / %.2f / %.2f\n", v[1], m, v[NR] }')
+    printf "| %5s | %3s | %8s | %11s | %8s | %45s |\n" "$n" "$t" "$mn" "$md" "$mx" "$ratio"
 done
