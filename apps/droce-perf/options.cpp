@@ -3,8 +3,10 @@
 
 #include <getopt.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <thread>
 
 #include "cli_numbers.h"
 #include "cli_options.h"
@@ -367,6 +369,19 @@ ParseResult parse_command_line(int argc, char **argv, Options &opt) {
     if (std::string err = app::finish_device_options(opt, !opt.servername.empty(), kDeviceRules);
         !err.empty())
         return bad(argv0, err);
+    if (opt.eal_defaulted && opt.workers > 1) {
+        /* Default EAL arguments and several workers: one lcore per worker plus the main
+         * one, mapped round-robin onto the CPUs there are (lcore i on CPU i % CPUs). */
+        const unsigned cpus = std::max(1u, std::thread::hardware_concurrency());
+        std::string map;
+        for (uint32_t l = 0; l <= opt.workers; ++l)
+            map += (l ? "," : "") + std::to_string(l) + "@" + std::to_string(l % cpus);
+        for (size_t i = 0; i + 1 < opt.eal_args.size(); ++i)
+            if (opt.eal_args[i] == "-l") {
+                opt.eal_args[i] = "--lcores";
+                opt.eal_args[i + 1] = map;
+            }
+    }
     return ParseResult::Run;
 }
 
