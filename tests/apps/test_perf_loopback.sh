@@ -67,9 +67,12 @@ run_q send_bw 8 40 -s 1024 -t 16 -r 32
 run_q atomic_bw 8 30
 run_q atomic_bw 2 30 -A CMP_AND_SWAP
 run_q write_bw 3 20 -s 65536 --workers 1
-# Two workers (default EAL arguments map 3 lcores onto the CPUs): QPs on both, data checked.
+# Two workers: three lcores (main + 2 workers) mapped onto the CPUs there are; QPs on both
+# workers, data checked.
+eal=(--lcores '0@0,1@1,2@0' --no-huge -m 512 --no-pci --no-shconf --log-level='*:warning')
 run_q write_bw 4 200 -s 4096 --workers 2
 run_q send_bw 4 100 -s 1024 -t 16 -r 32 --workers 2
+eal=(-l 0 --no-huge -m 512 --no-pci --no-shconf --log-level='*:warning')
 
 run_bad "unknown mode" "unknown MODE" foo_bw
 run_bad "unknown long flag" "unknown option" write_bw -- --loopback --no-such-flag
