@@ -83,10 +83,8 @@ bool Qp::send_ack(uint8_t syndrome, uint32_t psn) {
      * ACK left at once. An owed ACK for a later PSN (one held behind READ responses)
      * is dropped: this packet's PSN comes first, and e.g. a NAK of a READ that could
      * not be served must not be preceded by an ACK claiming it. */
-    if (ack_owed_ && wire::psn_diff(ack_owed_psn_, psn) < 0 &&
-        !transmit_ack(ack_owed_syndrome_, ack_owed_psn_)) {
-        /* TX full: the newer one supersedes it (it acknowledges the earlier PSNs). */
-    }
+    if (ack_owed_ && wire::psn_diff(ack_owed_psn_, psn) < 0)
+        transmit_ack(ack_owed_syndrome_, ack_owed_psn_); /* TX full: superseded below */
     return transmit_ack(syndrome, psn);
 }
 
