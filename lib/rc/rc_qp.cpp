@@ -503,8 +503,7 @@ void Qp::on_packet(const wire::ParsedPacket &p, Time now) {
 void Qp::progress(Time now) {
     if (state_ == QpState::Err) {
         /* The NAK that put the QP in error may have found TX full: it still goes. */
-        if (ack_owed_)
-            send_ack(ack_owed_syndrome_, ack_owed_psn_);
+        flush_owed_ack();
         return;
     }
     if (state_ == QpState::Reset)

@@ -177,6 +177,9 @@ class Qp {
     void responder_duplicate(const wire::ParsedPacket &p);
     void responder_progress();
     bool send_ack(uint8_t syndrome, uint32_t psn);
+    bool transmit_ack(uint8_t syndrome, uint32_t psn);
+    void owe_ack(uint32_t psn);
+    void flush_owed_ack();
     bool read_responses_pending() const;
     bool overlaps_pending_read(uint64_t va, uint64_t len) const;
     bool flush_read_responses();
@@ -236,7 +239,8 @@ class Qp {
     uint32_t write_left_ = 0;
     uint32_t write_len_ = 0;
     uint32_t pkts_since_ack_ = 0;
-    /* an ACK/NAK that could not be sent yet (the newest supersedes older ones) */
+    /* an ACK/NAK not sent yet: a coalesced ACK (sent when the QP is next served for TX)
+     * or one TX had no room for; the newest supersedes older ones */
     bool ack_owed_ = false;
     uint8_t ack_owed_syndrome_ = 0;
     uint32_t ack_owed_psn_ = 0;

@@ -3,7 +3,8 @@
  * re-served), its opcode sequence and length, the remote key before any byte moves,
  * then places SEND payload into the posted receive and WRITE payload into the target
  * region, executes atomics once (replayed from a cache when duplicated), answers READs,
- * and ACKs on AckReq or every ack_every packets. */
+ * and ACKs on AckReq or every ack_every packets — coalesced: one ACK for the newest
+ * PSN when the QP is next served for TX (NAKs and READ responses are not held back). */
 #include <algorithm>
 #include <cstring>
 
@@ -52,7 +53,7 @@ bool Qp::flush_read_responses() {
     }
 }
 
-bool Qp::send_ack(uint8_t syndrome, uint32_t psn) {
+bool Qp::transmit_ack(uint8_t syndrome, uint32_t psn) {
     if (read_responses_pending()) {
         /* Responses leave in PSN order: an ACK for a later request must not overtake
          * READ responses still queued. Keep the newest; progress() sends it after. */
@@ -74,6 +75,34 @@ bool Qp::send_ack(uint8_t syndrome, uint32_t psn) {
     ack_owed_syndrome_ = syndrome;
     ack_owed_psn_ = psn;
     return false;
+}
+
+bool Qp::send_ack(uint8_t syndrome, uint32_t psn) {
+    /* Sent now (NAKs, and ACKs that must precede other responses), after a coalesced
+     * ACK still owed for an earlier PSN: the wire order stays what it was when every
+     * ACK left at once. An owed ACK for a later PSN (one held behind READ responses)
+     * is dropped: this packet's PSN comes first, and e.g. a NAK of a READ that could
+     * not be served must not be preceded by an ACK claiming it. */
+    if (ack_owed_ && wire::psn_diff(ack_owed_psn_, psn) < 0)
+        transmit_ack(ack_owed_syndrome_, ack_owed_psn_); /* TX full: superseded below */
+    return transmit_ack(syndrome, psn);
+}
+
+void Qp::owe_ack(uint32_t psn) {
+    /* Coalescing (IBTA 9.7.5.1.1: an ACK acknowledges every earlier request): the ACK
+     * leaves when the QP is next served for TX, after the whole RX burst, so a burst
+     * of requests costs one ACK for its last PSN. A NAK still owed for a later PSN
+     * (its TX was full) already acknowledges this one and is kept. */
+    if (ack_owed_ && ack_owed_syndrome_ != kAckSyndrome && wire::psn_diff(psn, ack_owed_psn_) < 0)
+        return;
+    ack_owed_ = true;
+    ack_owed_syndrome_ = kAckSyndrome;
+    ack_owed_psn_ = psn;
+}
+
+void Qp::flush_owed_ack() {
+    if (ack_owed_)
+        transmit_ack(ack_owed_syndrome_, ack_owed_psn_);
 }
 
 void Qp::nak_and_error(uint8_t syndrome, uint32_t psn, bool raise_ev) {
@@ -168,16 +197,15 @@ void Qp::responder_progress() {
     if (!flush_read_responses())
         return;
     if (busy_dropped_) {
-        /* Restart the requester at the first request we had to drop; this NAK also
-         * acknowledges everything before it, so it supersedes any owed ACK. */
+        /* Restart the requester at the first request we had to drop (after any owed
+         * ACK of the requests before it: send_ack keeps that order). */
         if (send_ack(wire::kAethNakPsnSeqErr, epsn_)) {
             busy_dropped_ = false;
             nak_sent_ = true;
         }
         return;
     }
-    if (ack_owed_)
-        send_ack(ack_owed_syndrome_, ack_owed_psn_);
+    flush_owed_ack();
 }
 
 /* While READ responses wait for TX room they read memory when sent, so a later request
@@ -206,14 +234,16 @@ void Qp::responder_duplicate(const wire::ParsedPacket &p) {
     ++cfg_.counters->duplicate_request;
     const uint32_t psn = p.bth.psn;
     if (p.op->is(wire::kOpSend) || p.op->is(wire::kOpWrite)) {
-        /* The ACK was lost: say again how far we are (C9-105). */
-        send_ack(kAckSyndrome, wire::psn_add(epsn_, wire::kPsnMask));
+        /* The ACK was lost: say again how far we are (C9-105); coalesced with the
+         * other duplicates of this burst. */
+        owe_ack(wire::psn_add(epsn_, wire::kPsnMask));
         return;
     }
     for (auto &r : rd_res_) {
         if (!r.valid)
             continue;
         if (p.op->is(wire::kOpAtomic) && r.is_atomic && r.psn == psn) {
+            flush_owed_ack();
             r.sent_pkts = 0; /* replay the saved result; never execute twice */
             rd_maybe_pending_ = true;
             flush_read_responses();
@@ -231,6 +261,7 @@ void Qp::responder_duplicate(const wire::ParsedPacket &p) {
                 ++cfg_.counters->resp_remote_access_error;
                 return;
             }
+            flush_owed_ack();
             r.psn = psn;
             r.va = p.reth.va;
             r.rkey = p.reth.rkey;
@@ -407,6 +438,7 @@ void Qp::responder_on_packet(const wire::ParsedPacket &p, Time now) {
             nak_and_error(wire::kAethNakRemoteAccessErr, psn);
             return;
         }
+        flush_owed_ack(); /* an ACK of earlier requests goes before the response */
         ReadResource *r = alloc_read_resource();
         *r = ReadResource{};
         r->psn = psn;
@@ -443,6 +475,7 @@ void Qp::responder_on_packet(const wire::ParsedPacket &p, Time now) {
             result = orig + p.atomic.swap_add;
         }
         std::memcpy(host, &result, 8);
+        flush_owed_ack(); /* an ACK of earlier requests goes before the response */
         ReadResource *r = alloc_read_resource();
         *r = ReadResource{};
         r->psn = psn;
@@ -466,7 +499,7 @@ void Qp::responder_on_packet(const wire::ParsedPacket &p, Time now) {
     ++pkts_since_ack_;
     if (p.bth.ack_req || (cfg_.tuning.ack_every && pkts_since_ack_ >= cfg_.tuning.ack_every)) {
         pkts_since_ack_ = 0;
-        send_ack(kAckSyndrome, psn);
+        owe_ack(psn);
     }
 }
 

@@ -633,3 +633,91 @@ TEST(RcSim, RnrAtStartThenLossyBurstsOfLargeSends) {
         ASSERT_EQ(p.rcq_b.q.size(), 100u) << "seed " << seed;
     }
 }
+
+namespace {
+/* The ACK-family frames (ACK/NAK, opcode Acknowledge) one endpoint's QP sends. */
+struct AckLog {
+    struct Entry {
+        uint8_t syndrome;
+        uint32_t psn;
+    };
+    void tap(Pair &p, uint32_t from_qp_dest) {
+        p.fab.on_send = [this, from_qp_dest](std::vector<uint8_t> &fr) {
+            wire::ParsedPacket pp;
+            if (wire::parse_frame(fr.data(), fr.size(), pp, false) != wire::ParseResult::Ok)
+                return;
+            if (pp.bth.dest_qp == from_qp_dest && pp.bth.opcode == wire::kRcAcknowledge)
+                acks.push_back({pp.aeth.syndrome, pp.bth.psn});
+            if (pp.bth.dest_qp != from_qp_dest && on_request)
+                on_request(fr, pp);
+        };
+    }
+    std::vector<Entry> acks;
+    std::function<void(std::vector<uint8_t> &, const wire::ParsedPacket &)> on_request;
+};
+} // namespace
+
+TEST(RcSim, BurstOfWritesIsAcknowledgedByCoalescedAcks) {
+    /* 64 single-packet WRITEs (each the last packet of its message, so each asks for an
+     * ACK) reach the responder in one delivery burst: the ACKs owed for them coalesce
+     * into one for the newest PSN (IBTA: an ACK acknowledges every earlier request),
+     * instead of one per message, and every WR still completes. */
+    Pair p(41);
+    AckLog log;
+    log.tap(p, 0x11);
+    constexpr int kN = 64;
+    fill(p.buf_a, 0, kN * 64, 5);
+    for (int i = 0; i < kN; ++i) {
+        SendWr wr = make_wr(WrOpcode::RdmaWrite, i, p.mr_a, i * 64, 64);
+        wr.remote_addr = p.mr_b.addr + i * 64;
+        wr.rkey = p.mr_b.key;
+        ASSERT_TRUE(p.qa->post_send(wr));
+    }
+    ASSERT_TRUE(p.run([&] { return p.scq_a.q.size() == kN; }));
+    for (int i = 0; i < kN; ++i) {
+        Wc wc;
+        ASSERT_TRUE(p.scq_a.pop(wc));
+        EXPECT_EQ(wc.status, WcStatus::Success);
+        EXPECT_EQ(wc.wr_id, static_cast<uint64_t>(i)) << "completions in order";
+    }
+    EXPECT_EQ(std::memcmp(p.buf_a.data(), p.buf_b.data(), kN * 64), 0);
+    ASSERT_GE(log.acks.size(), 1u);
+    EXPECT_LE(log.acks.size() * 4, static_cast<size_t>(kN))
+        << log.acks.size() << " ACKs for " << kN << " messages: not coalesced";
+    EXPECT_EQ(log.acks.back().psn, (0x100u + kN - 1) & wire::kPsnMask)
+        << "the last ACK covers the newest PSN";
+    for (const auto &a : log.acks)
+        EXPECT_EQ(a.syndrome >> 5, 0) << "only ACKs on a clean path";
+}
+
+TEST(RcSim, CoalescedAckLeavesBeforeTheSequenceNak) {
+    /* A gap in a burst: the ACK owed for the requests before it must precede the PSN
+     * sequence error NAK (sent at once, not coalesced), as when each ACK left at once. */
+    Pair p(42);
+    AckLog log;
+    log.tap(p, 0x11);
+    bool dropped = false;
+    log.on_request = [&](std::vector<uint8_t> &fr, const wire::ParsedPacket &pp) {
+        if (!dropped && pp.bth.psn == 0x100 + 5) {
+            dropped = true;
+            fr[fr.size() - 1] ^= 1; /* bad ICRC: the responder never sees it */
+        }
+    };
+    constexpr int kN = 16;
+    for (int i = 0; i < kN; ++i) {
+        SendWr wr = make_wr(WrOpcode::RdmaWrite, i, p.mr_a, i * 64, 64);
+        wr.remote_addr = p.mr_b.addr + i * 64;
+        wr.rkey = p.mr_b.key;
+        ASSERT_TRUE(p.qa->post_send(wr));
+    }
+    ASSERT_TRUE(p.run([&] { return p.scq_a.q.size() == kN; }));
+    ASSERT_TRUE(dropped);
+    ASSERT_GE(log.acks.size(), 2u);
+    EXPECT_EQ(log.acks[0].syndrome >> 5, 0);
+    EXPECT_EQ(log.acks[0].psn, 0x100u + 4) << "ACK of the requests before the gap";
+    EXPECT_EQ(log.acks[1].syndrome, wire::kAethNakPsnSeqErr);
+    EXPECT_EQ(log.acks[1].psn, 0x100u + 5) << "then the NAK of the missing PSN";
+    Wc wc;
+    while (p.scq_a.pop(wc))
+        EXPECT_EQ(wc.status, WcStatus::Success);
+}
