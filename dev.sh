@@ -7,6 +7,10 @@
 #                    packet vectors, simulator, engine over net_ring, a bounded fuzz run,
 #                    and interop against Linux Soft-RoCE in a VM (../shared/rxe-peer)
 #   ./dev.sh build   install what is missing and build only
+#   ./dev.sh bench [--quick] [e2e.py options]   build, then the end-to-end comparison of
+#                    issue 9: droce-perf vs a raw DPDK link vs kernel UDP, two processes on
+#                    the two cores, over net_memif and virtio_user<->net_vhost (bench/e2e.py;
+#                    ~15 min, --quick ~6 min; results, tables and plots in bench/e2e/)
 # Environment: BUILD_DIR (default build), ASAN_BUILD_DIR (default build-asan: the
 # sanitizer stage), FUZZ_SECONDS (default 60, split between the fuzz targets), SKIP_INTEROP=1
 # (developer convenience only; CI never sets it).
@@ -187,8 +191,15 @@ case "${1:-}" in
 demo) demo ;;
 test) run_tests ;;
 build) build ;;
+bench)
+    shift
+    build
+    # Not under the heavy-job lock itself (a nested flock on the same file would wait for
+    # its own parent): on a shared machine, run `flock /tmp/droce-heavy.lock ./dev.sh bench`.
+    /usr/bin/python3 bench/e2e.py --build "$BUILD_DIR" "$@"
+    ;;
 *)
-    sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'
     exit 2
     ;;
 esac
