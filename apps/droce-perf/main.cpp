@@ -491,6 +491,10 @@ int main(int argc, char **argv) {
     app::seed_random_psn();
     std::signal(SIGINT, on_signal);
     std::signal(SIGTERM, on_signal);
+    /* A peer that goes first (the perftest socket, a vhost-user socket whose other end
+     * exited) is an error return, not a reason to die: vhost-user writes lack
+     * MSG_NOSIGNAL. */
+    std::signal(SIGPIPE, SIG_IGN);
 
     app::EalArgv eal(argv[0], opt.eal_args);
     std::unique_ptr<Engine> engine = app::create_engine(eal, opt, opt.workers);
