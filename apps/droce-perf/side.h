@@ -25,10 +25,12 @@
 #include "options.h"
 #include "proto.h"
 #include "qp_resources.h"
+#include "tsc_clock.h"
 
 namespace droce::perf {
 
-using Clock = std::chrono::steady_clock;
+/* The TSC (tsc_clock.h): no system call per timestamp in the measurement loop. */
+using Clock = TscClock;
 
 struct SideConfig {
     Verb verb = Verb::Write;

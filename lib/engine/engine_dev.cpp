@@ -134,11 +134,45 @@ ZcRegion::~ZcRegion() {
         spdlog::debug("rte_extmem_unregister: {}", rte_strerror(rte_errno));
 }
 
-void Dev::set_zero_copy(bool on, bool needs_dma, uint32_t min_bytes) {
-    zc_on_ = on;
-    zc_needs_dma_ = needs_dma;
+const char *zc_reach_str(ZcReach r) {
+    switch (r) {
+    case ZcReach::Copy:
+        return "copy";
+    case ZcReach::VirtAddr:
+        return "any registered memory";
+    case ZcReach::DpdkFd:
+        return "DPDK memory shared with the backend only";
+    case ZcReach::DmaMapped:
+        return "DMA-mapped regions only";
+    }
+    return "?";
+}
+
+void Dev::set_zero_copy(ZcReach reach, uint32_t min_bytes) {
+    zc_on_ = reach != ZcReach::Copy;
+    zc_reach_ = reach;
     zc_min_ = min_bytes;
 }
+
+namespace {
+/** True when [a, a + len) is DPDK's own memory, every segment with an fd: the memory a
+ * virtio_user port hands its vhost-user backend in the memory table. External memory
+ * (rte_extmem_register, whatever the application allocated) has no fd there. */
+bool dpdk_memory_with_fd(uintptr_t a, uint64_t len) {
+    const uintptr_t end = a + len;
+    while (a < end) {
+        const void *p = reinterpret_cast<const void *>(a);
+        rte_memseg_list *msl = rte_mem_virt2memseg_list(p);
+        if (msl == nullptr || msl->external)
+            return false;
+        const rte_memseg *ms = rte_mem_virt2memseg(p, msl);
+        if (ms == nullptr || ms->addr == nullptr || ms->len == 0 || rte_memseg_get_fd(ms) < 0)
+            return false;
+        a = reinterpret_cast<uintptr_t>(ms->addr) + ms->len;
+    }
+    return true;
+}
+} // namespace
 
 Result<mem::MemoryRegion> Dev::reg_mr(uint32_t pd, const void *addr, uint64_t length,
                                       uint32_t access) {
@@ -155,8 +189,18 @@ Result<mem::MemoryRegion> Dev::reg_mr(uint32_t pd, const void *addr, uint64_t le
         si.fcb_opaque = z.get();
         rte_mbuf_ext_refcnt_set(&si, 0);
     }
-    static const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
     const uintptr_t a = reinterpret_cast<uintptr_t>(addr);
+    if (zc_reach_ == ZcReach::DpdkFd) {
+        /* Already DPDK's memory (nothing to register), or out of the backend's reach. */
+        z->usable = length != 0 && dpdk_memory_with_fd(a, length);
+        if (!z->usable)
+            spdlog::debug("{}: MR 0x{:x}: not DPDK memory shared with the vhost-user "
+                          "backend; copied on TX",
+                          name_, r->key);
+        zc_[slot] = std::move(z);
+        return r;
+    }
+    static const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
     const uintptr_t lo = a & ~(page - 1), hi = (a + length + page - 1) & ~(page - 1);
     z->ext_addr = reinterpret_cast<uint8_t *>(lo);
     z->ext_len = hi - lo;
@@ -170,7 +214,7 @@ Result<mem::MemoryRegion> Dev::reg_mr(uint32_t pd, const void *addr, uint64_t le
         spdlog::info("{}: MR 0x{:x}: rte_extmem_register: {}", name_, r->key,
                      rte_strerror(rte_errno));
     }
-    if (zc_needs_dma_ && z->extmem) {
+    if (zc_reach_ == ZcReach::DmaMapped && z->extmem) {
         rte_eth_dev_info info{};
         if (rte_eth_dev_info_get(port_, &info) == 0 && info.device != nullptr &&
             rte_eal_iova_mode() == RTE_IOVA_VA &&
@@ -178,11 +222,11 @@ Result<mem::MemoryRegion> Dev::reg_mr(uint32_t pd, const void *addr, uint64_t le
             z->dma = true;
         } else {
             ++shards_[0]->ec.mr_dma_map_failed;
-            spdlog::info("{}: MR 0x{:x}: no DMA mapping (IOVA as VA needed); copied on TX",
-                         name_, r->key);
+            spdlog::info("{}: MR 0x{:x}: no DMA mapping (IOVA as VA needed); copied on TX", name_,
+                         r->key);
         }
     }
-    z->usable = !zc_needs_dma_ || z->dma;
+    z->usable = zc_reach_ == ZcReach::VirtAddr || z->dma;
     zc_[slot] = std::move(z);
     return r;
 }

@@ -9,7 +9,10 @@
 
 #include <unistd.h>
 
+#include <rte_bus.h>
 #include <rte_cycles.h>
+#include <rte_dev.h>
+#include <rte_devargs.h>
 #include <rte_eal.h>
 #include <rte_errno.h>
 #include <rte_eth_ring.h>
@@ -26,6 +29,8 @@
 namespace droce::engine {
 
 namespace {
+/* GCC's 128-bit integer (one MUL on x86-64); __extension__ keeps -Wpedantic quiet. */
+__extension__ typedef unsigned __int128 u128;
 
 /* Frames up to 9216 bytes (jumbo): a RoCE path MTU of 4096 needs an Ethernet MTU of
  * about 4200, and the transport builds single-segment frames. */
@@ -61,6 +66,27 @@ void remove_own_runtime_dir() {
     rmdir(dir.c_str()); /* fails, harmlessly, if anything else is left in it */
 }
 
+/** What a port's TX can reach, from how its PMD reads frame data (ZcReach). */
+ZcReach zc_reach_of(const std::string &drv, const rte_device *dev) {
+    if (drv == "net_ring" || drv == "net_af_packet" || drv == "net_vhost" || drv == "net_tap" ||
+        drv == "net_pcap")
+        return ZcReach::VirtAddr; /* same process, or copies from virtual addresses */
+    if (drv == "net_virtio_user")
+        return ZcReach::DpdkFd; /* the vhost-user backend maps only the EAL's memory */
+    if (drv == "net_memif") {
+        /* Copy mode copies each segment from its virtual address into the shared
+         * rings; zero-copy mode hands the peer offsets into its own mempool's memory,
+         * which an attached application buffer is not. */
+        const rte_devargs *da = dev != nullptr ? rte_dev_devargs(dev) : nullptr;
+        const bool memif_zc = da != nullptr && da->args != nullptr &&
+                              std::strstr(da->args, "zero-copy=yes") != nullptr;
+        return memif_zc ? ZcReach::Copy : ZcReach::VirtAddr;
+    }
+    const char *bus = dev != nullptr ? rte_bus_name(rte_dev_bus(dev)) : nullptr;
+    if (bus != nullptr && std::strcmp(bus, "pci") == 0)
+        return ZcReach::DmaMapped;
+    return ZcReach::Copy; /* an unknown virtual device: no guess about its memory */
+}
 } // namespace
 
 std::string Runtime::unique_name(const char *prefix) {
@@ -98,6 +124,10 @@ Result<std::unique_ptr<Runtime>> Runtime::create(int argc, char **argv, int *con
     std::unique_ptr<Runtime> rt(new Runtime());
     rt->opts_ = opts;
     rt->tsc_hz_ = rte_get_tsc_hz();
+    if (rt->tsc_hz_ < 1'000'000)
+        return Status(EIO, "the EAL reports a TSC of " + std::to_string(rt->tsc_hz_) + " Hz");
+    rt->ns_mult_ = static_cast<uint64_t>(
+        ((static_cast<u128>(1'000'000'000ull) << kNsShift) + rt->tsc_hz_ / 2) / rt->tsc_hz_);
     rt->max_frame_ = kMaxFrame;
     const std::string pool_name = rt->unique_name("droce_pool");
     rt->pool_ = rte_pktmbuf_pool_create(pool_name.c_str(), opts.mbufs, 256, 0,
@@ -185,9 +215,8 @@ Runtime::~Runtime() {
 }
 
 uint64_t Runtime::now_ns() const {
-    const uint64_t c = rte_get_tsc_cycles();
-    /* Split to stay within 64 bits: (c / hz) s + (c % hz) cycles. */
-    return c / tsc_hz_ * 1'000'000'000ull + (c % tsc_hz_) * 1'000'000'000ull / tsc_hz_;
+    /* One multiply and a shift (no division per call): this runs per packet. */
+    return static_cast<uint64_t>((static_cast<u128>(rte_get_tsc_cycles()) * ns_mult_) >> kNsShift);
 }
 
 Result<std::pair<std::string, std::string>> Runtime::create_ring_pair(uint16_t queues) {
@@ -307,9 +336,6 @@ Result<Dev *> Runtime::open_device(const DeviceConfig &cfg) {
             conf.rxmode.mtu = cfg.mtu;
         }
     }
-    /* Zero-copy TX needs a port that takes chained mbufs: one that says so, or net_ring
-     * (passes mbuf pointers through, never looks at the data). Ports that copy from
-     * virtual addresses (net_ring, net_af_packet) need no DMA mapping of the regions. */
     const std::string drv = info.driver_name ? info.driver_name : "";
     const bool multi_seg = (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS) != 0;
     /* One RX and one TX queue per worker where the port has them. A port with fewer
@@ -332,10 +358,12 @@ Result<Dev *> Runtime::open_device(const DeviceConfig &cfg) {
     }
     /* Zero-copy attaches mbufs whose refcount only the attaching worker may touch: not
      * where another thread frees them (net_ring: the peer's RX; a TX queue shared
-     * through worker 0). */
-    const bool zc = opts_.zero_copy && (multi_seg || drv == "net_ring") &&
-                    (nw == 1 || (drv != "net_ring" && ntxq == nw));
-    const bool needs_dma = !(drv == "net_ring" || drv == "net_af_packet");
+     * through worker 0). It needs a port that takes chained mbufs (one that says so, or
+     * net_ring, which passes mbuf pointers through); then what memory it can take
+     * depends on how its PMD reaches the data (zc_reach_of). */
+    const bool zc_ok = opts_.zero_copy && (multi_seg || drv == "net_ring") &&
+                       (nw == 1 || (drv != "net_ring" && ntxq == nw));
+    const ZcReach reach = zc_ok ? zc_reach_of(drv, info.device) : ZcReach::Copy;
     if (multi_seg)
         conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
     if (int rc = rte_eth_dev_configure(port, nrxq, ntxq, &conf); rc != 0)
@@ -424,11 +452,12 @@ Result<Dev *> Runtime::open_device(const DeviceConfig &cfg) {
         }
     }
     dev->set_worker_rings(!opts_.embedded);
-    dev->set_zero_copy(zc, needs_dma,
-                       opts_.zero_copy_min_bytes ? opts_.zero_copy_min_bytes
-                                                 : kZeroCopyMinBytesDefault);
-    spdlog::info("{}: zero-copy TX {}{}", name, zc ? "on" : "off",
-                 zc && needs_dma ? " (regions need a DMA mapping)" : "");
+    dev->set_zero_copy(reach, opts_.zero_copy_min_bytes ? opts_.zero_copy_min_bytes
+                                                        : kZeroCopyMinBytesDefault);
+    spdlog::info("{}: zero-copy TX: {} (driver {}{})", name, zc_reach_str(reach), drv,
+                 !opts_.zero_copy ? ", off by option"
+                 : !zc_ok         ? ", no chained mbufs for this port and worker layout"
+                                  : "");
     spdlog::info("{}: port {} driver {} MAC {} IP {}/{} MTU {} (RoCE active MTU {}), {} RX / {} "
                  "TX queue(s) for {} worker(s), {} QPNs",
                  name, port, info.driver_name ? info.driver_name : "?", net::mac_str(ifc.mac),
