@@ -253,6 +253,9 @@ class Shard final : public rc::TxPort, public rc::AsyncEventSink {
     void ring_doorbell(uint32_t value);
     /** Drops the QP from the ready list and the timer wheel (before it is destroyed). */
     void unschedule(QpCtx &q);
+    /** Worker mode: the retired counts of q's queues (and its SRQ's), for the
+     * application's admission check. */
+    void publish_retired(QpCtx &q);
     void publish_srq(SrqCtx &s);
 
     size_t num_qps() const { return nqps_; }

@@ -524,15 +524,7 @@ void Dev::publish_for_completion(const Wc &wc) {
     QpCtx *q = qp(wc.qp_num);
     if (q == nullptr)
         return;
-    if (wc.opcode == WcOpcode::Recv || wc.opcode == WcOpcode::RecvRdmaWithImm) {
-        if (q->srq != nullptr)
-            shards_[q->worker]->publish_srq(*q->srq);
-        else
-            q->rq_retired.store(q->rq_drained - q->qp->recv_queue_depth(),
-                                std::memory_order_release);
-    } else {
-        q->sq_retired.store(q->sq_drained - q->qp->send_queue_depth(), std::memory_order_release);
-    }
+    shards_[q->worker]->publish_retired(*q);
 }
 
 /* ---------------- Shard ---------------- */
@@ -650,19 +642,22 @@ void Shard::schedule(QpCtx &q) {
         timers_.cancel(q.timer);
     else if (!q.timer.armed() || d < q.timer.deadline)
         timers_.arm(q.timer, d);
-    if (dev_.worker_rings_) {
-        /* What left the queues since the application posted it: it may post again. */
-        const uint64_t sr = q.sq_drained - qp.send_queue_depth();
-        if (sr != q.sq_retired.load(std::memory_order_relaxed))
-            q.sq_retired.store(sr, std::memory_order_release);
-        if (q.srq == nullptr) {
-            const uint64_t rr = q.rq_drained - qp.recv_queue_depth();
-            if (rr != q.rq_retired.load(std::memory_order_relaxed))
-                q.rq_retired.store(rr, std::memory_order_release);
-        } else {
-            publish_srq(*q.srq);
-        }
+    if (dev_.worker_rings_)
+        publish_retired(q);
+}
+
+void Shard::publish_retired(QpCtx &q) {
+    /* What left the queues since the application posted it: it may post again. */
+    const uint64_t sr = q.sq_drained - q.qp->send_queue_depth();
+    if (sr != q.sq_retired.load(std::memory_order_relaxed))
+        q.sq_retired.store(sr, std::memory_order_release);
+    if (q.srq != nullptr) {
+        publish_srq(*q.srq);
+        return;
     }
+    const uint64_t rr = q.rq_drained - q.qp->recv_queue_depth();
+    if (rr != q.rq_retired.load(std::memory_order_relaxed))
+        q.rq_retired.store(rr, std::memory_order_release);
 }
 
 void Shard::publish_srq(SrqCtx &s) {
@@ -707,75 +702,73 @@ uint32_t Shard::drain_doorbells() {
     return n;
 }
 
-uint32_t Shard::drain_rings(QpCtx &q) {
+namespace {
+
+/* Moves WRs from an application ring into the worker's queue, at most room() at a time:
+ * a WR is never dequeued and then lost (the application admits at most the queue's
+ * depth, so the room check is only a guard). Returns the WRs taken. */
+template <class Wr, class Room, class Post>
+uint32_t drain_ring(rte_ring *ring, Room room, Post post) {
     uint32_t n = 0;
-    rc::Qp &qp = *q.qp;
-    /* The application admits at most max_*_wr outstanding, so everything in a ring fits
-     * (the room check stays as a guard: a WR is never dequeued and then lost). */
-    for (;;) {
-        const uint32_t rq_room = q.srq ? 0 : q.max_recv_wr - qp.recv_queue_depth();
-        if (rq_room == 0)
-            break;
-        RecvWr wr[kWrBurst];
-        const unsigned k = rte_ring_sc_dequeue_burst_elem(
-            q.rq, wr, sizeof(RecvWr), rq_room < kWrBurst ? rq_room : kWrBurst, nullptr);
+    for (uint32_t left; (left = room()) != 0;) {
+        Wr wr[kWrBurst];
+        const unsigned k = rte_ring_sc_dequeue_burst_elem(ring, wr, sizeof(Wr),
+                                                          left < kWrBurst ? left : kWrBurst, nullptr);
         if (k == 0)
             break;
         for (unsigned i = 0; i < k; ++i)
-            if (++q.rq_drained, !qp.post_recv(wr[i]).is_ok()) {
-                ++ec.rq_wr_rejected;
-                Wc wc{};
-                wc.wr_id = wr[i].wr_id;
-                wc.status = WcStatus::LocQpOpErr;
-                wc.opcode = WcOpcode::Recv;
-                wc.qp_num = qp.qpn();
-                q.rcq->push(wc);
-            }
-        n += k;
-    }
-    for (;;) {
-        const uint32_t sq_room = q.max_send_wr - qp.send_queue_depth();
-        if (sq_room == 0)
-            break;
-        SendWr wr[kWrBurst];
-        const unsigned k = rte_ring_sc_dequeue_burst_elem(
-            q.sq, wr, sizeof(SendWr), sq_room < kWrBurst ? sq_room : kWrBurst, nullptr);
-        if (k == 0)
-            break;
-        for (unsigned i = 0; i < k; ++i)
-            if (++q.sq_drained, !qp.post_send(wr[i]).is_ok()) {
-                /* The application side checked what it could; a WR still refused here
-                 * must not vanish silently: complete it in error. */
-                ++ec.sq_wr_rejected;
-                Wc wc{};
-                wc.wr_id = wr[i].wr_id;
-                wc.status = WcStatus::LocQpOpErr;
-                wc.opcode = WcOpcode::Send;
-                wc.qp_num = qp.qpn();
-                q.scq->push(wc);
-            }
+            post(wr[i]);
         n += k;
     }
     return n;
 }
 
-uint32_t Shard::drain_srq(SrqCtx &s) {
+/* A WR the worker's queue still refused (the application side checked what it could)
+ * must not vanish silently: it completes in error. */
+void complete_refused(CqCtx &cq, uint64_t wr_id, WcOpcode op, uint32_t qpn) {
+    Wc wc{};
+    wc.wr_id = wr_id;
+    wc.status = WcStatus::LocQpOpErr;
+    wc.opcode = op;
+    wc.qp_num = qpn;
+    cq.push(wc);
+}
+
+} // namespace
+
+uint32_t Shard::drain_rings(QpCtx &q) {
+    rc::Qp &qp = *q.qp;
     uint32_t n = 0;
-    for (;;) {
-        const uint32_t room = s.q->max_wr() - s.q->depth();
-        if (room == 0)
-            break;
-        RecvWr wr[kWrBurst];
-        const unsigned k = rte_ring_sc_dequeue_burst_elem(
-            s.ring, wr, sizeof(RecvWr), room < kWrBurst ? room : kWrBurst, nullptr);
-        if (k == 0)
-            break;
-        for (unsigned i = 0; i < k; ++i)
-            if (!s.q->post(wr[i]).is_ok())
+    if (q.srq == nullptr)
+        n += drain_ring<RecvWr>(
+            q.rq, [&] { return q.max_recv_wr - qp.recv_queue_depth(); },
+            [&](const RecvWr &wr) {
+                ++q.rq_drained; /* counted first: an error completion sees it retired */
+                if (!qp.post_recv(wr).is_ok()) {
+                    ++ec.rq_wr_rejected;
+                    complete_refused(*q.rcq, wr.wr_id, WcOpcode::Recv, qp.qpn());
+                }
+            });
+    n += drain_ring<SendWr>(
+        q.sq, [&] { return q.max_send_wr - qp.send_queue_depth(); },
+        [&](const SendWr &wr) {
+            ++q.sq_drained;
+            if (!qp.post_send(wr).is_ok()) {
+                ++ec.sq_wr_rejected;
+                complete_refused(*q.scq, wr.wr_id, WcOpcode::Send, qp.qpn());
+            }
+        });
+    return n;
+}
+
+uint32_t Shard::drain_srq(SrqCtx &s) {
+    const uint32_t n = drain_ring<RecvWr>(
+        s.ring, [&] { return s.q->max_wr() - s.q->depth(); },
+        [&](const RecvWr &wr) {
+            ++s.drained;
+            if (!s.q->post(wr).is_ok())
                 ++ec.rq_wr_rejected; /* checked on the application side; cannot happen */
-        s.drained += k;
-        n += k;
-    }
+        });
     publish_srq(s);
     return n;
 }
