@@ -40,8 +40,8 @@ struct rte_ring;
 namespace droce::engine {
 
 inline constexpr uint32_t kDefaultMaxQps = 65536; /* QPN space of a device by default */
-inline constexpr uint32_t kMaxQpn = 1u << 24;          /* the 24-bit QPN space */
-inline constexpr uint32_t kFirstQpn = 0x11;           /* 0 and 1 are the IB special QPs */
+inline constexpr uint32_t kMaxQpn = 1u << 24;     /* the 24-bit QPN space */
+inline constexpr uint32_t kFirstQpn = 0x11;       /* 0 and 1 are the IB special QPs */
 inline constexpr uint32_t kMaxWorkers = 16;
 inline constexpr uint16_t kRxBurst = 32;
 inline constexpr uint16_t kTxBurst = 64;     /* frames handed to one rte_eth_tx_burst */
@@ -64,19 +64,19 @@ inline constexpr uint32_t kDoorbellSrq = 0x80000000u;
     X(port_rcv_bytes)                                                                              \
     X(port_xmit_packets)                                                                           \
     X(port_xmit_bytes)                                                                             \
-    X(tx_burst_refused)  /* rte_eth_tx_burst took fewer frames than offered (kept queued) */      \
-    X(tx_queue_full)     /* transmit() refused: the shard's TX queue is full (QP retries) */     \
-    X(tx_queue_depth_max) /* high-water mark of the TX queue (frames) */                         \
-    X(tx_no_mbuf)               /* transmit() refused: pool empty */                               \
-    X(tx_handoff)        /* frames given to the shard that owns the single TX queue */            \
-    X(tx_handoff_full)   /* ... refused by that ring: kept queued, retried */                     \
-    X(rx_handoff)        /* packets for a QP of another worker, passed to it over a ring */       \
+    X(tx_burst_refused)     /* rte_eth_tx_burst took fewer frames than offered (kept queued) */    \
+    X(tx_queue_full)        /* transmit() refused: the shard's TX queue is full (QP retries) */    \
+    X(tx_queue_depth_max)   /* high-water mark of the TX queue (frames) */                         \
+    X(tx_no_mbuf)           /* transmit() refused: pool empty */                                   \
+    X(tx_handoff)           /* frames given to the shard that owns the single TX queue */          \
+    X(tx_handoff_full)      /* ... refused by that ring: kept queued, retried */                   \
+    X(rx_handoff)           /* packets for a QP of another worker, passed to it over a ring */     \
     X(rx_drop_handoff_full) /* ... and dropped: that worker's ring was full */                     \
-    X(doorbells)         /* QPs and SRQs woken by the application (worker mode) */               \
-    X(timer_expirations) /* QP timers fired (retransmission, RNR) */                              \
-    X(async_events)        /* asynchronous events queued for the application */               \
-    X(async_event_dropped) /* ... and dropped: the application does not read them */          \
-    X(tx_frame_too_big)         /* frame larger than an mbuf (MTU misconfiguration) */             \
+    X(doorbells)            /* QPs and SRQs woken by the application (worker mode) */              \
+    X(timer_expirations)    /* QP timers fired (retransmission, RNR) */                            \
+    X(async_events)         /* asynchronous events queued for the application */                   \
+    X(async_event_dropped)  /* ... and dropped: the application does not read them */              \
+    X(tx_frame_too_big)     /* frame larger than an mbuf (MTU misconfiguration) */                 \
     X(tx_drop_reply_batch_full) /* ARP/ICMP reply dropped: batch full */                           \
     X(tx_bytes_zero_copy)       /* payload bytes attached as external buffers (not copied) */      \
     X(tx_bytes_copied)          /* payload bytes copied into the frame */                          \
@@ -112,11 +112,11 @@ class Dev;
 /** A CQ: completions go from the worker to the application through an SPSC ring. */
 struct CqCtx final : rc::CqSink {
     rte_ring *ring = nullptr;
-    Dev *dev = nullptr; /* worker mode: publishes queue depths before a completion shows */
+    Dev *dev = nullptr;   /* worker mode: publishes queue depths before a completion shows */
     void *user = nullptr; /* the API's CompletionQueue (named by CqErr events) */
     bool overrun = false; /* CqErr raised (once per CQ) */
-    uint32_t refs = 0;   /* QPs using it; touched on the worker only */
-    uint32_t worker = 0; /* the worker that produces into it (its QPs' worker) */
+    uint32_t refs = 0;    /* QPs using it; touched on the worker only */
+    uint32_t worker = 0;  /* the worker that produces into it (its QPs' worker) */
     bool push(const Wc &wc) override;
     int poll(Wc *wc, int max);
     ~CqCtx() override;
@@ -292,8 +292,8 @@ class Shard final : public rc::TxPort, public rc::AsyncEventSink {
 
     Dev &dev_;
     uint32_t index_;
-    uint16_t rxq_;      /* the port's RX queue this shard polls; UINT16_MAX: none */
-    uint16_t txq_;      /* its TX queue; UINT16_MAX: through shard 0's tx_in_ ring */
+    uint16_t rxq_;                  /* the port's RX queue this shard polls; UINT16_MAX: none */
+    uint16_t txq_;                  /* its TX queue; UINT16_MAX: through shard 0's tx_in_ ring */
     rte_ring *doorbells_ = nullptr; /* MP/SC: QPNs and SRQ indices with posted WRs */
     rte_ring *rx_in_ = nullptr;     /* MP/SC: mbufs for this shard's QPs from others */
     rte_ring *tx_in_ = nullptr;     /* shard 0 of a port with fewer TX queues: frames */
@@ -312,8 +312,7 @@ class Shard final : public rc::TxPort, public rc::AsyncEventSink {
 class Dev final {
   public:
     Dev(Runtime &rt, uint16_t port, std::string name, const net::Iface &ifc, uint32_t eth_mtu,
-        uint32_t arp_timeout_ms, uint32_t max_qps, uint32_t workers, uint16_t nrxq,
-        uint16_t ntxq);
+        uint32_t arp_timeout_ms, uint32_t max_qps, uint32_t workers, uint16_t nrxq, uint16_t ntxq);
     ~Dev();
     Dev(const Dev &) = delete;
     Dev &operator=(const Dev &) = delete;

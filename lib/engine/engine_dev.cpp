@@ -14,9 +14,9 @@
 #include <rte_dev.h>
 #include <rte_eal.h>
 #include <rte_errno.h>
-#include <rte_memory.h>
 #include <rte_ethdev.h>
 #include <rte_mbuf.h>
+#include <rte_memory.h>
 #include <rte_mempool.h>
 #include <rte_prefetch.h>
 #include <rte_ring.h>
@@ -276,8 +276,7 @@ bool Dev::zc_reap(uint32_t key, bool give_up) {
 /* ---------------- Dev: control ---------------- */
 
 Dev::Dev(Runtime &rt, uint16_t port, std::string name, const net::Iface &ifc, uint32_t eth_mtu,
-         uint32_t arp_timeout_ms, uint32_t max_qps, uint32_t workers, uint16_t nrxq,
-         uint16_t ntxq)
+         uint32_t arp_timeout_ms, uint32_t max_qps, uint32_t workers, uint16_t nrxq, uint16_t ntxq)
     : rt_(rt), port_(port), name_(std::move(name)), ifc_(ifc), gids_(ifc.mac, {ifc.ip}),
       eth_mtu_(eth_mtu), arp_timeout_ms_(arp_timeout_ms), max_qps_(max_qps), nrxq_(nrxq),
       ntxq_(ntxq), qps_(max_qps) {
@@ -453,14 +452,14 @@ std::vector<std::pair<std::string, uint64_t>> Dev::port_counters() const {
     }
     /* Engine-wide: mbufs not in the pools (in rings, TX queues, PMD queues). After the
      * traffic stops it must come back to what the ports hold; a leak shows here. */
-    v.emplace_back("mbufs_in_use", rte_mempool_in_use_count(rt_.pool()) +
-                                       rte_mempool_in_use_count(rt_.zc_pool()));
+    v.emplace_back("mbufs_in_use",
+                   rte_mempool_in_use_count(rt_.pool()) + rte_mempool_in_use_count(rt_.zc_pool()));
     v.emplace_back("workers", shards_.size());
     return v;
 }
 
-std::vector<std::pair<std::string, uint64_t>> Dev::merge_counters(
-    const std::vector<std::vector<std::pair<std::string, uint64_t>>> &parts) const {
+std::vector<std::pair<std::string, uint64_t>>
+Dev::merge_counters(const std::vector<std::vector<std::pair<std::string, uint64_t>>> &parts) const {
     std::vector<std::pair<std::string, uint64_t>> v;
     for (const auto &part : parts) {
         if (v.empty()) {
@@ -530,10 +529,8 @@ void Dev::publish_for_completion(const Wc &wc) {
 /* ---------------- Shard ---------------- */
 
 Shard::Shard(Dev &dev, uint32_t index, uint32_t workers, uint32_t max_qps)
-    : dev_(dev), index_(index),
-      rxq_(index < dev.nrxq_ ? static_cast<uint16_t>(index) : UINT16_MAX),
-      txq_(index < dev.ntxq_ ? static_cast<uint16_t>(index) : UINT16_MAX),
-      next_fresh_(kFirstQpn) {
+    : dev_(dev), index_(index), rxq_(index < dev.nrxq_ ? static_cast<uint16_t>(index) : UINT16_MAX),
+      txq_(index < dev.ntxq_ ? static_cast<uint16_t>(index) : UINT16_MAX), next_fresh_(kFirstQpn) {
     /* First QPN of this shard's residue class at or above kFirstQpn. */
     next_fresh_ = kFirstQpn + ((index + workers - kFirstQpn % workers) % workers);
     /* A QPN and an SRQ index at most once each in the doorbell ring (the flag). */
@@ -542,13 +539,13 @@ Shard::Shard(Dev &dev, uint32_t index, uint32_t workers, uint32_t max_qps)
     while (db < per_worker + 1024)
         db <<= 1;
     const std::string base = dev.rt_.unique_name("dsh");
-    doorbells_ = ring_alloc((base + "d").c_str(), sizeof(uint32_t), db,
-                            RING_F_SC_DEQ | RING_F_EXACT_SZ);
+    doorbells_ =
+        ring_alloc((base + "d").c_str(), sizeof(uint32_t), db, RING_F_SC_DEQ | RING_F_EXACT_SZ);
     rx_in_ = ring_alloc((base + "h").c_str(), sizeof(void *), 4096, RING_F_SC_DEQ);
     if (index == 0 && dev.ntxq_ < workers)
         tx_in_ = ring_alloc((base + "t").c_str(), sizeof(void *), 4096, RING_F_SC_DEQ);
-    if (doorbells_ == nullptr || rx_in_ == nullptr || (index == 0 && dev.ntxq_ < workers &&
-                                                       tx_in_ == nullptr))
+    if (doorbells_ == nullptr || rx_in_ == nullptr ||
+        (index == 0 && dev.ntxq_ < workers && tx_in_ == nullptr))
         throw std::bad_alloc();
 }
 
@@ -676,8 +673,8 @@ uint32_t Shard::drain_doorbells() {
     uint32_t vals[64];
     uint32_t n = 0;
     unsigned k;
-    while ((k = rte_ring_sc_dequeue_burst_elem(doorbells_, vals, sizeof(uint32_t), 64,
-                                               nullptr)) != 0) {
+    while ((k = rte_ring_sc_dequeue_burst_elem(doorbells_, vals, sizeof(uint32_t), 64, nullptr)) !=
+           0) {
         ec.doorbells += k;
         for (unsigned i = 0; i < k; ++i) {
             const uint32_t v = vals[i];
@@ -712,8 +709,8 @@ uint32_t drain_ring(rte_ring *ring, Room room, Post post) {
     uint32_t n = 0;
     for (uint32_t left; (left = room()) != 0;) {
         Wr wr[kWrBurst];
-        const unsigned k = rte_ring_sc_dequeue_burst_elem(ring, wr, sizeof(Wr),
-                                                          left < kWrBurst ? left : kWrBurst, nullptr);
+        const unsigned k = rte_ring_sc_dequeue_burst_elem(
+            ring, wr, sizeof(Wr), left < kWrBurst ? left : kWrBurst, nullptr);
         if (k == 0)
             break;
         for (unsigned i = 0; i < k; ++i)
@@ -842,10 +839,10 @@ int Shard::transmit_zc(const wire::FrameSpec &f) {
         void *addr = const_cast<uint8_t *>(g.addr);
         rte_mbuf_ext_shared_info *si = &regs[i]->shinfo[index_];
         rte_mbuf_ext_refcnt_update(si, 1);
-        rte_pktmbuf_attach_extbuf(m, addr,
-                                  iova_va ? static_cast<rte_iova_t>(reinterpret_cast<uintptr_t>(addr))
-                                          : RTE_BAD_IOVA,
-                                  static_cast<uint16_t>(g.len), si);
+        rte_pktmbuf_attach_extbuf(
+            m, addr,
+            iova_va ? static_cast<rte_iova_t>(reinterpret_cast<uintptr_t>(addr)) : RTE_BAD_IOVA,
+            static_cast<uint16_t>(g.len), si);
         m->data_len = static_cast<uint16_t>(g.len);
         prev->next = m;
         prev = m;

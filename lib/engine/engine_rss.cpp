@@ -13,8 +13,8 @@ const uint8_t kDroceRssKey[40] = {0x6d, 0x5a, 0x56, 0xda, 0x25, 0x5b, 0x0e, 0xc2
                                   0xae, 0x7b, 0x30, 0xb4, 0x77, 0xcb, 0x2d, 0xa3, 0x80, 0x30,
                                   0xf2, 0x0c, 0x6a, 0x42, 0xb7, 0x3b, 0xbe, 0xac, 0x01, 0xfa};
 
-uint32_t rss_hash_ipv4_udp(const uint8_t *key, uint32_t src_ip, uint32_t dst_ip,
-                           uint16_t sport, uint16_t dport) {
+uint32_t rss_hash_ipv4_udp(const uint8_t *key, uint32_t src_ip, uint32_t dst_ip, uint16_t sport,
+                           uint16_t dport) {
     rte_ipv4_tuple t{};
     t.src_addr = src_ip;
     t.dst_addr = dst_ip;

@@ -14,8 +14,8 @@ extern const uint8_t kDroceRssKey[40];
 
 /** Toeplitz hash of an IPv4/UDP 4-tuple (host byte order), as the receiving NIC
  * computes it with `key`. */
-uint32_t rss_hash_ipv4_udp(const uint8_t *key, uint32_t src_ip, uint32_t dst_ip,
-                           uint16_t sport, uint16_t dport);
+uint32_t rss_hash_ipv4_udp(const uint8_t *key, uint32_t src_ip, uint32_t dst_ip, uint16_t sport,
+                           uint16_t dport);
 
 /** The receive queue a NIC with a default redirection table (entry i = queue i % nq,
  * reta_size entries) picks for that hash. */

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* EAL and port bring-up, the worker loop and the command mailbox. */
 #include <algorithm>
-#include <cstdlib>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <thread>
@@ -169,8 +169,7 @@ Result<std::unique_ptr<Runtime>> Runtime::create(int argc, char **argv, int *con
             return Status(EINVAL, std::to_string(nw) + " workers need " + std::to_string(nw) +
                                       " worker lcores; the EAL gave " +
                                       std::to_string(lcores.size()) +
-                                      " (give more with -l, e.g. -l 0-" + std::to_string(nw) +
-                                      ")");
+                                      " (give more with -l, e.g. -l 0-" + std::to_string(nw) + ")");
     } else {
         nw = opts.workers == 0 ? 1 : opts.workers;
     }
@@ -245,8 +244,8 @@ Result<std::pair<std::string, std::string>> Runtime::create_ring_pair(uint16_t q
     const std::string ga = "droce" + id + "a", gb = "droce" + id + "b";
     /* A transmits on queue i into a2b[i] and receives on queue i from b2a[i]; B the
      * other way round: queue i of one side feeds queue i of the other. */
-    const int pa = rte_eth_from_rings(ga.c_str(), b2a.data(), queues, a2b.data(), queues,
-                                      rte_socket_id());
+    const int pa =
+        rte_eth_from_rings(ga.c_str(), b2a.data(), queues, a2b.data(), queues, rte_socket_id());
     const int pb = pa < 0 ? -1
                           : rte_eth_from_rings(gb.c_str(), a2b.data(), queues, b2a.data(), queues,
                                                rte_socket_id());
@@ -342,8 +341,10 @@ Result<Dev *> Runtime::open_device(const DeviceConfig &cfg) {
      * RX queues is read by worker 0, which hands each packet to its QP's worker; with
      * fewer TX queues, the workers without one hand their frames to worker 0. */
     const uint32_t nw = workers();
-    const uint16_t nrxq = static_cast<uint16_t>(std::min<uint32_t>(nw, std::max<uint16_t>(1, info.max_rx_queues)));
-    const uint16_t ntxq = static_cast<uint16_t>(std::min<uint32_t>(nw, std::max<uint16_t>(1, info.max_tx_queues)));
+    const uint16_t nrxq =
+        static_cast<uint16_t>(std::min<uint32_t>(nw, std::max<uint16_t>(1, info.max_rx_queues)));
+    const uint16_t ntxq =
+        static_cast<uint16_t>(std::min<uint32_t>(nw, std::max<uint16_t>(1, info.max_tx_queues)));
     if (nrxq > 1 && (info.flow_type_rss_offloads & RTE_ETH_RSS_NONFRAG_IPV4_UDP) != 0) {
         /* Spread RoCE flows over the RX queues by IP/UDP: droce picks its QPs' UDP source
          * ports so that droce<->droce traffic lands on the owning worker. */
@@ -380,8 +381,7 @@ Result<Dev *> Runtime::open_device(const DeviceConfig &cfg) {
             return Status(EIO, name + ": rte_eth_rx_queue_setup(" + std::to_string(q) +
                                    "): " + errstr(rc));
     for (uint16_t q = 0; q < ntxq; ++q)
-        if (int rc =
-                rte_eth_tx_queue_setup(port, q, ntxd, static_cast<unsigned>(socket), nullptr);
+        if (int rc = rte_eth_tx_queue_setup(port, q, ntxd, static_cast<unsigned>(socket), nullptr);
             rc != 0)
             return Status(EIO, name + ": rte_eth_tx_queue_setup(" + std::to_string(q) +
                                    "): " + errstr(rc));

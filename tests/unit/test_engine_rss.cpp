@@ -27,9 +27,9 @@ uint32_t toeplitz_ref(const uint8_t *key, const uint8_t *in, size_t n) {
 }
 
 uint32_t ref_ipv4_udp(uint32_t s, uint32_t d, uint16_t sp, uint16_t dp) {
-    const uint8_t in[12] = {uint8_t(s >> 24), uint8_t(s >> 16), uint8_t(s >> 8), uint8_t(s),
-                            uint8_t(d >> 24), uint8_t(d >> 16), uint8_t(d >> 8), uint8_t(d),
-                            uint8_t(sp >> 8), uint8_t(sp),     uint8_t(dp >> 8), uint8_t(dp)};
+    const uint8_t in[12] = {uint8_t(s >> 24), uint8_t(s >> 16), uint8_t(s >> 8),  uint8_t(s),
+                            uint8_t(d >> 24), uint8_t(d >> 16), uint8_t(d >> 8),  uint8_t(d),
+                            uint8_t(sp >> 8), uint8_t(sp),      uint8_t(dp >> 8), uint8_t(dp)};
     return toeplitz_ref(kDroceRssKey, in, sizeof in);
 }
 
@@ -41,12 +41,12 @@ uint32_t ip(int a, int b, int c, int d) {
 
 TEST(Rss, MicrosoftVerificationVectors) {
     /* "Verifying the RSS hash calculation", IPv4 with TCP/UDP ports, default key. */
-    EXPECT_EQ(rss_hash_ipv4_udp(kDroceRssKey, ip(66, 9, 149, 187), ip(161, 142, 100, 80), 2794,
-                                1766),
-              0x51ccc178u);
-    EXPECT_EQ(rss_hash_ipv4_udp(kDroceRssKey, ip(199, 92, 111, 2), ip(65, 69, 140, 83), 14230,
-                                4739),
-              0xc626b0eau);
+    EXPECT_EQ(
+        rss_hash_ipv4_udp(kDroceRssKey, ip(66, 9, 149, 187), ip(161, 142, 100, 80), 2794, 1766),
+        0x51ccc178u);
+    EXPECT_EQ(
+        rss_hash_ipv4_udp(kDroceRssKey, ip(199, 92, 111, 2), ip(65, 69, 140, 83), 14230, 4739),
+        0xc626b0eau);
     EXPECT_EQ(ref_ipv4_udp(ip(66, 9, 149, 187), ip(161, 142, 100, 80), 2794, 1766), 0x51ccc178u);
 }
 

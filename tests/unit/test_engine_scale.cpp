@@ -26,9 +26,9 @@ namespace {
  * is the test's own thread, 1 and 2 the workers. Idle workers doze so that three
  * threads share two cores without starving the test. */
 std::unique_ptr<Engine> make_engine(bool embedded, uint32_t workers) {
-    static const char *args[] = {"test_engine_scale", "--no-huge", "-m", "1024", "--no-pci",
-                                 "--no-shconf", "--lcores", "0@0,1@1,2@0", "--log-level",
-                                 "*:warning", "--", nullptr};
+    static const char *args[] = {"test_engine_scale", "--no-huge",   "-m",       "1024",
+                                 "--no-pci",          "--no-shconf", "--lcores", "0@0,1@1,2@0",
+                                 "--log-level",       "*:warning",   "--",       nullptr};
     EngineOptions o;
     o.embedded = embedded;
     o.workers = workers;
@@ -282,8 +282,8 @@ TEST(EngineWorkers, TwoWorkersOneQueueHandOff) {
     }
     for (int round = 0; round < 3; ++round)
         for (int i = 0; i < 2; ++i)
-            ASSERT_NO_FATAL_FAILURE(
-                write_read(p, a[i], static_cast<size_t>(i) * 200000, 150000, uint8_t(7 * i + round)));
+            ASSERT_NO_FATAL_FAILURE(write_read(p, a[i], static_cast<size_t>(i) * 200000, 150000,
+                                               uint8_t(7 * i + round)));
     const auto ca = counter_map(*p.a.dev), cb = counter_map(*p.b.dev);
     EXPECT_GT(ca.at("rx_handoff"), 0u);
     EXPECT_GT(cb.at("rx_handoff"), 0u);
@@ -492,7 +492,8 @@ TEST(EngineWorkers, DetachedCommandsAreFreed) {
     ASSERT_NE(rt, nullptr);
     std::atomic<int> ran{0};
     for (int i = 0; i < 200; ++i)
-        ASSERT_TRUE(rt->exec_detached(static_cast<uint32_t>(i % 2), [&ran] { ++ran; }, 2000));
+        ASSERT_TRUE(rt->exec_detached(
+            static_cast<uint32_t>(i % 2), [&ran] { ++ran; }, 2000));
     EXPECT_EQ(ran.load(), 200);
     EXPECT_EQ(engine::Runtime::detached_live(), before) << "detached commands leaked";
     p.close();
