@@ -13,6 +13,7 @@
 #include <droce/status.h>
 #include <droce/verbs.h>
 
+#include "cc_params.h"
 #include "mem_mr.h"
 #include "rc_counters.h"
 #include "rc_env.h"
@@ -62,6 +63,12 @@ struct QpConfig {
      * it. nullptr = the one-entry default table {0xFFFF}. Must outlive the QP. */
     const uint16_t *pkey_table = nullptr;
     uint32_t pkey_table_len = 0;
+    /* DCQCN (lib/cc): the parameters this QP starts with (copied at creation; per-QP
+     * changes later do not touch the owner's struct) and the port's line rate, the RP's
+     * maximum. nullptr = no congestion control at all: data leaves not-ECT, CE marks are
+     * not looked at, CNPs are counted as ignored (the behaviour before DCQCN). */
+    const cc::CcParams *cc = nullptr;
+    uint64_t line_rate_bps = 0;
 };
 
 /** IBTA 10.9.3 P_Key match: same partition (low 15 bits, never 0) and at least one of

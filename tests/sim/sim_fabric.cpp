@@ -40,6 +40,8 @@ rc::Qp &Endpoint::create_qp(uint32_t qpn, rc::CqSink *scq, rc::CqSink *rcq, QpCa
     c.events = &events;
     c.tuning = t;
     c.srq = srq;
+    c.cc = cc;
+    c.line_rate_bps = line_rate_bps;
     auto qp = std::make_unique<rc::Qp>(c);
     rc::Qp &ref = *qp;
     qps[qpn] = std::move(qp);

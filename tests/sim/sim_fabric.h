@@ -116,6 +116,10 @@ class Endpoint : public rc::TxPort {
     Time rx_free_at = 0;
     /* The port's P_Key table (QPs point into it: set before creating QPs). */
     std::vector<uint16_t> pkeys{wire::kDefaultPkey};
+    /* DCQCN for QPs created from now on (rc::QpConfig::cc; nullptr = none) and the
+     * endpoint's line rate, the reaction point's maximum. */
+    const cc::CcParams *cc = nullptr;
+    uint64_t line_rate_bps = 0;
 };
 
 class Fabric {
