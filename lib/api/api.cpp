@@ -121,7 +121,8 @@ class QpImpl final : public QueuePair {
   public:
     QpImpl(Runtime &rt, Dev &dev, std::shared_ptr<PdState> pd, QpCtx *ctx, uint32_t qpn,
            const QpCap &cap)
-        : rt_(rt), dev_(dev), pd_(std::move(pd)), ctx_(ctx), qpn_(qpn), cap_(cap) {
+        : rt_(rt), dev_(dev), pd_(std::move(pd)), ctx_(ctx), qp_(ctx->qp.get()), qpn_(qpn),
+          cap_(cap) {
         ++pd_->qps;
     }
     ~QpImpl() override {
@@ -170,7 +171,7 @@ class QpImpl final : public QueuePair {
 
     Status post_send(const SendWr &wr) override {
         if (rt_.embedded()) {
-            Status s = ctx_->qp->post_send(wr);
+            Status s = qp_->post_send(wr);
             if (s)
                 dev_.touch(*ctx_);
             return s;
@@ -207,7 +208,7 @@ class QpImpl final : public QueuePair {
             return Status(EINVAL, "post_recv: QP " + std::to_string(qpn_) +
                                       " uses a shared receive queue; post to the SRQ");
         if (rt_.embedded()) {
-            Status s = ctx_->qp->post_recv(wr);
+            Status s = qp_->post_recv(wr);
             if (s)
                 dev_.touch(*ctx_);
             return s;
@@ -288,6 +289,9 @@ class QpImpl final : public QueuePair {
     Dev &dev_;
     std::shared_ptr<PdState> pd_;
     QpCtx *ctx_;
+    /* ctx_->qp, kept here so that an embedded post reaches the transport without first
+     * waiting for the QpCtx line (with many QPs both are cold; now they load together). */
+    rc::Qp *qp_;
     uint32_t qpn_;
     QpCap cap_;
     QpState state_ = QpState::Reset; /* as of the last control call (worker mode checks) */

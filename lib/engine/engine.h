@@ -288,7 +288,8 @@ class Shard final : public rc::TxPort, public rc::AsyncEventSink {
     int transmit_zc(const wire::FrameSpec &frame);
     wire::ParseResult parse_chain(rte_mbuf *m, wire::ParsedPacket &pp, wire::ByteSpan *spans);
     void handoff(uint32_t owner, rte_mbuf *m);
-    void prefetch_next(rte_mbuf *m) const;
+    void rx_burst(rte_mbuf **rx, uint16_t n, uint64_t now);
+    QpCtx *prefetch_ctx(rte_mbuf *m) const;
 
     Dev &dev_;
     uint32_t index_;
