@@ -523,7 +523,8 @@ def run_perf(mode, veth, wire):
                  'DROP', 'rx_drop_bad_icrc', q0, 'RTS')
         chk.case('truncated frame (20 bytes cut)', [gen_op(q0, e)[:-20]], 'DROP',
                  'rx_drop_too_short', q0, 'RTS')
-        chk.case('wrong P_Key', [gen_op(q0, e, pkey=0x8123)], 'DROP', 'rx_pkey_violation', q0, 'RTS')
+        chk.case('wrong P_Key', [gen_op(q0, e, pkey=0x8123)], 'DROP', 'rx_pkey_violation', q0,
+                 'RTS')
         unknown = Qp(wire, q0.qpn, e, 0x777777, q0.rkey, q0.vaddr)
         chk.case('unknown QPN', [gen_op(unknown, e)], 'DROP', 'rx_drop_unknown_qpn', q0, 'RTS')
         chk.case('bad pad (pad count past the payload)',
@@ -547,7 +548,8 @@ def run_perf(mode, veth, wire):
             chk.case('PSN old (duplicate WRITE)', [gen_op(q0, p)], 'ACK', 'duplicate_request', q0,
                      'RTS')
             chk.case('PSN old with a forged rkey (no check, no effect)',
-                     [q0.f_write(WRITE_ONLY, (q0.psn - 0x10) & 0xFFFFFF, 0, 0xDEAD00, 64, 64)], 'ACK',
+                     [q0.f_write(WRITE_ONLY, (q0.psn - 0x10) & 0xFFFFFF, 0, 0xDEAD00, 64, 64)],
+                     'ACK',
                      'duplicate_request', q0, 'RTS')
         elif mode == 'read_bw':
             p = q0.next_psn()
@@ -697,7 +699,8 @@ def run_pingpong(veth, wire, fatal=None):
             chk.case(name, build(q), want)
             rc, out = srv.finish()
             flushed = [ln for ln in out.splitlines() if ln.startswith('Failed status')]
-            cnt = [ln.split() for ln in out.splitlines() if ln.split()[:1] == ['resp_op_not_allowed']]
+            cnt = [ln.split() for ln in out.splitlines()
+                   if ln.split()[:1] == ['resp_op_not_allowed']]
             ok = rc == 1 and bool(flushed) and 'flush' in flushed[0].lower() and \
                 bool(cnt) and cnt[0][1] == '1'
             record(sn, name + ': receives flushed, exit 1', 'exit 1', str(rc), ok,
