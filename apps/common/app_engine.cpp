@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include "app_engine.h"
 
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -11,8 +10,6 @@
 #include <string>
 #include <thread>
 
-#include <rte_eal.h>
-
 namespace droce::app {
 
 void Backoff::idle() {
@@ -20,23 +17,6 @@ void Backoff::idle() {
         return;
     std::this_thread::sleep_for(std::chrono::microseconds(20));
 }
-
-namespace {
-
-/* The telemetry socket is the control surface (droce-info; whatever commands get
- * registered there later): owner only. DPDK makes the runtime directory 0700 when it
- * creates it, but binds the socket under the process umask (0755 under the usual 022),
- * and a directory that already existed keeps its mode. Both are set here, once the EAL
- * is up; a missing socket (--no-telemetry) is not an error. */
-void restrict_control_surface() {
-    const std::string dir = rte_eal_get_runtime_dir();
-    if (dir.empty())
-        return;
-    chmod(dir.c_str(), 0700);
-    chmod((dir + "/dpdk_telemetry.v2").c_str(), 0600);
-}
-
-} // namespace
 
 std::unique_ptr<Engine> create_engine(EalArgv &eal, const DeviceOptions &o, uint32_t workers) {
     EngineOptions eo;
@@ -54,7 +34,6 @@ std::unique_ptr<Engine> create_engine(EalArgv &eal, const DeviceOptions &o, uint
         std::fprintf(stderr, "): %s\n", engine.status().message().c_str());
         return nullptr;
     }
-    restrict_control_surface();
     return std::move(engine.value());
 }
 

@@ -7,6 +7,7 @@
 #include <mutex>
 #include <thread>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <rte_bus.h>
@@ -94,6 +95,24 @@ std::string Runtime::unique_name(const char *prefix) {
     return std::string(prefix) + std::to_string(g_name_seq.fetch_add(1));
 }
 
+namespace {
+
+/* The telemetry socket is the control surface (droce-info; whatever commands get
+ * registered there later): owner only. DPDK makes the runtime directory 0700 when it
+ * creates it, but binds the socket under the process umask (0755 under the usual 022),
+ * and a directory that already existed keeps its mode. Both are set here, once the EAL
+ * is up (for every embedding, not only droce's tools); a missing socket (--no-telemetry) is not an
+ * error. */
+void restrict_control_surface() {
+    const std::string dir = rte_eal_get_runtime_dir();
+    if (dir.empty())
+        return;
+    chmod(dir.c_str(), 0700);
+    chmod((dir + "/dpdk_telemetry.v2").c_str(), 0600);
+}
+
+} // namespace
+
 Result<std::unique_ptr<Runtime>> Runtime::create(int argc, char **argv, int *consumed,
                                                  const EngineOptions &opts) {
     spdlog::set_level(spdlog::level::from_str(opts.log_level));
@@ -109,6 +128,7 @@ Result<std::unique_ptr<Runtime>> Runtime::create(int argc, char **argv, int *con
                           "rte_eal_init failed: " + errstr(rte_errno) +
                               " (check the EAL arguments before '--')");
         g_eal_ready = true;
+        restrict_control_surface();
     } else {
         /* Already up: skip the EAL arguments the way rte_eal_init would have. */
         for (used = 1; used < argc; ++used)
