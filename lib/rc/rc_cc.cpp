@@ -116,8 +116,9 @@ void Qp::cc_after_rp(Time now) {
     c.seen_cuts = r.rp_rate_cuts;
     c.seen_increases = inc;
 
-    /* An unlimited RP is line rate: pacer off (rate 0), so the QP pays one test. */
-    const uint64_t rate = c.rp.limited() ? c.rp.rate() : 0;
+    /* At line rate the pacer is off (rate 0), so the QP pays one test. Below it — a CNP
+     * limits the QP, or rpg_max_rate caps it under the port's rate — it is paced. */
+    const uint64_t rate = c.rp.rate() < c.line_rate_bps ? c.rp.rate() : 0;
     if (rate == c.pacer.rate())
         return;
     c.pacer.set_burst(pacer_burst(rate, mtu()));

@@ -599,7 +599,19 @@ std::string Qp::debug_string() const {
                   static_cast<unsigned long long>(retrans_deadline_),
                   static_cast<unsigned long long>(rnr_deadline_), rcv_->depth(), epsn_, msn_,
                   in_send_, in_write_, nak_sent_, busy_dropped_, ack_owed_, pending_rd);
-    return buf;
+    std::string out = buf;
+    if (cc_) {
+        /* DCQCN: what droce-info -q and telemetry show per QP. */
+        const CcState c = cc_state();
+        std::snprintf(buf, sizeof buf,
+                      " | dcqcn rp %d np %d rate_mbps %.3f target_mbps %.3f alpha %.4f stage %s "
+                      "limited %d pace_until %llu",
+                      c.rp_enabled, c.np_enabled, static_cast<double>(c.rate_bps) * 1e-6,
+                      static_cast<double>(c.target_bps) * 1e-6, c.alpha, cc::to_string(c.stage),
+                      c.limited, static_cast<unsigned long long>(pace_until_));
+        out += buf;
+    }
+    return out;
 }
 
 } // namespace droce::rc

@@ -123,6 +123,9 @@ class Qp {
     void disable_cc();
     /** The QP's DCQCN state (enabled false and zeros without DCQCN). */
     CcState cc_state() const;
+    /** Data is held by the pacer (a timer at next_deadline() releases it): the driver
+     * should not sleep past that deadline. */
+    bool pacer_holding() const { return pace_until_ != 0; }
     /** The parameters in force; nullptr without DCQCN. */
     const cc::CcParams *cc_params() const { return cc_ ? &cc_->params : nullptr; }
 

@@ -299,6 +299,26 @@ TEST(CcSim, SetCcParamsRefusesBadValuesWithTheFieldNamed) {
     ASSERT_TRUE(t.qa->set_cc_params(cc::CcParams{}, 1));
     EXPECT_TRUE(t.qa->cc_state().enabled);
     EXPECT_EQ(t.qa->cc_state().max_rate_bps, k10G);
+    EXPECT_EQ(t.qa->cc_state().pacer_rate_bps, 0u) << "at line rate: unpaced";
+    /* rpg_max_rate under the line rate caps the QP before any CNP: paced at once. */
+    cc::CcParams capped;
+    capped.rpg_max_rate_bps = 2'000'000'000;
+    ASSERT_TRUE(t.qa->set_cc_params(capped, 1));
+    EXPECT_FALSE(t.qa->cc_state().limited);
+    EXPECT_EQ(t.qa->cc_state().rate_bps, 2'000'000'000u);
+    EXPECT_EQ(t.qa->cc_state().pacer_rate_bps, 2'000'000'000u);
+    std::vector<std::pair<Time, uint32_t>> sent;
+    t.fab.on_send = [&](std::vector<uint8_t> &f) {
+        if (is_from(f, t.a) && is_data(opcode(f)))
+            sent.emplace_back(t.fab.now, static_cast<uint32_t>(f.size() + 24));
+    };
+    t.write(1, 1 << 20);
+    ASSERT_TRUE(t.run_until_completions(1));
+    uint64_t bytes = 0;
+    for (size_t i = 10; i + 1 < sent.size(); ++i)
+        bytes += sent[i].second;
+    const double secs = static_cast<double>(sent.back().first - sent[10].first) * 1e-9;
+    EXPECT_NEAR(static_cast<double>(bytes) * 8 / secs, 2e9, 0.02 * 2e9);
 }
 
 /* A rate-limited QP still recovers a tail loss through its retransmission timer. */
