@@ -249,6 +249,9 @@ TEST(CcSim, PacerHoldsTheMeasuredRateWithinTwoPercent) {
                     sent.size());
         EXPECT_LT(std::fabs(err), 0.02) << rate;
         EXPECT_GT(t.a.counters.paced_defers, 0u);
+        /* No spinning: a held frame is tried again only when its timer fires, so at most
+         * one defer per frame sent (has_tx_work() is false while the pacer holds). */
+        EXPECT_LE(t.a.counters.paced_defers, sent.size() + 16) << rate;
         EXPECT_EQ(t.qa->cc_state().pacer_rate_bps, rate);
         EXPECT_EQ(t.a.counters.retransmitted_packets, 0u);
     }
@@ -283,7 +286,7 @@ TEST(CcSim, DcqcnOffPerQpIgnoresCnpsAndSendsAtLineRate) {
     }
 }
 
-TEST(CcSim, SetCcParamsRefusesBadValuesWithTheFieldNamed) {
+TEST(CcSim, SetCcParamsRefusesBadValuesAndRpgMaxRateCapsAtOnce) {
     CcPair t(nullptr, nullptr);
     cc::CcParams bad;
     bad.rpg_min_dec_fac = 0;
@@ -313,6 +316,14 @@ TEST(CcSim, SetCcParamsRefusesBadValuesWithTheFieldNamed) {
             sent.emplace_back(t.fab.now, static_cast<uint32_t>(f.size() + 24));
     };
     t.write(1, 1 << 20);
+    /* Held by the pacer: no TX work (the driver must not spin on it) and a deadline at
+     * the frame's departure, one frame time (~4.4 us at 2 Gb/s) away at most. */
+    ASSERT_TRUE(
+        t.fab.run_until([&] { return t.a.counters.paced_defers > 0; }, t.fab.now + 1'000'000));
+    EXPECT_TRUE(t.qa->pacer_holding());
+    EXPECT_FALSE(t.qa->has_tx_work());
+    EXPECT_GT(t.qa->next_deadline(), t.fab.now);
+    EXPECT_LE(t.qa->next_deadline(), t.fab.now + 4'600);
     ASSERT_TRUE(t.run_until_completions(1));
     uint64_t bytes = 0;
     for (size_t i = 10; i + 1 < sent.size(); ++i)
