@@ -462,3 +462,47 @@ TEST(CcSim, CnpMatchesTheConnectX4LxCapture) {
         }
     }
 }
+
+/* CNP DSCP and 802.1p priority are the device's (here 26 and 3, not the defaults) and the
+ * VLAN of the QP's path is kept. */
+TEST(CcSim, CnpTakesConfiguredDscpAndPriorityOnAVlanPath) {
+    cc::CcParams p;
+    p.cnp_dscp = 26;
+    p.cnp_802p_prio = 3;
+    CcPair t(&p, &p);
+    /* Re-path B's QP onto VLAN 100 (PCP 0 for its data): RTS -> SQD -> SQD with AV -> RTS. */
+    QpAttr a = t.qb->attr();
+    a.qp_state = QpState::Sqd;
+    ASSERT_TRUE(t.qb->modify(a, kQpState));
+    rc::Path path = t.qb->path();
+    path.eth.has_vlan = true;
+    path.eth.vlan_tci = 100;
+    ASSERT_TRUE(t.qb->modify(a, kQpState | kQpAv, &path));
+    a.qp_state = QpState::Rts;
+    ASSERT_TRUE(t.qb->modify(a, kQpState));
+    std::vector<uint8_t> cnp;
+    bool marked = false;
+    t.fab.on_send = [&](std::vector<uint8_t> &f) {
+        if (!marked && is_from(f, t.a) && is_data(opcode(f))) {
+            mark_ce(f);
+            marked = true;
+        }
+        if (std::memcmp(f.data() + 6, t.b.mac, 6) == 0 && f.size() > kBthOff + 4 &&
+            f[kBthOff + 4] == wire::kCnp)
+            cnp = f;
+    };
+    t.write(1, 1000);
+    ASSERT_TRUE(t.run_until_completions(1));
+    ASSERT_FALSE(cnp.empty());
+    EXPECT_EQ(cnp[12], 0x81); /* 802.1Q */
+    EXPECT_EQ(cnp[13], 0x00);
+    const uint16_t tci = static_cast<uint16_t>(cnp[14] << 8 | cnp[15]);
+    EXPECT_EQ(tci >> 13, 3) << "802.1p priority";
+    EXPECT_EQ(tci & 0xFFF, 100) << "VLAN kept";
+    EXPECT_EQ(cnp[kTos + 4], (26 << 2) | 2) << "DSCP 26, ECT(0)";
+    wire::ParsedPacket pp;
+    ASSERT_EQ(wire::parse_frame(cnp.data(), cnp.size(), pp, true), wire::ParseResult::Ok);
+    EXPECT_TRUE(pp.bth.becn);
+    EXPECT_EQ(pp.bth.psn, 0u);
+    EXPECT_EQ(t.a.counters.rp_cnp_handled, 1u);
+}
