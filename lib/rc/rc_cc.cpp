@@ -142,6 +142,11 @@ void Qp::cc_timer(Time now) {
 
 bool Qp::cc_pace_admit(uint32_t wire_bytes, Time now) {
     cc::Pacer &pc = cc_->pacer;
+    if (wire_bytes > pc.burst()) {
+        /* A bucket shallower than the frame would never fill: the path MTU grew since the
+         * rate was set (it is sized when the rate changes). */
+        pc.set_burst(pacer_burst(pc.rate(), std::max(mtu(), wire_bytes)));
+    }
     if (pc.can_send(wire_bytes, now)) {
         pace_until_ = 0;
         return true;

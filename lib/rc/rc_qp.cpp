@@ -94,9 +94,11 @@ Qp::Qp(const QpConfig &cfg)
     sq_.resize(sq);
     sq_mask_ = sq - 1;
     rd_res_.resize(kMaxRdAtomic);
-    if (cfg.cc) /* validated by the owner (QpConfig::cc) */
+    if (cfg.cc) { /* validated by the owner (QpConfig::cc) */
         cc_ = std::make_unique<QpCc>(*cfg.cc,
                                      cfg.line_rate_bps ? cfg.line_rate_bps : kDefaultLineRateBps);
+        cc_after_rp(0); /* rpg_max_rate under the line rate: paced from the start */
+    }
 }
 
 Status Qp::modify(const QpAttr &a, uint32_t mask, const Path *path) {

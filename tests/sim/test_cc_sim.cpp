@@ -43,7 +43,7 @@ void mark_ce(std::vector<uint8_t> &f) {
 /* Two endpoints, each with the given DCQCN parameters (nullptr = none), a QP each. */
 struct CcPair {
     CcPair(const cc::CcParams *pa, const cc::CcParams *pb, Faults f = {}, QpAttr attr = {},
-           uint64_t line = k10G)
+           uint64_t line = k10G, Mtu mtu = Mtu::Mtu1024)
         : fab(1, f), a(fab, kIpA, 1), b(fab, kIpB, 2) {
         a.cc = pa;
         b.cc = pb;
@@ -51,8 +51,8 @@ struct CcPair {
         qa = &a.create_qp(0x11, &scq_a, &rcq_a);
         qb = &b.create_qp(0x118, &scq_b, &rcq_b);
         attr.qp_access_flags = kAll;
-        a.connect(*qa, b, *qb, 0x100, 0x200, attr);
-        b.connect(*qb, a, *qa, 0x200, 0x100, attr);
+        a.connect(*qa, b, *qb, 0x100, 0x200, attr, mtu);
+        b.connect(*qb, a, *qa, 0x200, 0x100, attr, mtu);
         buf_a.assign(8 << 20, 1);
         buf_b.assign(8 << 20, 0);
         mr_a = a.mrs.reg(1, buf_a.data(), buf_a.size(), kAll).value();
@@ -505,4 +505,27 @@ TEST(CcSim, CnpTakesConfiguredDscpAndPriorityOnAVlanPath) {
     EXPECT_TRUE(pp.bth.becn);
     EXPECT_EQ(pp.bth.psn, 0u);
     EXPECT_EQ(t.a.counters.rp_cnp_handled, 1u);
+}
+
+/* A QP created capped under the line rate is paced from its first packet, and a path MTU
+ * set later (4096, above the bucket sized at creation for 1024) does not stall it. */
+TEST(CcSim, CappedAtCreationAndLargerMtuLaterStillPaced) {
+    cc::CcParams p;
+    p.rpg_max_rate_bps = 2'000'000'000;
+    CcPair t(&p, &p, {}, {}, k10G, Mtu::Mtu4096);
+    EXPECT_EQ(t.qa->cc_state().pacer_rate_bps, 2'000'000'000u);
+    std::vector<std::pair<Time, uint32_t>> sent;
+    t.fab.on_send = [&](std::vector<uint8_t> &f) {
+        if (is_from(f, t.a) && is_data(opcode(f)))
+            sent.emplace_back(t.fab.now, static_cast<uint32_t>(f.size() + 24));
+    };
+    t.write(1, 4 << 20);
+    ASSERT_TRUE(t.run_until_completions(1, 100'000'000));
+    ASSERT_GT(sent.size(), 1000u);
+    EXPECT_GT(sent[0].second, 4096u);
+    uint64_t bytes = 0;
+    for (size_t i = 10; i + 1 < sent.size(); ++i)
+        bytes += sent[i].second;
+    const double secs = static_cast<double>(sent.back().first - sent[10].first) * 1e-9;
+    EXPECT_NEAR(static_cast<double>(bytes) * 8 / secs, 2e9, 0.02 * 2e9);
 }
