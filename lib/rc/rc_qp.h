@@ -119,6 +119,8 @@ class Qp {
      * its own copy): a QP created without DCQCN gets it, one with DCQCN keeps its rate
      * state (lib/cc set_params). rp_enabled/np_enabled false switch the halves off. */
     Status set_cc_params(const cc::CcParams &p, Time now);
+    /** The same at the time of the last event the QP saw. */
+    Status set_cc_params(const cc::CcParams &p) { return set_cc_params(p, now_); }
     /** Removes DCQCN from the QP: line rate, data not-ECT, CNPs ignored (as nullptr cc). */
     void disable_cc();
     /** The QP's DCQCN state (enabled false and zeros without DCQCN). */

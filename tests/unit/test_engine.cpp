@@ -1193,11 +1193,13 @@ class ToolRights : public RawPort {
         case Op::Write:
             EXPECT_EQ(p.bth.opcode, wire::kRcAcknowledge);
             EXPECT_EQ(p.aeth.syndrome, 0x1F);
+            EXPECT_EQ(p.ecn, 0) << "ACKs leave not-ECT";
             for (uint32_t i = 0; i < 64; ++i)
                 ASSERT_EQ(t.mr_addr[off + i], static_cast<uint8_t>(0xC3 ^ i));
             break;
         case Op::Read: {
             ASSERT_EQ(p.bth.opcode, wire::kRcReadResponseOnly);
+            EXPECT_EQ(p.ecn, 2) << "data (a READ response) leaves ECT(0): DCQCN default";
             std::vector<uint8_t> got;
             wire::for_each_payload_chunk(
                 p, [&](const uint8_t *s, uint32_t n) { got.insert(got.end(), s, s + n); });
@@ -1206,6 +1208,7 @@ class ToolRights : public RawPort {
         }
         case Op::FetchAdd: {
             ASSERT_EQ(p.bth.opcode, wire::kRcAtomicAcknowledge);
+            EXPECT_EQ(p.ecn, 2) << "atomic responses are data: ECT(0)";
             uint64_t old, now;
             std::memcpy(&old, before.data() + off, 8);
             std::memcpy(&now, t.mr_addr + off, 8);
