@@ -169,6 +169,30 @@ class QpImpl final : public QueuePair {
         return {};
     }
 
+    /* DCQCN: on the QP's worker (the QP's state is the worker's), as modify/query. */
+    Status set_dcqcn(const DcqcnParams &params) override {
+        const cc::CcParams p = engine::to_cc_params(params);
+        Status s;
+        rt_.exec_on(ctx_->worker, [&] {
+            s = ctx_->qp->set_cc_params(p, rt_.now_ns());
+            dev_.touch(*ctx_); /* the pacer may hold or release data now; re-arm its timer */
+        });
+        return s;
+    }
+
+    Status disable_dcqcn() override {
+        rt_.exec_on(ctx_->worker, [&] {
+            ctx_->qp->disable_cc();
+            dev_.touch(*ctx_);
+        });
+        return {};
+    }
+
+    Status query_dcqcn(DcqcnState &state) override {
+        rt_.exec_on(ctx_->worker, [&] { state = engine::to_dcqcn_state(ctx_->qp->cc_state()); });
+        return {};
+    }
+
     Status post_send(const SendWr &wr) override {
         if (rt_.embedded()) {
             Status s = qp_->post_send(wr);

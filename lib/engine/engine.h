@@ -162,7 +162,8 @@ struct QpCtx {
     QpCtx *ready_prev = nullptr; /* ready list: QPs with TX work, served round-robin */
     QpCtx *ready_next = nullptr;
     bool in_ready = false;
-    uint64_t sq_drained = 0; /* WRs taken off the rings */
+    bool pacer_holding = false; /* counted in Shard::pacer_holding_ */
+    uint64_t sq_drained = 0;    /* WRs taken off the rings */
     uint64_t rq_drained = 0;
 
     /* ---- shared with the application (worker mode) ---- */
@@ -178,6 +179,12 @@ struct QpCtx {
     uint64_t rq_posted = 0;
     ~QpCtx();
 };
+
+/* engine_cc.cpp: the public DCQCN types and lib/cc's. */
+cc::CcParams to_cc_params(const DcqcnParams &d);
+DcqcnState to_dcqcn_state(const rc::CcState &c);
+/** Line rate of a port from rte_eth_link::link_speed (Mb/s; none/unknown: 100 Gb/s). */
+uint64_t line_rate_from_link(uint32_t link_speed_mbps);
 
 class Runtime;
 class Dev;
@@ -260,6 +267,9 @@ class Shard final : public rc::TxPort, public rc::AsyncEventSink {
 
     size_t num_qps() const { return nqps_; }
     size_t ready_qps() const { return nready_; }
+    /** QPs whose data waits for their pacer's timer: the worker must not sleep then
+     * (an idle sleep of tens of µs would overshoot the departure and cost rate). */
+    uint32_t pacer_holding() const { return pacer_holding_; }
     size_t armed_timers() const { return timers_.size(); }
     uint32_t tx_queue_depth() const { return ntx_; }
     /** This shard's counters (its worker's view). */
@@ -301,6 +311,7 @@ class Shard final : public rc::TxPort, public rc::AsyncEventSink {
     sched::TimerWheel timers_;
     QpCtx *ready_head_ = nullptr, *ready_tail_ = nullptr;
     uint32_t nready_ = 0;
+    uint32_t pacer_holding_ = 0;
     uint32_t budget_ = UINT32_MAX; /* packets the QP being served may still emit */
     rte_mbuf *tx_[kTxQueueCap];
     uint16_t ntx_ = 0;
@@ -333,6 +344,15 @@ class Dev final {
     /** Set once, before any QP exists (QPs keep a pointer to the table). */
     void set_pkeys(std::vector<uint16_t> pkeys) { pkeys_ = std::move(pkeys); }
     const std::vector<uint16_t> &pkeys() const { return pkeys_; }
+    /** DCQCN for QPs created from now on (nullptr = none; copied) and the port's line
+     * rate, the reaction point's maximum. Set once at open, before any QP exists. */
+    void set_cc(const cc::CcParams *p, uint64_t line_rate_bps) {
+        cc_on_ = p != nullptr;
+        if (p)
+            cc_ = *p;
+        line_rate_bps_ = line_rate_bps;
+    }
+    uint64_t line_rate_bps() const { return line_rate_bps_; }
     Shard &shard(uint32_t w) { return *shards_[w]; }
     const Shard &shard(uint32_t w) const { return *shards_[w]; }
     /** The worker that owns a QPN. */
@@ -424,6 +444,9 @@ class Dev final {
 
     mem::MrTable mrs_;
     std::vector<uint16_t> pkeys_ = {wire::kDefaultPkey};
+    bool cc_on_ = false;
+    cc::CcParams cc_;
+    uint64_t line_rate_bps_ = 0;
     /* Indexed by QPN; entry n belongs to worker n % workers and only it touches it. */
     std::vector<std::unique_ptr<QpCtx>> qps_;
     std::vector<std::unique_ptr<Shard>> shards_;

@@ -360,6 +360,8 @@ Result<uint32_t> Dev::create_qp(uint32_t pd, const QpInitAttr &attr, CqCtx *scq,
     cfg.srq = srq ? srq->q.get() : nullptr;
     cfg.pkey_table = pkeys_.data();
     cfg.pkey_table_len = static_cast<uint32_t>(pkeys_.size());
+    cfg.cc = cc_on_ ? &cc_ : nullptr;
+    cfg.line_rate_bps = line_rate_bps_;
     ctx->qp = std::make_unique<rc::Qp>(cfg);
     ctx->srq = srq;
     if (srq)
@@ -610,6 +612,10 @@ QpCtx *Shard::ready_pop() {
 
 void Shard::unschedule(QpCtx &q) {
     timers_.cancel(q.timer);
+    if (q.pacer_holding) {
+        q.pacer_holding = false;
+        --pacer_holding_;
+    }
     if (!q.in_ready)
         return;
     if (q.ready_prev)
@@ -634,6 +640,13 @@ void Shard::schedule(QpCtx &q) {
      * fires, on_timer finds nothing due and this re-arms it); only an earlier deadline
      * re-arms. A deadline that went away (everything acknowledged) is cancelled at once:
      * O(1), where a timer left to fire would cascade through the wheel's levels first. */
+    if (qp.pacer_holding() != q.pacer_holding) {
+        q.pacer_holding = !q.pacer_holding;
+        if (q.pacer_holding)
+            ++pacer_holding_;
+        else
+            --pacer_holding_;
+    }
     const rc::Time d = qp.next_deadline();
     if (d == 0)
         timers_.cancel(q.timer);
