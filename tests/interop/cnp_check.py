@@ -58,7 +58,7 @@ def dotted(b):
 
 
 def check_cnp(path, np_ip, qpn, ref, use_tshark, min_cnp):
-    problems, cnps, ce_in, roce_in, qpns = [], 0, 0, 0, set()
+    problems, cnps, ce_in, roce_in, other_out, qpns = [], 0, 0, 0, 0, set()
     ref_udp = ref_ip = None
     if ref:
         for _, ip, udp in roce_frames(ref):
@@ -75,6 +75,7 @@ def check_cnp(path, np_ip, qpn, ref, use_tshark, min_cnp):
             continue
         bth = udp[8:20]
         if bth[0] != CNP:
+            other_out += 1
             continue
         cnps += 1
         qpns.add(int.from_bytes(bth[5:8], 'big'))
@@ -115,8 +116,9 @@ def check_cnp(path, np_ip, qpn, ref, use_tshark, min_cnp):
     if use_tshark:
         seen, tp = tshark_cnps(path, np_ip, qpn)
         problems += tp
-    print('cnp: %d CNPs from %s to DestQP %s; %d RoCE frames from the peer, %d CE-marked%s'
-          % (cnps, np_ip, ','.join('0x%06x' % q for q in sorted(qpns)) or '-', roce_in, ce_in, seen))
+    print('cnp: %d CNPs from %s to DestQP %s (+%d other RoCE frames); %d RoCE frames from the peer, '
+          '%d CE-marked%s' % (cnps, np_ip, ','.join('0x%06x' % q for q in sorted(qpns)) or '-', other_out,
+                              roce_in, ce_in, seen))
     return problems
 
 
