@@ -71,7 +71,7 @@ run_case() { # KIND(ce|ect) MODE ROLE -> CASE_OK, CASE_WHY
   dir=$OUT/$name; mkdir -p "$dir"
   CASE_OK=0; CASE_WHY=""
   local common=(-x 1 -n "$ITERS" -F -p "$IL_PORT" -s "$SIZE")
-  local guest=(ib_$mode -d rxe0 "${common[@]}")
+  local guest=("ib_$mode" -d rxe0 "${common[@]}")
   # shellcheck disable=SC2206
   local droce=("$BIN" "$mode" $DROCE_EAL --vdev "$VDEV" -- --ip "$IL_DROCE_IP/$IL_PREFIX" --mac "$IL_DROCE_MAC" --eth-mtu "$IL_ETH_MTU" --timeout "$CASE_TIMEOUT" --counters "${common[@]}")
   [ "$role" = client ] && droce+=("$IL_VM_IP") || guest+=("$IL_HOST_IP")
