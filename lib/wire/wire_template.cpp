@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include "wire_template.h"
 
+#include <cstddef>
 #include <cstring>
-#include <type_traits>
 
 namespace droce::wire {
 
@@ -15,11 +15,9 @@ inline uint16_t ld16(const uint8_t *p) { return static_cast<uint16_t>((p[0] << 8
 } // namespace
 
 HeaderTemplate::Key HeaderTemplate::key_of(const FrameSpec &s) {
-    static_assert(std::has_unique_object_representations_v<Key>,
-                  "Key must have no padding: it is compared with memcmp");
     Key k;
-    std::memcpy(k.dst, s.eth.dst, 6);
-    std::memcpy(k.src, s.eth.src, 6);
+    std::memcpy(k.macs, s.eth.dst, 6);
+    std::memcpy(k.macs + 6, s.eth.src, 6);
     k.vlan_tci = s.eth.has_vlan ? s.eth.vlan_tci : 0; /* not on the wire without a tag */
     k.has_vlan = s.eth.has_vlan;
     k.ipv6 = s.ipv6;
@@ -27,16 +25,26 @@ HeaderTemplate::Key HeaderTemplate::key_of(const FrameSpec &s) {
     k.ttl = s.ttl;
     k.udp_sport = s.udp_sport;
     k.flow_label = s.ipv6 ? s.flow_label : 0; /* IPv4 has no flow label */
-    std::memcpy(k.src_gid, s.src_gid, 16);
-    std::memcpy(k.dst_gid, s.dst_gid, 16);
+    std::memcpy(k.gids, s.src_gid, 16);
+    std::memcpy(k.gids + 16, s.dst_gid, 16);
     return k;
 }
 
 bool HeaderTemplate::matches(const FrameSpec &s) const {
-    if (!valid_)
-        return false;
-    const Key k = key_of(s);
-    return std::memcmp(&k, &key_, sizeof(Key)) == 0;
+    /* Compared field by field straight from the spec: building a Key on the stack first
+     * and memcmp'ing it made every wide load wait for the narrow stores just done (a
+     * store-forwarding stall, 5% of the 64 B client in perf). */
+    static_assert(offsetof(EthHdr, dst) == 0 && offsetof(EthHdr, src) == 6,
+                  "MACs compared as one 12-byte run");
+    static_assert(offsetof(FrameSpec, dst_gid) == offsetof(FrameSpec, src_gid) + 16,
+                  "GIDs compared as one 32-byte run");
+    const auto *macs = reinterpret_cast<const uint8_t *>(&s.eth);
+    const auto *gids = reinterpret_cast<const uint8_t *>(&s) + offsetof(FrameSpec, src_gid);
+    return valid_ && std::memcmp(macs, key_.macs, 12) == 0 &&
+           std::memcmp(gids, key_.gids, 32) == 0 && s.eth.has_vlan == key_.has_vlan &&
+           (!s.eth.has_vlan || s.eth.vlan_tci == key_.vlan_tci) && s.ipv6 == key_.ipv6 &&
+           s.tos == key_.tos && s.ttl == key_.ttl && s.udp_sport == key_.udp_sport &&
+           (!s.ipv6 || s.flow_label == key_.flow_label);
 }
 
 void HeaderTemplate::rebuild(const FrameSpec &s) {

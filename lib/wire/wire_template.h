@@ -34,11 +34,10 @@ class HeaderTemplate {
     uint64_t rebuilds() const { return rebuilds_; }
 
   private:
-    /* Everything of a FrameSpec the prebuilt bytes depend on, laid out without padding so
-     * that one memcmp compares it. */
+    /* Everything of a FrameSpec the prebuilt bytes depend on (MACs and GIDs each one
+     * contiguous run, as in FrameSpec). */
     struct Key {
-        uint8_t dst[6];
-        uint8_t src[6];
+        uint8_t macs[12]; /* dst, src */
         uint16_t vlan_tci;
         uint8_t has_vlan;
         uint8_t ipv6;
@@ -46,8 +45,7 @@ class HeaderTemplate {
         uint8_t ttl;
         uint16_t udp_sport;
         uint32_t flow_label;
-        uint8_t src_gid[16];
-        uint8_t dst_gid[16];
+        uint8_t gids[32]; /* src, dst */
     };
     static Key key_of(const FrameSpec &s);
     void rebuild(const FrameSpec &s);
