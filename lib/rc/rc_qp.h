@@ -157,7 +157,9 @@ class Qp {
     void complete_send(SendWqe &w, WcStatus st);
     void complete_recv(const RecvWqe &r, WcStatus st, WcOpcode op, uint32_t byte_len,
                        uint32_t flags, uint32_t imm);
-    wire::FrameSpec base_frame(uint8_t opcode, uint32_t psn) const;
+    /* Fills every member of f (path, BTH, the rest zero). Into the caller's spec rather
+     * than returned: `f = base_frame(...)` copied the ~200-byte spec per packet. */
+    void base_frame(wire::FrameSpec &f, uint8_t opcode, uint32_t psn) const;
     uint32_t mtu() const { return mtu_bytes_; }
 
     /* rc_requester.cpp */
