@@ -32,6 +32,7 @@
 #include "rc_qp.h"
 #include "sched_timer_wheel.h"
 #include "wire_packet.h"
+#include "wire_template.h"
 
 struct rte_mbuf;
 struct rte_mempool;
@@ -140,6 +141,14 @@ struct SrqCtx {
 };
 
 struct QpCtx;
+class Shard;
+/** A QP's way out: its shard's TX path with the QP's own header template, so that the
+ * Ethernet/IP/UDP headers are prebuilt once per path instead of once per frame. */
+struct QpTx final : rc::TxPort {
+    Shard *shard = nullptr;
+    wire::HeaderTemplate tmpl;
+    bool transmit(const wire::FrameSpec &frame) override;
+};
 /** A QP's timer: the wheel's node and the way back to its QP. */
 struct QpTimer : sched::TimerNode {
     QpCtx *qp = nullptr;
@@ -156,6 +165,7 @@ struct QpCtx {
     uint32_t max_send_wr = 0;
     uint32_t max_recv_wr = 0;
     uint32_t worker = 0;
+    QpTx tx; /* rc::QpConfig::port */
 
     /* ---- the owning worker's scheduling state ---- */
     QpTimer timer;               /* armed at qp->next_deadline() */
@@ -247,6 +257,8 @@ class Shard final : public rc::TxPort, public rc::AsyncEventSink {
      * handled (received + sent); *work gets everything done, for idle detection. */
     uint32_t poll(uint64_t now, uint32_t *work);
     bool transmit(const wire::FrameSpec &frame) override;
+    /** transmit() with the sender's header template (QpTx). */
+    bool transmit(const wire::FrameSpec &frame, wire::HeaderTemplate &tmpl);
     /** A QP's asynchronous event: to the device's event ring (no allocation, no lock). */
     void on_async_event(const rc::AsyncEvent &ev) override;
     /** RX of one frame (the engine owns m afterwards). Exposed for benchmarks. */
@@ -295,7 +307,7 @@ class Shard final : public rc::TxPort, public rc::AsyncEventSink {
     uint32_t serve_ready(uint64_t now);
     uint32_t drain_rings(QpCtx &q);
     uint32_t drain_srq(SrqCtx &s);
-    int transmit_zc(const wire::FrameSpec &frame);
+    int transmit_zc(const wire::FrameSpec &frame, wire::HeaderTemplate &tmpl);
     wire::ParseResult parse_chain(rte_mbuf *m, wire::ParsedPacket &pp, wire::ByteSpan *spans);
     void handoff(uint32_t owner, rte_mbuf *m);
     void rx_burst(rte_mbuf **rx, uint16_t n, uint64_t now);
@@ -309,6 +321,7 @@ class Shard final : public rc::TxPort, public rc::AsyncEventSink {
     rte_ring *rx_in_ = nullptr;     /* MP/SC: mbufs for this shard's QPs from others */
     rte_ring *tx_in_ = nullptr;     /* shard 0 of a port with fewer TX queues: frames */
     sched::TimerWheel timers_;
+    wire::HeaderTemplate tmpl_; /* for transmit() without a QP's own (QpTx) */
     QpCtx *ready_head_ = nullptr, *ready_tail_ = nullptr;
     uint32_t nready_ = 0;
     uint32_t pacer_holding_ = 0;

@@ -351,7 +351,8 @@ Result<uint32_t> Dev::create_qp(uint32_t pd, const QpInitAttr &attr, CqCtx *scq,
     cfg.pd = pd;
     cfg.cap = attr.cap;
     cfg.sq_sig_all = attr.sq_sig_all;
-    cfg.port = &sh;
+    ctx->tx.shard = &sh;
+    cfg.port = &ctx->tx;
     cfg.send_cq = scq;
     cfg.recv_cq = rcq;
     cfg.mrs = &mrs_;
@@ -811,7 +812,7 @@ bool Shard::queue_tx(rte_mbuf *m) {
     return true;
 }
 
-int Shard::transmit_zc(const wire::FrameSpec &f) {
+int Shard::transmit_zc(const wire::FrameSpec &f, wire::HeaderTemplate &tmpl) {
     if (f.nsegs == 0 || f.nsegs > kMaxZcSegs)
         return -1;
     ZcRegion *regs[kMaxZcSegs];
@@ -836,7 +837,7 @@ int Shard::transmit_zc(const wire::FrameSpec &f) {
     }
     rte_mbuf *h = mb[0];
     uint8_t *p = rte_pktmbuf_mtod(h, uint8_t *);
-    const size_t hl = wire::build_headers(f, p, rte_pktmbuf_tailroom(h));
+    const size_t hl = tmpl.build_headers(f, p, rte_pktmbuf_tailroom(h));
     if (hl == 0) {
         rte_pktmbuf_free_bulk(mb, n);
         ++ec.tx_frame_too_big;
@@ -878,7 +879,11 @@ int Shard::transmit_zc(const wire::FrameSpec &f) {
     return 1;
 }
 
-bool Shard::transmit(const wire::FrameSpec &frame) {
+bool QpTx::transmit(const wire::FrameSpec &frame) { return shard->transmit(frame, tmpl); }
+
+bool Shard::transmit(const wire::FrameSpec &frame) { return transmit(frame, tmpl_); }
+
+bool Shard::transmit(const wire::FrameSpec &frame, wire::HeaderTemplate &tmpl) {
     if (budget_ == 0)
         return false; /* this QP's quantum is used up: the next ready QP's turn */
     if (ntx_ == kTxQueueCap) {
@@ -890,7 +895,7 @@ bool Shard::transmit(const wire::FrameSpec &frame) {
     /* Zero-copy where the port takes chains, the memory is a usable registered region
      * and the payload is large enough to be worth three mbufs; else one copied frame. */
     if (dev_.zc_on_ && frame.payload_len >= dev_.zc_min_ && frame.payload_len != 0) {
-        const int r = transmit_zc(frame);
+        const int r = transmit_zc(frame, tmpl);
         if (r >= 0) {
             if (r != 0)
                 --budget_;
@@ -903,7 +908,7 @@ bool Shard::transmit(const wire::FrameSpec &frame) {
         return false;
     }
     uint8_t *p = rte_pktmbuf_mtod(m, uint8_t *);
-    const size_t n = wire::build_frame(frame, p, rte_pktmbuf_tailroom(m));
+    const size_t n = tmpl.build_frame(frame, p, rte_pktmbuf_tailroom(m));
     if (n == 0) {
         /* Cannot get better by retrying: drop it (the transport retransmits or times
          * out) and say why. */

@@ -86,7 +86,8 @@ void Qp::cc_on_ce(Time now) {
  * lands the packet on the worker owning the destination QP (engine_rss.h). */
 void Qp::send_cnp() {
     const cc::CcParams &p = cc_->params;
-    wire::FrameSpec f = base_frame(wire::kCnp, 0);
+    wire::FrameSpec f;
+    base_frame(f, wire::kCnp, 0);
     f.bth.becn = true;
     f.tos = static_cast<uint8_t>((p.cnp_dscp << 2) | cc::ecn_bits(p.ecn_mode));
     if (f.eth.has_vlan)

@@ -183,7 +183,9 @@ class Qp {
     void complete_send(SendWqe &w, WcStatus st);
     void complete_recv(const RecvWqe &r, WcStatus st, WcOpcode op, uint32_t byte_len,
                        uint32_t flags, uint32_t imm);
-    wire::FrameSpec base_frame(uint8_t opcode, uint32_t psn) const;
+    /* Fills every member of f (path, BTH, the rest zero). Into the caller's spec rather
+     * than returned: `f = base_frame(...)` copied the ~200-byte spec per packet. */
+    void base_frame(wire::FrameSpec &f, uint8_t opcode, uint32_t psn) const;
     /* IP TOS of data frames: with DCQCN the DSCP of the path and the ECN bits of
      * ecn_mode; without, the path's TOS as it is (ACKs/NAKs always use the path's). */
     uint8_t data_tos() const {
