@@ -31,8 +31,11 @@ void put64(uint8_t *p, uint64_t v) {
     put32(p, static_cast<uint32_t>(v >> 32));
     put32(p + 4, static_cast<uint32_t>(v));
 }
-/* A field of `bits` bits whose least significant bit is bit `lsb` of byte *p. */
-uint8_t bits(uint8_t b, int lsb, int n) { return static_cast<uint8_t>((b >> lsb) & ((1u << n) - 1)); }
+/* The n-bit field of byte b whose least significant bit is bit lsb (IBTA numbers bits
+ * from the most significant one: a field at IBTA bit offset o is at lsb 8 - o - n). */
+uint8_t bits(uint8_t b, int lsb, int n) {
+    return static_cast<uint8_t>((b >> lsb) & ((1u << n) - 1));
+}
 uint8_t place(uint32_t v, int lsb, int n) {
     return static_cast<uint8_t>((v & ((1u << n) - 1)) << lsb);
 }
@@ -107,8 +110,8 @@ void put_req(uint8_t *d, const Req &r) {
     d[43] = static_cast<uint8_t>(place(r.remote_cm_response_timeout, 3, 5) |
                                  place(r.transport_type, 1, 2) | place(r.e2e_flow_control, 0, 1));
     put24(d + 44, r.starting_psn);
-    d[47] = static_cast<uint8_t>(place(r.local_cm_response_timeout, 3, 5) |
-                                 place(r.retry_count, 0, 3));
+    d[47] =
+        static_cast<uint8_t>(place(r.local_cm_response_timeout, 3, 5) | place(r.retry_count, 0, 3));
     put16(d + 48, r.pkey);
     d[50] = static_cast<uint8_t>(place(r.path_mtu, 4, 4) | place(r.rdc_exists, 3, 1) |
                                  place(r.rnr_retry_count, 0, 3));
@@ -150,9 +153,9 @@ void put_rep(uint8_t *d, const Rep &r) {
     d[23] = static_cast<uint8_t>(r.vendor_id);
     d[24] = r.responder_resources;
     d[25] = r.initiator_depth;
-    d[26] = static_cast<uint8_t>(place(r.target_ack_delay, 3, 5) |
-                                 place(r.failover_accepted, 1, 2) |
-                                 place(r.e2e_flow_control, 0, 1));
+    d[26] =
+        static_cast<uint8_t>(place(r.target_ack_delay, 3, 5) | place(r.failover_accepted, 1, 2) |
+                             place(r.e2e_flow_control, 0, 1));
     d[27] = static_cast<uint8_t>(place(r.rnr_retry_count, 5, 3) | place(r.srq, 4, 1));
     put64(d + 28, r.local_ca_guid);
     std::memcpy(d + 36, r.private_data, kRepPrivLen);
@@ -162,32 +165,52 @@ void put_rep(uint8_t *d, const Rep &r) {
 
 const char *cm_attr_name(uint16_t a) {
     switch (static_cast<CmAttr>(a)) {
-    case CmAttr::ClassPortInfo: return "ClassPortInfo";
-    case CmAttr::Req: return "REQ";
-    case CmAttr::Mra: return "MRA";
-    case CmAttr::Rej: return "REJ";
-    case CmAttr::Rep: return "REP";
-    case CmAttr::Rtu: return "RTU";
-    case CmAttr::Dreq: return "DREQ";
-    case CmAttr::Drep: return "DREP";
-    case CmAttr::SidrReq: return "SIDR_REQ";
-    case CmAttr::SidrRep: return "SIDR_REP";
-    case CmAttr::Lap: return "LAP";
-    case CmAttr::Apr: return "APR";
+    case CmAttr::ClassPortInfo:
+        return "ClassPortInfo";
+    case CmAttr::Req:
+        return "REQ";
+    case CmAttr::Mra:
+        return "MRA";
+    case CmAttr::Rej:
+        return "REJ";
+    case CmAttr::Rep:
+        return "REP";
+    case CmAttr::Rtu:
+        return "RTU";
+    case CmAttr::Dreq:
+        return "DREQ";
+    case CmAttr::Drep:
+        return "DREP";
+    case CmAttr::SidrReq:
+        return "SIDR_REQ";
+    case CmAttr::SidrRep:
+        return "SIDR_REP";
+    case CmAttr::Lap:
+        return "LAP";
+    case CmAttr::Apr:
+        return "APR";
     }
     return "unknown";
 }
 
 const char *mad_error_name(MadError e) {
     switch (e) {
-    case MadError::Ok: return "ok";
-    case MadError::BadLength: return "bad_length";
-    case MadError::BadBaseVersion: return "bad_base_version";
-    case MadError::NotCmClass: return "not_cm_class";
-    case MadError::BadClassVersion: return "bad_class_version";
-    case MadError::BadMethod: return "bad_method";
-    case MadError::UnknownAttribute: return "unknown_attribute";
-    case MadError::Count_: break;
+    case MadError::Ok:
+        return "ok";
+    case MadError::BadLength:
+        return "bad_length";
+    case MadError::BadBaseVersion:
+        return "bad_base_version";
+    case MadError::NotCmClass:
+        return "not_cm_class";
+    case MadError::BadClassVersion:
+        return "bad_class_version";
+    case MadError::BadMethod:
+        return "bad_method";
+    case MadError::UnknownAttribute:
+        return "unknown_attribute";
+    case MadError::Count_:
+        break;
     }
     return "?";
 }
@@ -357,10 +380,14 @@ uint32_t IpCmHdr::dst_ipv4() const { return get32(dst_addr + 12); }
 
 const char *ip_cm_error_name(IpCmError e) {
     switch (e) {
-    case IpCmError::Ok: return "ok";
-    case IpCmError::TooShort: return "too_short";
-    case IpCmError::BadVersion: return "bad_cma_version";
-    case IpCmError::BadIpVersion: return "bad_ip_version";
+    case IpCmError::Ok:
+        return "ok";
+    case IpCmError::TooShort:
+        return "too_short";
+    case IpCmError::BadVersion:
+        return "bad_cma_version";
+    case IpCmError::BadIpVersion:
+        return "bad_ip_version";
     }
     return "?";
 }

@@ -101,10 +101,13 @@ struct Req {
     uint8_t responder_resources = 0;
     uint32_t local_eecn = 0; /* 24 bits */
     uint8_t initiator_depth = 0;
-    uint32_t remote_eecn = 0;              /* 24 bits */
+    uint32_t remote_eecn = 0;               /* 24 bits */
     uint8_t remote_cm_response_timeout = 0; /* 5 bits */
-    uint8_t transport_type = 0;            /* 2 bits: 0 RC, 1 UC, 2 RD, 3 extended */
+    uint8_t transport_type = 0;             /* 2 bits: 0 RC, 1 UC, 2 RD, 3 extended */
     bool e2e_flow_control = false;
+    /* The PSN the sender expects to receive first, i.e. the passive side's send PSN (its
+     * sq_psn; the active side's rq_psn), as seen on every Linux capture in the vectors.
+     * The REP's starting_psn is the reverse: the active side's send PSN. */
     uint32_t starting_psn = 0;             /* 24 bits */
     uint8_t local_cm_response_timeout = 0; /* 5 bits */
     uint8_t retry_count = 0;               /* 3 bits */
@@ -169,7 +172,7 @@ enum class RejReason : uint16_t {
 struct Rej {
     uint32_t local_comm_id = 0;
     uint32_t remote_comm_id = 0;
-    uint8_t message_rejected = 0; /* 2 bits: 0 REQ, 1 REP, 2 other */
+    uint8_t message_rejected = 0;   /* 2 bits: 0 REQ, 1 REP, 2 other */
     uint8_t reject_info_length = 0; /* 7 bits */
     uint16_t reason = 0;
     uint8_t ari[kRejAriLen] = {};
@@ -180,13 +183,13 @@ struct Rep {
     uint32_t local_comm_id = 0;
     uint32_t remote_comm_id = 0;
     uint32_t local_qkey = 0;
-    uint32_t local_qpn = 0;  /* 24 bits */
-    uint32_t local_eecn = 0; /* 24 bits */
+    uint32_t local_qpn = 0;    /* 24 bits */
+    uint32_t local_eecn = 0;   /* 24 bits */
     uint32_t starting_psn = 0; /* 24 bits */
     uint32_t vendor_id = 0;    /* 24 bits, one byte after each of the three above */
     uint8_t responder_resources = 0;
     uint8_t initiator_depth = 0;
-    uint8_t target_ack_delay = 0; /* 5 bits */
+    uint8_t target_ack_delay = 0;  /* 5 bits */
     uint8_t failover_accepted = 0; /* 2 bits */
     bool e2e_flow_control = false;
     uint8_t rnr_retry_count = 0; /* 3 bits */

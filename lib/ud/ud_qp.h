@@ -58,19 +58,19 @@ struct UdSendWr {
 
 #define DROCE_UD_COUNTERS(X)                                                                       \
     X(tx_packets)                                                                                  \
-    X(tx_bytes)             /* payload bytes sent */                                               \
-    X(tx_port_busy)         /* transmit() said no room: retried on a later progress() */           \
-    X(rx_packets)           /* delivered to a receive WQE */                                       \
+    X(tx_bytes)     /* payload bytes sent */                                                       \
+    X(tx_port_busy) /* transmit() said no room: retried on a later progress() */                   \
+    X(rx_packets)   /* delivered to a receive WQE */                                               \
     X(rx_bytes)                                                                                    \
-    X(rx_qkey_mismatch)     /* DETH Q_Key not the QP's: silently dropped */              \
-    X(rx_pkey_mismatch)     /* BTH P_Key does not match the QP's */                                \
-    X(rx_bad_state)         /* QP not in RTR/RTS */                                                \
-    X(rx_bad_opcode)        /* not UD SEND_ONLY[_WITH_IMMEDIATE] */                                \
-    X(rx_multicast)         /* multicast QPN or destination GID: not supported */                  \
-    X(rx_no_wqe)            /* receive queue empty */                                              \
-    X(rx_too_long)          /* GRH + payload larger than the WQE: LocLenErr completion */          \
-    X(rx_bad_lkey)          /* a receive SGE no longer valid: LocProtErr completion */             \
-    X(post_mtu_refused)     /* post_send of a message longer than the path MTU */                  \
+    X(rx_qkey_mismatch) /* DETH Q_Key not the QP's: silently dropped */                            \
+    X(rx_pkey_mismatch) /* BTH P_Key does not match the QP's */                                    \
+    X(rx_bad_state)     /* QP not in RTR/RTS */                                                    \
+    X(rx_bad_opcode)    /* not UD SEND_ONLY[_WITH_IMMEDIATE] */                                    \
+    X(rx_multicast)     /* multicast QPN or destination GID: not supported */                      \
+    X(rx_no_wqe)        /* receive queue empty */                                                  \
+    X(rx_too_long)      /* GRH + payload larger than the WQE: LocLenErr completion */              \
+    X(rx_bad_lkey)      /* a receive SGE no longer valid: LocProtErr completion */                 \
+    X(post_mtu_refused) /* post_send of a message longer than the path MTU */                      \
     X(cq_overflow)
 
 struct Counters {

@@ -135,8 +135,7 @@ TEST(UdQp, StateRules) {
     /* RESET -> INIT needs the Q_Key. */
     EXPECT_EQ(e.qp->modify(a, kQpState | kQpPkeyIndex | kQpPort).code(), EINVAL);
     /* Connected-QP attributes are refused. */
-    EXPECT_EQ(e.qp->modify(a, kQpState | kQpPkeyIndex | kQpPort | kQpQkey | kQpAccessFlags)
-                  .code(),
+    EXPECT_EQ(e.qp->modify(a, kQpState | kQpPkeyIndex | kQpPort | kQpQkey | kQpAccessFlags).code(),
               EINVAL);
     ASSERT_TRUE(e.qp->modify(a, kQpState | kQpPkeyIndex | kQpPort | kQpQkey));
     EXPECT_EQ(e.qp->qkey(), 0x1234u);
@@ -174,8 +173,7 @@ TEST(UdQp, Qp1QkeyIsFixed) {
  * and the ICRC (which covers the identification); our ICRC must be valid on its own. */
 TEST(UdQp, SendMatchesRxeCapture) {
     std::string err;
-    const auto frames =
-        test::read_eth_capture(test::vectors_dir() + "/rxe/ud_pingpong.pcap", err);
+    const auto frames = test::read_eth_capture(test::vectors_dir() + "/rxe/ud_pingpong.pcap", err);
     ASSERT_TRUE(err.empty()) << err;
     size_t compared = 0;
     for (const auto &f : frames) {

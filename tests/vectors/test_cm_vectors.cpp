@@ -69,8 +69,7 @@ void check_capture(const std::string &name, uint16_t expect_port, bool check_psn
     load(name, c);
     for (size_t i = 0; i < c.cm.size(); ++i) {
         const CmFrame &f = c.cm[i];
-        SCOPED_TRACE(name + " CM MAD #" + std::to_string(i) + " " +
-                     cm_attr_name(f.m.hdr.attr_id));
+        SCOPED_TRACE(name + " CM MAD #" + std::to_string(i) + " " + cm_attr_name(f.m.hdr.attr_id));
         attrs.push_back(f.m.hdr.attr_id);
         EXPECT_EQ(f.m.hdr.method, kMadMethodSend);
         /* Re-encode: the same 256 bytes. */
@@ -104,7 +103,8 @@ void check_capture(const std::string &name, uint16_t expect_port, bool check_psn
             for (const auto &p : c.rc) {
                 if (ip_dst(p) == ip_src(f.p) && p.bth.dest_qp == r.local_qpn)
                     to_req_qp = true;
-                if (ip_src(p) == ip_dst(f.p) && p.op->is(wire::kOpRequest) && p.bth.psn == r.starting_psn)
+                if (ip_src(p) == ip_dst(f.p) && p.op->is(wire::kOpRequest) &&
+                    p.bth.psn == r.starting_psn)
                     from_req_psn = true;
             }
             EXPECT_TRUE(to_req_qp) << "no RC frame to QPN " << r.local_qpn;
@@ -166,8 +166,8 @@ TEST(CmVectors, WriteBwCm) {
 /* ---- codec units ---- */
 
 TEST(CmCodec, BuildParseEveryMessage) {
-    for (CmAttr a : {CmAttr::Req, CmAttr::Mra, CmAttr::Rej, CmAttr::Rep, CmAttr::Rtu,
-                     CmAttr::Dreq, CmAttr::Drep}) {
+    for (CmAttr a : {CmAttr::Req, CmAttr::Mra, CmAttr::Rej, CmAttr::Rep, CmAttr::Rtu, CmAttr::Dreq,
+                     CmAttr::Drep}) {
         CmMad m{};
         m.hdr = MadHdr{};
         m.hdr.attr_id = static_cast<uint16_t>(a);
@@ -282,7 +282,7 @@ TEST(CmCodec, HostileMads) {
     EXPECT_EQ(with(0, 2), MadError::BadBaseVersion);
     EXPECT_EQ(with(1, 0x01), MadError::NotCmClass); /* subnet management */
     EXPECT_EQ(with(2, 1), MadError::BadClassVersion);
-    EXPECT_EQ(with(3, 0x81), MadError::BadMethod); /* a GetResp REQ */
+    EXPECT_EQ(with(3, 0x81), MadError::BadMethod);         /* a GetResp REQ */
     EXPECT_EQ(with(17, 0x17), MadError::UnknownAttribute); /* SIDR_REQ */
     EXPECT_EQ(with(17, 0x99), MadError::UnknownAttribute);
     EXPECT_STREQ(mad_error_name(MadError::UnknownAttribute), "unknown_attribute");
