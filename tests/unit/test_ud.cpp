@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "cm_mad.h"
 #include "pcap_read.h"
 #include "ud_qp.h"
 #include "wire_packet.h"
@@ -386,6 +387,44 @@ TEST(UdQp, ShortBufferAndPortBusy) {
     ASSERT_TRUE(a.qp->post_send(a.send(ah, 0x13, 0, 20)));
     deliver(a, b);
     EXPECT_EQ(b.ctr.rx_bad_state, 1u);
+}
+
+} // namespace
+
+namespace {
+
+/* QP1 end to end: rping's REQ frame into a UD QP1, the MAD read back from the receive
+ * buffer after the GRH and decoded. */
+TEST(UdQp, Qp1ReceivesCapturedCmReq) {
+    std::string err;
+    const auto frames = test::read_eth_capture(test::vectors_dir() + "/rxe/rping.pcap", err);
+    ASSERT_TRUE(err.empty()) << err;
+    wire::ParsedPacket p{};
+    ASSERT_EQ(wire::parse_frame(frames.at(0).data(), frames[0].size(), p, true),
+              wire::ParseResult::Ok);
+    ASSERT_EQ(p.bth.dest_qp, 1u);
+    Endpoint gsi(1);
+    ASSERT_TRUE(gsi.up(kGsiQkey));
+    ASSERT_TRUE(gsi.recv(9, 0, kGrhLen + cm::kMadLen));
+    gsi.qp->on_packet(p, 0);
+    ASSERT_EQ(gsi.rcq.wcs.size(), 1u);
+    const Wc &wc = gsi.rcq.wcs[0];
+    EXPECT_EQ(wc.status, WcStatus::Success);
+    EXPECT_EQ(wc.src_qp, 1u); /* the CM sends from its own QP1 */
+    EXPECT_EQ(wc.byte_len, kGrhLen + cm::kMadLen);
+    cm::CmMad m{};
+    ASSERT_EQ(cm::parse_cm_mad(gsi.buf.data() + kGrhLen, cm::kMadLen, m), cm::MadError::Ok);
+    EXPECT_EQ(m.hdr.attr_id, static_cast<uint16_t>(cm::CmAttr::Req));
+    EXPECT_EQ(m.req.service_id, cm::ip_service_id(cm::kRdmaPsTcp, 7174));
+    /* The GRH names the sender: 10.77.0.3. */
+    const uint8_t src[4] = {10, 77, 0, 3};
+    EXPECT_EQ(0, std::memcmp(gsi.buf.data() + 32, src, 4));
+    /* A P_Key of another partition is a counted drop. */
+    p.bth.pkey = 0x8001;
+    ASSERT_TRUE(gsi.recv(10, 0, kGrhLen + cm::kMadLen));
+    gsi.qp->on_packet(p, 0);
+    EXPECT_EQ(gsi.ctr.rx_pkey_mismatch, 1u);
+    EXPECT_EQ(gsi.rcq.wcs.size(), 1u);
 }
 
 } // namespace
