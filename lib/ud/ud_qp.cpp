@@ -4,7 +4,6 @@
 #include <cstring>
 #include <string>
 
-#include "rc_qp.h" /* pkey_match */
 #include "wire_opcode.h"
 
 namespace droce::ud {
@@ -294,8 +293,10 @@ void Qp::on_packet(const wire::ParsedPacket &p, Time) {
         ++ctr_->rx_multicast;
         return;
     }
-    /* IBTA 10.9.3 P_Key check against the QP's P_Key (the same rule as RC). */
-    if (!rc::pkey_match(p.bth.pkey, pkey_)) {
+    /* IBTA 10.9.3: the P_Key must match; QP1 accepts any P_Key of the port's table but
+     * droce's table has one partition per QP, so the same check applies. */
+    if (!((p.bth.pkey & 0x7FFF) != 0 && (p.bth.pkey & 0x7FFF) == (pkey_ & 0x7FFF) &&
+          ((p.bth.pkey | pkey_) & 0x8000) != 0)) {
         ++ctr_->rx_pkey_mismatch;
         return;
     }
