@@ -293,8 +293,8 @@ void Qp::on_packet(const wire::ParsedPacket &p, Time) {
         ++ctr_->rx_multicast;
         return;
     }
-    /* IBTA 10.9.3: the P_Key must match; QP1 accepts any P_Key of the port's table but
-     * droce's table has one partition per QP, so the same check applies. */
+    /* IBTA 10.9.3 P_Key match, the rule of rc::pkey_match (not included from rc_qp.h,
+     * which would bring the whole RC QP and lib/cc into UD's users). */
     if (!((p.bth.pkey & 0x7FFF) != 0 && (p.bth.pkey & 0x7FFF) == (pkey_ & 0x7FFF) &&
           ((p.bth.pkey | pkey_) & 0x8000) != 0)) {
         ++ctr_->rx_pkey_mismatch;
