@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs the libFuzzer targets for a bounded time: scripts/fuzz.sh [SECONDS=60]
-# The time is split evenly between the targets: fuzz_parse (lib/wire decoder) and
+# The time is split evenly between the targets: fuzz_parse (lib/wire decoder),
 # fuzz_rx (receive path: parse + the RC QPs of a simulator pair, memory outside the
-# registered regions must not change). Builds them in a separate clang build dir (FUZZ_BUILD_DIR, default build-fuzz), seeds the
+# registered regions must not change) and fuzz_cm (QP1: a UD QP's receive path and the
+# CM MAD codec). Builds them in a separate clang build dir (FUZZ_BUILD_DIR, default build-fuzz), seeds the
 # corpus with every frame of ../shared/vectors, and keeps the grown corpus in
 # FUZZ_BUILD_DIR/fuzz-corpus/ between runs. Crash reproducers land in FUZZ_BUILD_DIR/fuzz-artifacts/.
 set -euo pipefail
@@ -22,9 +23,9 @@ if [ ! -f "$bdir/build.ninja" ]; then
     CC=clang CXX=clang++ meson setup "$bdir" "$root" -Dfuzz=true -Dtests=true \
         -Dbenchmarks=false -Dbuildtype=debugoptimized
 fi
-ninja -C "$bdir" tests/fuzz/fuzz_parse tests/fuzz/fuzz_rx tests/fuzz/pcap_to_corpus
+ninja -C "$bdir" tests/fuzz/fuzz_parse tests/fuzz/fuzz_rx tests/fuzz/fuzz_cm tests/fuzz/pcap_to_corpus
 
-targets=(parse rx)
+targets=(parse rx cm)
 each=$((secs / ${#targets[@]}))
 [ "$each" -ge 1 ] || each=1
 artifacts="$bdir/fuzz-artifacts/"
@@ -35,7 +36,10 @@ mkdir -p "$artifacts"
 # the first frames of each capture only, aimed at the responder (0x03: fix the ICRC,
 # retarget to QP B, idle) and at the completer with requests outstanding (0x17).
 rm -rf "$bdir/fuzz-seeds"
-mkdir -p "$bdir/fuzz-seeds/parse" "$bdir/fuzz-seeds/rx"
+mkdir -p "$bdir/fuzz-seeds/parse" "$bdir/fuzz-seeds/rx" "$bdir/fuzz-seeds/cm"
+# fuzz_cm: every frame of the RDMA-CM captures (CM MADs on QP1, then RC traffic).
+"$bdir/tests/fuzz/pcap_to_corpus" "$bdir/fuzz-seeds/cm" "$vectors"/rxe/rping.pcap \
+    "$vectors"/rxe/ucmatose.pcap "$vectors"/rxe/write_bw_cm.pcap "$vectors"/rxe/ud_pingpong.pcap
 "$bdir/tests/fuzz/pcap_to_corpus" "$bdir/fuzz-seeds/parse" "$vectors"/*/*.pcap "$vectors"/*/*.pcapng
 for f in "$bdir/fuzz-seeds/parse"/*_[0-9] "$bdir/fuzz-seeds/parse"/*_1[01]; do
     [ -f "$f" ] || continue

@@ -112,6 +112,7 @@ enum class WcOpcode : uint8_t {
 
 /** Completion flags (ibv_wc_flags). */
 enum WcFlags : uint32_t {
+    kWcGrh = 1u << 0, /**< UD receive: the first 40 bytes of the buffer hold the GRH */
     kWcWithImm = 1u << 1,
     kWcWithInv = 1u << 3,
 };
