@@ -165,9 +165,10 @@ struct QpCtx {
     uint32_t max_send_wr = 0;
     uint32_t max_recv_wr = 0;
     uint32_t worker = 0;
-    QpTx tx; /* rc::QpConfig::port */
 
     /* ---- the owning worker's scheduling state ---- */
+    /* Next to the pointers above, ahead of the template: schedule() runs after every
+     * packet and post, and with many QPs each line it needs is a miss. */
     QpTimer timer;               /* armed at qp->next_deadline() */
     QpCtx *ready_prev = nullptr; /* ready list: QPs with TX work, served round-robin */
     QpCtx *ready_next = nullptr;
@@ -175,6 +176,7 @@ struct QpCtx {
     bool pacer_holding = false; /* counted in Shard::pacer_holding_ */
     uint64_t sq_drained = 0;    /* WRs taken off the rings */
     uint64_t rq_drained = 0;
+    QpTx tx; /* rc::QpConfig::port */
 
     /* ---- shared with the application (worker mode) ---- */
     /* Set by the application when it posts and the QP is not already waiting to be

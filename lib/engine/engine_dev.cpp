@@ -4,6 +4,7 @@
 #ifndef ALLOW_EXPERIMENTAL_API
 #define ALLOW_EXPERIMENTAL_API
 #endif
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -1033,8 +1034,14 @@ QpCtx *Shard::prefetch_ctx(rte_mbuf *m) const {
     if (qpn >= dev_.max_qps_ || dev_.owner(qpn) != index_)
         return nullptr;
     QpCtx *q = dev_.qps_[qpn].get();
-    if (q != nullptr)
-        rte_prefetch0(q);
+    if (q != nullptr) {
+        /* The worker's part: pointers, scheduling state and the header template (an
+         * answer may go out while the packet is handled). */
+        const char *c = reinterpret_cast<const char *>(q);
+        const char *end = reinterpret_cast<const char *>(&q->doorbell);
+        for (; c < end; c += RTE_CACHE_LINE_SIZE)
+            rte_prefetch0(c);
+    }
     return q;
 }
 

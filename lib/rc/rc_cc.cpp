@@ -42,12 +42,14 @@ Status Qp::set_cc_params(const cc::CcParams &p, Time now) {
         cc_->np.set_params(p);
         cc_->rp.set_params(p);
     }
+    data_ecn_ = cc::ecn_bits(p.ecn_mode);
     cc_after_rp(now);
     return {};
 }
 
 void Qp::disable_cc() {
     cc_.reset();
+    rp_limited_ = false;
     paced_ = false;
     pace_until_ = 0;
 }
@@ -116,6 +118,7 @@ void Qp::cc_after_rp(Time now) {
     c.seen_ignored = r.rp_cnp_ignored;
     c.seen_cuts = r.rp_rate_cuts;
     c.seen_increases = inc;
+    rp_limited_ = c.rp.limited();
 
     /* At line rate the pacer is off (rate 0), so the QP pays one test. Below it — a CNP
      * limits the QP, or rpg_max_rate caps it under the port's rate — it is paced. */

@@ -97,6 +97,7 @@ Qp::Qp(const QpConfig &cfg)
     if (cfg.cc) { /* validated by the owner (QpConfig::cc) */
         cc_ = std::make_unique<QpCc>(*cfg.cc,
                                      cfg.line_rate_bps ? cfg.line_rate_bps : kDefaultLineRateBps);
+        data_ecn_ = cc::ecn_bits(cfg.cc->ecn_mode);
         cc_after_rp(0); /* rpg_max_rate under the line rate: paced from the start */
     }
 }
@@ -561,10 +562,10 @@ Time Qp::next_deadline() const {
     Time d = retrans_deadline_;
     if (rnr_deadline_ && (d == 0 || rnr_deadline_ < d))
         d = rnr_deadline_;
-    if (cc_) {
-        if (pace_until_ && (d == 0 || pace_until_ < d))
-            d = pace_until_;
-        const uint64_t r = cc_->rp.next_deadline(); /* kNoDeadline (max) when unlimited */
+    if (pace_until_ && (d == 0 || pace_until_ < d))
+        d = pace_until_;
+    if (rp_limited_) { /* not *cc_ otherwise: the driver asks after every packet */
+        const uint64_t r = cc_->rp.next_deadline();
         if (r != cc::Rp::kNoDeadline && (d == 0 || r < d))
             d = r;
     }

@@ -189,8 +189,7 @@ class Qp {
     /* IP TOS of data frames: with DCQCN the DSCP of the path and the ECN bits of
      * ecn_mode; without, the path's TOS as it is (ACKs/NAKs always use the path's). */
     uint8_t data_tos() const {
-        return cc_ ? static_cast<uint8_t>((path_.tos & 0xFC) | cc::ecn_bits(cc_->params.ecn_mode))
-                   : path_.tos;
+        return cc_ ? static_cast<uint8_t>((path_.tos & 0xFC) | data_ecn_) : path_.tos;
     }
 
     /* rc_cc.cpp */
@@ -306,6 +305,11 @@ class Qp {
 
     /* ---- DCQCN ---- */
     std::unique_ptr<QpCc> cc_; /* nullptr: no DCQCN */
+    /* cc::ecn_bits(cc_->params.ecn_mode), kept here: every data frame needs it, and
+     * reading it from *cc_ cost a cold line per frame with many QPs. */
+    uint8_t data_ecn_ = 0;
+    /* cc_->rp.limited() as of the last RP event: only then has the RP deadlines. */
+    bool rp_limited_ = false;
     /* The pacer limits this QP (its rate is not 0): the one test a line-rate QP pays. */
     bool paced_ = false;
     /* Data is held by the pacer until then (0 = not held): has_tx_work() is false and
