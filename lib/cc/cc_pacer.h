@@ -27,6 +27,14 @@ class Pacer {
     /** New rate from `now` on (credit earned so far at the old rate is kept). */
     void set_rate(uint64_t rate_bps, uint64_t now);
     uint64_t rate() const { return rate_; }
+    /** New bucket depth (follows the rate: see the sizing note above); credit above it is
+     * dropped, a debt is kept. */
+    void set_burst(uint32_t burst_bytes) {
+        burst_ = burst_bytes;
+        cap_ = need(burst_bytes);
+        if (credit_ > cap_)
+            credit_ = cap_;
+    }
     uint32_t burst() const { return burst_; }
 
     bool can_send(uint32_t bytes, uint64_t now) {

@@ -37,12 +37,21 @@ namespace droce::rc {
     X(rx_ghost_response)      /* ACK/response for nothing outstanding: dropped */                  \
     X(rx_unexpected_response) /* response out of order: dropped */                                 \
     /* both */                                                                                     \
-    X(rx_qp_state_drop) /* packet for a QP not in a state that takes it */                         \
-    X(rx_pkey_violation)   /* BTH P_Key does not match the QP's: dropped */                      \
-    X(rx_transport_drop)   /* UC/RD/UD opcode for an RC QP: dropped (IBTA 9.6.1) */              \
-    X(rp_cnp_ignored)      /* CNP received; no reaction point yet (lib/cc): dropped */           \
-    X(tx_blocked)  /* transmit() refused: retried later */                                         \
-    X(ack_dropped) /* ACK/NAK could not be sent and was not worth keeping */                       \
+    X(rx_qp_state_drop)  /* packet for a QP not in a state that takes it */                        \
+    X(rx_pkey_violation) /* BTH P_Key does not match the QP's: dropped */                          \
+    X(rx_transport_drop) /* UC/RD/UD opcode for an RC QP: dropped (IBTA 9.6.1) */                  \
+    /* DCQCN (lib/cc through rc_cc.cpp; mlx5 names where it has them) */                           \
+    X(np_ecn_marked_roce_packets) /* CE-marked RoCE packets for a QP with DCQCN */                 \
+    X(np_cnp_sent)                /* CNPs sent */                                                  \
+    X(np_cnp_coalesced)           /* CE marks within min_time_between_cnps (or NP off): no CNP */  \
+    X(np_cnp_tx_dropped) /* CNP the TX queue had no room for (the next CE mark sends one) */       \
+    X(rp_cnp_handled)    /* CNPs that cut (or tried to cut) a QP's rate */                         \
+    X(rp_cnp_ignored)    /* CNPs for a QP without DCQCN or with its RP off: dropped */             \
+    X(rp_rate_cuts)      /* cuts that lowered a rate */                                            \
+    X(rp_rate_increases) /* increase stages: fast recovery, additive and hyper together */         \
+    X(paced_defers)      /* a data packet held back by its QP's pacer (woken by a timer) */        \
+    X(tx_blocked)        /* transmit() refused: retried later */                                   \
+    X(ack_dropped)       /* ACK/NAK could not be sent and was not worth keeping */                 \
     X(cq_overflow)                                                                                 \
     X(rx_bytes_copied) /* payload bytes copied into MRs / receive buffers (the one RX copy) */
 

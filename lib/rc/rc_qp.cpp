@@ -94,6 +94,9 @@ Qp::Qp(const QpConfig &cfg)
     sq_.resize(sq);
     sq_mask_ = sq - 1;
     rd_res_.resize(kMaxRdAtomic);
+    if (cfg.cc) /* validated by the owner (QpConfig::cc) */
+        cc_ = std::make_unique<QpCc>(*cfg.cc,
+                                     cfg.line_rate_bps ? cfg.line_rate_bps : kDefaultLineRateBps);
 }
 
 Status Qp::modify(const QpAttr &a, uint32_t mask, const Path *path) {
@@ -212,6 +215,7 @@ Status Qp::modify(const QpAttr &a, uint32_t mask, const Path *path) {
 
     if (to == QpState::Reset && cur != QpState::Reset) {
         /* Verbs: RESET discards every queued WR without completions. */
+        pace_until_ = 0;
         sq_head_ = sq_cur_ = sq_tail_ = 0;
         rq_.clear();
         cur_off_ = 0;
@@ -428,6 +432,7 @@ void Qp::flush_queues() {
     while (!rq_.empty())
         complete_recv(rq_.pop(), WcStatus::WrFlushErr, WcOpcode::Recv, 0, 0, 0);
     retrans_deadline_ = rnr_deadline_ = 0;
+    pace_until_ = 0; /* nothing is sent from ERR but a NAK */
     rd_atomic_inflight_ = 0;
     in_send_ = in_write_ = false;
     /* READ/atomic responses still queued are never sent from ERR. */
@@ -465,20 +470,28 @@ wire::FrameSpec Qp::base_frame(uint8_t opcode, uint32_t psn) const {
 }
 
 void Qp::on_packet(const wire::ParsedPacket &p, Time now) {
+    now_ = now;
     /* Silent drops (IBTA 9.6.1 header checks): another transport's opcode — an RC QP
-     * neither answers nor errors on UD/UC traffic aimed at its QPN, and a CNP is for the
-     * congestion control, which does not exist yet — and a P_Key of another partition. */
+     * neither answers nor errors on UD/UC traffic aimed at its QPN; a CNP goes to the
+     * reaction point, or is dropped without DCQCN — and a P_Key of another partition. */
     if (p.op->transport != wire::Transport::Rc) {
-        if (p.op->transport == wire::Transport::Cnp)
-            ++cfg_.counters->rp_cnp_ignored;
-        else
+        if (p.op->transport != wire::Transport::Cnp)
             ++cfg_.counters->rx_transport_drop;
+        else if (cc_ && (state_ == QpState::Rts || state_ == QpState::Sqd))
+            cc_on_cnp(now); /* an RP that is off counts it as ignored */
+        else
+            ++cfg_.counters->rp_cnp_ignored;
         return;
     }
     if (!pkey_match(p.bth.pkey, pkey_)) {
         ++cfg_.counters->rx_pkey_violation;
         return;
     }
+    /* Notification point: congestion on the path from our peer to us, whatever the
+     * packet (a request, or a response to our requester). */
+    if (p.ecn == 3 && cc_ &&
+        (state_ == QpState::Rtr || state_ == QpState::Rts || state_ == QpState::Sqd))
+        cc_on_ce(now);
     if (p.op->is(wire::kOpResponse)) {
         if (state_ != QpState::Rts && state_ != QpState::Sqd) {
             ++cfg_.counters->rx_qp_state_drop;
@@ -501,6 +514,7 @@ void Qp::on_packet(const wire::ParsedPacket &p, Time now) {
 }
 
 void Qp::progress(Time now) {
+    now_ = now;
     if (state_ == QpState::Err) {
         /* The NAK that put the QP in error may have found TX full: it still goes. */
         flush_owed_ack();
@@ -518,6 +532,11 @@ bool Qp::has_tx_work() const {
         return ack_owed_;
     if (state_ == QpState::Reset)
         return false;
+    if (pace_until_ != 0) {
+        /* Data waits for the pacer (a timer at pace_until_ wakes the QP); an ACK or NAK
+         * owed still goes, unless it is queued behind READ responses, which are data. */
+        return (ack_owed_ || busy_dropped_) && !read_responses_pending();
+    }
     if (ack_owed_ || busy_dropped_ || read_responses_pending())
         return true;
     return requester_can_send();
@@ -527,10 +546,20 @@ Time Qp::next_deadline() const {
     Time d = retrans_deadline_;
     if (rnr_deadline_ && (d == 0 || rnr_deadline_ < d))
         d = rnr_deadline_;
+    if (cc_) {
+        if (pace_until_ && (d == 0 || pace_until_ < d))
+            d = pace_until_;
+        const uint64_t r = cc_->rp.next_deadline(); /* kNoDeadline (max) when unlimited */
+        if (r != cc::Rp::kNoDeadline && (d == 0 || r < d))
+            d = r;
+    }
     return d;
 }
 
 void Qp::on_timer(Time now) {
+    now_ = now;
+    if (cc_)
+        cc_timer(now);
     if (rnr_deadline_ && now >= rnr_deadline_) {
         rnr_deadline_ = 0;
         /* the requester resumes from una_psn_ (rewound when the RNR NAK came) */

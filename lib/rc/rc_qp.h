@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,7 @@
 
 #include "cc_params.h"
 #include "mem_mr.h"
+#include "rc_cc.h"
 #include "rc_counters.h"
 #include "rc_env.h"
 #include "rc_recv_queue.h"
@@ -112,6 +114,18 @@ class Qp {
     uint32_t recv_queue_depth() const { return rcv_->depth(); }
     /** One line of protocol state, for diagnostics (droce-info -q, test failures). */
     std::string debug_string() const;
+    /* ---- DCQCN (rc_cc.cpp) ---- */
+    /** Gives the QP these DCQCN parameters (validated against the line rate; the QP keeps
+     * its own copy): a QP created without DCQCN gets it, one with DCQCN keeps its rate
+     * state (lib/cc set_params). rp_enabled/np_enabled false switch the halves off. */
+    Status set_cc_params(const cc::CcParams &p, Time now);
+    /** Removes DCQCN from the QP: line rate, data not-ECT, CNPs ignored (as nullptr cc). */
+    void disable_cc();
+    /** The QP's DCQCN state (enabled false and zeros without DCQCN). */
+    CcState cc_state() const;
+    /** The parameters in force; nullptr without DCQCN. */
+    const cc::CcParams *cc_params() const { return cc_ ? &cc_->params : nullptr; }
+
     /** Checks the requester's PSN invariants; empty when they hold (for tests). */
     std::string check_invariants() const;
 
@@ -158,6 +172,24 @@ class Qp {
     void complete_recv(const RecvWqe &r, WcStatus st, WcOpcode op, uint32_t byte_len,
                        uint32_t flags, uint32_t imm);
     wire::FrameSpec base_frame(uint8_t opcode, uint32_t psn) const;
+    /* IP TOS of data frames: with DCQCN the DSCP of the path and the ECN bits of
+     * ecn_mode; without, the path's TOS as it is (ACKs/NAKs always use the path's). */
+    uint8_t data_tos() const {
+        return cc_ ? static_cast<uint8_t>((path_.tos & 0xFC) | cc::ecn_bits(cc_->params.ecn_mode))
+                   : path_.tos;
+    }
+
+    /* rc_cc.cpp */
+    void cc_on_ce(Time now);
+    void cc_on_cnp(Time now);
+    void send_cnp();
+    /* After any Rp event: device counters and the pacer's rate. */
+    void cc_after_rp(Time now);
+    void cc_timer(Time now);
+    /* Paced QP: may this data frame leave now? No: pace_until_ is set, false returned. */
+    bool cc_pace_admit(uint32_t wire_bytes, Time now);
+    void cc_sent(uint32_t wire_bytes, Time now);
+    static uint32_t pace_bytes(const wire::FrameSpec &f);
     uint32_t mtu() const { return mtu_bytes_; }
 
     /* rc_requester.cpp */
@@ -257,6 +289,18 @@ class Qp {
      * pending and cleared by a scan that finds none: the per-packet has_tx_work() then
      * does not walk 16 cold entries on every QP (the cost that grew with the QP count). */
     mutable bool rd_maybe_pending_ = false;
+
+    /* ---- DCQCN ---- */
+    std::unique_ptr<QpCc> cc_; /* nullptr: no DCQCN */
+    /* The pacer limits this QP (its rate is not 0): the one test a line-rate QP pays. */
+    bool paced_ = false;
+    /* Data is held by the pacer until then (0 = not held): has_tx_work() is false and
+     * next_deadline() includes it, so the driver's timer wakes the QP. */
+    Time pace_until_ = 0;
+    uint32_t pace_wait_bytes_ = 0; /* the frame it waits for (re-timed on a rate change) */
+    /* Time of the event being handled (on_packet/progress/on_timer): READ responses are
+     * sent from paths that do not carry it. */
+    Time now_ = 0;
 };
 
 /** Local ACK timeout in ns for the 5-bit verbs value (0 = infinite -> 0). */

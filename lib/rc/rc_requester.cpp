@@ -64,6 +64,8 @@ bool Qp::requester_can_send() const {
 void Qp::requester_progress(Time now) {
     if (rnr_deadline_ != 0)
         return; /* paused by an RNR NAK until on_timer() */
+    if (pace_until_ > now)
+        return; /* held by the pacer until on_timer() */
     while (sq_cur_ != sq_tail_ && state_ != QpState::Err) {
         SendWqe &w = sq_[sq_cur_ & sq_mask_];
         if (!w.started) {
@@ -214,10 +216,19 @@ bool Qp::send_next_packet(SendWqe &w, Time now) {
         break;
     }
     }
+    f.tos = data_tos();
+    uint32_t wire_bytes = 0;
+    if (paced_) {
+        wire_bytes = pace_bytes(f);
+        if (!cc_pace_admit(wire_bytes, now))
+            return false;
+    }
     if (!cfg_.port->transmit(f)) {
         ++cfg_.counters->tx_blocked;
         return false;
     }
+    if (wire_bytes != 0)
+        cc_sent(wire_bytes, now);
     if (f.bth.ack_req)
         ackreq_psn_ = psn;
     /* PSNs the packet consumes: a READ request takes one per response packet. */

@@ -41,6 +41,8 @@ bool Qp::overlaps_pending_read(uint64_t va, uint64_t len) const {
 bool Qp::flush_read_responses() {
     if (!rd_maybe_pending_)
         return true;
+    if (pace_until_ > now_)
+        return false; /* held by the pacer until on_timer() */
     for (;;) {
         ReadResource *next = nullptr;
         for (auto &r : rd_res_)
@@ -184,10 +186,19 @@ bool Qp::send_read_responses(ReadResource &r) {
                 f.payload_len = chunk;
             }
         }
+        f.tos = data_tos();
+        uint32_t wire_bytes = 0;
+        if (paced_) {
+            wire_bytes = pace_bytes(f);
+            if (!cc_pace_admit(wire_bytes, now_))
+                return false;
+        }
         if (!cfg_.port->transmit(f)) {
             ++cfg_.counters->tx_blocked;
             return false;
         }
+        if (wire_bytes != 0)
+            cc_sent(wire_bytes, now_);
         ++r.sent_pkts;
     }
     return true;
