@@ -131,6 +131,13 @@ uint64_t Bottleneck::ser_ns(uint32_t len) {
     return num / p_.rate_bps;
 }
 
+bool Bottleneck::red_hit(uint32_t depth) {
+    const double pm = mark_probability(depth);
+    /* Draw only inside the ramp: outside it the outcome is certain, and skipping the draw
+     * keeps the random sequence independent of how many frames saw an empty queue. */
+    return pm >= 1 || (pm > 0 && uniform() < pm);
+}
+
 double Bottleneck::mark_probability(uint32_t depth) const {
     if (!p_.ecn || depth <= p_.kmin_bytes)
         return 0;
@@ -156,12 +163,11 @@ Decision Bottleneck::enqueue(uint8_t *frame, uint32_t len, uint64_t now) {
         ++c_.ce_arrived;
     else if (ecn <= 0)
         ++c_.not_ect_arrived;
-    const double pm = mark_probability(depth_bytes_);
-    /* Draw only inside the ramp: outside it the outcome is certain, and skipping the draw
-     * keeps the random sequence independent of how many frames saw an empty queue. */
-    const bool hit = pm >= 1 || (pm > 0 && uniform() < pm);
+    const bool ect = ecn == 1 || ecn == 2;
+    /* At dequeue marking, only RED drop of not-ECT frames is decided here. */
+    const bool hit = (!p_.mark_at_dequeue || (!ect && p_.red_drop)) && red_hit(depth_bytes_);
     if (hit) {
-        if (ecn == 1 || ecn == 2) {
+        if (ect) {
             frame_mark_ce(frame, len);
             ++c_.marked;
             v = Verdict::marked;
@@ -192,7 +198,7 @@ uint64_t Bottleneck::next_departure() const {
     return count_ == 0 ? std::numeric_limits<uint64_t>::max() : ring_[head_].depart;
 }
 
-Departure Bottleneck::dequeue(uint64_t now) {
+Departure Bottleneck::dequeue(uint64_t now, uint8_t *head) {
     sample_until(now);
     if (count_ == 0 || ring_[head_].depart > now)
         return {};
@@ -202,7 +208,16 @@ Departure Bottleneck::dequeue(uint64_t now) {
     depth_bytes_ -= s.len;
     ++c_.dequeued;
     c_.bytes_dequeued += s.len;
-    return {true, s.len, s.depart + p_.delay_ns};
+    Departure d{true, s.len, s.depart + p_.delay_ns, false};
+    if (p_.mark_at_dequeue && head != nullptr) {
+        const int ecn = frame_ecn(head, s.len);
+        if ((ecn == 1 || ecn == 2) && red_hit(depth_bytes_)) {
+            frame_mark_ce(head, s.len);
+            ++c_.marked;
+            d.marked = true;
+        }
+    }
+    return d;
 }
 
 void Bottleneck::set_sampling(uint64_t interval_ns, DepthSample *buf, size_t cap, uint64_t start) {

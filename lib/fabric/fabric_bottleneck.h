@@ -29,6 +29,12 @@ struct BottleneckParams {
     uint32_t kmin_bytes = 5'000;   /* no marking at or below */
     uint32_t kmax_bytes = 200'000; /* everything ECN-capable marked at or above */
     double pmax = 0.01;            /* marking probability just below Kmax. 0..1 */
+    /* Where RED looks at the queue: at enqueue (the depth the frame finds; the mark then
+     * waits behind the queue) or at dequeue (the depth the frame leaves behind; the mark
+     * leaves at once, as the ns-3 DCQCN switch does: a shorter control loop). RED drop is
+     * decided at enqueue in both modes (a frame dropped at dequeue has already used the
+     * buffer). */
+    bool mark_at_dequeue = false;
     /* Not-ECT frames where an ECT frame would be marked: dropped (RED drop) if set, else
      * they pass and only the buffer limits them. */
     bool red_drop = false;
@@ -60,6 +66,7 @@ struct Departure {
     bool ok = false;         /* false: nothing due */
     uint32_t len = 0;        /* the frame's length as enqueued */
     uint64_t deliver_at = 0; /* departure + delay_ns */
+    bool marked = false;     /* set to CE at dequeue (mark_at_dequeue) */
 };
 
 struct BottleneckCounters {
@@ -102,8 +109,10 @@ class Bottleneck {
     Decision enqueue(uint8_t *frame, uint32_t len, uint64_t now);
     /** When the head frame has left the egress; UINT64_MAX when empty. */
     uint64_t next_departure() const;
-    /** Pops the head frame if it has left by `now` (the caller pops its own copy too). */
-    Departure dequeue(uint64_t now);
+    /** Pops the head frame if it has left by `now` (the caller pops its own copy too).
+     * `head` is that frame's bytes: with mark_at_dequeue its ECN bits may be set to CE
+     * (nullptr: no marking at dequeue). */
+    Departure dequeue(uint64_t now, uint8_t *head = nullptr);
 
     uint32_t depth_bytes() const { return depth_bytes_; }
     uint32_t depth_frames() const { return count_; }
@@ -125,6 +134,7 @@ class Bottleneck {
         uint32_t len;
     };
     double uniform(); /* [0, 1) */
+    bool red_hit(uint32_t depth);
     uint64_t ser_ns(uint32_t len);
     void sample_until(uint64_t now);
 

@@ -210,8 +210,8 @@ void Fabric::step() {
         const Time tw = wire_.empty() ? UINT64_MAX : wire_.top().at;
         const Time tb = bneck_ ? bneck_->next_departure() : UINT64_MAX;
         if (tb <= now && tb <= tw) {
-            const fabric::Departure d = bneck_->dequeue(tb);
             std::vector<uint8_t> bytes = std::move(bneck_frames_.front());
+            const fabric::Departure d = bneck_->dequeue(tb, bytes.data());
             bneck_frames_.pop_front();
             if (on_bottleneck_out)
                 on_bottleneck_out(bytes, tb);

@@ -223,7 +223,7 @@ Time convergence_time(const IncastResult &r, const std::vector<size_t> &flows, s
             first_ok = b;
     }
     return first_ok == std::numeric_limits<size_t>::max() ? std::numeric_limits<Time>::max()
-                                                          : first_ok * r.bin_ns;
+                                                          : (first_ok + window) * r.bin_ns;
 }
 
 uint32_t max_depth_after(const IncastResult &r, Time t) {

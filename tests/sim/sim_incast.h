@@ -62,9 +62,9 @@ double jain(const std::vector<double> &x);
 /** Mean rate of each flow over bins [from, to) (bin indices). */
 std::vector<double> mean_rates(const IncastResult &r, size_t from, size_t to,
                                const std::vector<size_t> &flows);
-/** First time (ns) from which, in every window of `window` bins up to `until_bin`, every
- * listed flow is within `tol` of the window's fair share (the flows' mean); UINT64_MAX if
- * never. */
+/** The end (ns) of the first window of `window` bins from which on every window (sliding
+ * by one bin, up to `until_bin`) has every listed flow within `tol` of the window's fair
+ * share (the flows' mean); UINT64_MAX if never. */
 Time convergence_time(const IncastResult &r, const std::vector<size_t> &flows, size_t window,
                       size_t from_bin, size_t until_bin, double tol);
 /** Largest queue depth (bytes) among samples at or after t. */

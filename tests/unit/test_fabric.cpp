@@ -278,3 +278,31 @@ TEST(Fabric, DepthSamplesAtIntervalBoundaries) {
     b.flush_samples(4000);
     EXPECT_EQ(b.counters().samples_lost, 1u);
 }
+
+/* mark_at_dequeue: enqueue never marks; a departing ECT frame is marked on the depth it
+ * leaves behind (all of them at or above Kmax, none at or below Kmin). */
+TEST(Fabric, MarkAtDequeueUsesTheDepthLeftBehind) {
+    BottleneckParams p = slow_queue();
+    p.rate_bps = 10'000'000'000;
+    p.mark_at_dequeue = true;
+    Bottleneck b(p, 5);
+    const std::vector<uint8_t> proto = roce_frame(2);
+    const uint32_t len = static_cast<uint32_t>(proto.size());
+    std::vector<std::vector<uint8_t>> q;
+    for (int i = 0; i < 45; ++i) {
+        q.push_back(proto);
+        EXPECT_EQ(b.enqueue(q.back().data(), len, 0).verdict, Verdict::queued);
+    }
+    EXPECT_EQ(b.counters().marked, 0u);
+    for (int i = 0; i < 45; ++i) {
+        const uint32_t behind = static_cast<uint32_t>(44 - i) * len;
+        const Departure d = b.dequeue(b.next_departure(), q[static_cast<size_t>(i)].data());
+        ASSERT_TRUE(d.ok);
+        EXPECT_EQ(frame_ecn(q[static_cast<size_t>(i)].data(), len), d.marked ? 3 : 2);
+        if (behind >= p.kmax_bytes)
+            EXPECT_TRUE(d.marked) << i;
+        if (behind <= p.kmin_bytes)
+            EXPECT_FALSE(d.marked) << i;
+    }
+    EXPECT_GE(b.counters().marked, 11u);
+}
