@@ -299,10 +299,12 @@ TEST(Fabric, MarkAtDequeueUsesTheDepthLeftBehind) {
         const Departure d = b.dequeue(b.next_departure(), q[static_cast<size_t>(i)].data());
         ASSERT_TRUE(d.ok);
         EXPECT_EQ(frame_ecn(q[static_cast<size_t>(i)].data(), len), d.marked ? 3 : 2);
-        if (behind >= p.kmax_bytes)
+        if (behind >= p.kmax_bytes) {
             EXPECT_TRUE(d.marked) << i;
-        if (behind <= p.kmin_bytes)
+        }
+        if (behind <= p.kmin_bytes) {
             EXPECT_FALSE(d.marked) << i;
+        }
     }
     EXPECT_GE(b.counters().marked, 11u);
 }
