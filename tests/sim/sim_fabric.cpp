@@ -14,6 +14,9 @@ Endpoint::Endpoint(Fabric &f, uint32_t ip_, uint8_t mac_last) : fabric(f), ip(ip
 bool Endpoint::transmit(const wire::FrameSpec &frame) {
     if (tx_used >= tx_budget)
         return false;
+    if (fabric.faults.link_gbps > 0 && fabric.faults.link_backlog_ns > 0 &&
+        link_free_at > fabric.now + fabric.faults.link_backlog_ns)
+        return false;
     ++tx_used;
     std::vector<uint8_t> buf(wire::frame_len(frame));
     const size_t n = wire::build_frame(frame, buf.data(), buf.size());

@@ -35,6 +35,11 @@ struct Faults {
     /* Each sender's link rate (0 = infinite): a frame occupies the sender's link for
      * its serialization time, so frames queue behind each other as at a bottleneck. */
     double link_gbps = 0;
+    /* With link_gbps: a sender's transmit() refuses a frame while its link has more than
+     * this much queued (ns of serialization), as a NIC whose TX ring is full: the sender
+     * (and its DCQCN pacer) then sees the link's pace instead of filling an unbounded link
+     * queue. 0 = unlimited (frames queue on the link without bound). */
+    Time link_backlog_ns = 0;
     /* A blackout drops everything in [blackout_from, blackout_to). */
     Time blackout_from = 0, blackout_to = 0;
 };

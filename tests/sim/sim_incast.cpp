@@ -57,6 +57,7 @@ IncastResult run_incast(const IncastConfig &c) {
     Faults faults;
     faults.link_gbps = c.link_gbps;
     faults.delay_ns = c.link_delay_ns;
+    faults.link_backlog_ns = c.link_backlog_ns;
     Fabric fab(c.seed, faults);
     Endpoint recv(fab, kRecvIp, kRecvMac);
     recv.cc = c.cc;
@@ -177,6 +178,8 @@ IncastResult run_incast(const IncastConfig &c) {
         r.timeouts += f->ep->counters.local_ack_timeout_err;
         r.seq_naks += f->ep->counters.packet_seq_err;
         r.retransmits += f->ep->counters.retransmitted_packets;
+        r.rp_cnp_handled += f->ep->counters.rp_cnp_handled;
+        r.rp_rate_cuts += f->ep->counters.rp_rate_cuts;
         r.qp_error |= f->qp->state() == QpState::Err;
     }
     return r;

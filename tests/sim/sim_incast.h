@@ -31,6 +31,7 @@ struct IncastConfig {
     Time duration_ns = 30'000'000;
     double link_gbps = 10; /* each host's link */
     Time link_delay_ns = 2000;
+    Time link_backlog_ns = 2000; /* a sender's NIC holds ~2 frames beyond the one on the wire */
     fabric::BottleneckParams bottleneck; /* toward the receiver */
     const cc::CcParams *cc = nullptr;    /* nullptr: DCQCN off */
     Mtu mtu = Mtu::Mtu1024;
@@ -50,7 +51,8 @@ struct IncastResult {
     std::vector<fabric::DepthSample> depth;
     fabric::BottleneckCounters bq;
     std::vector<uint64_t> msgs_done;
-    uint64_t cnps = 0; /* CNP frames seen on the fabric */
+    uint64_t cnps = 0;                             /* CNP frames seen on the fabric */
+    uint64_t rp_cnp_handled = 0, rp_rate_cuts = 0; /* the senders' reaction points */
     uint64_t timeouts = 0, seq_naks = 0, retransmits = 0;
     bool qp_error = false;
 };
