@@ -270,17 +270,16 @@ void one_cnp(const Opts &o, const cc::CcParams *cc, const cc::CcParams &ref) {
         }
     }
     std::fclose(f);
-    std::printf(
-        "b dcqcn=%-3s line_gbps=%.3f min_after_cnp_gbps=%.3f recover_95pct_us=%s "
-        "mean_abs_dev_from_reference=%.1f%% cnps=%llu handled=%llu cuts=%llu\n",
-        cc ? "on" : "off", line, low,
-        recovered
-            ? std::to_string(static_cast<double>(recovered * c.bin_ns - c.inject_cnp_at) / 1e3)
-                  .c_str()
-            : "-",
-        nerr ? 100 * err / static_cast<double>(nerr) : 0.0, static_cast<unsigned long long>(r.cnps),
-        static_cast<unsigned long long>(r.rp_cnp_handled),
-        static_cast<unsigned long long>(r.rp_rate_cuts));
+    char rec_us[32];
+    std::snprintf(rec_us, sizeof rec_us, "%.0f",
+                  static_cast<double>(recovered * c.bin_ns - c.inject_cnp_at) / 1e3);
+    std::printf("b dcqcn=%-3s line_gbps=%.3f min_after_cnp_gbps=%.3f recover_95pct_us=%s "
+                "mean_abs_dev_from_reference=%.1f%% cnps=%llu handled=%llu cuts=%llu\n",
+                cc ? "on" : "off", line, low, recovered ? rec_us : "-",
+                nerr ? 100 * err / static_cast<double>(nerr) : 0.0,
+                static_cast<unsigned long long>(r.cnps),
+                static_cast<unsigned long long>(r.rp_cnp_handled),
+                static_cast<unsigned long long>(r.rp_rate_cuts));
 }
 
 /* (d) two long flows from 100 µs; senders 2..16 WRITE 4 KB, one at a time, in [10, 11) ms. */
