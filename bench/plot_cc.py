@@ -6,6 +6,8 @@ side by side:
   cc_a.png  2:1 incast: per-flow rate (0.5 ms average) and bottleneck queue depth
   cc_b.png  one flow's rate after a single CNP, against the paper's equations
   cc_c.png  8:1 incast: per-flow rate and queue depth
+  cc_real.png  the real-process 2:1 incast through droce-fabric (bench/cc_fabric_incast.sh):
+            queue depth against time, if incast_depth_1.csv is there
   cc_d.png  two long flows, then 15 senders of 4 KB WRITEs for 1 ms (10-11 ms): the long
             flows' rate, the short flows' sum and the queue depth
 
@@ -121,6 +123,23 @@ def burst(d, out):
     plt.close(fig)
 
 
+def real(d, out):
+    path = os.path.join(d, "incast_depth_1.csv")
+    if not os.path.exists(path):
+        return
+    c = load(path)
+    fig, ax = plt.subplots(figsize=(8, 3.5))
+    ax.plot([x / 1000 for x in c["t_us"]], [x / 1000 for x in c["depth_bytes"]], lw=0.6,
+            color="k")
+    ax.axhline(KMAX, ls="--", lw=0.7, color="r")
+    ax.set_title("2 droce-perf write_bw -> droce-fabric (1 Gb/s, shared queue), DCQCN off")
+    ax.set_xlabel("time (ms)")
+    ax.set_ylabel("queue depth (KB)")
+    fig.tight_layout()
+    fig.savefig(os.path.join(out, "cc_real.png"), dpi=110)
+    plt.close(fig)
+
+
 def main():
     d = sys.argv[1] if len(sys.argv) > 1 else "bench/cc"
     out = sys.argv[2] if len(sys.argv) > 2 else d
@@ -128,6 +147,7 @@ def main():
     one_cnp(d, out)
     incast(d, out, "c", "8:1 incast")
     burst(d, out)
+    real(d, out)
     print("wrote", ", ".join(os.path.join(out, f"cc_{e}.png") for e in "abcd"))
 
 

@@ -52,6 +52,7 @@ struct Opts {
     uint64_t sample_us = 100;
     std::string csv;
     double secs = 0;
+    bool shared = false; /* one queue for all --to ports (their common upstream link) */
 };
 
 void usage(FILE *f) {
@@ -61,6 +62,8 @@ void usage(FILE *f) {
            "toward a --to port pass a bottleneck queue. Ports are numbered as the EAL creates\n"
            "them (the order of --vdev).\n"
            "  --to LIST          bottleneck egress ports, comma separated (default 1)\n"
+           "  --shared           one bottleneck queue for all --to ports together (the link\n"
+           "                     to a rack holding them: N senders to N receivers is N:1)\n"
            "  --rate-gbps R      bottleneck rate, Gb/s (default 10)\n"
            "  --buffer BYTES     queue buffer, tail drop beyond (default 2000000)\n"
            "  --kmin BYTES       RED: no marking at or below (default 5000)\n"
@@ -130,6 +133,8 @@ Opts parse(int argc, char **argv) {
             o.bp.kmax_bytes = static_cast<uint32_t>(number(k, val(), 1, 4e9));
         else if (k == "--pmax")
             o.bp.pmax = number(k, val(), 0, 1);
+        else if (k == "--shared")
+            o.shared = true;
         else if (k == "--no-ecn")
             o.bp.ecn = false;
         else if (k == "--red-drop")
@@ -161,37 +166,48 @@ Opts parse(int argc, char **argv) {
 
 /* A fixed-size FIFO of mbufs with a time each (no allocation after construction). */
 struct MbufFifo {
-    explicit MbufFifo(size_t cap) : m(cap), t(cap) {}
-    bool push(rte_mbuf *x, uint64_t at) {
+    explicit MbufFifo(size_t cap) : m(cap), t(cap), port(cap) {}
+    bool push(rte_mbuf *x, uint64_t at, uint16_t to) {
         if (n == m.size())
             return false;
         const size_t i = (h + n) % m.size();
         m[i] = x;
         t[i] = at;
+        port[i] = to;
         ++n;
         return true;
     }
     rte_mbuf *front() const { return m[h]; }
     uint64_t front_time() const { return t[h]; }
+    uint16_t front_port() const { return port[h]; }
     void pop() {
         h = (h + 1) % m.size();
         --n;
     }
     std::vector<rte_mbuf *> m;
     std::vector<uint64_t> t;
+    std::vector<uint16_t> port; /* egress port of each frame */
     size_t h = 0, n = 0;
 };
 
-struct Port {
-    uint16_t id = 0;
-    std::unique_ptr<Bottleneck> q;   /* nullptr: no bottleneck toward this port */
+/* One bottleneck: the model, the frames it holds (with their egress port), the delay line
+ * after it and its depth samples. */
+struct Queue {
+    uint16_t id = 0; /* the CSV's port column: the first port it serves */
+    std::unique_ptr<Bottleneck> q;
     std::unique_ptr<MbufFifo> held;  /* frames in q, in q's order */
     std::unique_ptr<MbufFifo> delay; /* departed, waiting for delay_ns */
     std::vector<DepthSample> samples;
     uint64_t next_sample = 0;
+    uint64_t drop_delay = 0;
+};
+
+struct Port {
+    uint16_t id = 0;
+    Queue *q = nullptr; /* no bottleneck toward this port */
     rte_mbuf *txb[kBurst];
     uint16_t ntx = 0;
-    uint64_t rx = 0, tx = 0, tx_full = 0, drop_self = 0, drop_head = 0, drop_delay = 0;
+    uint64_t rx = 0, tx = 0, tx_full = 0, drop_self = 0, drop_head = 0;
 };
 
 struct Mac {
@@ -224,7 +240,7 @@ void tx_one(Port &p, rte_mbuf *m) {
         flush_tx(p);
 }
 
-void write_samples(FILE *f, Port &p, uint64_t every) {
+void write_samples(FILE *f, Queue &p, uint64_t every) {
     const size_t n = p.q->samples();
     if (f)
         for (size_t i = 0; i < n; ++i)
@@ -274,6 +290,7 @@ int main(int argc, char **argv) {
         return 1;
     }
     std::vector<Port> ports(nports);
+    std::vector<std::unique_ptr<Queue>> queues;
     for (uint16_t id = 0; id < nports; ++id) {
         Port &p = ports[id];
         p.id = id;
@@ -298,10 +315,16 @@ int main(int argc, char **argv) {
         rte_eth_promiscuous_enable(id);
         for (uint16_t t : o.to)
             if (t == id) {
-                p.q = std::make_unique<Bottleneck>(o.bp, o.seed + id);
-                p.held = std::make_unique<MbufFifo>(o.bp.buffer_bytes / 60 + 1);
-                p.delay = std::make_unique<MbufFifo>(kDelayLine);
-                p.samples.resize(kSamples);
+                if (queues.empty() || !o.shared) {
+                    auto q = std::make_unique<Queue>();
+                    q->id = id;
+                    q->q = std::make_unique<Bottleneck>(o.bp, o.seed + id);
+                    q->held = std::make_unique<MbufFifo>(o.bp.buffer_bytes / 60 + 1);
+                    q->delay = std::make_unique<MbufFifo>(kDelayLine);
+                    q->samples.resize(kSamples);
+                    queues.push_back(std::move(q));
+                }
+                p.q = queues.back().get();
             }
     }
     FILE *csv = nullptr;
@@ -318,11 +341,8 @@ int main(int argc, char **argv) {
     const uint64_t hz = rte_get_tsc_hz();
     const uint64_t t0 = ns_now(hz);
     const uint64_t every = o.sample_us * 1000;
-    for (Port &p : ports)
-        if (p.q) {
-            p.next_sample = 0;
-            p.q->set_sampling(every, p.samples.data(), p.samples.size(), 0);
-        }
+    for (auto &q : queues)
+        q->q->set_sampling(every, q->samples.data(), q->samples.size(), 0);
     Mac macs[kMacs];
     size_t nmacs = 0;
     uint64_t flood = 0, mac_full = 0;
@@ -351,12 +371,12 @@ int main(int argc, char **argv) {
             rte_pktmbuf_free(m);
             return;
         }
-        const auto d = out.q->enqueue(rte_pktmbuf_mtod(m, uint8_t *), len, now);
+        const auto d = out.q->q->enqueue(rte_pktmbuf_mtod(m, uint8_t *), len, now);
         if (!d.accepted()) {
             rte_pktmbuf_free(m); /* counted by the model */
             return;
         }
-        out.held->push(m, 0); /* the model has a slot, so has the FIFO (same capacity) */
+        out.q->held->push(m, 0, out.id); /* the model had a slot: so has the FIFO */
     };
 
     while (!g_stop) {
@@ -409,36 +429,40 @@ int main(int argc, char **argv) {
                 }
             }
         }
-        for (Port &p : ports) {
-            if (p.q) {
-                while (p.q->next_departure() <= now) {
-                    rte_mbuf *m = p.held->front();
-                    const auto d = p.q->dequeue(now, rte_pktmbuf_mtod(m, uint8_t *));
-                    p.held->pop();
-                    if (o.bp.delay_ns == 0)
-                        tx_one(p, m);
-                    else if (!p.delay->push(m, d.deliver_at)) {
-                        ++p.drop_delay;
-                        rte_pktmbuf_free(m);
-                    }
+        for (auto &qp : queues) {
+            Queue &q = *qp;
+            while (q.q->next_departure() <= now) {
+                rte_mbuf *m = q.held->front();
+                const uint16_t to = q.held->front_port();
+                const auto d = q.q->dequeue(now, rte_pktmbuf_mtod(m, uint8_t *));
+                q.held->pop();
+                if (o.bp.delay_ns == 0)
+                    tx_one(ports[to], m);
+                else if (!q.delay->push(m, d.deliver_at, to)) {
+                    ++q.drop_delay;
+                    rte_pktmbuf_free(m);
                 }
-                while (p.delay->n && p.delay->front_time() <= now) {
-                    tx_one(p, p.delay->front());
-                    p.delay->pop();
-                }
-                if (p.q->samples() >= kSamples / 2)
-                    write_samples(csv, p, every);
             }
+            while (q.delay->n && q.delay->front_time() <= now) {
+                tx_one(ports[q.delay->front_port()], q.delay->front());
+                q.delay->pop();
+            }
+            if (q.q->samples() >= kSamples / 2)
+                write_samples(csv, q, every);
+        }
+        for (Port &p : ports) {
             flush_tx(p);
         }
     }
     const uint64_t end = ns_now(hz) - t0;
+    for (auto &q : queues) {
+        q->q->flush_samples(end);
+        write_samples(csv, *q, every);
+    }
     for (Port &p : ports) {
-        if (p.q) {
-            p.q->flush_samples(end);
-            write_samples(csv, p, every);
-        }
-        const auto c = p.q ? p.q->counters() : droce::fabric::BottleneckCounters{};
+        /* a shared queue's counters are reported at its first port */
+        const bool own = p.q && p.q->id == p.id;
+        const auto c = own ? p.q->q->counters() : droce::fabric::BottleneckCounters{};
         std::printf(
             "port %u: rx %llu tx %llu tx_full %llu drop_self %llu drop_head %llu "
             "drop_delay %llu bottleneck %s enqueued %llu marked %llu dropped_tail %llu "
@@ -447,7 +471,10 @@ int main(int argc, char **argv) {
             static_cast<unsigned long long>(p.tx_full),
             static_cast<unsigned long long>(p.drop_self),
             static_cast<unsigned long long>(p.drop_head),
-            static_cast<unsigned long long>(p.drop_delay), p.q ? "yes" : "no",
+            static_cast<unsigned long long>(own ? p.q->drop_delay : 0),
+            own   ? "yes"
+            : p.q ? "shared"
+                  : "no",
             static_cast<unsigned long long>(c.enqueued), static_cast<unsigned long long>(c.marked),
             static_cast<unsigned long long>(c.dropped_tail),
             static_cast<unsigned long long>(c.dropped_red),
