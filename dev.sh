@@ -160,6 +160,18 @@ run_tests() {
             fail=$((fail + ${ifail:-0}))
             [ -n "${ipass:-}" ] || broken+=("netem interop exit $irc without a summary")
 
+            stage "interop under congestion: the guest marks CE, droce answers with CNPs (DCQCN)"
+            # ~30 s on an idle machine: one VM boot and three perftest runs
+            ilog=$BUILD_DIR/interop-cnp.out
+            ipass="" ifail=""
+            timeout 600 bash tests/interop/cnp_rxe.sh --out "$BUILD_DIR/interop-cnp" \
+                "$BUILD_DIR/apps/droce-perf/droce-perf" 2>&1 | tee "$ilog"
+            irc=${PIPESTATUS[0]}
+            read -r ipass _ ifail _ < <(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$ilog" | tail -1) || true
+            pass=$((pass + ${ipass:-0}))
+            fail=$((fail + ${ifail:-0}))
+            [ -n "${ipass:-}" ] || broken+=("CNP interop exit $irc without a summary")
+
             local mtu
             for mtu in 1024 4096; do
                 stage "interop: droce-perf vs perftest (every ib_*_bw/lat mode), path MTU $mtu"

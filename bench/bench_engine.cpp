@@ -5,6 +5,11 @@
  *  - WireToCompletion: one received SEND_ONLY frame through the RX classifier, ICRC
  *    check, parse, QP lookup, responder (payload copy into the posted receive) and the
  *    completion polled from the CQ ring.
+ *  - PostToWirePaced: the same with the QP's DCQCN pacer on (rate 399 Gb/s under a
+ *    400 Gb/s line: every packet goes through can_send/consume/Rp::on_bytes_sent, none
+ *    waits), against PostToWire's line-rate QP (one test per packet);
+ *  - PacerPerPacket: that per-packet pacer path alone (lib/cc Pacer + Rp), 1 KB frames
+ *    at 10 Gb/s with the clock advancing one frame time per packet.
  * Draining (ACKs, completions, reposting receives) runs with the timer paused every
  * kBatch iterations. Run with --benchmark_repetitions=5 (the default here) for
  * min/median/max. */
@@ -79,6 +84,10 @@ bool setup(int argc, char **argv) {
         return false;
     g->a = *da;
     g->b = *db;
+    /* A 400 Gb/s line (net_ring says 10G): PostToWirePaced's pacer never makes a packet
+     * wait at the benchmark's packet rate, so it measures the pacer's cost only. */
+    const cc::CcParams ccp;
+    g->a->set_cc(&ccp, 400'000'000'000);
     g->acq = make_cq();
     g->bcq = make_cq();
     g->b2cq = make_cq();
@@ -127,7 +136,7 @@ bool drain(engine::CqCtx &cq, int want) {
     return got == want;
 }
 
-void BM_PostToWire(benchmark::State &state) {
+void post_to_wire(benchmark::State &state) {
     const auto len = static_cast<uint32_t>(state.range(0));
     SendWr w;
     w.opcode = WrOpcode::Send;
@@ -159,6 +168,44 @@ void BM_PostToWire(benchmark::State &state) {
     drain(*g->acq, n);
     drain(*g->bcq, n);
     state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * len);
+}
+
+void BM_PostToWire(benchmark::State &state) { post_to_wire(state); }
+
+void BM_PostToWirePaced(benchmark::State &state) {
+    cc::CcParams p;
+    p.rpg_max_rate_bps = 399'000'000'000;
+    rc::Qp &q = *g->qa->qp;
+    if (!q.set_cc_params(p, g->rt->now_ns()).is_ok() || q.cc_state().pacer_rate_bps == 0) {
+        state.SkipWithError("pacer not on");
+        return;
+    }
+    const uint64_t defers = g->a->shard(0).rcc.paced_defers;
+    post_to_wire(state);
+    if (g->a->shard(0).rcc.paced_defers != defers)
+        state.SkipWithError("the pacer held packets: not a cost measurement");
+    (void)q.set_cc_params(cc::CcParams{}, g->rt->now_ns()); /* line rate again */
+}
+
+void BM_PacerPerPacket(benchmark::State &state) {
+    const cc::CcParams p;
+    cc::Rp rp(p, 100'000'000'000);
+    rp.on_cnp(0); /* limited: on_bytes_sent counts and byte stages run */
+    cc::Pacer pacer(10'000'000'000, 2 * 1152, 0);
+    const uint32_t bytes = 1024 + 58 + 24; /* 1 KB payload frame on the wire */
+    uint64_t now = 1, sent = 0;
+    for (auto _ : state) {
+        now += 885; /* one frame time at 10 Gb/s */
+        if (pacer.can_send(bytes, now)) {
+            pacer.consume(bytes, now);
+            rp.on_bytes_sent(bytes, now);
+            if (++sent % 1024 == 0)
+                rp.on_cnp(now); /* stay limited: byte stages would release it */
+        }
+        benchmark::DoNotOptimize(sent);
+    }
+    if (sent < static_cast<uint64_t>(state.iterations()) * 99 / 100)
+        state.SkipWithError("pacer refused packets");
 }
 
 rte_mbuf *send_frame(uint32_t len, uint32_t psn) {
@@ -237,7 +284,11 @@ int main(int argc, char **argv) {
         std::fprintf(stderr, "bench_engine: setup failed\n");
         return 1;
     }
+    benchmark::RegisterBenchmark("PacerPerPacket", BM_PacerPerPacket)
+        ->ComputeStatistics("min", stat_min)
+        ->ComputeStatistics("max", stat_max);
     for (auto *b : {benchmark::RegisterBenchmark("PostToWire", BM_PostToWire),
+                    benchmark::RegisterBenchmark("PostToWirePaced", BM_PostToWirePaced),
                     benchmark::RegisterBenchmark("WireToCompletion", BM_WireToCompletion)})
         b->Arg(64)
             ->Arg(4096)

@@ -372,8 +372,15 @@ int run_server(Run &run, Device &dev) {
                                     peek[0] != 'd' && n < static_cast<long>(kRecordLen))) {
                 // bw report values (size first: big-endian, top byte 0)
                 BwReport mine;
-                if (opt.verb == Verb::Send && opt.kind == Kind::Bw && side.done())
-                    mine = compute_bw(opt, side);
+                if (opt.verb == Verb::Send && opt.kind == Kind::Bw) {
+                    /* A timed send_bw client reports when its time is up and its sends
+                     * are complete, so every receive has arrived: the measurement ends
+                     * here (perftest's server ends on its own -D alarm). */
+                    if (!side.done() && opt.duration_s > 0)
+                        side.finish();
+                    if (side.done())
+                        mine = compute_bw(opt, side);
+                }
                 if (!conn.xchg_reports(false, mine, rem_rep, run.waiter))
                     return 1;
                 got_report = true;
@@ -392,7 +399,10 @@ int run_server(Run &run, Device &dev) {
         }
         progress ? b.progress() : b.idle();
     }
-    // Our side may still be finishing (the last write_lat/send_lat message went out).
+    // Our side may still be finishing (the last write_lat/send_lat message went out). A
+    // timed bandwidth server has no count to reach: the client's end is its end.
+    if (!side.done() && opt.kind == Kind::Bw && opt.duration_s > 0)
+        side.finish();
     if (!side.done())
         drive(run, {&side}, [&] { return side.done(); });
     if (opt.kind == Kind::Bw) {

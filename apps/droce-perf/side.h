@@ -101,6 +101,7 @@ class Side {
     uint8_t *send_buf(uint32_t i) const { return buf() + size_t{i} * half_; }
     uint8_t *recv_buf(uint32_t i) const { return buf() + (size_t{cfg_.num_qps} + i) * half_; }
     Status post_one(uint32_t qp);
+    void prepare_wr();
     bool post_recv(uint32_t qp, int n);
     /** Polls every CQ once (up to max in all); false on an error completion. */
     bool poll_cq(Wc *wc, int max, int &n);
@@ -119,6 +120,7 @@ class Side {
     std::unique_ptr<uint8_t, app::QpResources::FreeBuffer> buf_; /**< 2 x num_qps slices */
     std::unique_ptr<ProtectionDomain> pd_;
     std::unique_ptr<MemoryRegion> mr_;
+    SendWr wr_{}; /* the run's work request (prepare_wr), patched per post */
     std::vector<std::unique_ptr<CompletionQueue>> cqs_; /**< one per worker used */
     std::vector<std::unique_ptr<QueuePair>> qps_;
     size_t next_cq_ = 0; /**< where poll_cq starts */

@@ -32,6 +32,7 @@
 #include <utility>
 #include <vector>
 
+#include "dcqcn.h"
 #include "status.h"
 #include "verbs.h"
 
@@ -89,6 +90,13 @@ struct DeviceConfig {
     std::vector<uint16_t> pkeys = {0xFFFF};
     /** Size of the QPN space (QPNs 0x11 .. max_qps-1); at most 2^24. */
     uint32_t max_qps = 65536;
+    /** DCQCN congestion control for the device's QPs; false = none (data not-ECT, CE
+     * marks not answered, CNPs counted as rp_cnp_ignored, no pacing). */
+    bool dcqcn = true;
+    /** The parameters every QP starts with (validated by open_device), including the
+     * port's ECN mode; QueuePair::set_dcqcn changes one QP. The line rate (the maximum
+     * rate) is the port's link speed. */
+    DcqcnParams dcqcn_params;
 };
 
 /** The engine: EAL, mempool, worker loop. Create once per process (the EAL can be
@@ -291,6 +299,14 @@ class QueuePair {
     /** ibv_post_recv: never blocks; fails on a QP that uses an SRQ. The buffers belong
      * to the engine until the WR's completion. */
     virtual Status post_recv(const RecvWr &wr) = 0;
+    /** DCQCN for this QP only: new parameters (a QP already limited keeps its rate
+     * state), also on a device without DCQCN. A bad value is refused with a message
+     * naming the field; nothing changes then. */
+    virtual Status set_dcqcn(const DcqcnParams &params) = 0;
+    /** Switches DCQCN off for this QP: line rate, data not-ECT, CNPs ignored. */
+    virtual Status disable_dcqcn() = 0;
+    /** The QP's DCQCN state: rate, target, alpha, stage. */
+    virtual Status query_dcqcn(DcqcnState &state) = 0;
 };
 
 } // namespace droce

@@ -121,7 +121,8 @@ class QpImpl final : public QueuePair {
   public:
     QpImpl(Runtime &rt, Dev &dev, std::shared_ptr<PdState> pd, QpCtx *ctx, uint32_t qpn,
            const QpCap &cap)
-        : rt_(rt), dev_(dev), pd_(std::move(pd)), ctx_(ctx), qpn_(qpn), cap_(cap) {
+        : rt_(rt), dev_(dev), pd_(std::move(pd)), ctx_(ctx), qp_(ctx->qp.get()), qpn_(qpn),
+          cap_(cap) {
         ++pd_->qps;
     }
     ~QpImpl() override {
@@ -168,9 +169,33 @@ class QpImpl final : public QueuePair {
         return {};
     }
 
+    /* DCQCN: on the QP's worker (the QP's state is the worker's), as modify/query. */
+    Status set_dcqcn(const DcqcnParams &params) override {
+        const cc::CcParams p = engine::to_cc_params(params);
+        Status s;
+        rt_.exec_on(ctx_->worker, [&] {
+            s = ctx_->qp->set_cc_params(p, rt_.now_ns());
+            dev_.touch(*ctx_); /* the pacer may hold or release data now; re-arm its timer */
+        });
+        return s;
+    }
+
+    Status disable_dcqcn() override {
+        rt_.exec_on(ctx_->worker, [&] {
+            ctx_->qp->disable_cc();
+            dev_.touch(*ctx_);
+        });
+        return {};
+    }
+
+    Status query_dcqcn(DcqcnState &state) override {
+        rt_.exec_on(ctx_->worker, [&] { state = engine::to_dcqcn_state(ctx_->qp->cc_state()); });
+        return {};
+    }
+
     Status post_send(const SendWr &wr) override {
         if (rt_.embedded()) {
-            Status s = ctx_->qp->post_send(wr);
+            Status s = qp_->post_send(wr);
             if (s)
                 dev_.touch(*ctx_);
             return s;
@@ -207,7 +232,7 @@ class QpImpl final : public QueuePair {
             return Status(EINVAL, "post_recv: QP " + std::to_string(qpn_) +
                                       " uses a shared receive queue; post to the SRQ");
         if (rt_.embedded()) {
-            Status s = ctx_->qp->post_recv(wr);
+            Status s = qp_->post_recv(wr);
             if (s)
                 dev_.touch(*ctx_);
             return s;
@@ -288,6 +313,9 @@ class QpImpl final : public QueuePair {
     Dev &dev_;
     std::shared_ptr<PdState> pd_;
     QpCtx *ctx_;
+    /* ctx_->qp, kept here so that an embedded post reaches the transport without first
+     * waiting for the QpCtx line (with many QPs both are cold; now they load together). */
+    rc::Qp *qp_;
     uint32_t qpn_;
     QpCap cap_;
     QpState state_ = QpState::Reset; /* as of the last control call (worker mode checks) */

@@ -42,6 +42,11 @@ void Rp::set_params(const CcParams &p) {
         return;
     }
     const double mx = static_cast<double>(max_rate_);
+    if (!limited_) {
+        /* An unlimited QP runs at the maximum, whichever way it moved. */
+        rc_ = rt_ = mx;
+        return;
+    }
     rc_ = std::min(rc_, mx);
     rt_ = std::min(rt_, mx);
 }

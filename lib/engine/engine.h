@@ -32,6 +32,7 @@
 #include "rc_qp.h"
 #include "sched_timer_wheel.h"
 #include "wire_packet.h"
+#include "wire_template.h"
 
 struct rte_mbuf;
 struct rte_mempool;
@@ -140,6 +141,14 @@ struct SrqCtx {
 };
 
 struct QpCtx;
+class Shard;
+/** A QP's way out: its shard's TX path with the QP's own header template, so that the
+ * Ethernet/IP/UDP headers are prebuilt once per path instead of once per frame. */
+struct QpTx final : rc::TxPort {
+    Shard *shard = nullptr;
+    wire::HeaderTemplate tmpl;
+    bool transmit(const wire::FrameSpec &frame) override;
+};
 /** A QP's timer: the wheel's node and the way back to its QP. */
 struct QpTimer : sched::TimerNode {
     QpCtx *qp = nullptr;
@@ -156,13 +165,15 @@ struct QpCtx {
     uint32_t max_send_wr = 0;
     uint32_t max_recv_wr = 0;
     uint32_t worker = 0;
+    QpTx tx; /* rc::QpConfig::port */
 
     /* ---- the owning worker's scheduling state ---- */
     QpTimer timer;               /* armed at qp->next_deadline() */
     QpCtx *ready_prev = nullptr; /* ready list: QPs with TX work, served round-robin */
     QpCtx *ready_next = nullptr;
     bool in_ready = false;
-    uint64_t sq_drained = 0; /* WRs taken off the rings */
+    bool pacer_holding = false; /* counted in Shard::pacer_holding_ */
+    uint64_t sq_drained = 0;    /* WRs taken off the rings */
     uint64_t rq_drained = 0;
 
     /* ---- shared with the application (worker mode) ---- */
@@ -178,6 +189,12 @@ struct QpCtx {
     uint64_t rq_posted = 0;
     ~QpCtx();
 };
+
+/* engine_cc.cpp: the public DCQCN types and lib/cc's. */
+cc::CcParams to_cc_params(const DcqcnParams &d);
+DcqcnState to_dcqcn_state(const rc::CcState &c);
+/** Line rate of a port from rte_eth_link::link_speed (Mb/s; none/unknown: 100 Gb/s). */
+uint64_t line_rate_from_link(uint32_t link_speed_mbps);
 
 class Runtime;
 class Dev;
@@ -240,6 +257,8 @@ class Shard final : public rc::TxPort, public rc::AsyncEventSink {
      * handled (received + sent); *work gets everything done, for idle detection. */
     uint32_t poll(uint64_t now, uint32_t *work);
     bool transmit(const wire::FrameSpec &frame) override;
+    /** transmit() with the sender's header template (QpTx). */
+    bool transmit(const wire::FrameSpec &frame, wire::HeaderTemplate &tmpl);
     /** A QP's asynchronous event: to the device's event ring (no allocation, no lock). */
     void on_async_event(const rc::AsyncEvent &ev) override;
     /** RX of one frame (the engine owns m afterwards). Exposed for benchmarks. */
@@ -260,6 +279,9 @@ class Shard final : public rc::TxPort, public rc::AsyncEventSink {
 
     size_t num_qps() const { return nqps_; }
     size_t ready_qps() const { return nready_; }
+    /** QPs whose data waits for their pacer's timer: the worker must not sleep then
+     * (an idle sleep of tens of µs would overshoot the departure and cost rate). */
+    uint32_t pacer_holding() const { return pacer_holding_; }
     size_t armed_timers() const { return timers_.size(); }
     uint32_t tx_queue_depth() const { return ntx_; }
     /** This shard's counters (its worker's view). */
@@ -285,10 +307,11 @@ class Shard final : public rc::TxPort, public rc::AsyncEventSink {
     uint32_t serve_ready(uint64_t now);
     uint32_t drain_rings(QpCtx &q);
     uint32_t drain_srq(SrqCtx &s);
-    int transmit_zc(const wire::FrameSpec &frame);
+    int transmit_zc(const wire::FrameSpec &frame, wire::HeaderTemplate &tmpl);
     wire::ParseResult parse_chain(rte_mbuf *m, wire::ParsedPacket &pp, wire::ByteSpan *spans);
     void handoff(uint32_t owner, rte_mbuf *m);
-    void prefetch_next(rte_mbuf *m) const;
+    void rx_burst(rte_mbuf **rx, uint16_t n, uint64_t now);
+    QpCtx *prefetch_ctx(rte_mbuf *m) const;
 
     Dev &dev_;
     uint32_t index_;
@@ -298,8 +321,10 @@ class Shard final : public rc::TxPort, public rc::AsyncEventSink {
     rte_ring *rx_in_ = nullptr;     /* MP/SC: mbufs for this shard's QPs from others */
     rte_ring *tx_in_ = nullptr;     /* shard 0 of a port with fewer TX queues: frames */
     sched::TimerWheel timers_;
+    wire::HeaderTemplate tmpl_; /* for transmit() without a QP's own (QpTx) */
     QpCtx *ready_head_ = nullptr, *ready_tail_ = nullptr;
     uint32_t nready_ = 0;
+    uint32_t pacer_holding_ = 0;
     uint32_t budget_ = UINT32_MAX; /* packets the QP being served may still emit */
     rte_mbuf *tx_[kTxQueueCap];
     uint16_t ntx_ = 0;
@@ -332,6 +357,15 @@ class Dev final {
     /** Set once, before any QP exists (QPs keep a pointer to the table). */
     void set_pkeys(std::vector<uint16_t> pkeys) { pkeys_ = std::move(pkeys); }
     const std::vector<uint16_t> &pkeys() const { return pkeys_; }
+    /** DCQCN for QPs created from now on (nullptr = none; copied) and the port's line
+     * rate, the reaction point's maximum. Set once at open, before any QP exists. */
+    void set_cc(const cc::CcParams *p, uint64_t line_rate_bps) {
+        cc_on_ = p != nullptr;
+        if (p)
+            cc_ = *p;
+        line_rate_bps_ = line_rate_bps;
+    }
+    uint64_t line_rate_bps() const { return line_rate_bps_; }
     Shard &shard(uint32_t w) { return *shards_[w]; }
     const Shard &shard(uint32_t w) const { return *shards_[w]; }
     /** The worker that owns a QPN. */
@@ -423,6 +457,9 @@ class Dev final {
 
     mem::MrTable mrs_;
     std::vector<uint16_t> pkeys_ = {wire::kDefaultPkey};
+    bool cc_on_ = false;
+    cc::CcParams cc_;
+    uint64_t line_rate_bps_ = 0;
     /* Indexed by QPN; entry n belongs to worker n % workers and only it touches it. */
     std::vector<std::unique_ptr<QpCtx>> qps_;
     std::vector<std::unique_ptr<Shard>> shards_;

@@ -351,7 +351,8 @@ Result<uint32_t> Dev::create_qp(uint32_t pd, const QpInitAttr &attr, CqCtx *scq,
     cfg.pd = pd;
     cfg.cap = attr.cap;
     cfg.sq_sig_all = attr.sq_sig_all;
-    cfg.port = &sh;
+    ctx->tx.shard = &sh;
+    cfg.port = &ctx->tx;
     cfg.send_cq = scq;
     cfg.recv_cq = rcq;
     cfg.mrs = &mrs_;
@@ -360,6 +361,8 @@ Result<uint32_t> Dev::create_qp(uint32_t pd, const QpInitAttr &attr, CqCtx *scq,
     cfg.srq = srq ? srq->q.get() : nullptr;
     cfg.pkey_table = pkeys_.data();
     cfg.pkey_table_len = static_cast<uint32_t>(pkeys_.size());
+    cfg.cc = cc_on_ ? &cc_ : nullptr;
+    cfg.line_rate_bps = line_rate_bps_;
     ctx->qp = std::make_unique<rc::Qp>(cfg);
     ctx->srq = srq;
     if (srq)
@@ -610,6 +613,10 @@ QpCtx *Shard::ready_pop() {
 
 void Shard::unschedule(QpCtx &q) {
     timers_.cancel(q.timer);
+    if (q.pacer_holding) {
+        q.pacer_holding = false;
+        --pacer_holding_;
+    }
     if (!q.in_ready)
         return;
     if (q.ready_prev)
@@ -634,6 +641,13 @@ void Shard::schedule(QpCtx &q) {
      * fires, on_timer finds nothing due and this re-arms it); only an earlier deadline
      * re-arms. A deadline that went away (everything acknowledged) is cancelled at once:
      * O(1), where a timer left to fire would cascade through the wheel's levels first. */
+    if (qp.pacer_holding() != q.pacer_holding) {
+        q.pacer_holding = !q.pacer_holding;
+        if (q.pacer_holding)
+            ++pacer_holding_;
+        else
+            --pacer_holding_;
+    }
     const rc::Time d = qp.next_deadline();
     if (d == 0)
         timers_.cancel(q.timer);
@@ -798,7 +812,7 @@ bool Shard::queue_tx(rte_mbuf *m) {
     return true;
 }
 
-int Shard::transmit_zc(const wire::FrameSpec &f) {
+int Shard::transmit_zc(const wire::FrameSpec &f, wire::HeaderTemplate &tmpl) {
     if (f.nsegs == 0 || f.nsegs > kMaxZcSegs)
         return -1;
     ZcRegion *regs[kMaxZcSegs];
@@ -823,7 +837,7 @@ int Shard::transmit_zc(const wire::FrameSpec &f) {
     }
     rte_mbuf *h = mb[0];
     uint8_t *p = rte_pktmbuf_mtod(h, uint8_t *);
-    const size_t hl = wire::build_headers(f, p, rte_pktmbuf_tailroom(h));
+    const size_t hl = tmpl.build_headers(f, p, rte_pktmbuf_tailroom(h));
     if (hl == 0) {
         rte_pktmbuf_free_bulk(mb, n);
         ++ec.tx_frame_too_big;
@@ -865,7 +879,11 @@ int Shard::transmit_zc(const wire::FrameSpec &f) {
     return 1;
 }
 
-bool Shard::transmit(const wire::FrameSpec &frame) {
+bool QpTx::transmit(const wire::FrameSpec &frame) { return shard->transmit(frame, tmpl); }
+
+bool Shard::transmit(const wire::FrameSpec &frame) { return transmit(frame, tmpl_); }
+
+bool Shard::transmit(const wire::FrameSpec &frame, wire::HeaderTemplate &tmpl) {
     if (budget_ == 0)
         return false; /* this QP's quantum is used up: the next ready QP's turn */
     if (ntx_ == kTxQueueCap) {
@@ -877,7 +895,7 @@ bool Shard::transmit(const wire::FrameSpec &frame) {
     /* Zero-copy where the port takes chains, the memory is a usable registered region
      * and the payload is large enough to be worth three mbufs; else one copied frame. */
     if (dev_.zc_on_ && frame.payload_len >= dev_.zc_min_ && frame.payload_len != 0) {
-        const int r = transmit_zc(frame);
+        const int r = transmit_zc(frame, tmpl);
         if (r >= 0) {
             if (r != 0)
                 --budget_;
@@ -890,7 +908,7 @@ bool Shard::transmit(const wire::FrameSpec &frame) {
         return false;
     }
     uint8_t *p = rte_pktmbuf_mtod(m, uint8_t *);
-    const size_t n = wire::build_frame(frame, p, rte_pktmbuf_tailroom(m));
+    const size_t n = tmpl.build_frame(frame, p, rte_pktmbuf_tailroom(m));
     if (n == 0) {
         /* Cannot get better by retrying: drop it (the transport retransmits or times
          * out) and say why. */
@@ -1003,19 +1021,42 @@ wire::ParseResult Shard::parse_chain(rte_mbuf *m, wire::ParsedPacket &pp, wire::
     return wire::ParseResult::Ok;
 }
 
-void Shard::prefetch_next(rte_mbuf *m) const {
+/* First step of the RX prefetch pipeline: the QP a packet is for (its header must be on
+ * its way already), with the QpCtx fetch started. nullptr when it is not a plain IPv4
+ * RoCEv2 frame for a QP of this shard: rx_one() sorts those out. */
+QpCtx *Shard::prefetch_ctx(rte_mbuf *m) const {
     const uint8_t *p = rte_pktmbuf_mtod(m, const uint8_t *);
-    rte_prefetch0(p);
     /* Untagged IPv4/UDP RoCEv2 only (the common case); the BTH DestQP is at byte 47. */
     if (rte_pktmbuf_data_len(m) < 50 || p[12] != 0x08 || p[13] != 0x00 || p[23] != 17)
-        return;
+        return nullptr;
     const uint32_t qpn = (uint32_t{p[47]} << 16) | (uint32_t{p[48]} << 8) | p[49];
     if (qpn >= dev_.max_qps_ || dev_.owner(qpn) != index_)
-        return;
-    const QpCtx *q = dev_.qps_[qpn].get();
-    if (q != nullptr) {
+        return nullptr;
+    QpCtx *q = dev_.qps_[qpn].get();
+    if (q != nullptr)
         rte_prefetch0(q);
-        rte_prefetch0(q->qp.get());
+    return q;
+}
+
+void Shard::rx_burst(rte_mbuf **rx, uint16_t n, uint64_t now) {
+    /* With many QPs their state is cold, and the way to it is a chain of dependent loads:
+     * the header gives the QPN, the QPN the QpCtx, the QpCtx the rc::Qp. Each step runs a
+     * packet ahead of the next — all headers first, the QpCtx two packets ahead, the
+     * rc::Qp one ahead — so the misses overlap with the work on earlier packets instead
+     * of stalling the packet that needs them. */
+    for (uint16_t i = 0; i < n; ++i)
+        rte_prefetch0(rte_pktmbuf_mtod(rx[i], void *));
+    QpCtx *ahead[kRxBurst];
+    for (uint16_t i = 0; i < n && i < 2; ++i)
+        ahead[i] = prefetch_ctx(rx[i]);
+    if (n != 0 && ahead[0] != nullptr)
+        ahead[0]->qp->prefetch();
+    for (uint16_t i = 0; i < n; ++i) {
+        if (i + 2 < n)
+            ahead[i + 2] = prefetch_ctx(rx[i + 2]);
+        if (i + 1 < n && ahead[i + 1] != nullptr)
+            ahead[i + 1]->qp->prefetch();
+        rx_one(rx[i], now);
     }
 }
 
@@ -1178,15 +1219,7 @@ uint32_t Shard::poll(uint64_t now, uint32_t *work) {
     if (rxq_ != UINT16_MAX) {
         rte_mbuf *rx[kRxBurst];
         nrx = rte_eth_rx_burst(dev_.port_, rxq_, rx, kRxBurst);
-        if (nrx != 0)
-            rte_prefetch0(rte_pktmbuf_mtod(rx[0], void *));
-        for (uint16_t i = 0; i < nrx; ++i) {
-            /* With many QPs their state is cold: start the next packet's header and QP
-             * fetches while this one is handled (memory-level parallelism). */
-            if (i + 1 < nrx)
-                prefetch_next(rx[i + 1]);
-            rx_one(rx[i], now);
-        }
+        rx_burst(rx, nrx, now);
     }
 
     /* Timers: only the due ones cost anything. */

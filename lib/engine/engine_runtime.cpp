@@ -7,6 +7,7 @@
 #include <mutex>
 #include <thread>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <rte_bus.h>
@@ -94,6 +95,24 @@ std::string Runtime::unique_name(const char *prefix) {
     return std::string(prefix) + std::to_string(g_name_seq.fetch_add(1));
 }
 
+namespace {
+
+/* The telemetry socket is the control surface (droce-info; whatever commands get
+ * registered there later): owner only. DPDK makes the runtime directory 0700 when it
+ * creates it, but binds the socket under the process umask (0755 under the usual 022),
+ * and a directory that already existed keeps its mode. Both are set here, once the EAL
+ * is up (for every embedding, not only droce's tools); a missing socket (--no-telemetry) is not an
+ * error. */
+void restrict_control_surface() {
+    const std::string dir = rte_eal_get_runtime_dir();
+    if (dir.empty())
+        return;
+    chmod(dir.c_str(), 0700);
+    chmod((dir + "/dpdk_telemetry.v2").c_str(), 0600);
+}
+
+} // namespace
+
 Result<std::unique_ptr<Runtime>> Runtime::create(int argc, char **argv, int *consumed,
                                                  const EngineOptions &opts) {
     spdlog::set_level(spdlog::level::from_str(opts.log_level));
@@ -109,6 +128,7 @@ Result<std::unique_ptr<Runtime>> Runtime::create(int argc, char **argv, int *con
                           "rte_eal_init failed: " + errstr(rte_errno) +
                               " (check the EAL arguments before '--')");
         g_eal_ready = true;
+        restrict_control_surface();
     } else {
         /* Already up: skip the EAL arguments the way rte_eal_init would have. */
         for (used = 1; used < argc; ++used)
@@ -270,6 +290,9 @@ Result<Dev *> Runtime::open_device(const DeviceConfig &cfg) {
                                   ".." + std::to_string(kMaxQpn) + " (the 24-bit QPN space)");
     if (cfg.pkeys.empty() || cfg.pkeys.size() > 0x10000)
         return Status(EINVAL, "open_device: the P_Key table needs 1..65536 entries");
+    const cc::CcParams ccp = to_cc_params(cfg.dcqcn_params);
+    if (const char *e = cc::validate(ccp))
+        return Status(EINVAL, std::string("open_device: DCQCN parameter ") + e);
     if (worker_running())
         return Status(EBUSY, "open_device: open devices before start()");
     /* Which port. */
@@ -423,6 +446,16 @@ Result<Dev *> Runtime::open_device(const DeviceConfig &cfg) {
         if (rc != 0 && rc != -ENOTSUP)
             spdlog::warn("{}: promiscuous mode: {}", name, errstr(rc));
     }
+    /* The reaction point's maximum. The link may still be coming up: a speed not known
+     * yet is taken as 100 Gb/s (line_rate_from_link). */
+    rte_eth_link link{};
+    rte_eth_link_get_nowait(port, &link);
+    const uint64_t line = line_rate_from_link(link.link_speed);
+    if (const char *e = cc::validate(ccp, line)) {
+        rte_eth_dev_stop(port);
+        return Status(EINVAL, name + ": DCQCN parameter " + e + " (link " +
+                                  std::to_string(line / 1'000'000) + " Mb/s)");
+    }
     std::unique_ptr<Dev> dev;
     try {
         dev = std::make_unique<Dev>(*this, port, name, ifc, mtu, cfg.arp_timeout_ms, cfg.max_qps,
@@ -433,6 +466,9 @@ Result<Dev *> Runtime::open_device(const DeviceConfig &cfg) {
                                   " QPNs over " + std::to_string(nw) + " worker(s)");
     }
     dev->set_pkeys(cfg.pkeys);
+    dev->set_cc(cfg.dcqcn ? &ccp : nullptr, line);
+    spdlog::info("{}: DCQCN {} (line rate {} Mb/s, data ECN {})", name, cfg.dcqcn ? "on" : "off",
+                 line / 1'000'000, cfg.dcqcn ? static_cast<int>(cc::ecn_bits(ccp.ecn_mode)) : 0);
     if (conf.rxmode.mq_mode == RTE_ETH_MQ_RX_RSS) {
         /* The key the port really uses (a PMD may keep its own). */
         uint8_t key[64] = {};
@@ -512,12 +548,14 @@ int Runtime::worker_main(void *arg) {
     while (!rt->stop_.load(std::memory_order_acquire)) {
         uint32_t work = rt->drain_commands(wi);
         const uint64_t now = rt->now_ns();
+        uint32_t paced = 0;
         for (const auto &d : rt->devs_) {
             uint32_t dw = 0;
             d->shard(wi).poll(now, &dw);
             work += dw;
+            paced += d->shard(wi).pacer_holding();
         }
-        if (work != 0) {
+        if (work != 0 || paced != 0) {
             idle = 0;
         } else if (idle_limit != 0 && ++idle >= idle_limit) {
             /* Give the core back (shared machines, CI with a VM on the same cores). */

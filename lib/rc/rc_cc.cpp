@@ -86,7 +86,8 @@ void Qp::cc_on_ce(Time now) {
  * lands the packet on the worker owning the destination QP (engine_rss.h). */
 void Qp::send_cnp() {
     const cc::CcParams &p = cc_->params;
-    wire::FrameSpec f = base_frame(wire::kCnp, 0);
+    wire::FrameSpec f;
+    base_frame(f, wire::kCnp, 0);
     f.bth.becn = true;
     f.tos = static_cast<uint8_t>((p.cnp_dscp << 2) | cc::ecn_bits(p.ecn_mode));
     if (f.eth.has_vlan)
@@ -116,8 +117,9 @@ void Qp::cc_after_rp(Time now) {
     c.seen_cuts = r.rp_rate_cuts;
     c.seen_increases = inc;
 
-    /* An unlimited RP is line rate: pacer off (rate 0), so the QP pays one test. */
-    const uint64_t rate = c.rp.limited() ? c.rp.rate() : 0;
+    /* At line rate the pacer is off (rate 0), so the QP pays one test. Below it — a CNP
+     * limits the QP, or rpg_max_rate caps it under the port's rate — it is paced. */
+    const uint64_t rate = c.rp.rate() < c.line_rate_bps ? c.rp.rate() : 0;
     if (rate == c.pacer.rate())
         return;
     c.pacer.set_burst(pacer_burst(rate, mtu()));
@@ -141,6 +143,11 @@ void Qp::cc_timer(Time now) {
 
 bool Qp::cc_pace_admit(uint32_t wire_bytes, Time now) {
     cc::Pacer &pc = cc_->pacer;
+    if (wire_bytes > pc.burst()) {
+        /* A bucket shallower than the frame would never fill: the path MTU grew since the
+         * rate was set (it is sized when the rate changes). */
+        pc.set_burst(pacer_burst(pc.rate(), std::max(mtu(), wire_bytes)));
+    }
     if (pc.can_send(wire_bytes, now)) {
         pace_until_ = 0;
         return true;

@@ -101,6 +101,13 @@ class Qp {
     /** When on_timer() must be called next (0 = no timer armed). */
     Time next_deadline() const;
     void on_timer(Time now);
+    /** Starts fetching the whole QP into the cache (a hint, no effect on state): the
+     * engine calls it a packet ahead, as with many QPs each one's state is cold. */
+    void prefetch() const {
+        const char *p = reinterpret_cast<const char *>(this);
+        for (size_t off = 0; off < sizeof(*this); off += 64)
+            __builtin_prefetch(p + off);
+    }
     /** True when progress() has something to send. */
     bool has_tx_work() const;
 
@@ -119,10 +126,15 @@ class Qp {
      * its own copy): a QP created without DCQCN gets it, one with DCQCN keeps its rate
      * state (lib/cc set_params). rp_enabled/np_enabled false switch the halves off. */
     Status set_cc_params(const cc::CcParams &p, Time now);
+    /** The same at the time of the last event the QP saw. */
+    Status set_cc_params(const cc::CcParams &p) { return set_cc_params(p, now_); }
     /** Removes DCQCN from the QP: line rate, data not-ECT, CNPs ignored (as nullptr cc). */
     void disable_cc();
     /** The QP's DCQCN state (enabled false and zeros without DCQCN). */
     CcState cc_state() const;
+    /** Data is held by the pacer (a timer at next_deadline() releases it): the driver
+     * should not sleep past that deadline. */
+    bool pacer_holding() const { return pace_until_ != 0; }
     /** The parameters in force; nullptr without DCQCN. */
     const cc::CcParams *cc_params() const { return cc_ ? &cc_->params : nullptr; }
 
@@ -171,7 +183,9 @@ class Qp {
     void complete_send(SendWqe &w, WcStatus st);
     void complete_recv(const RecvWqe &r, WcStatus st, WcOpcode op, uint32_t byte_len,
                        uint32_t flags, uint32_t imm);
-    wire::FrameSpec base_frame(uint8_t opcode, uint32_t psn) const;
+    /* Fills every member of f (path, BTH, the rest zero). Into the caller's spec rather
+     * than returned: `f = base_frame(...)` copied the ~200-byte spec per packet. */
+    void base_frame(wire::FrameSpec &f, uint8_t opcode, uint32_t psn) const;
     /* IP TOS of data frames: with DCQCN the DSCP of the path and the ECN bits of
      * ecn_mode; without, the path's TOS as it is (ACKs/NAKs always use the path's). */
     uint8_t data_tos() const {

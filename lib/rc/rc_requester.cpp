@@ -172,9 +172,10 @@ bool Qp::send_next_packet(SendWqe &w, Time now) {
                              w.wr.opcode == WrOpcode::SendWithImm ||
                              w.wr.opcode == WrOpcode::SendWithInv;
         psn = wire::psn_add(w.first_psn, off / m);
-        f = base_frame(is_send ? send_opcode(first, last, w.wr.opcode)
-                               : write_opcode(first, last, w.wr.opcode),
-                       psn);
+        base_frame(f,
+                   is_send ? send_opcode(first, last, w.wr.opcode)
+                           : write_opcode(first, last, w.wr.opcode),
+                   psn);
         if (!is_send && first)
             f.reth = {w.wr.remote_addr, w.wr.rkey, w.length};
         f.imm = w.wr.imm_data;
@@ -192,7 +193,7 @@ bool Qp::send_next_packet(SendWqe &w, Time now) {
         /* A retried READ asks only for what has not arrived yet. */
         const uint32_t off = w.read_off;
         psn = wire::psn_add(w.first_psn, off / m);
-        f = base_frame(wire::kRcReadRequest, psn);
+        base_frame(f, wire::kRcReadRequest, psn);
         f.reth = {w.wr.remote_addr + off, w.wr.rkey, w.length - off};
         f.bth.ack_req = true;
         done_wqe = true;
@@ -200,9 +201,9 @@ bool Qp::send_next_packet(SendWqe &w, Time now) {
     }
     default: { /* atomics */
         psn = w.first_psn;
-        f = base_frame(w.wr.opcode == WrOpcode::AtomicCmpAndSwp ? wire::kRcCompareSwap
-                                                                : wire::kRcFetchAdd,
-                       psn);
+        base_frame(
+            f, w.wr.opcode == WrOpcode::AtomicCmpAndSwp ? wire::kRcCompareSwap : wire::kRcFetchAdd,
+            psn);
         f.atomic.va = w.wr.remote_addr;
         f.atomic.rkey = w.wr.rkey;
         if (w.wr.opcode == WrOpcode::AtomicCmpAndSwp) {

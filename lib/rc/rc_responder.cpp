@@ -64,7 +64,8 @@ bool Qp::transmit_ack(uint8_t syndrome, uint32_t psn) {
         ack_owed_psn_ = psn;
         return false;
     }
-    wire::FrameSpec f = base_frame(wire::kRcAcknowledge, psn);
+    wire::FrameSpec f;
+    base_frame(f, wire::kRcAcknowledge, psn);
     f.aeth.syndrome = syndrome;
     f.aeth.msn = msn_ & 0xFFFFFF;
     if (cfg_.port->transmit(f)) {
@@ -156,7 +157,7 @@ bool Qp::send_read_responses(ReadResource &r) {
         wire::FrameSpec f;
         wire::FrameSpec::Seg seg;
         if (r.is_atomic) {
-            f = base_frame(wire::kRcAtomicAcknowledge, r.psn);
+            base_frame(f, wire::kRcAtomicAcknowledge, r.psn);
             f.aeth = {kAckSyndrome, msn_ & 0xFFFFFF};
             f.atomic_ack.orig = r.atomic_orig;
         } else {
@@ -166,7 +167,7 @@ bool Qp::send_read_responses(ReadResource &r) {
                                : i == 0           ? wire::kRcReadResponseFirst
                                : i == r.npkts - 1 ? wire::kRcReadResponseLast
                                                   : wire::kRcReadResponseMiddle;
-            f = base_frame(op, wire::psn_add(r.psn, i));
+            base_frame(f, op, wire::psn_add(r.psn, i));
             f.aeth = {kAckSyndrome, msn_ & 0xFFFFFF};
             if (chunk > 0) {
                 /* Re-check per packet: the region may have been deregistered while this

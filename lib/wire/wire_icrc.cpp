@@ -8,6 +8,7 @@
 #include <array>
 #include <cstring>
 
+#include <immintrin.h>
 #include <rte_net_crc.h>
 /* DPDK 22.11's rte_vect.h lacks extern "C" guards. */
 extern "C" {
@@ -139,10 +140,103 @@ inline void mask_variant(uint8_t *hdr, bool ipv6) {
     udp[kUdpLen + 4] = 0xFF; /* BTH FECN/BECN/resv */
 }
 
+/* ---- CRC-32 by four-way PCLMULQDQ folding ----
+ * DPDK 22.11's SSE4.2 rte_net_crc folds one 16-byte block at a time, each fold waiting
+ * for the previous carry-less multiply; a 128-byte RoCE frame is then a serial chain of
+ * eight. Here four independent lanes fold 64 bytes per step, are merged at the end and
+ * the last 16 bytes go through rte_net_crc (which also applies the final inversion).
+ *
+ * Reflected domain, a 16-byte block X loaded little-endian: its low quadword L stands
+ * for L(x)*x^64 and its high quadword H for H(x) (bit j of a quadword <-> x^(63-j)).
+ * Moving the block D bits further down the message multiplies it by x^D mod P; a
+ * carry-less product of a quadword with (K << 1), K = x^e mod P in zlib's bit order
+ * (bit 31 = x^0), lands x^32 short of that, so L takes K = x^(D+32) and H x^(D-32).
+ * The CRC with init ~0 is the init-0 CRC of the message with its first four bytes
+ * inverted; leading zero bytes do not change an init-0 CRC, which is how a length that
+ * is not a multiple of 16 is aligned (zeros in front of the first block). */
+struct FoldK {
+    uint64_t lo, hi; /* multipliers of the low and high quadword */
+};
+constexpr FoldK fold_k(uint64_t d) {
+    return {uint64_t{x2nmodp(d + 32, 0)} << 1, uint64_t{x2nmodp(d - 32, 0)} << 1};
+}
+constexpr FoldK kFold128 = fold_k(128), kFold256 = fold_k(256), kFold384 = fold_k(384),
+                kFold512 = fold_k(512);
+
+__attribute__((target("pclmul,sse4.1"))) inline __m128i fold(__m128i x, __m128i k) {
+    /* k = {lo multiplier, hi multiplier} */
+    return _mm_xor_si128(_mm_clmulepi64_si128(x, k, 0x00), _mm_clmulepi64_si128(x, k, 0x11));
+}
+__attribute__((target("pclmul,sse4.1"))) inline __m128i kvec(const FoldK &k) {
+    return _mm_set_epi64x(static_cast<long long>(k.hi), static_cast<long long>(k.lo));
+}
+inline __m128i load(const uint8_t *p) {
+    return _mm_loadu_si128(reinterpret_cast<const __m128i *>(p));
+}
+
+/* Below this, the fixed cost here (head buffer, the final 16 bytes through rte_net_crc)
+ * loses to rte_net_crc's single chain (bench_wire BM_IcrcInplace/64: 30 -> 41 ns with 64;
+ * 1024: 153 -> 75 ns, 4096: 542 -> 205 ns). */
+constexpr size_t kFoldMin = 256;
+
+/* len >= kFoldMin. */
+__attribute__((target("pclmul,sse4.1"))) uint32_t crc32_fold4(const uint8_t *p, size_t len) {
+    const size_t r = len & 15;
+    /* The first two blocks, zero-filled in front to align the rest, init applied. */
+    alignas(16) uint8_t head[32] = {};
+    const size_t lead = r ? 16 - r : 0;
+    std::memcpy(head + lead, p, 32 - lead);
+    for (size_t i = 0; i < 4; ++i)
+        head[lead + i] ^= 0xFF;
+    const uint8_t *q = p + (32 - lead); /* 16-byte blocks from here to the end */
+    size_t left = len - (32 - lead);
+    __m128i l0 = _mm_load_si128(reinterpret_cast<const __m128i *>(head));
+    __m128i l1 = _mm_load_si128(reinterpret_cast<const __m128i *>(head + 16));
+    __m128i acc;
+    if (left >= 32) {
+        __m128i l2 = load(q), l3 = load(q + 16);
+        q += 32;
+        left -= 32;
+        const __m128i k4 = kvec(kFold512);
+        while (left >= 64) {
+            l0 = _mm_xor_si128(fold(l0, k4), load(q));
+            l1 = _mm_xor_si128(fold(l1, k4), load(q + 16));
+            l2 = _mm_xor_si128(fold(l2, k4), load(q + 32));
+            l3 = _mm_xor_si128(fold(l3, k4), load(q + 48));
+            q += 64;
+            left -= 64;
+        }
+        acc = _mm_xor_si128(_mm_xor_si128(fold(l0, kvec(kFold384)), fold(l1, kvec(kFold256))),
+                            _mm_xor_si128(fold(l2, kvec(kFold128)), l3));
+    } else {
+        acc = _mm_xor_si128(fold(l0, kvec(kFold128)), l1);
+    }
+    const __m128i k1 = kvec(kFold128);
+    while (left >= 16) {
+        acc = _mm_xor_si128(fold(acc, k1), load(q));
+        q += 16;
+        left -= 16;
+    }
+    /* acc has the message's init-0 CRC; rte_net_crc applies init ~0 and the final
+     * inversion, so undo the init on its first four bytes. */
+    alignas(16) uint8_t last[16];
+    _mm_store_si128(reinterpret_cast<__m128i *>(last), acc);
+    for (size_t i = 0; i < 4; ++i)
+        last[i] ^= 0xFF;
+    return rte_net_crc_calc(last, 16, RTE_NET_CRC32_ETH);
+}
+
+bool have_pclmul() {
+    static const bool yes = __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse4.1");
+    return yes;
+}
+
 } // namespace
 
 uint32_t crc32_eth(const uint8_t *p, size_t len) {
     crc_init_once();
+    if (len >= kFoldMin && have_pclmul())
+        return crc32_fold4(p, len);
     /* Same value as zlib crc32(0, p, len). */
     return rte_net_crc_calc(p, static_cast<uint32_t>(len), RTE_NET_CRC32_ETH);
 }

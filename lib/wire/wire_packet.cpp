@@ -222,6 +222,50 @@ size_t frame_len(const FrameSpec &s) {
     return h + s.payload_len + pad_for(s.payload_len) + kIcrcLen;
 }
 
+namespace detail {
+uint8_t *write_transport_headers(const FrameSpec &s, const OpcodeInfo &op, uint32_t pad,
+                                 uint8_t *bth) {
+    Bth b = s.bth;
+    b.pad_cnt = static_cast<uint8_t>(pad);
+    encode(b, bth);
+    if (op.off_reth)
+        encode(s.reth, bth + op.off_reth);
+    if (op.off_atomic_eth)
+        encode(s.atomic, bth + op.off_atomic_eth);
+    if (op.off_deth)
+        encode(s.deth, bth + op.off_deth);
+    if (op.off_aeth)
+        encode(s.aeth, bth + op.off_aeth);
+    if (op.off_atomic_ack_eth)
+        encode(s.atomic_ack, bth + op.off_atomic_ack_eth);
+    if (op.off_imm)
+        encode_u32(s.imm, bth + op.off_imm);
+    if (op.off_ieth)
+        encode_u32(s.ieth, bth + op.off_ieth);
+    if (op.has(kHdrCnpPad))
+        std::memset(bth + op.hdr_len - kCnpPadLen, 0, kCnpPadLen);
+    return bth + op.hdr_len;
+}
+
+size_t finish_frame(const FrameSpec &s, uint8_t *l3, uint8_t *p) {
+    uint8_t *const start = p;
+    const uint32_t pad = pad_len(s.payload_len);
+    uint32_t left = s.payload_len;
+    for (uint32_t i = 0; i < s.nsegs && left > 0; ++i) {
+        const uint32_t n = s.segs[i].len < left ? s.segs[i].len : left;
+        std::memcpy(p, s.segs[i].addr, n);
+        p += n;
+        left -= n;
+    }
+    if (left != 0) /* segs hold fewer bytes than payload_len */
+        return 0;
+    std::memset(p, 0, pad);
+    p += pad;
+    icrc_store(icrc_compute_inplace(l3, static_cast<size_t>(p - l3), s.ipv6), p);
+    return static_cast<size_t>(p - start) + kIcrcLen;
+}
+} // namespace detail
+
 namespace {
 /* Writes L2..extended headers; returns the pointer to the payload start. */
 uint8_t *write_headers(const FrameSpec &s, uint8_t *out) {
@@ -260,27 +304,7 @@ uint8_t *write_headers(const FrameSpec &s, uint8_t *out) {
     uint8_t *udp = l3 + ip_len;
     encode(UdpHdr{s.udp_sport, kRoceV2UdpPort, static_cast<uint16_t>(udp_len), 0}, udp);
 
-    uint8_t *bth = udp + kUdpLen;
-    Bth b = s.bth;
-    b.pad_cnt = static_cast<uint8_t>(pad);
-    encode(b, bth);
-    if (op.off_reth)
-        encode(s.reth, bth + op.off_reth);
-    if (op.off_atomic_eth)
-        encode(s.atomic, bth + op.off_atomic_eth);
-    if (op.off_deth)
-        encode(s.deth, bth + op.off_deth);
-    if (op.off_aeth)
-        encode(s.aeth, bth + op.off_aeth);
-    if (op.off_atomic_ack_eth)
-        encode(s.atomic_ack, bth + op.off_atomic_ack_eth);
-    if (op.off_imm)
-        encode_u32(s.imm, bth + op.off_imm);
-    if (op.off_ieth)
-        encode_u32(s.ieth, bth + op.off_ieth);
-    if (op.has(kHdrCnpPad))
-        std::memset(bth + op.hdr_len - kCnpPadLen, 0, kCnpPadLen);
-    return bth + op.hdr_len;
+    return detail::write_transport_headers(s, op, pad, udp + kUdpLen);
 }
 
 bool ip_len_ok(const FrameSpec &s) {
@@ -302,22 +326,9 @@ size_t build_frame(const FrameSpec &s, uint8_t *out, size_t cap) {
     const size_t total = frame_len(s);
     if (total == 0 || total > cap || !ip_len_ok(s))
         return 0;
-    const uint32_t pad = pad_for(s.payload_len);
-    uint8_t *const l3 = out + encoded_len(s.eth);
     uint8_t *p = write_headers(s, out);
-    uint32_t left = s.payload_len;
-    for (uint32_t i = 0; i < s.nsegs && left > 0; ++i) {
-        const uint32_t n = s.segs[i].len < left ? s.segs[i].len : left;
-        std::memcpy(p, s.segs[i].addr, n);
-        p += n;
-        left -= n;
-    }
-    if (left != 0) /* segs hold fewer bytes than payload_len */
+    if (detail::finish_frame(s, out + encoded_len(s.eth), p) == 0)
         return 0;
-    std::memset(p, 0, pad);
-    p += pad;
-    const size_t crc_len = static_cast<size_t>(p - l3);
-    icrc_store(icrc_compute_inplace(l3, crc_len, s.ipv6), p);
     return total;
 }
 

@@ -141,6 +141,18 @@ size_t build_headers(const FrameSpec &s, uint8_t *out, size_t cap);
 /* Pad bytes after a payload of this length. */
 inline uint32_t pad_len(uint32_t payload_len) { return (4 - (payload_len & 3)) & 3; }
 
+/* Pieces of build_frame shared with HeaderTemplate (wire_template.h); not for other use. */
+namespace detail {
+/* Writes the BTH (pad count `pad`) and the extended headers of op at bth; returns the
+ * payload start. */
+uint8_t *write_transport_headers(const FrameSpec &s, const OpcodeInfo &op, uint32_t pad,
+                                 uint8_t *bth);
+/* Copies the payload to p, zero-pads it and appends the ICRC over [l3, end of pad);
+ * returns the bytes written from p (payload + pad + ICRC), 0 when segs hold fewer than
+ * payload_len bytes. */
+size_t finish_frame(const FrameSpec &s, uint8_t *l3, uint8_t *p);
+} // namespace detail
+
 /* Converts between IPv4 addresses (host order) and IPv4-mapped GIDs. */
 void gid_from_ipv4(uint32_t ip, uint8_t gid[16]);
 bool gid_is_ipv4(const uint8_t gid[16]);

@@ -56,6 +56,9 @@ one_mode() {
         grep -q '^n_gids_found=4$' "$out" || fail "$mode: n_gids_found is not 4"
         grep -Eq "QP 0x[0-9a-f]{6}: state RTS dest_qp_num 0x[0-9a-f]{6} path_mtu 1024 .* \| qpn 0x" "$out" ||
             fail "$mode: no QP state line"
+        grep -Eq "QP 0x[0-9a-f]{6}: .* \| dcqcn rp 1 np 1 rate_mbps [0-9.]+ target_mbps [0-9.]+ alpha [0-9.]+ stage line_rate " "$out" ||
+            fail "$mode: no DCQCN state in the QP line"
+        grep -q "np_cnp_sent" "$out" || fail "$mode: no np_cnp_sent counter"
         local r1 x1 r2
         r1=$(counter "$out" port_rcv_packets)
         x1=$(counter "$out" port_xmit_packets)

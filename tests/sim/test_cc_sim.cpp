@@ -43,7 +43,7 @@ void mark_ce(std::vector<uint8_t> &f) {
 /* Two endpoints, each with the given DCQCN parameters (nullptr = none), a QP each. */
 struct CcPair {
     CcPair(const cc::CcParams *pa, const cc::CcParams *pb, Faults f = {}, QpAttr attr = {},
-           uint64_t line = k10G)
+           uint64_t line = k10G, Mtu mtu = Mtu::Mtu1024)
         : fab(1, f), a(fab, kIpA, 1), b(fab, kIpB, 2) {
         a.cc = pa;
         b.cc = pb;
@@ -51,8 +51,8 @@ struct CcPair {
         qa = &a.create_qp(0x11, &scq_a, &rcq_a);
         qb = &b.create_qp(0x118, &scq_b, &rcq_b);
         attr.qp_access_flags = kAll;
-        a.connect(*qa, b, *qb, 0x100, 0x200, attr);
-        b.connect(*qb, a, *qa, 0x200, 0x100, attr);
+        a.connect(*qa, b, *qb, 0x100, 0x200, attr, mtu);
+        b.connect(*qb, a, *qa, 0x200, 0x100, attr, mtu);
         buf_a.assign(8 << 20, 1);
         buf_b.assign(8 << 20, 0);
         mr_a = a.mrs.reg(1, buf_a.data(), buf_a.size(), kAll).value();
@@ -249,6 +249,9 @@ TEST(CcSim, PacerHoldsTheMeasuredRateWithinTwoPercent) {
                     sent.size());
         EXPECT_LT(std::fabs(err), 0.02) << rate;
         EXPECT_GT(t.a.counters.paced_defers, 0u);
+        /* No spinning: a held frame is tried again only when its timer fires, so at most
+         * one defer per frame sent (has_tx_work() is false while the pacer holds). */
+        EXPECT_LE(t.a.counters.paced_defers, sent.size() + 16) << rate;
         EXPECT_EQ(t.qa->cc_state().pacer_rate_bps, rate);
         EXPECT_EQ(t.a.counters.retransmitted_packets, 0u);
     }
@@ -283,7 +286,7 @@ TEST(CcSim, DcqcnOffPerQpIgnoresCnpsAndSendsAtLineRate) {
     }
 }
 
-TEST(CcSim, SetCcParamsRefusesBadValuesWithTheFieldNamed) {
+TEST(CcSim, SetCcParamsRefusesBadValuesAndRpgMaxRateCapsAtOnce) {
     CcPair t(nullptr, nullptr);
     cc::CcParams bad;
     bad.rpg_min_dec_fac = 0;
@@ -299,6 +302,34 @@ TEST(CcSim, SetCcParamsRefusesBadValuesWithTheFieldNamed) {
     ASSERT_TRUE(t.qa->set_cc_params(cc::CcParams{}, 1));
     EXPECT_TRUE(t.qa->cc_state().enabled);
     EXPECT_EQ(t.qa->cc_state().max_rate_bps, k10G);
+    EXPECT_EQ(t.qa->cc_state().pacer_rate_bps, 0u) << "at line rate: unpaced";
+    /* rpg_max_rate under the line rate caps the QP before any CNP: paced at once. */
+    cc::CcParams capped;
+    capped.rpg_max_rate_bps = 2'000'000'000;
+    ASSERT_TRUE(t.qa->set_cc_params(capped, 1));
+    EXPECT_FALSE(t.qa->cc_state().limited);
+    EXPECT_EQ(t.qa->cc_state().rate_bps, 2'000'000'000u);
+    EXPECT_EQ(t.qa->cc_state().pacer_rate_bps, 2'000'000'000u);
+    std::vector<std::pair<Time, uint32_t>> sent;
+    t.fab.on_send = [&](std::vector<uint8_t> &f) {
+        if (is_from(f, t.a) && is_data(opcode(f)))
+            sent.emplace_back(t.fab.now, static_cast<uint32_t>(f.size() + 24));
+    };
+    t.write(1, 1 << 20);
+    /* Held by the pacer: no TX work (the driver must not spin on it) and a deadline at
+     * the frame's departure, one frame time (~4.4 us at 2 Gb/s) away at most. */
+    ASSERT_TRUE(
+        t.fab.run_until([&] { return t.a.counters.paced_defers > 0; }, t.fab.now + 1'000'000));
+    EXPECT_TRUE(t.qa->pacer_holding());
+    EXPECT_FALSE(t.qa->has_tx_work());
+    EXPECT_GT(t.qa->next_deadline(), t.fab.now);
+    EXPECT_LE(t.qa->next_deadline(), t.fab.now + 4'600);
+    ASSERT_TRUE(t.run_until_completions(1));
+    uint64_t bytes = 0;
+    for (size_t i = 10; i + 1 < sent.size(); ++i)
+        bytes += sent[i].second;
+    const double secs = static_cast<double>(sent.back().first - sent[10].first) * 1e-9;
+    EXPECT_NEAR(static_cast<double>(bytes) * 8 / secs, 2e9, 0.02 * 2e9);
 }
 
 /* A rate-limited QP still recovers a tail loss through its retransmission timer. */
@@ -430,4 +461,71 @@ TEST(CcSim, CnpMatchesTheConnectX4LxCapture) {
             EXPECT_EQ(ours[i], cx[i]) << "byte " << i;
         }
     }
+}
+
+/* CNP DSCP and 802.1p priority are the device's (here 26 and 3, not the defaults) and the
+ * VLAN of the QP's path is kept. */
+TEST(CcSim, CnpTakesConfiguredDscpAndPriorityOnAVlanPath) {
+    cc::CcParams p;
+    p.cnp_dscp = 26;
+    p.cnp_802p_prio = 3;
+    CcPair t(&p, &p);
+    /* Re-path B's QP onto VLAN 100 (PCP 0 for its data): RTS -> SQD -> SQD with AV -> RTS. */
+    QpAttr a = t.qb->attr();
+    a.qp_state = QpState::Sqd;
+    ASSERT_TRUE(t.qb->modify(a, kQpState));
+    rc::Path path = t.qb->path();
+    path.eth.has_vlan = true;
+    path.eth.vlan_tci = 100;
+    ASSERT_TRUE(t.qb->modify(a, kQpState | kQpAv, &path));
+    a.qp_state = QpState::Rts;
+    ASSERT_TRUE(t.qb->modify(a, kQpState));
+    std::vector<uint8_t> cnp;
+    bool marked = false;
+    t.fab.on_send = [&](std::vector<uint8_t> &f) {
+        if (!marked && is_from(f, t.a) && is_data(opcode(f))) {
+            mark_ce(f);
+            marked = true;
+        }
+        if (std::memcmp(f.data() + 6, t.b.mac, 6) == 0 && f.size() > kBthOff + 4 &&
+            f[kBthOff + 4] == wire::kCnp)
+            cnp = f;
+    };
+    t.write(1, 1000);
+    ASSERT_TRUE(t.run_until_completions(1));
+    ASSERT_FALSE(cnp.empty());
+    EXPECT_EQ(cnp[12], 0x81); /* 802.1Q */
+    EXPECT_EQ(cnp[13], 0x00);
+    const uint16_t tci = static_cast<uint16_t>(cnp[14] << 8 | cnp[15]);
+    EXPECT_EQ(tci >> 13, 3) << "802.1p priority";
+    EXPECT_EQ(tci & 0xFFF, 100) << "VLAN kept";
+    EXPECT_EQ(cnp[kTos + 4], (26 << 2) | 2) << "DSCP 26, ECT(0)";
+    wire::ParsedPacket pp;
+    ASSERT_EQ(wire::parse_frame(cnp.data(), cnp.size(), pp, true), wire::ParseResult::Ok);
+    EXPECT_TRUE(pp.bth.becn);
+    EXPECT_EQ(pp.bth.psn, 0u);
+    EXPECT_EQ(t.a.counters.rp_cnp_handled, 1u);
+}
+
+/* A QP created capped under the line rate is paced from its first packet, and a path MTU
+ * set later (4096, above the bucket sized at creation for 1024) does not stall it. */
+TEST(CcSim, CappedAtCreationAndLargerMtuLaterStillPaced) {
+    cc::CcParams p;
+    p.rpg_max_rate_bps = 2'000'000'000;
+    CcPair t(&p, &p, {}, {}, k10G, Mtu::Mtu4096);
+    EXPECT_EQ(t.qa->cc_state().pacer_rate_bps, 2'000'000'000u);
+    std::vector<std::pair<Time, uint32_t>> sent;
+    t.fab.on_send = [&](std::vector<uint8_t> &f) {
+        if (is_from(f, t.a) && is_data(opcode(f)))
+            sent.emplace_back(t.fab.now, static_cast<uint32_t>(f.size() + 24));
+    };
+    t.write(1, 4 << 20);
+    ASSERT_TRUE(t.run_until_completions(1, 100'000'000));
+    ASSERT_GT(sent.size(), 1000u);
+    EXPECT_GT(sent[0].second, 4096u);
+    uint64_t bytes = 0;
+    for (size_t i = 10; i + 1 < sent.size(); ++i)
+        bytes += sent[i].second;
+    const double secs = static_cast<double>(sent.back().first - sent[10].first) * 1e-9;
+    EXPECT_NEAR(static_cast<double>(bytes) * 8 / secs, 2e9, 0.02 * 2e9);
 }

@@ -288,6 +288,25 @@ TEST(CcRp, MaxRateCapsIncreaseAndReleasesToLineRate) {
     EXPECT_RATE(rp.rate_exact(), 4 * kG);
 }
 
+TEST(CcRp, UnlimitedRateFollowsMaxRateBothWays) {
+    CcParams p;
+    p.rpg_max_rate_bps = 200'000'000;
+    Rp rp(p, 10'000'000'000);
+    EXPECT_EQ(rp.rate(), 200'000'000u);
+    p.rpg_max_rate_bps = 2'000'000'000; /* raised: an unlimited QP goes up with it */
+    rp.set_params(p);
+    EXPECT_EQ(rp.rate(), 2'000'000'000u);
+    EXPECT_EQ(rp.target_rate(), 2e9);
+    p.rpg_max_rate_bps = 0; /* the line rate */
+    rp.set_params(p);
+    EXPECT_EQ(rp.rate(), 10'000'000'000u);
+    rp.on_cnp(0);
+    const uint64_t cut = rp.rate();
+    p.rpg_max_rate_bps = 9'000'000'000; /* a limited QP keeps its rate under the cap */
+    rp.set_params(p);
+    EXPECT_EQ(rp.rate(), cut);
+}
+
 TEST(CcRp, ClampTargetRate) {
     /* ConnectX default: clamp only after a timer increase. A second CNP before any timer
      * stage keeps the old target. */

@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/** @file
+ * DCQCN congestion control (Zhu et al., SIGCOMM 2015) as droce runs it: ECN-capable data,
+ * CNPs for CE-marked packets (notification point), and a per-QP rate machine with a pacer
+ * (reaction point). Names and defaults are NVIDIA ConnectX's; units are in the field
+ * names (ConnectX's own are µs and Mb/s). DeviceConfig::dcqcn sets a device's defaults;
+ * QueuePair::set_dcqcn changes one QP. */
+#pragma once
+
+#include <cstdint>
+
+namespace droce {
+
+/** The IP ECN field of RoCE data a port sends (ConnectX with DCQCN: ECT(0)). */
+enum class EcnMode : uint8_t { Off = 0, Ect0 = 1, Ect1 = 2 };
+
+/** Every DCQCN parameter. Bad values are refused by open_device / set_dcqcn with a
+ * message naming the field and its range. */
+struct DcqcnParams {
+    /** Reaction point: react to CNPs (off: the QP sends at line rate, CNPs are counted in
+     * rp_cnp_ignored). */
+    bool rp_enabled = true;
+    /** Notification point: send CNPs for CE-marked packets (off: marks only counted). */
+    bool np_enabled = true;
+    /** (1 − g) in 1/1024 of the alpha update (0..1023; 1019: g ≈ 1/205). */
+    uint32_t dce_tcp_g = 1019;
+    /** Alpha decays every this many ns without a CNP (> 0). */
+    uint64_t dce_tcp_rtt_ns = 55'000;
+    /** Alpha on a flow's first CNP, in 1/1024 (0..1024). */
+    uint32_t initial_alpha_value = 1023;
+    /** A cut is Rc·(1 − alpha·1024/2^rpg_gd); 11 = the paper's alpha/2 (1..15). */
+    uint32_t rpg_gd = 11;
+    /** A cut never leaves less than this percentage of the rate (1..100). */
+    uint32_t rpg_min_dec_fac = 50;
+    /** Increase stage period of the timer (> 0). */
+    uint64_t rpg_time_reset_ns = 300'000;
+    /** Increase stage every this many bytes sent (> 0). */
+    uint32_t rpg_byte_reset = 32767;
+    /** Fast-recovery stages F (1..31). */
+    uint32_t rpg_threshold = 5;
+    /** Additive increase step (> 0). */
+    uint64_t rpg_ai_rate_bps = 5'000'000;
+    /** Hyper increase step (> 0). */
+    uint64_t rpg_hai_rate_bps = 50'000'000;
+    /** Lowest rate a cut reaches (> 0, at most the line rate). */
+    uint64_t rpg_min_rate_bps = 1'000'000;
+    /** Highest rate; 0 = the port's line rate. */
+    uint64_t rpg_max_rate_bps = 0;
+    /** On a CNP the target takes the current rate always (the paper) ... */
+    bool clamp_tgt_rate = false;
+    /** ... or only when a timer stage raised the rate since the last CNP (ConnectX). */
+    bool clamp_tgt_rate_after_time_inc = true;
+    /** Rate set on a flow's first CNP (then cut); 0 = its current rate. */
+    uint64_t rate_to_set_on_first_cnp_bps = 0;
+    /** At most one CNP per QP in this interval (0 = one per CE mark). */
+    uint64_t min_time_between_cnps_ns = 4'000;
+    /** DSCP of CNPs (0..63). */
+    uint8_t cnp_dscp = 48;
+    /** 802.1p priority of CNPs on a VLAN-tagged path (0..7). */
+    uint8_t cnp_802p_prio = 6;
+    /** ECN field of the data (and CNPs) the port sends. */
+    EcnMode ecn_mode = EcnMode::Ect0;
+};
+
+/** One QP's DCQCN state (QueuePair::query_dcqcn; droce-info -q shows the same). */
+struct DcqcnState {
+    /** The QP runs DCQCN (device default or set_dcqcn; false after disable_dcqcn). */
+    bool enabled = false;
+    bool rp_enabled = false;
+    bool np_enabled = false;
+    /** A CNP limits the QP (its pacer holds it at rate_bps); false = line rate. */
+    bool limited = false;
+    /** Current rate Rc, bit/s (the maximum when not limited). */
+    uint64_t rate_bps = 0;
+    /** Target rate Rt, bit/s. */
+    uint64_t target_bps = 0;
+    /** Congestion estimate alpha, 0..1. */
+    double alpha = 0;
+    /** "line_rate", "fast_recovery", "additive" or "hyper". */
+    const char *stage = "line_rate";
+    /** The maximum: the port's line rate or rpg_max_rate_bps. */
+    uint64_t max_rate_bps = 0;
+    /** Rate the QP's pacer holds it to; 0 = unpaced (line rate). */
+    uint64_t pacer_rate_bps = 0;
+};
+
+} // namespace droce

@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Per-flow header template for the TX path. A QP's frames share their Ethernet, IP and
+ * UDP headers except for the lengths (and the IPv4 id and checksum), so the template
+ * keeps those bytes prebuilt and each frame only copies them and patches the variable
+ * fields; the IPv4 checksum is the precomputed sum of the fixed words plus the two
+ * variable ones. The BTH and extended headers are written per frame as by
+ * build_headers (they change with every packet anyway).
+ *
+ * The template remembers every spec field it baked in (MACs, VLAN, IP version, GIDs,
+ * TOS, TTL, flow label, UDP source port) and rebuilds itself when a spec differs in any
+ * of them, so a path change, an ECN bit in the TOS or a CNP with another DSCP can never
+ * leave with stale bytes: the output is always byte-for-byte what build_headers /
+ * build_frame would write for that spec. */
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "wire_packet.h"
+
+namespace droce::wire {
+
+class HeaderTemplate {
+  public:
+    /* Same bytes in out and same return value as wire::build_headers(s, out, cap). */
+    size_t build_headers(const FrameSpec &s, uint8_t *out, size_t cap);
+    /* Same bytes in out and same return value as wire::build_frame(s, out, cap). */
+    size_t build_frame(const FrameSpec &s, uint8_t *out, size_t cap);
+
+    /* True when the template holds s's L2..L4 fields (false before the first build). */
+    bool matches(const FrameSpec &s) const;
+    /* How many times the prebuilt headers were (re)computed: once per path in steady
+     * state; a growing count means the spec keeps changing under the template. */
+    uint64_t rebuilds() const { return rebuilds_; }
+
+  private:
+    /* Everything of a FrameSpec the prebuilt bytes depend on (MACs and GIDs each one
+     * contiguous run, as in FrameSpec). */
+    struct Key {
+        uint8_t macs[12]; /* dst, src */
+        uint16_t vlan_tci;
+        uint8_t has_vlan;
+        uint8_t ipv6;
+        uint8_t tos;
+        uint8_t ttl;
+        uint16_t udp_sport;
+        uint32_t flow_label;
+        uint8_t gids[32]; /* src, dst */
+    };
+    static Key key_of(const FrameSpec &s);
+    void rebuild(const FrameSpec &s);
+    /* Writes headers for s (template current, op valid, room checked); returns the
+     * payload start. */
+    uint8_t *write(const FrameSpec &s, const OpcodeInfo &op, uint32_t pad, uint8_t *out) const;
+    /* Checks shared by both builders: opcode known, IP length field large enough.
+     * Returns headers_len(s) or 0. */
+    size_t check(const FrameSpec &s, const OpcodeInfo &op) const;
+
+    static constexpr size_t kMaxL4 = kEthLen + kVlanLen + kIpv6Len + kUdpLen;
+
+    Key key_{};
+    bool valid_ = false;
+    uint8_t l2_len_ = 0;   /* 14 or 18 */
+    uint8_t l4_end_ = 0;   /* L2 + IP + UDP header bytes */
+    uint32_t ip4_sum_ = 0; /* IPv4: unfolded sum of the 16-bit words other than total
+                              length, id and checksum */
+    uint64_t rebuilds_ = 0;
+    uint8_t hdr_[kMaxL4] = {};
+};
+
+} // namespace droce::wire
