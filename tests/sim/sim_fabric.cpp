@@ -14,6 +14,9 @@ Endpoint::Endpoint(Fabric &f, uint32_t ip_, uint8_t mac_last) : fabric(f), ip(ip
 bool Endpoint::transmit(const wire::FrameSpec &frame) {
     if (tx_used >= tx_budget)
         return false;
+    if (fabric.faults.link_gbps > 0 && fabric.faults.link_backlog_ns > 0 &&
+        link_free_at > fabric.now + fabric.faults.link_backlog_ns)
+        return false;
     ++tx_used;
     std::vector<uint8_t> buf(wire::frame_len(frame));
     const size_t n = wire::build_frame(frame, buf.data(), buf.size());
@@ -114,7 +117,14 @@ void Fabric::send(std::vector<uint8_t> &&frame) {
         const size_t byte = std::uniform_int_distribution<size_t>(0, frame.size() - 1)(rng);
         frame[byte] ^= static_cast<uint8_t>(1u << std::uniform_int_distribution<>(0, 7)(rng));
     }
-    Time at = depart + faults.delay_ns;
+    if (bneck_ && frame.size() >= 6 && std::memcmp(bneck_mac_, frame.data(), 6) == 0) {
+        wire_.push({depart, seq_++, std::move(frame), true});
+        return;
+    }
+    schedule(std::move(frame), depart + faults.delay_ns);
+}
+
+void Fabric::schedule(std::vector<uint8_t> &&frame, Time at) {
     for (Endpoint *e : endpoints)
         if (e->rx_pps > 0 && std::memcmp(e->mac, frame.data(), 6) == 0) {
             at = std::max(at, e->rx_free_at) + static_cast<Time>(1e9 / e->rx_pps);
@@ -127,6 +137,25 @@ void Fabric::send(std::vector<uint8_t> &&frame) {
         wire_.push({at + 1, seq_++, frame});
     }
     wire_.push({at, seq_++, std::move(frame)});
+}
+
+void Fabric::set_bottleneck(const Endpoint &toward, const fabric::BottleneckParams &p,
+                            uint64_t seed, Time sample_ns, size_t max_samples) {
+    if (const char *err = fabric::validate(p))
+        throw std::invalid_argument(err);
+    bneck_ = std::make_unique<fabric::Bottleneck>(p, seed);
+    std::memcpy(bneck_mac_, toward.mac, 6);
+    bneck_frames_.clear();
+    samples_.assign(sample_ns ? max_samples : 0, fabric::DepthSample{});
+    if (sample_ns)
+        bneck_->set_sampling(sample_ns, samples_.data(), samples_.size(), now);
+}
+
+std::vector<fabric::DepthSample> Fabric::depth_samples() {
+    if (!bneck_)
+        return {};
+    bneck_->flush_samples(now);
+    return {samples_.begin(), samples_.begin() + static_cast<std::ptrdiff_t>(bneck_->samples())};
 }
 
 void Fabric::deliver(const std::vector<uint8_t> &bytes) {
@@ -165,6 +194,9 @@ void Fabric::deliver(const std::vector<uint8_t> &bytes) {
 
 Time Fabric::next_event() const {
     Time t = wire_.empty() ? 0 : wire_.top().at;
+    if (bneck_ && bneck_->next_departure() != UINT64_MAX &&
+        (t == 0 || bneck_->next_departure() < t))
+        t = bneck_->next_departure();
     for (Endpoint *e : endpoints)
         for (auto &kv : e->qps) {
             const Time d = kv.second->next_deadline();
@@ -175,10 +207,33 @@ Time Fabric::next_event() const {
 }
 
 void Fabric::step() {
-    while (!wire_.empty() && wire_.top().at <= now) {
-        std::vector<uint8_t> bytes = std::move(const_cast<InFlight &>(wire_.top()).bytes);
+    /* Arrivals at the bottleneck, its departures and deliveries in time order (a departure
+     * first on a tie: the frame's last bit left before the next one is counted in). */
+    for (;;) {
+        const Time tw = wire_.empty() ? UINT64_MAX : wire_.top().at;
+        const Time tb = bneck_ ? bneck_->next_departure() : UINT64_MAX;
+        if (tb <= now && tb <= tw) {
+            std::vector<uint8_t> bytes = std::move(bneck_frames_.front());
+            const fabric::Departure d = bneck_->dequeue(tb, bytes.data());
+            bneck_frames_.pop_front();
+            if (on_bottleneck_out)
+                on_bottleneck_out(bytes, tb);
+            schedule(std::move(bytes), d.deliver_at + faults.delay_ns);
+            continue;
+        }
+        if (tw > now)
+            break;
+        InFlight f = std::move(const_cast<InFlight &>(wire_.top()));
         wire_.pop();
-        deliver(bytes);
+        if (f.to_bottleneck) {
+            /* enqueue at the arrival time proper, not at the (possibly later) step */
+            const fabric::Decision d =
+                bneck_->enqueue(f.bytes.data(), static_cast<uint32_t>(f.bytes.size()), f.at);
+            if (d.accepted())
+                bneck_frames_.push_back(std::move(f.bytes));
+            continue;
+        }
+        deliver(f.bytes);
     }
     for (Endpoint *e : endpoints) {
         e->tx_used = 0;

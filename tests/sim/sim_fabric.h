@@ -15,6 +15,7 @@
 #include <random>
 #include <vector>
 
+#include "fabric_bottleneck.h"
 #include "mem_mr.h"
 #include "rc_qp.h"
 #include "wire_packet.h"
@@ -34,6 +35,11 @@ struct Faults {
     /* Each sender's link rate (0 = infinite): a frame occupies the sender's link for
      * its serialization time, so frames queue behind each other as at a bottleneck. */
     double link_gbps = 0;
+    /* With link_gbps: a sender's transmit() refuses a frame while its link has more than
+     * this much queued (ns of serialization), as a NIC whose TX ring is full: the sender
+     * (and its DCQCN pacer) then sees the link's pace instead of filling an unbounded link
+     * queue. 0 = unlimited (frames queue on the link without bound). */
+    Time link_backlog_ns = 0;
     /* A blackout drops everything in [blackout_from, blackout_to). */
     Time blackout_from = 0, blackout_to = 0;
 };
@@ -141,6 +147,19 @@ class Fabric {
     uint64_t frames_sent = 0, frames_lost = 0, frames_corrupted = 0, frames_duplicated = 0;
     /* Optional tap to look at or tamper with each frame as it is sent. */
     std::function<void(std::vector<uint8_t> &)> on_send;
+    /** A congestion point toward `toward`: every frame whose destination MAC is that
+     * endpoint's passes one lib/fabric queue (rate, buffer, RED/ECN, loss, its own delay)
+     * after its sender's link, then faults.delay_ns. Frames to other endpoints are not
+     * affected. sample_ns > 0 records the queue depth every sample_ns (up to max_samples
+     * samples, in depth_samples()). Call before running. */
+    void set_bottleneck(const Endpoint &toward, const fabric::BottleneckParams &p, uint64_t seed,
+                        Time sample_ns = 0, size_t max_samples = 1u << 20);
+    fabric::Bottleneck *bottleneck() { return bneck_.get(); }
+    /** The depth samples recorded so far (flushed up to now). */
+    std::vector<fabric::DepthSample> depth_samples();
+    /* Called with each frame as it leaves the bottleneck (after marking) and the time. */
+    std::function<void(const std::vector<uint8_t> &, Time)> on_bottleneck_out;
+
     /* Set: check every QP's invariants after every event; the first violation stops. */
     bool check_invariants = false;
     std::string violation;
@@ -150,13 +169,20 @@ class Fabric {
         Time at;
         uint64_t seq;
         std::vector<uint8_t> bytes;
+        bool to_bottleneck = false; /* at = arrival at the congestion point, not delivery */
         bool operator>(const InFlight &o) const { return at != o.at ? at > o.at : seq > o.seq; }
     };
     bool chance(double p) { return p > 0 && std::uniform_real_distribution<>(0, 1)(rng) < p; }
     void deliver(const std::vector<uint8_t> &bytes);
+    /* Delivery at `at` with the receiver-side faults (receive rate, reorder, duplication). */
+    void schedule(std::vector<uint8_t> &&frame, Time at);
     Time next_event() const;
     std::priority_queue<InFlight, std::vector<InFlight>, std::greater<>> wire_;
     uint64_t seq_ = 0;
+    std::unique_ptr<fabric::Bottleneck> bneck_;
+    uint8_t bneck_mac_[6] = {};
+    std::deque<std::vector<uint8_t>> bneck_frames_; /* in the bottleneck's order */
+    std::vector<fabric::DepthSample> samples_;
 };
 
 } // namespace droce::sim

@@ -1,0 +1,495 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/** @file
+ * droce-fabric: a congestion point you can run (issue 10). A learning Ethernet switch
+ * between two or more DPDK ports (the same vdevs the droce processes use: net_memif
+ * servers, net_vhost, ...) whose egress toward chosen ports passes a lib/fabric bottleneck:
+ * rate, buffer, RED/ECN marking (Kmin, Kmax, Pmax; ECT frames get CE, the IPv4 checksum is
+ * fixed, the RoCE ICRC masks those bits), tail drop, optional loss and delay, and queue
+ * depth sampled to a CSV. The same model drives the simulator's experiments.
+ *
+ * One lcore polls every port. Frames toward a port without a bottleneck leave at once.
+ * Usage: droce-fabric [EAL args] -- [options]   (--help lists them)
+ */
+#include <rte_cycles.h>
+#include <rte_eal.h>
+#include <rte_ethdev.h>
+#include <rte_mbuf.h>
+
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "fabric_bottleneck.h"
+
+using droce::fabric::Bottleneck;
+using droce::fabric::BottleneckParams;
+using droce::fabric::DepthSample;
+
+namespace {
+
+constexpr uint16_t kBurst = 32;
+constexpr uint16_t kDescriptors = 1024;
+/* 2 KB buffers: larger frames arrive chained (the model needs only the headers in the
+ * first segment); 32 K of them hold a 2 MB queue of small frames with room to spare. */
+constexpr uint16_t kDataRoom = RTE_MBUF_DEFAULT_BUF_SIZE;
+constexpr uint32_t kMbufs = 32767;
+constexpr size_t kMacs = 256;           /* learned addresses */
+constexpr size_t kSamples = 1u << 16;   /* depth samples buffered between CSV writes */
+constexpr size_t kDelayLine = 1u << 16; /* frames in the fixed delay after a queue */
+constexpr uint16_t kMaxPorts = 16;
+
+volatile std::sig_atomic_t g_stop = 0;
+void on_signal(int) { g_stop = 1; }
+
+struct Opts {
+    std::vector<uint16_t> to{1}; /* ports whose egress is a bottleneck */
+    BottleneckParams bp;
+    uint64_t seed = 1;
+    uint64_t sample_us = 100;
+    std::string csv;
+    double secs = 0;
+    bool shared = false; /* one queue for all --to ports (their common upstream link) */
+};
+
+void usage(FILE *f) {
+    std::fprintf(
+        f, "usage: droce-fabric [EAL args] -- [options]\n"
+           "Forwards (learning switch) between every DPDK port the EAL args create; frames\n"
+           "toward a --to port pass a bottleneck queue. Ports are numbered as the EAL creates\n"
+           "them (the order of --vdev).\n"
+           "  --to LIST          bottleneck egress ports, comma separated (default 1)\n"
+           "  --shared           one bottleneck queue for all --to ports together (the link\n"
+           "                     to a rack holding them: N senders to N receivers is N:1)\n"
+           "  --rate-gbps R      bottleneck rate, Gb/s (default 10)\n"
+           "  --buffer BYTES     queue buffer, tail drop beyond (default 2000000)\n"
+           "  --kmin BYTES       RED: no marking at or below (default 5000)\n"
+           "  --kmax BYTES       RED: ECT frames all marked at or above (default 200000)\n"
+           "  --pmax P           RED: marking probability just below Kmax, 0..1 (default 0.05)\n"
+           "  --no-ecn           no RED/ECN marking (tail drop only)\n"
+           "  --red-drop         drop not-ECT frames where ECT ones would be marked\n"
+           "  --mark enqueue|dequeue   RED on the depth found / left behind (default dequeue)\n"
+           "  --loss P           random loss at the bottleneck, 0..1 (default 0)\n"
+           "  --delay-us D       fixed delay after the queue, µs (default 0)\n"
+           "  --seed N           marking/loss random seed (default 1)\n"
+           "  --sample-us U      queue-depth sample period, µs (default 100)\n"
+           "  --csv PATH         write depth samples: t_us,port,depth_bytes,depth_frames\n"
+           "  --secs S           stop after S seconds (default: run until SIGINT/SIGTERM)\n"
+           "  --help             this text\n"
+           "At exit one summary line per port (rx, tx, drops, bottleneck counters).\n");
+}
+
+[[noreturn]] void bad(const std::string &msg) {
+    std::fprintf(stderr, "droce-fabric: %s (--help lists the options)\n", msg.c_str());
+    std::exit(2);
+}
+
+double number(const std::string &opt, const char *v, double lo, double hi) {
+    char *end = nullptr;
+    const double d = std::strtod(v, &end);
+    if (end == v || *end != '\0' || !(d >= lo && d <= hi))
+        bad(opt + " " + v + ": want a number in " + std::to_string(lo) + " .. " +
+            std::to_string(hi));
+    return d;
+}
+
+Opts parse(int argc, char **argv) {
+    Opts o;
+    o.bp.mark_at_dequeue = true;
+    o.bp.buffer_bytes = 2'000'000;
+    o.bp.pmax = 0.05;
+    for (int i = 0; i < argc; ++i) {
+        const std::string k = argv[i];
+        auto val = [&]() -> const char * {
+            if (i + 1 >= argc)
+                bad(k + " needs a value");
+            return argv[++i];
+        };
+        if (k == "--help" || k == "-h") {
+            usage(stdout);
+            std::exit(0);
+        } else if (k == "--to") {
+            o.to.clear();
+            std::string s = val();
+            size_t pos = 0;
+            while (pos <= s.size()) {
+                const size_t c = s.find(',', pos);
+                const std::string t = s.substr(pos, c == std::string::npos ? s.npos : c - pos);
+                o.to.push_back(static_cast<uint16_t>(number("--to", t.c_str(), 0, kMaxPorts - 1)));
+                if (c == std::string::npos)
+                    break;
+                pos = c + 1;
+            }
+        } else if (k == "--rate-gbps")
+            o.bp.rate_bps = static_cast<uint64_t>(number(k, val(), 0.001, 1000) * 1e9);
+        else if (k == "--buffer")
+            o.bp.buffer_bytes = static_cast<uint32_t>(number(k, val(), 1, 256.0 * 1024 * 1024));
+        else if (k == "--kmin")
+            o.bp.kmin_bytes = static_cast<uint32_t>(number(k, val(), 0, 4e9));
+        else if (k == "--kmax")
+            o.bp.kmax_bytes = static_cast<uint32_t>(number(k, val(), 1, 4e9));
+        else if (k == "--pmax")
+            o.bp.pmax = number(k, val(), 0, 1);
+        else if (k == "--shared")
+            o.shared = true;
+        else if (k == "--no-ecn")
+            o.bp.ecn = false;
+        else if (k == "--red-drop")
+            o.bp.red_drop = true;
+        else if (k == "--mark") {
+            const std::string v = val();
+            if (v != "enqueue" && v != "dequeue")
+                bad("--mark " + v + ": want enqueue or dequeue");
+            o.bp.mark_at_dequeue = v == "dequeue";
+        } else if (k == "--loss")
+            o.bp.loss = number(k, val(), 0, 1);
+        else if (k == "--delay-us")
+            o.bp.delay_ns = static_cast<uint64_t>(number(k, val(), 0, 1e7) * 1000);
+        else if (k == "--seed")
+            o.seed = static_cast<uint64_t>(number(k, val(), 0, 1e18));
+        else if (k == "--sample-us")
+            o.sample_us = static_cast<uint64_t>(number(k, val(), 1, 1e9));
+        else if (k == "--csv")
+            o.csv = val();
+        else if (k == "--secs")
+            o.secs = number(k, val(), 0, 1e9);
+        else
+            bad("unknown option " + k);
+    }
+    if (const char *err = droce::fabric::validate(o.bp))
+        bad(err);
+    return o;
+}
+
+/* A fixed-size FIFO of mbufs with a time each (no allocation after construction). */
+struct MbufFifo {
+    explicit MbufFifo(size_t cap) : m(cap), t(cap), port(cap) {}
+    bool push(rte_mbuf *x, uint64_t at, uint16_t to) {
+        if (n == m.size())
+            return false;
+        const size_t i = (h + n) % m.size();
+        m[i] = x;
+        t[i] = at;
+        port[i] = to;
+        ++n;
+        return true;
+    }
+    rte_mbuf *front() const { return m[h]; }
+    uint64_t front_time() const { return t[h]; }
+    uint16_t front_port() const { return port[h]; }
+    void pop() {
+        h = (h + 1) % m.size();
+        --n;
+    }
+    std::vector<rte_mbuf *> m;
+    std::vector<uint64_t> t;
+    std::vector<uint16_t> port; /* egress port of each frame */
+    size_t h = 0, n = 0;
+};
+
+/* One bottleneck: the model, the frames it holds (with their egress port), the delay line
+ * after it and its depth samples. */
+struct Queue {
+    uint16_t id = 0; /* the CSV's port column: the first port it serves */
+    std::unique_ptr<Bottleneck> q;
+    std::unique_ptr<MbufFifo> held;  /* frames in q, in q's order */
+    std::unique_ptr<MbufFifo> delay; /* departed, waiting for delay_ns */
+    std::vector<DepthSample> samples;
+    uint64_t next_sample = 0;
+    uint64_t drop_delay = 0;
+};
+
+struct Port {
+    uint16_t id = 0;
+    Queue *q = nullptr; /* no bottleneck toward this port */
+    rte_mbuf *txb[kBurst];
+    uint16_t ntx = 0;
+    uint64_t rx = 0, tx = 0, tx_full = 0, drop_self = 0, drop_head = 0;
+};
+
+struct Mac {
+    uint8_t a[6];
+    uint16_t port;
+};
+
+uint64_t ns_now(uint64_t hz) {
+    const uint64_t c = rte_rdtsc();
+    /* split so nothing overflows: (c % hz) · 10^9 < hz · 10^9 < 2^64 below 18 GHz */
+    return c / hz * 1'000'000'000u + (c % hz) * 1'000'000'000u / hz;
+}
+
+void flush_tx(Port &p) {
+    if (p.ntx == 0)
+        return;
+    const uint16_t k = rte_eth_tx_burst(p.id, 0, p.txb, p.ntx);
+    p.tx += k;
+    if (k < p.ntx) {
+        /* the peer's ring is full: the frame is lost as on a wire with no one listening */
+        p.tx_full += p.ntx - k;
+        rte_pktmbuf_free_bulk(p.txb + k, static_cast<unsigned>(p.ntx - k));
+    }
+    p.ntx = 0;
+}
+
+void tx_one(Port &p, rte_mbuf *m) {
+    p.txb[p.ntx++] = m;
+    if (p.ntx == kBurst)
+        flush_tx(p);
+}
+
+void write_samples(FILE *f, Queue &p, uint64_t every) {
+    const size_t n = p.q->samples();
+    if (f)
+        for (size_t i = 0; i < n; ++i)
+            std::fprintf(f, "%.3f,%u,%u,%u\n", static_cast<double>(p.samples[i].t) / 1e3, p.id,
+                         p.samples[i].bytes, p.samples[i].frames);
+    const uint64_t next = n ? p.samples[n - 1].t + every : p.next_sample;
+    p.q->set_sampling(every, p.samples.data(), p.samples.size(), next);
+    p.next_sample = next;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+    int dd = argc;
+    for (int i = 1; i < argc; ++i)
+        if (std::strcmp(argv[i], "--") == 0) {
+            dd = i;
+            break;
+        }
+    for (int i = 1; i < dd; ++i)
+        if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
+            usage(stdout);
+            return 0;
+        }
+    /* Our options are checked before the EAL starts: a typo costs no EAL bring-up. */
+    const Opts o = dd < argc ? parse(argc - dd - 1, argv + dd + 1) : parse(0, nullptr);
+    std::vector<char *> eal(argv, argv + dd);
+    if (rte_eal_init(static_cast<int>(eal.size()), eal.data()) < 0) {
+        std::fprintf(stderr, "droce-fabric: rte_eal_init failed\n");
+        return 1;
+    }
+    const uint16_t nports = rte_eth_dev_count_avail();
+    if (nports < 2 || nports > kMaxPorts) {
+        std::fprintf(stderr, "droce-fabric: need 2..%u ports, have %u (give --vdev)\n", kMaxPorts,
+                     nports);
+        return 2;
+    }
+    for (uint16_t t : o.to)
+        if (t >= nports) {
+            std::fprintf(stderr, "droce-fabric: --to %u: only ports 0..%u exist\n", t, nports - 1);
+            return 2;
+        }
+    rte_mempool *mp =
+        rte_pktmbuf_pool_create("fabric_pool", kMbufs, 256, 0, kDataRoom, rte_socket_id());
+    if (mp == nullptr) {
+        std::fprintf(stderr, "droce-fabric: rte_pktmbuf_pool_create failed\n");
+        return 1;
+    }
+    std::vector<Port> ports(nports);
+    std::vector<std::unique_ptr<Queue>> queues;
+    for (uint16_t id = 0; id < nports; ++id) {
+        Port &p = ports[id];
+        p.id = id;
+        rte_eth_conf conf{};
+        rte_eth_dev_info info{};
+        rte_eth_dev_info_get(id, &info);
+        uint32_t port_max = info.max_mtu != 0 ? info.max_mtu : UINT16_MAX;
+        if (info.max_rx_pktlen > RTE_ETHER_HDR_LEN + RTE_ETHER_CRC_LEN)
+            port_max = std::min<uint32_t>(port_max, info.max_rx_pktlen - RTE_ETHER_HDR_LEN -
+                                                        RTE_ETHER_CRC_LEN);
+        if (port_max >= 9000)
+            conf.rxmode.mtu = 9000;
+        uint16_t nrxd = kDescriptors, ntxd = kDescriptors;
+        if (rte_eth_dev_configure(id, 1, 1, &conf) != 0 ||
+            rte_eth_dev_adjust_nb_rx_tx_desc(id, &nrxd, &ntxd) != 0 ||
+            rte_eth_rx_queue_setup(id, 0, nrxd, rte_socket_id(), nullptr, mp) != 0 ||
+            rte_eth_tx_queue_setup(id, 0, ntxd, rte_socket_id(), nullptr) != 0 ||
+            rte_eth_dev_start(id) != 0) {
+            std::fprintf(stderr, "droce-fabric: port %u set-up failed\n", id);
+            return 1;
+        }
+        rte_eth_promiscuous_enable(id);
+        for (uint16_t t : o.to)
+            if (t == id) {
+                if (queues.empty() || !o.shared) {
+                    auto q = std::make_unique<Queue>();
+                    q->id = id;
+                    q->q = std::make_unique<Bottleneck>(o.bp, o.seed + id);
+                    q->held = std::make_unique<MbufFifo>(o.bp.buffer_bytes / 60 + 1);
+                    q->delay = std::make_unique<MbufFifo>(kDelayLine);
+                    q->samples.resize(kSamples);
+                    queues.push_back(std::move(q));
+                }
+                p.q = queues.back().get();
+            }
+    }
+    FILE *csv = nullptr;
+    if (!o.csv.empty()) {
+        csv = std::fopen(o.csv.c_str(), "w");
+        if (!csv) {
+            std::fprintf(stderr, "droce-fabric: cannot write %s\n", o.csv.c_str());
+            return 2;
+        }
+        std::fprintf(csv, "t_us,port,depth_bytes,depth_frames\n");
+    }
+    std::signal(SIGINT, on_signal);
+    std::signal(SIGTERM, on_signal);
+    const uint64_t hz = rte_get_tsc_hz();
+    const uint64_t t0 = ns_now(hz);
+    const uint64_t every = o.sample_us * 1000;
+    for (auto &q : queues)
+        q->q->set_sampling(every, q->samples.data(), q->samples.size(), 0);
+    Mac macs[kMacs];
+    size_t nmacs = 0;
+    uint64_t flood = 0, mac_full = 0;
+    rte_mbuf *rx[kBurst];
+    std::printf("droce-fabric: %u ports, bottleneck toward", nports);
+    for (uint16_t t : o.to)
+        std::printf(" %u", t);
+    std::printf(": %.3f Gb/s, buffer %u B, ECN %s Kmin %u Kmax %u Pmax %.3f at %s, loss %g, "
+                "delay %llu ns\n",
+                static_cast<double>(o.bp.rate_bps) / 1e9, o.bp.buffer_bytes,
+                o.bp.ecn ? "on" : "off", o.bp.kmin_bytes, o.bp.kmax_bytes, o.bp.pmax,
+                o.bp.mark_at_dequeue ? "dequeue" : "enqueue", o.bp.loss,
+                static_cast<unsigned long long>(o.bp.delay_ns));
+    std::fflush(stdout);
+
+    /* Frame m from port `in` toward port `out`: into out's bottleneck or straight out. */
+    auto forward = [&](rte_mbuf *m, Port &out, uint64_t now) {
+        if (!out.q) {
+            tx_one(out, m);
+            return;
+        }
+        /* The model reads the headers in place: they must be in the first segment. */
+        const uint32_t len = m->pkt_len;
+        if (m->data_len < std::min<uint32_t>(len, 128)) {
+            ++out.drop_head;
+            rte_pktmbuf_free(m);
+            return;
+        }
+        const auto d = out.q->q->enqueue(rte_pktmbuf_mtod(m, uint8_t *), len, now);
+        if (!d.accepted()) {
+            rte_pktmbuf_free(m); /* counted by the model */
+            return;
+        }
+        out.q->held->push(m, 0, out.id); /* the model had a slot: so has the FIFO */
+    };
+
+    while (!g_stop) {
+        const uint64_t now = ns_now(hz) - t0;
+        if (o.secs > 0 && static_cast<double>(now) > o.secs * 1e9)
+            break;
+        for (Port &in : ports) {
+            const uint16_t n = rte_eth_rx_burst(in.id, 0, rx, kBurst);
+            in.rx += n;
+            for (uint16_t i = 0; i < n; ++i) {
+                rte_mbuf *m = rx[i];
+                const auto *eth = rte_pktmbuf_mtod(m, const rte_ether_hdr *);
+                /* learn the source */
+                size_t k = 0;
+                while (k < nmacs && std::memcmp(macs[k].a, eth->src_addr.addr_bytes, 6) != 0)
+                    ++k;
+                if (k == nmacs) {
+                    if (nmacs < kMacs) {
+                        std::memcpy(macs[nmacs].a, eth->src_addr.addr_bytes, 6);
+                        ++nmacs;
+                    } else {
+                        ++mac_full;
+                        k = kMacs;
+                    }
+                }
+                if (k < kMacs)
+                    macs[k].port = in.id;
+                /* look up the destination; unknown or group address: flood */
+                int out = -1;
+                if (!rte_is_multicast_ether_addr(&eth->dst_addr))
+                    for (size_t j = 0; j < nmacs; ++j)
+                        if (std::memcmp(macs[j].a, eth->dst_addr.addr_bytes, 6) == 0) {
+                            out = macs[j].port;
+                            break;
+                        }
+                if (out == in.id) {
+                    ++in.drop_self;
+                    rte_pktmbuf_free(m);
+                } else if (out >= 0) {
+                    forward(m, ports[static_cast<size_t>(out)], now);
+                } else {
+                    ++flood;
+                    /* every other port gets the same mbuf (one reference each); a bottleneck
+                     * may set CE in it, which the other copies then carry too (flooded
+                     * frames are ARP and the like in practice: not ECN-capable) */
+                    rte_mbuf_refcnt_update(m, static_cast<int16_t>(nports - 2));
+                    for (Port &p : ports)
+                        if (p.id != in.id)
+                            forward(m, p, now);
+                }
+            }
+        }
+        for (auto &qp : queues) {
+            Queue &q = *qp;
+            while (q.q->next_departure() <= now) {
+                rte_mbuf *m = q.held->front();
+                const uint16_t to = q.held->front_port();
+                const auto d = q.q->dequeue(now, rte_pktmbuf_mtod(m, uint8_t *));
+                q.held->pop();
+                if (o.bp.delay_ns == 0)
+                    tx_one(ports[to], m);
+                else if (!q.delay->push(m, d.deliver_at, to)) {
+                    ++q.drop_delay;
+                    rte_pktmbuf_free(m);
+                }
+            }
+            while (q.delay->n && q.delay->front_time() <= now) {
+                tx_one(ports[q.delay->front_port()], q.delay->front());
+                q.delay->pop();
+            }
+            if (q.q->samples() >= kSamples / 2)
+                write_samples(csv, q, every);
+        }
+        for (Port &p : ports) {
+            flush_tx(p);
+        }
+    }
+    const uint64_t end = ns_now(hz) - t0;
+    for (auto &q : queues) {
+        q->q->flush_samples(end);
+        write_samples(csv, *q, every);
+    }
+    for (Port &p : ports) {
+        /* a shared queue's counters are reported at its first port */
+        const bool own = p.q && p.q->id == p.id;
+        const auto c = own ? p.q->q->counters() : droce::fabric::BottleneckCounters{};
+        std::printf(
+            "port %u: rx %llu tx %llu tx_full %llu drop_self %llu drop_head %llu "
+            "drop_delay %llu bottleneck %s enqueued %llu marked %llu dropped_tail %llu "
+            "dropped_red %llu dropped_loss %llu max_depth_bytes %llu\n",
+            p.id, static_cast<unsigned long long>(p.rx), static_cast<unsigned long long>(p.tx),
+            static_cast<unsigned long long>(p.tx_full),
+            static_cast<unsigned long long>(p.drop_self),
+            static_cast<unsigned long long>(p.drop_head),
+            static_cast<unsigned long long>(own ? p.q->drop_delay : 0),
+            own   ? "yes"
+            : p.q ? "shared"
+                  : "no",
+            static_cast<unsigned long long>(c.enqueued), static_cast<unsigned long long>(c.marked),
+            static_cast<unsigned long long>(c.dropped_tail),
+            static_cast<unsigned long long>(c.dropped_red),
+            static_cast<unsigned long long>(c.dropped_loss),
+            static_cast<unsigned long long>(c.max_depth_bytes));
+    }
+    std::printf("flooded %llu mac_table_full %llu secs %.3f\n",
+                static_cast<unsigned long long>(flood), static_cast<unsigned long long>(mac_full),
+                static_cast<double>(end) / 1e9);
+    if (csv)
+        std::fclose(csv);
+    for (Port &p : ports) {
+        /* frames still held are freed with the pool at exit */
+        rte_eth_dev_stop(p.id);
+    }
+    rte_eal_cleanup();
+    return 0;
+}

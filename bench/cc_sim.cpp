@@ -1,0 +1,375 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* DCQCN experiments in the deterministic simulator (issue 10, item 4), each with DCQCN on
+ * and off: senders with 10 Gb/s links and 2 µs latency write into one receiver behind a
+ * 10 Gb/s lib/fabric bottleneck with RED/ECN marking.
+ *   a  2:1 incast: per-flow rate and queue depth against time
+ *   b  one flow's response to a single CNP, against the paper's equations
+ *   c  8:1 incast: Jain's index, queue bound, drops
+ *   d  two long flows, then 15 senders of 4 KB WRITEs for 1 ms: long-flow dip and recovery
+ * Each run writes <out>/<exp>_<on|off>[_<round>].csv and prints one summary line; rounds
+ * vary the seed (marking, not the workload) and give min/median/max.
+ * bench/plot_cc.py turns the CSVs into PNGs, on and off side by side. */
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "cc_params.h"
+#include "sim_incast.h"
+
+using namespace droce;
+using namespace droce::sim;
+
+namespace {
+
+constexpr Time kUs = 1000, kMs = 1000 * kUs;
+/* Fair share is judged on 5 ms averages (100 bins of 50 µs), as tests/unit/test_cc.cpp
+ * does: DCQCN with ConnectX defaults keeps oscillating around the share at shorter scales. */
+constexpr size_t kWindow = 100;
+
+struct Opts {
+    std::string out = ".";
+    std::string exps = "abcd";
+    std::string modes = "on,off";
+    int rounds = 3;
+    double pmax = 0.05;
+    bool mark_dequeue = true;
+    bool paper = false; /* the paper's DCQCN parameters instead of ConnectX's */
+    uint32_t kmin = 5'000, kmax = 200'000, buffer = 2'000'000;
+    Time duration = 30 * kMs;
+};
+
+[[noreturn]] void usage(int code) {
+    std::fprintf(code ? stderr : stdout,
+                 "usage: cc_sim [options]\n"
+                 "  --out DIR        CSV directory (default .)\n"
+                 "  --exp LIST       experiments among a,b,c,d (default abcd)\n"
+                 "  --modes LIST     on,off | on | off (default on,off)\n"
+                 "  --rounds N       seeds per experiment (default 3)\n"
+                 "  --pmax P         RED marking probability at Kmax (default 0.05)\n"
+                 "  --params connectx|paper   DCQCN parameters (default connectx)\n"
+                 "  --mark enqueue|dequeue   where RED looks at the queue (default dequeue)\n"
+                 "  --kmin B --kmax B --buffer B   bottleneck bytes (5000, 200000, 2000000)\n"
+                 "  --duration-ms N  length of a, c and d (default 30)\n");
+    std::exit(code);
+}
+
+Opts parse(int argc, char **argv) {
+    Opts o;
+    for (int i = 1; i < argc; ++i) {
+        const std::string a = argv[i];
+        auto val = [&]() -> std::string {
+            if (i + 1 >= argc) {
+                std::fprintf(stderr, "cc_sim: %s needs a value\n", a.c_str());
+                usage(2);
+            }
+            return argv[++i];
+        };
+        auto num = [&](double lo, double hi) {
+            const std::string v = val();
+            char *end = nullptr;
+            const double d = std::strtod(v.c_str(), &end);
+            if (end == v.c_str() || *end || !(d >= lo && d <= hi)) {
+                std::fprintf(stderr, "cc_sim: %s %s: want a number in %g..%g\n", a.c_str(),
+                             v.c_str(), lo, hi);
+                usage(2);
+            }
+            return d;
+        };
+        if (a == "--help" || a == "-h")
+            usage(0);
+        else if (a == "--out")
+            o.out = val();
+        else if (a == "--exp")
+            o.exps = val();
+        else if (a == "--modes")
+            o.modes = val();
+        else if (a == "--rounds")
+            o.rounds = static_cast<int>(num(1, 100));
+        else if (a == "--params") {
+            const std::string v = val();
+            if (v != "paper" && v != "connectx") {
+                std::fprintf(stderr, "cc_sim: --params %s: want connectx or paper\n", v.c_str());
+                usage(2);
+            }
+            o.paper = v == "paper";
+        } else if (a == "--mark")
+            o.mark_dequeue = val() != "enqueue";
+        else if (a == "--pmax")
+            o.pmax = num(0, 1);
+        else if (a == "--kmin")
+            o.kmin = static_cast<uint32_t>(num(0, 1e8));
+        else if (a == "--kmax")
+            o.kmax = static_cast<uint32_t>(num(1, 1e8));
+        else if (a == "--buffer")
+            o.buffer = static_cast<uint32_t>(num(1, 2.5e8));
+        else if (a == "--duration-ms")
+            o.duration = static_cast<Time>(num(1, 1000)) * kMs;
+        else {
+            std::fprintf(stderr, "cc_sim: unknown option %s\n", a.c_str());
+            usage(2);
+        }
+    }
+    return o;
+}
+
+struct Stat {
+    std::vector<double> v;
+    void add(double x) { v.push_back(x); }
+    std::string str(const char *fmt = "%.3f") const {
+        if (v.empty())
+            return "-";
+        std::vector<double> s = v;
+        std::sort(s.begin(), s.end());
+        char b[160], x[3][40];
+        std::snprintf(x[0], sizeof x[0], fmt, s.front());
+        std::snprintf(x[1], sizeof x[1], fmt, s[s.size() / 2]);
+        std::snprintf(x[2], sizeof x[2], fmt, s.back());
+        std::snprintf(b, sizeof b, "%s/%s/%s", x[0], x[1], x[2]);
+        return b;
+    }
+};
+
+IncastConfig base(const Opts &o, const cc::CcParams *cc, uint64_t seed) {
+    IncastConfig c;
+    c.duration_ns = o.duration;
+    c.bottleneck.rate_bps = 10'000'000'000;
+    c.bottleneck.buffer_bytes = o.buffer;
+    c.bottleneck.kmin_bytes = o.kmin;
+    c.bottleneck.kmax_bytes = o.kmax;
+    c.bottleneck.pmax = o.pmax;
+    c.bottleneck.mark_at_dequeue = o.mark_dequeue;
+    c.cc = cc;
+    c.seed = seed;
+    return c;
+}
+
+double total_drops(const IncastResult &r) {
+    return static_cast<double>(r.bq.dropped_tail + r.bq.dropped_red + r.bq.dropped_loss);
+}
+
+std::string csv_name(const Opts &o, const char *exp, bool on, int round) {
+    /* snprintf, not string +: GCC 12 warns falsely (-Wrestrict) on the concatenation */
+    char b[64];
+    if (round)
+        std::snprintf(b, sizeof b, "/%s_%s_%d.csv", exp, on ? "on" : "off", round);
+    else
+        std::snprintf(b, sizeof b, "/%s_%s.csv", exp, on ? "on" : "off");
+    return o.out + b;
+}
+
+/* (a) and (c): N flows start together at 100 µs and run to the end. */
+void incast(const Opts &o, const char *name, size_t n, const cc::CcParams *cc) {
+    Stat conv, jn, qafter, qmax, drops, marks, util;
+    for (int round = 0; round < o.rounds; ++round) {
+        IncastConfig c = base(o, cc, 1 + static_cast<uint64_t>(round));
+        c.flows.assign(n, FlowSpec{});
+        for (auto &f : c.flows)
+            f.start_ns = 100 * kUs;
+        const IncastResult r = run_incast(c);
+        write_csv(r, csv_name(o, name, cc, round));
+        std::vector<size_t> all(n);
+        for (size_t k = 0; k < n; ++k)
+            all[k] = k;
+        const size_t bins = c.duration_ns / c.bin_ns;
+        /* within 10% of the fair share in every 5 ms window from then on */
+        const Time t = convergence_time(r, all, kWindow, 2, bins, 0.10);
+        conv.add(t == std::numeric_limits<Time>::max() ? std::nan("") : (t - 100.0 * kUs) / 1e6);
+        const std::vector<double> m = mean_rates(r, bins - 200, bins, all); /* last 10 ms */
+        jn.add(jain(m));
+        double sum = 0;
+        for (double x : m)
+            sum += x;
+        util.add(sum);
+        qafter.add(
+            max_depth_after(r, t == std::numeric_limits<Time>::max() ? c.duration_ns / 2 : t) /
+            1e3);
+        qmax.add(static_cast<double>(r.bq.max_depth_bytes) / 1e3);
+        drops.add(total_drops(r));
+        marks.add(static_cast<double>(r.bq.marked));
+    }
+    std::printf("%s dcqcn=%-3s flows=%zu converge_ms=%s jain=%s goodput_gbps=%s "
+                "qmax_after_conv_kb=%s qmax_kb=%s drops=%s marked=%s (min/median/max of %d)\n",
+                name, cc ? "on" : "off", n, conv.str().c_str(), jn.str().c_str(),
+                util.str().c_str(), qafter.str("%.1f").c_str(), qmax.str("%.1f").c_str(),
+                drops.str("%.0f").c_str(), marks.str("%.0f").c_str(), o.rounds);
+}
+
+/* The reaction point after one CNP, from the paper's equations (not from lib/cc): the
+ * cut, then stages by timer (every T) and byte counter (every B bytes sent at Rc), each
+ * Rc = (Rt + Rc)/2 with Rt at the line rate (additive and hyper increases only raise a
+ * target already at the cap). Integrated in 100 ns steps. */
+std::vector<double> dcqcn_reference(const cc::CcParams &p, double line /* Gb/s */, Time cnp_at,
+                                    Time bin, size_t bins) {
+    std::vector<double> out(bins, line);
+    const double alpha = p.initial_alpha_value / 1024.0;
+    double rt = line;
+    double rc = std::max(line * (1 - alpha * 1024 / std::pow(2.0, p.rpg_gd)),
+                         line * p.rpg_min_dec_fac / 100.0);
+    rc = std::max(rc, static_cast<double>(p.rpg_min_rate_bps) / 1e9); /* rates in Gb/s */
+    double bytes = 0;
+    Time last_timer = cnp_at;
+    const Time dt = 100;
+    for (Time t = cnp_at; t / bin < bins; t += dt) {
+        out[t / bin] = rc;                         /* the last value in a bin stands for it */
+        bytes += rc * static_cast<double>(dt) / 8; /* Gb/s × ns = bits */
+        bool stage = false;
+        if (bytes >= p.rpg_byte_reset) {
+            bytes -= p.rpg_byte_reset;
+            stage = true;
+        }
+        if (t - last_timer >= p.rpg_time_reset_ns) {
+            last_timer = t;
+            stage = true;
+        }
+        if (stage)
+            rc = (rt + rc) / 2;
+    }
+    return out;
+}
+
+void one_cnp(const Opts &o, const cc::CcParams *cc, const cc::CcParams &ref) {
+    IncastConfig c = base(o, cc, 1);
+    c.duration_ns = 4 * kMs;
+    c.bin_ns = 10 * kUs;
+    c.sample_ns = 10 * kUs;
+    c.bottleneck.ecn = false; /* the one CNP is the only congestion signal */
+    c.bottleneck.buffer_bytes = 4'000'000;
+    c.flows.assign(1, FlowSpec{});
+    c.inject_cnp_at = 1 * kMs;
+    const IncastResult r = run_incast(c);
+    const size_t bins = c.duration_ns / c.bin_ns + 1;
+    /* the line as measured before the CNP: frame bytes at the bottleneck */
+    double line = 0;
+    for (size_t b = 50; b < 100; ++b)
+        line += r.rate_gbps[0][b] / 50;
+    const std::vector<double> refv = dcqcn_reference(ref, line, c.inject_cnp_at, c.bin_ns, bins);
+    const std::string path = csv_name(o, "b", cc, 0);
+    FILE *f = std::fopen(path.c_str(), "w");
+    if (!f) {
+        std::perror(path.c_str());
+        std::exit(1);
+    }
+    std::fprintf(f, "t_us,flow0_gbps,reference_gbps\n");
+    double low = line, err = 0;
+    size_t recovered = 0, nerr = 0;
+    for (size_t b = 0; b < bins; ++b) {
+        std::fprintf(f, "%.1f,%.4f,%.4f\n", static_cast<double>(b * c.bin_ns) / 1e3,
+                     r.rate_gbps[0][b], refv[b]);
+        if (b * c.bin_ns > c.inject_cnp_at + 20 * kUs && b + 1 < bins) {
+            low = std::min(low, r.rate_gbps[0][b]);
+            if (!recovered && r.rate_gbps[0][b] >= 0.95 * line && low < 0.9 * line)
+                recovered = b;
+            err += std::fabs(r.rate_gbps[0][b] - refv[b]) / line;
+            ++nerr;
+        }
+    }
+    std::fclose(f);
+    char rec_us[32];
+    std::snprintf(rec_us, sizeof rec_us, "%.0f",
+                  static_cast<double>(recovered * c.bin_ns - c.inject_cnp_at) / 1e3);
+    std::printf("b dcqcn=%-3s line_gbps=%.3f min_after_cnp_gbps=%.3f recover_95pct_us=%s "
+                "mean_abs_dev_from_reference=%.1f%% cnps=%llu handled=%llu cuts=%llu\n",
+                cc ? "on" : "off", line, low, recovered ? rec_us : "-",
+                nerr ? 100 * err / static_cast<double>(nerr) : 0.0,
+                static_cast<unsigned long long>(r.cnps),
+                static_cast<unsigned long long>(r.rp_cnp_handled),
+                static_cast<unsigned long long>(r.rp_rate_cuts));
+}
+
+/* (d) two long flows from 100 µs; senders 2..16 WRITE 4 KB, one at a time, in [10, 11) ms. */
+void burst(const Opts &o, const cc::CcParams *cc) {
+    Stat dip, rec, drops, qmax;
+    for (int round = 0; round < o.rounds; ++round) {
+        IncastConfig c = base(o, cc, 1 + static_cast<uint64_t>(round));
+        c.flows.assign(17, FlowSpec{});
+        for (size_t k = 0; k < 2; ++k)
+            c.flows[k].start_ns = 100 * kUs;
+        for (size_t k = 2; k < 17; ++k) {
+            c.flows[k].start_ns = 10 * kMs;
+            c.flows[k].stop_ns = 11 * kMs;
+            c.flows[k].msg_bytes = 4096;
+            c.flows[k].outstanding = 1;
+        }
+        const IncastResult r = run_incast(c);
+        write_csv(r, csv_name(o, "d", cc, round));
+        const size_t b0 = 10 * kMs / c.bin_ns, b1 = 11 * kMs / c.bin_ns;
+        auto longsum = [&](size_t b) { return r.rate_gbps[0][b] + r.rate_gbps[1][b]; };
+        double before = 0;
+        for (size_t b = b0 - 100; b < b0; ++b)
+            before += longsum(b) / 100;
+        /* 200 µs windows smooth the 50 µs bins */
+        double low = before;
+        size_t back = 0;
+        const size_t end = c.duration_ns / c.bin_ns;
+        for (size_t b = b0; b + 4 <= end; ++b) {
+            double w = 0;
+            for (size_t k = b; k < b + 4; ++k)
+                w += longsum(k) / 4;
+            low = std::min(low, w);
+            if (b >= b1 && !back && w >= 0.9 * before)
+                back = b;
+        }
+        dip.add(100 * (1 - low / before));
+        rec.add(back ? static_cast<double>((back - b1) * c.bin_ns) / 1e3 : std::nan(""));
+        drops.add(total_drops(r));
+        qmax.add(static_cast<double>(r.bq.max_depth_bytes) / 1e3);
+    }
+    std::printf("d dcqcn=%-3s long_flow_dip_pct=%s recovery_to_90pct_after_burst_us=%s "
+                "drops=%s qmax_kb=%s (min/median/max of %d)\n",
+                cc ? "on" : "off", dip.str("%.1f").c_str(), rec.str("%.0f").c_str(),
+                drops.str("%.0f").c_str(), qmax.str("%.1f").c_str(), o.rounds);
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+    const Opts o = parse(argc, argv);
+    cc::CcParams params; /* ConnectX defaults */
+    if (o.paper) {
+        /* Zhu et al. 2015: T = 55 µs, B = 10 MB, g = 1/256, a CNP per 50 µs, Rt = Rc on
+         * every CNP, R_AI 40 Mb/s, R_HAI 100 Mb/s (as tests/unit/test_cc.cpp) */
+        params.rpg_time_reset_ns = 55'000;
+        params.rpg_byte_reset = 10'000'000;
+        params.clamp_tgt_rate = true;
+        params.dce_tcp_g = 1020;
+        params.min_time_between_cnps_ns = 50'000;
+        params.rpg_ai_rate_bps = 40'000'000;
+        params.rpg_hai_rate_bps = 100'000'000;
+    }
+    if (const char *err = cc::validate(params, 10'000'000'000)) {
+        std::fprintf(stderr, "cc_sim: %s\n", err);
+        return 2;
+    }
+    std::vector<const cc::CcParams *> modes;
+    if (o.modes.find("on") != std::string::npos)
+        modes.push_back(&params);
+    if (o.modes.find("off") != std::string::npos)
+        modes.push_back(nullptr);
+    if (modes.empty()) {
+        std::fprintf(stderr, "cc_sim: --modes wants on, off or on,off\n");
+        return 2;
+    }
+    std::printf(
+        "# 10 Gb/s bottleneck, buffer %u B, Kmin %u B, Kmax %u B, Pmax %.3f; 10 Gb/s "
+        "links, 2 us; MTU 1024; 64 KiB WRITEs, 4 outstanding; DCQCN %s parameters; marking at %s\n",
+        o.buffer, o.kmin, o.kmax, o.pmax, o.paper ? "paper" : "ConnectX",
+        o.mark_dequeue ? "dequeue" : "enqueue");
+    for (const cc::CcParams *cc : modes) {
+        if (o.exps.find('a') != std::string::npos)
+            incast(o, "a", 2, cc);
+        if (o.exps.find('b') != std::string::npos)
+            one_cnp(o, cc, params);
+        if (o.exps.find('c') != std::string::npos)
+            incast(o, "c", 8, cc);
+        if (o.exps.find('d') != std::string::npos)
+            burst(o, cc);
+        std::fflush(stdout);
+    }
+    return 0;
+}

@@ -1,0 +1,155 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
+"""Plots of the DCQCN experiments (issue 10) from bench/cc_sim's CSVs, DCQCN on and off
+side by side:
+
+  cc_a.png  2:1 incast: per-flow rate (0.5 ms average) and bottleneck queue depth
+  cc_b.png  one flow's rate after a single CNP, against the paper's equations
+  cc_c.png  8:1 incast: per-flow rate and queue depth
+  cc_real.png  the real-process 2:1 incast through droce-fabric (bench/cc_fabric_incast.sh):
+            queue depth against time, if incast_depth_1.csv is there
+  cc_d.png  two long flows, then 15 senders of 4 KB WRITEs for 1 ms (10-11 ms): the long
+            flows' rate, the short flows' sum and the queue depth
+
+Usage: bench/plot_cc.py [CSV dir, default bench/cc] [out dir, default: the CSV dir]
+(Debian's python3-matplotlib: run with /usr/bin/python3 if another python3 comes first.)
+"""
+import csv
+import os
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+KMIN, KMAX = 5, 200  # KB, bench/cc_sim's defaults
+
+
+def load(path):
+    with open(path) as f:
+        rows = list(csv.DictReader(f))
+    cols = {k: [float(r[k]) for r in rows] for k in rows[0]} if rows else {}
+    return cols
+
+
+def smooth(v, n):
+    """Trailing mean over n samples (the CSV repeats 50 µs rate bins every 10 µs)."""
+    out, s = [], 0.0
+    for i, x in enumerate(v):
+        s += x
+        if i >= n:
+            s -= v[i - n]
+        out.append(s / min(i + 1, n))
+    return out
+
+
+def flows(cols):
+    return sorted((k for k in cols if k.startswith("flow") and k.endswith("_gbps")
+                   and "_sent_" not in k), key=lambda k: int(k[4:].split("_")[0]))
+
+
+def incast(d, out, exp, title):
+    fig, ax = plt.subplots(2, 2, figsize=(12, 6), sharex=True, sharey="row")
+    for j, mode in enumerate(("on", "off")):
+        path = os.path.join(d, f"{exp}_{mode}.csv")
+        if not os.path.exists(path):
+            continue
+        c = load(path)
+        t = [x / 1000 for x in c["t_us"]]
+        for k in flows(c):
+            ax[0][j].plot(t, smooth(c[k], 50), lw=0.8, label=k.split("_")[0])
+        ax[1][j].plot(t, [x / 1000 for x in c["depth_bytes"]], lw=0.6, color="k")
+        for y, lab in ((KMIN, "Kmin"), (KMAX, "Kmax")):
+            ax[1][j].axhline(y, ls="--", lw=0.7, color="r")
+            ax[1][j].text(t[-1], y, lab, ha="right", va="bottom", fontsize=7, color="r")
+        ax[0][j].set_title(f"{title}, DCQCN {mode}")
+        ax[1][j].set_xlabel("time (ms)")
+        if len(flows(c)) <= 8:
+            ax[0][j].legend(fontsize=7, ncol=4, loc="upper right")
+    ax[0][0].set_ylabel("rate at the bottleneck (Gb/s, 0.5 ms avg)")
+    ax[1][0].set_ylabel("queue depth (KB)")
+    fig.tight_layout()
+    fig.savefig(os.path.join(out, f"cc_{exp}.png"), dpi=110)
+    plt.close(fig)
+
+
+def one_cnp(d, out):
+    fig, ax = plt.subplots(1, 2, figsize=(12, 3.8), sharey=True)
+    for j, mode in enumerate(("on", "off")):
+        path = os.path.join(d, f"b_{mode}.csv")
+        if not os.path.exists(path):
+            continue
+        c = load(path)
+        t = [x / 1000 for x in c["t_us"]]
+        ax[j].plot(t, smooth(c["flow0_gbps"], 3), lw=0.9, label="measured (30 µs avg)")
+        ax[j].plot(t, c["reference_gbps"], lw=1.2, ls="--", label="paper's equations")
+        ax[j].axvline(1.0, color="r", lw=0.6)
+        ax[j].text(1.0, 0.5, " CNP", color="r", fontsize=8)
+        ax[j].set_title(f"one CNP at 1 ms, DCQCN {mode}")
+        ax[j].set_xlabel("time (ms)")
+        ax[j].set_xlim(0.5, 3)
+        ax[j].legend(fontsize=8, loc="lower right")
+    ax[0].set_ylabel("rate (Gb/s)")
+    fig.tight_layout()
+    fig.savefig(os.path.join(out, "cc_b.png"), dpi=110)
+    plt.close(fig)
+
+
+def burst(d, out):
+    fig, ax = plt.subplots(2, 2, figsize=(12, 6), sharex=True, sharey="row")
+    for j, mode in enumerate(("on", "off")):
+        path = os.path.join(d, f"d_{mode}.csv")
+        if not os.path.exists(path):
+            continue
+        c = load(path)
+        t = [x / 1000 for x in c["t_us"]]
+        fl = flows(c)
+        for k in fl[:2]:
+            ax[0][j].plot(t, smooth(c[k], 20), lw=0.8, label="long " + k.split("_")[0])
+        short = [sum(c[k][i] for k in fl[2:]) for i in range(len(t))]
+        ax[0][j].plot(t, smooth(short, 20), lw=0.8, label="15 short senders (sum)")
+        ax[0][j].axvspan(10, 11, color="y", alpha=0.2)
+        ax[1][j].plot(t, [x / 1000 for x in c["depth_bytes"]], lw=0.6, color="k")
+        ax[1][j].axhline(KMAX, ls="--", lw=0.7, color="r")
+        ax[0][j].set_title(f"2 long flows + 15 x 4 KB senders (10-11 ms), DCQCN {mode}")
+        ax[1][j].set_xlabel("time (ms)")
+        ax[0][j].legend(fontsize=7, loc="upper right")
+        ax[0][j].set_xlim(5, 20)
+    ax[0][0].set_ylabel("rate (Gb/s, 0.2 ms avg)")
+    ax[1][0].set_ylabel("queue depth (KB)")
+    fig.tight_layout()
+    fig.savefig(os.path.join(out, "cc_d.png"), dpi=110)
+    plt.close(fig)
+
+
+def real(d, out):
+    path = os.path.join(d, "incast_depth_1.csv")
+    if not os.path.exists(path):
+        return
+    c = load(path)
+    fig, ax = plt.subplots(figsize=(8, 3.5))
+    ax.plot([x / 1000 for x in c["t_us"]], [x / 1000 for x in c["depth_bytes"]], lw=0.6,
+            color="k")
+    ax.axhline(KMAX, ls="--", lw=0.7, color="r")
+    ax.set_title("2 droce-perf write_bw -> droce-fabric (1 Gb/s, shared queue), DCQCN off")
+    ax.set_xlabel("time (ms)")
+    ax.set_ylabel("queue depth (KB)")
+    fig.tight_layout()
+    fig.savefig(os.path.join(out, "cc_real.png"), dpi=110)
+    plt.close(fig)
+
+
+def main():
+    d = sys.argv[1] if len(sys.argv) > 1 else "bench/cc"
+    out = sys.argv[2] if len(sys.argv) > 2 else d
+    incast(d, out, "a", "2:1 incast")
+    one_cnp(d, out)
+    incast(d, out, "c", "8:1 incast")
+    burst(d, out)
+    real(d, out)
+    print("wrote", ", ".join(os.path.join(out, f"cc_{e}.png") for e in "abcd"))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Congestion scenarios on the simulator: N senders, each one RC QP doing RDMA WRITEs to
+ * one receiver through a lib/fabric bottleneck (Fabric::set_bottleneck), DCQCN on or off
+ * per run (Endpoint::cc). Used by bench/cc_sim (CSV, plots) and tests/sim/test_cc_fabric
+ * (the issue's targets), so the experiment and its assertions are the same code.
+ *
+ * Rates are measured at the bottleneck's output (frame bytes per bin, by sender MAC), so
+ * they are what the receiver gets, wire headers included. */
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "cc_params.h"
+#include "fabric_bottleneck.h"
+#include "sim_fabric.h"
+
+namespace droce::sim {
+
+struct FlowSpec {
+    Time start_ns = 0;
+    Time stop_ns = 0; /* no new message from then on (0: runs to the end) */
+    uint32_t msg_bytes = 65536;
+    uint32_t outstanding = 4; /* WRITEs kept posted */
+    uint64_t max_msgs = 0;    /* 0: unlimited */
+};
+
+struct IncastConfig {
+    std::vector<FlowSpec> flows;
+    Time duration_ns = 30'000'000;
+    double link_gbps = 10; /* each host's link */
+    Time link_delay_ns = 2000;
+    Time link_backlog_ns = 2000; /* a sender's NIC holds ~2 frames beyond the one on the wire */
+    fabric::BottleneckParams bottleneck; /* toward the receiver */
+    const cc::CcParams *cc = nullptr;    /* nullptr: DCQCN off */
+    Mtu mtu = Mtu::Mtu1024;
+    Time bin_ns = 50'000;    /* rate bins */
+    Time sample_ns = 10'000; /* queue-depth samples */
+    uint64_t seed = 1;
+    /* A single CNP forged by the receiver to flow 0's QP at this time (0: none). */
+    Time inject_cnp_at = 0;
+};
+
+struct IncastResult {
+    Time bin_ns = 0;
+    /* rate_gbps[flow][bin]: frame bytes leaving the bottleneck per bin, in Gb/s */
+    std::vector<std::vector<double>> rate_gbps;
+    /* sent_gbps[flow][bin]: frame bytes the sender put on its link, in Gb/s */
+    std::vector<std::vector<double>> sent_gbps;
+    std::vector<fabric::DepthSample> depth;
+    fabric::BottleneckCounters bq;
+    std::vector<uint64_t> msgs_done;
+    uint64_t cnps = 0;                             /* CNP frames seen on the fabric */
+    uint64_t rp_cnp_handled = 0, rp_rate_cuts = 0; /* the senders' reaction points */
+    uint64_t timeouts = 0, seq_naks = 0, retransmits = 0;
+    bool qp_error = false;
+};
+
+IncastResult run_incast(const IncastConfig &c);
+
+/** Jain's fairness index of the values (1 = equal). */
+double jain(const std::vector<double> &x);
+/** Mean rate of each flow over bins [from, to) (bin indices). */
+std::vector<double> mean_rates(const IncastResult &r, size_t from, size_t to,
+                               const std::vector<size_t> &flows);
+/** The end (ns) of the first window of `window` bins from which on every window (sliding
+ * by one bin, up to `until_bin`) has every listed flow within `tol` of the window's fair
+ * share (the flows' mean); UINT64_MAX if never. */
+Time convergence_time(const IncastResult &r, const std::vector<size_t> &flows, size_t window,
+                      size_t from_bin, size_t until_bin, double tol);
+/** Largest queue depth (bytes) among samples at or after t. */
+uint32_t max_depth_after(const IncastResult &r, Time t);
+
+/** Writes `<path>`: t_us, depth_bytes, and one rate column per flow (Gb/s, bin values
+ * repeated at the depth sample times). */
+void write_csv(const IncastResult &r, const std::string &path);
+
+} // namespace droce::sim
