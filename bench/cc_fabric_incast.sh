@@ -6,16 +6,18 @@
 # behind the one queue; at the queue it is 2:1 as in the simulator.
 # Writes OUT/incast_depth.csv (t_us,port,depth_bytes,depth_frames), OUT/incast_fabric.txt
 # and prints one summary line per round: per-client MB/s, Jain's index, queue max, drops.
-# DCQCN: droce-perf has no switch for it yet (the engine does not pass CcParams to its
-# QPs), so this runs DCQCN off; the rate is what RC windows and the bottleneck allow.
+# Each round runs every DCQCN mode in turn (droce-perf --dcqcn=on|off on all four
+# processes): off, the rate is what the RC windows and the bottleneck allow; on, the
+# fabric's CE marks come back as CNPs that cut the senders' rates.
 # Usage: flock /tmp/droce-heavy.lock bench/cc_fabric_incast.sh [build dir] [rounds] [secs]
-#        [rate Gb/s] [out dir]
+#        [rate Gb/s] [out dir] [modes, default "off on"]
 set -u
 build=${1:-build}
 rounds=${2:-3}
 secs=${3:-5}
 rate=${4:-1}
 out=${5:-bench/cc}
+modes=${6:-off on}
 fab=$build/apps/droce-fabric/droce-fabric
 perf=$build/apps/droce-perf/droce-perf
 mkdir -p "$out"
@@ -25,6 +27,7 @@ eal=(--no-huge -m 512 --no-pci --no-shconf --log-level='*:warning')
 vdev() { echo "--vdev=net_memif0,role=client,socket=$work/s$1,socket-abstract=no"; }
 
 for r in $(seq "$rounds"); do
+  for mode in $modes; do
     rm -f "$work"/s*
     base=$((23000 + ($$ + r * 7) % 20000))
     timeout $((secs + 60)) "$fab" -l 0 "${eal[@]}" --file-prefix "fi$$" \
@@ -39,24 +42,24 @@ for r in $(seq "$rounds"); do
     for k in 0 1; do
         timeout $((secs + 40)) "$perf" write_bw -l 1 "${eal[@]}" --file-prefix "fis$k$$" \
             "$(vdev $((k + 2)))" -- --ip 10.80.0.$((k + 1))/24 --mac 02:00:00:00:03:0$((k + 1)) \
-            -s 65536 -D "$secs" -p $((base + k)) --timeout 30 >"$work/srv$k" 2>&1 &
+            -s 65536 -D "$secs" -p $((base + k)) --timeout 30 --dcqcn="$mode" --counters >"$work/srv$k" 2>&1 &
         spid[$k]=$!
     done
     sleep 1
     for k in 0 1; do
         timeout $((secs + 40)) "$perf" write_bw -l 1 "${eal[@]}" --file-prefix "fic$k$$" \
             "$(vdev "$k")" -- --ip 10.80.0.$((k + 11))/24 --mac 02:00:00:00:03:1$k \
-            -s 65536 -D "$secs" -p $((base + k)) --timeout 30 127.0.0.1 >"$work/cli$k" 2>&1 &
+            -s 65536 -D "$secs" -p $((base + k)) --timeout 30 --dcqcn="$mode" --counters 127.0.0.1 >"$work/cli$k" 2>&1 &
         cpid[$k]=$!
     done
     ok=1
     for k in 0 1; do wait "${cpid[$k]}" || ok=0; wait "${spid[$k]}" || ok=0; done
     kill -INT "$fpid"
     wait "$fpid"
-    cp "$work/depth.csv" "$out/incast_depth_$r.csv"
-    cp "$work/fab" "$out/incast_fabric_$r.txt"
+    cp "$work/depth.csv" "$out/incast_depth_${mode}_$r.csv"
+    cp "$work/fab" "$out/incast_fabric_${mode}_$r.txt"
     if [[ $ok -ne 1 ]]; then
-        echo "round $r: a droce-perf failed"
+        echo "round $r DCQCN $mode: a droce-perf failed"
         tail -n 3 "$work"/cli* "$work"/srv*
         continue
     fi
@@ -64,7 +67,9 @@ for r in $(seq "$rounds"); do
     m1=$(awk '$1 == 65536 && NF >= 5 { v = $4 } END { print v + 0 }' "$work/cli1")
     qmax=$(awk -F, 'NR > 1 && $3 > m { m = $3 } END { print m + 0 }' "$work/depth.csv")
     drops=$(awk '$1 == "port" && $2 == "2:" { for (i = 1; i < NF; ++i) if ($i ~ /^dropped_/) d += $(i + 1) } END { print d + 0 }' "$work/fab")
-    awk -v a="$m0" -v b="$m1" -v q="$qmax" -v d="$drops" -v r="$r" -v g="$rate" 'BEGIN {
+    cnps=$(awk '$1 == "rp_cnp_handled" { c += $2 } END { print c + 0 }' "$work"/cli0 "$work"/cli1)
+    awk -v a="$m0" -v b="$m1" -v q="$qmax" -v d="$drops" -v r="$r" -v g="$rate" -v m="$mode" -v c="$cnps" 'BEGIN {
         j = (a + b) * (a + b) / (2 * (a * a + b * b));
-        printf "round %d: 2:1 through %s Gb/s, DCQCN off: client MB/s %.1f %.1f (sum %.1f), Jain %.3f, queue max %d B, drops %d\n", r, g, a, b, a + b, j, q, d }'
+        printf "round %d: 2:1 through %s Gb/s, DCQCN %s: client MB/s %.1f %.1f (sum %.1f), Jain %.3f, queue max %d B, drops %d, CNPs handled %d\n", r, g, m, a, b, a + b, j, q, d, c }'
+  done
 done

@@ -7,7 +7,7 @@ side by side:
   cc_b.png  one flow's rate after a single CNP, against the paper's equations
   cc_c.png  8:1 incast: per-flow rate and queue depth
   cc_real.png  the real-process 2:1 incast through droce-fabric (bench/cc_fabric_incast.sh):
-            queue depth against time, if incast_depth_1.csv is there
+            queue depth against time, DCQCN off and on (incast_depth_<mode>_1.csv)
   cc_d.png  two long flows, then 15 senders of 4 KB WRITEs for 1 ms (10-11 ms): the long
             flows' rate, the short flows' sum and the queue depth
 
@@ -124,17 +124,20 @@ def burst(d, out):
 
 
 def real(d, out):
-    path = os.path.join(d, "incast_depth_1.csv")
-    if not os.path.exists(path):
+    """DCQCN off and on side by side (incast_depth_<mode>_1.csv from cc_fabric_incast.sh)."""
+    modes = [m for m in ("off", "on") if os.path.exists(os.path.join(d, f"incast_depth_{m}_1.csv"))]
+    if not modes:
         return
-    c = load(path)
-    fig, ax = plt.subplots(figsize=(8, 3.5))
-    ax.plot([x / 1000 for x in c["t_us"]], [x / 1000 for x in c["depth_bytes"]], lw=0.6,
-            color="k")
-    ax.axhline(KMAX, ls="--", lw=0.7, color="r")
-    ax.set_title("2 droce-perf write_bw -> droce-fabric (1 Gb/s, shared queue), DCQCN off")
-    ax.set_xlabel("time (ms)")
-    ax.set_ylabel("queue depth (KB)")
+    fig, axs = plt.subplots(1, len(modes), figsize=(6 * len(modes), 3.5), sharey=True,
+                            squeeze=False)
+    for ax, m in zip(axs[0], modes):
+        c = load(os.path.join(d, f"incast_depth_{m}_1.csv"))
+        ax.plot([x / 1000 for x in c["t_us"]], [x / 1000 for x in c["depth_bytes"]], lw=0.6,
+                color="k")
+        ax.axhline(KMAX, ls="--", lw=0.7, color="r")
+        ax.set_title(f"2 droce-perf write_bw -> droce-fabric (shared queue), DCQCN {m}")
+        ax.set_xlabel("time (ms)")
+    axs[0][0].set_ylabel("queue depth (KB)")
     fig.tight_layout()
     fig.savefig(os.path.join(out, "cc_real.png"), dpi=110)
     plt.close(fig)

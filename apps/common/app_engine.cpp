@@ -49,8 +49,20 @@ void arm_waiter(EngineRun &run, double timeout_s, int pump_slice_ms) {
     run.waiter.pump_slice_ms = pump_slice_ms;
 }
 
+namespace {
+
+/* --dcqcn and --ecn: the device's congestion control (on with ECT(0) unless told). */
+void apply_congestion_options(const DeviceOptions &o, DeviceConfig &cfg) {
+    cfg.dcqcn = o.dcqcn;
+    if (o.ecn >= 0)
+        cfg.dcqcn_params.ecn_mode = static_cast<EcnMode>(o.ecn);
+}
+
+} // namespace
+
 Device *open_port_device(Engine &engine, const DeviceOptions &o) {
     DeviceConfig cfg;
+    apply_congestion_options(o, cfg);
     cfg.port = o.dpdk_port;
     cfg.ipv4_cidr = o.ip;
     cfg.mac = o.mac;
@@ -74,7 +86,7 @@ bool start_engine(Engine &engine) {
 }
 
 std::optional<LoopbackDevices>
-open_loopback_devices(Engine &engine, uint32_t eth_mtu,
+open_loopback_devices(Engine &engine, const DeviceOptions &o,
                       const std::function<void(const std::string &, const Status &)> &open_failed,
                       uint16_t queues) {
     // One queue asks for the plain pair, so single-worker runs never depend on the
@@ -91,7 +103,8 @@ open_loopback_devices(Engine &engine, uint32_t eth_mtu,
     ca.port = port_a;
     ca.ipv4_cidr = "10.0.0.1/24";
     ca.mac = "02:00:0a:00:00:01";
-    ca.mtu = eth_mtu;
+    ca.mtu = o.eth_mtu;
+    apply_congestion_options(o, ca);
     DeviceConfig cb = ca;
     cb.port = port_b;
     cb.ipv4_cidr = "10.0.0.2/24";

@@ -24,6 +24,8 @@ const struct option kDeviceLongOptions[] = {
     {"busy-poll", no_argument, nullptr, kOptBusyPoll},
     {"timeout", required_argument, nullptr, kOptTimeout},
     {"log-level", required_argument, nullptr, kOptLogLevel},
+    {"dcqcn", required_argument, nullptr, kOptDcqcn},
+    {"ecn", required_argument, nullptr, kOptEcn},
 };
 
 bool valid_ipv4_cidr(const char *s) {
@@ -66,6 +68,21 @@ const char *take(int c, const char *arg, DeviceOptions &o, const DeviceOptionRul
         return "";
     case kOptCounters:
         o.counters = true;
+        return "";
+    case kOptDcqcn:
+        if (std::strcmp(arg, "on") != 0 && std::strcmp(arg, "off") != 0)
+            return "on or off";
+        o.dcqcn = std::strcmp(arg, "on") == 0;
+        return "";
+    case kOptEcn:
+        if (std::strcmp(arg, "off") == 0)
+            o.ecn = 0;
+        else if (std::strcmp(arg, "ect0") == 0)
+            o.ecn = 1;
+        else if (std::strcmp(arg, "ect1") == 0)
+            o.ecn = 2;
+        else
+            return "off, ect0 or ect1";
         return "";
     case kOptEmbedded:
         o.embedded = true;

@@ -22,6 +22,8 @@ struct DeviceOptions {
     std::string ip;                 /**< --ip A.B.C.D/P */
     std::string mac;                /**< --mac */
     uint32_t eth_mtu = 0;           /**< --eth-mtu */
+    bool dcqcn = true;              /**< --dcqcn on|off (DeviceConfig::dcqcn) */
+    int ecn = -1;                   /**< --ecn off|ect0|ect1 (EcnMode); -1 = the default */
     bool counters = false;          /**< --counters */
     bool embedded = false;          /**< --embedded (set by default with --loopback) */
     bool embedded_given = false;    /**< --embedded was on the command line */
@@ -50,6 +52,8 @@ enum DeviceOption : int {
     kOptBusyPoll,
     kOptTimeout,
     kOptLogLevel,
+    kOptDcqcn,
+    kOptEcn,
     kFirstToolOption = 1100,
 };
 

@@ -234,7 +234,7 @@ int run_loopback(Run &run) {
     const Options &opt = run.opt;
     const uint32_t workers = run.engine.workers();
     const auto devs = app::open_loopback_devices(
-        run.engine, opt.eth_mtu,
+        run.engine, opt,
         [](const std::string &, const Status &st) {
             std::fprintf(stderr, "Couldn't open the net_ring ports: %s\n", st.message().c_str());
         },

@@ -82,7 +82,7 @@ EndpointConfig endpoint_config(const Options &opt, bool client, std::string pref
 int run_loopback(Run &run) {
     const Options &opt = run.opt;
     const auto devs = app::open_loopback_devices(
-        run.engine, opt.eth_mtu, [](const std::string &port, const Status &st) {
+        run.engine, opt, [](const std::string &port, const Status &st) {
             std::fprintf(stderr, "Couldn't open %s: %s\n", port.c_str(), st.message().c_str());
         });
     if (!devs)
