@@ -14,8 +14,6 @@ constexpr uint16_t kEtherTypeQinQ = 0x88A8;
 constexpr uint16_t kIpv4Df = 0x4000;
 constexpr uint16_t kIpv4MfOffset = 0x3FFF; /* MF flag + fragment offset */
 
-inline uint16_t ld16(const uint8_t *p) { return static_cast<uint16_t>((p[0] << 8) | p[1]); }
-
 /* Ethertype policy: IPv4 / IPv6 are parsed; a stacked or 802.1ad tag, or a value that is
  * an 802.3 length (< 0x0600) rather than an Ethernet II type, is BadEthertype; every
  * other type (ARP, RoCEv1 0x8915, LLDP, ...) is well-formed traffic that is simply
