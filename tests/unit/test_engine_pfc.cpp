@@ -329,4 +329,83 @@ TEST_F(Pfc, StormWatchdogReportsOncePerStorm) {
     dev->set_pfc(-1, engine::kPfcStormNsDefault, "test");
 }
 
+/* Several workers: the frame lands on one shard's RX queue and every shard holds the
+ * pause (each transmits on the port); it is counted once. */
+TEST(PfcWorkers, EveryShardHoldsAPauseOneOfThemReceived) {
+    static const char *eal[] = {"test_engine_pfc", "--no-huge",   "-m",   "512",
+                                "--no-pci",        "--no-shconf", "-l",   "0",
+                                "--log-level",     "*:warning",   nullptr};
+    EngineOptions o;
+    o.embedded = true;
+    o.workers = 2;
+    o.mbufs = 2047;
+    o.log_level = "warn";
+    int consumed = 0;
+    auto rt = engine::Runtime::create(10, const_cast<char **>(eal), &consumed, o);
+    ASSERT_TRUE(rt) << rt.status().message();
+    auto ports = (*rt)->create_ring_pair(2);
+    ASSERT_TRUE(ports);
+    DeviceConfig c;
+    c.port = ports->first;
+    c.ipv4_cidr = "10.77.0.1/24";
+    c.mac = "02:00:00:00:01:01";
+    c.dcqcn = false;
+    auto d = (*rt)->open_device(c);
+    ASSERT_TRUE(d) << d.status().message();
+    engine::Dev *dev = *d;
+    ASSERT_EQ(dev->workers(), 2u);
+    ASSERT_EQ(dev->rx_queues(), 2u);
+    uint16_t peer = 0;
+    ASSERT_EQ(rte_eth_dev_get_port_by_name(ports->second.c_str(), &peer), 0);
+    rte_mempool *pool = rte_pktmbuf_pool_create("test_pfc_w_pool", 255, 0, 0,
+                                                RTE_MBUF_DEFAULT_BUF_SIZE, SOCKET_ID_ANY);
+    ASSERT_NE(pool, nullptr);
+    rte_eth_conf conf{};
+    ASSERT_EQ(rte_eth_dev_configure(peer, 2, 2, &conf), 0);
+    for (uint16_t q = 0; q < 2; ++q) {
+        ASSERT_EQ(rte_eth_rx_queue_setup(peer, q, 256, SOCKET_ID_ANY, nullptr, pool), 0);
+        ASSERT_EQ(rte_eth_tx_queue_setup(peer, q, 256, SOCKET_ID_ANY, nullptr), 0);
+    }
+    ASSERT_EQ(rte_eth_dev_start(peer), 0);
+    auto send_pfc = [&](uint16_t quanta) {
+        net::PfcFrame p;
+        p.enable = 1u << 3;
+        p.quanta[3] = quanta;
+        rte_mbuf *m = rte_pktmbuf_alloc(pool);
+        ASSERT_NE(m, nullptr);
+        uint8_t *b = reinterpret_cast<uint8_t *>(rte_pktmbuf_append(m, 60));
+        ASSERT_EQ(net::build_pfc(kPeerMac, p, b, 60), 60u);
+        ASSERT_EQ(rte_eth_tx_burst(peer, 1, &m, 1), 1) << "to worker 1's RX queue";
+    };
+    auto poll_both = [&](uint64_t t) {
+        uint32_t work = 0;
+        dev->shard(1).poll(t, &work); /* receives, passes it on */
+        dev->shard(0).poll(t, &work);
+    };
+    auto counter = [&](const char *name) -> uint64_t {
+        for (const auto &[k, v] : dev->counters())
+            if (k == name)
+                return v;
+        ADD_FAILURE() << "no counter " << name;
+        return 0;
+    };
+    ASSERT_NO_FATAL_FAILURE(send_pfc(0xFFFF));
+    poll_both(kT0);
+    EXPECT_EQ(dev->shard(1).paused_mask(), 1u << 3);
+    EXPECT_EQ(dev->shard(0).paused_mask(), 1u << 3);
+    EXPECT_EQ(counter("rx_prio3_pause"), 1u);
+    ASSERT_NO_FATAL_FAILURE(send_pfc(0));
+    poll_both(kT0 + 500'000);
+    EXPECT_EQ(dev->shard(1).paused_mask(), 0u);
+    EXPECT_EQ(dev->shard(0).paused_mask(), 0u);
+    EXPECT_EQ(counter("rx_prio3_pause"), 2u);
+    EXPECT_EQ(counter("rx_prio3_pause_transition"), 1u) << "counted once, not per worker";
+    EXPECT_EQ(counter("rx_prio3_pause_duration"), 500u);
+    EXPECT_EQ(counter("rx_drop_handoff_full"), 0u);
+    rte_eth_dev_stop(peer);
+    rte_eth_dev_close(peer);
+    rt->reset();
+    rte_mempool_free(pool);
+}
+
 } // namespace
