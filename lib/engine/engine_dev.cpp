@@ -479,6 +479,25 @@ std::vector<std::pair<std::string, uint64_t>> Dev::port_counters() const {
     v.emplace_back("mbufs_in_use",
                    rte_mempool_in_use_count(rt_.pool()) + rte_mempool_in_use_count(rt_.zc_pool()));
     v.emplace_back("workers", shards_.size());
+    /* The PMD's own pause counters, where it has any (ixgbe/i40e: *xon*, *xoff*; mlx5
+     * reads the kernel's): whether the port's hardware sent or honoured pause, which
+     * droce's software counters cannot see. Prefixed pmd_, as the PMD names them. */
+    const int n = rte_eth_xstats_get_names(port_, nullptr, 0);
+    if (n > 0) {
+        std::vector<rte_eth_xstat_name> names(static_cast<size_t>(n));
+        std::vector<rte_eth_xstat> vals(static_cast<size_t>(n));
+        if (rte_eth_xstats_get_names(port_, names.data(), static_cast<unsigned>(n)) == n &&
+            rte_eth_xstats_get(port_, vals.data(), static_cast<unsigned>(n)) == n) {
+            for (const rte_eth_xstat &x : vals) {
+                if (x.id >= static_cast<uint64_t>(n))
+                    continue;
+                const std::string nm = names[x.id].name;
+                if (nm.find("pause") != std::string::npos || nm.find("pfc") != std::string::npos ||
+                    nm.find("xon") != std::string::npos || nm.find("xoff") != std::string::npos)
+                    v.emplace_back("pmd_" + nm, x.value);
+            }
+        }
+    }
     return v;
 }
 
