@@ -56,6 +56,7 @@ void apply_congestion_options(const DeviceOptions &o, DeviceConfig &cfg) {
     cfg.dcqcn = o.dcqcn;
     if (o.ecn >= 0)
         cfg.dcqcn_params.ecn_mode = static_cast<EcnMode>(o.ecn);
+    cfg.pfc_priority = o.pfc; /* --pfc: ask the PMD to make that priority lossless */
 }
 
 } // namespace

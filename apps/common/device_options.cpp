@@ -26,6 +26,7 @@ const struct option kDeviceLongOptions[] = {
     {"log-level", required_argument, nullptr, kOptLogLevel},
     {"dcqcn", required_argument, nullptr, kOptDcqcn},
     {"ecn", required_argument, nullptr, kOptEcn},
+    {"pfc", required_argument, nullptr, kOptPfc},
 };
 
 bool valid_ipv4_cidr(const char *s) {
@@ -83,6 +84,11 @@ const char *take(int c, const char *arg, DeviceOptions &o, const DeviceOptionRul
             o.ecn = 2;
         else
             return "off, ect0 or ect1";
+        return "";
+    case kOptPfc:
+        if (!parse_u64(arg, 7, u))
+            return "a priority 0..7";
+        o.pfc = static_cast<int>(u);
         return "";
     case kOptEmbedded:
         o.embedded = true;

@@ -24,6 +24,7 @@ struct DeviceOptions {
     uint32_t eth_mtu = 0;           /**< --eth-mtu */
     bool dcqcn = true;              /**< --dcqcn on|off (DeviceConfig::dcqcn) */
     int ecn = -1;                   /**< --ecn off|ect0|ect1 (EcnMode); -1 = the default */
+    int pfc = -1;                   /**< --pfc PRIO (DeviceConfig::pfc_priority); -1 = none */
     bool counters = false;          /**< --counters */
     bool embedded = false;          /**< --embedded (set by default with --loopback) */
     bool embedded_given = false;    /**< --embedded was on the command line */
@@ -54,6 +55,7 @@ enum DeviceOption : int {
     kOptLogLevel,
     kOptDcqcn,
     kOptEcn,
+    kOptPfc,
     kFirstToolOption = 1100,
 };
 

@@ -97,6 +97,15 @@ struct DeviceConfig {
      * port's ECN mode; QueuePair::set_dcqcn changes one QP. The line rate (the maximum
      * rate) is the port's link speed. */
     DcqcnParams dcqcn_params;
+    /** PFC (802.1Qbb): the priority to make lossless on the port through the PMD's
+     * rte_eth_dev_priority_flow_ctrl_set (0..7); -1 = do not ask. Where the PMD does not
+     * implement it (the vdevs, mlx5), open_device says so in one line (and droce-info).
+     * Either way, PFC frames the port hands up are honoured in software: TX of a paused
+     * priority (VLAN PCP, or DSCP >> 3 for untagged frames) waits for the pause to end. */
+    int pfc_priority = -1;
+    /** Pause-storm watchdog: a priority paused without a break for this long is reported
+     * (counter rx_pfc_pause_storm, a log line, AsyncEventType::PauseStorm); 0 = off. */
+    uint32_t pfc_storm_ms = 100;
 };
 
 /** The engine: EAL, mempool, worker loop. Create once per process (the EAL can be

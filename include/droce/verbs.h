@@ -159,6 +159,8 @@ enum class AsyncEventType : uint8_t {
     ClientReregister = 17, /**< (never raised: RoCE) */
     GidChange = 18,        /**< GID table changed */
     WqFatal = 19,          /**< (no WQs: never raised) */
+    PauseStorm = 20,       /**< droce: a peer kept a PFC priority paused longer than the
+                            * device's pause-storm watchdog (not a verbs event; qp_num 0) */
 };
 /** "CQ error", "local work queue catastrophic error", ... as ibv_event_type_str() prints. */
 const char *async_event_str(AsyncEventType t);

@@ -29,6 +29,7 @@
 
 #include "mem_mr.h"
 #include "net.h"
+#include "net_pfc.h"
 #include "rc_qp.h"
 #include "sched_timer_wheel.h"
 #include "wire_packet.h"
@@ -151,7 +152,32 @@ struct QpTx final : rc::TxPort {
 };
 /** A QP's timer: the wheel's node and the way back to its QP. */
 struct QpTimer : sched::TimerNode {
-    QpCtx *qp = nullptr;
+    QpCtx *qp = nullptr; /* nullptr: a PauseTimer */
+};
+/** A shard's per-priority PFC timers ride the same wheel: the end of a received pause
+ * and the storm watchdog. qp == nullptr tells them apart in the expiry callback. */
+struct PauseTimer : QpTimer {
+    uint8_t prio = 0;
+    bool storm = false;
+};
+inline constexpr uint8_t kNoPrio = 0xFF;
+inline constexpr uint64_t kPfcStormNsDefault = 100'000'000; /* 100 ms */
+
+/* PFC state counters of a shard (Shard::counters names them as mlx5's ethtool -S). The
+ * per-priority pause state (duration, transitions, storms) is counted by shard 0 only:
+ * every shard holds the same pause (the frame is forwarded to all), so a sum over shards
+ * would multiply it. */
+struct PfcCounters {
+    uint64_t rx_pause[net::kPfcPriorities] = {};      /* rx_prioN_pause: frames with bit N */
+    uint64_t rx_pause_ns[net::kPfcPriorities] = {};   /* rx_prioN_pause_duration (us) */
+    uint64_t rx_transition[net::kPfcPriorities] = {}; /* rx_prioN_pause_transition */
+    uint64_t tx_pause[net::kPfcPriorities] = {};      /* droce sends no pause (yet) */
+    uint64_t tx_pause_ns[net::kPfcPriorities] = {};
+    uint64_t rx_result[static_cast<size_t>(net::PfcResult::Count_)] = {};
+    uint64_t tx_held = 0;    /* frames refused because their priority was paused */
+    uint64_t qps_parked = 0; /* QPs parked until their priority resumed */
+    uint64_t storms = 0;     /* pauses longer than the watchdog */
+    uint64_t other_prio = 0; /* pauses of a priority that is not the lossless one */
 };
 
 /** A QP as the engine keeps it. */
@@ -174,7 +200,10 @@ struct QpCtx {
     QpCtx *ready_next = nullptr;
     bool in_ready = false;
     bool pacer_holding = false; /* counted in Shard::pacer_holding_ */
-    uint64_t sq_drained = 0;    /* WRs taken off the rings */
+    /* kNoPrio, or the PFC priority whose pause holds this QP's next frame: parked on
+     * Shard::parked_ (ready links reused) until that priority resumes. */
+    uint8_t parked_prio = kNoPrio;
+    uint64_t sq_drained = 0; /* WRs taken off the rings */
     uint64_t rq_drained = 0;
     QpTx tx; /* rc::QpConfig::port */
 
@@ -293,6 +322,11 @@ class Shard final : public rc::TxPort, public rc::AsyncEventSink {
     uint32_t alloc_qpn(uint64_t now);
     void free_qpn(uint32_t qpn, uint64_t now);
 
+    /** A received PFC frame's pauses (the port's, every shard applies them). */
+    void on_pfc(const net::PfcFrame &f, uint64_t now);
+    uint8_t paused_mask() const { return paused_mask_; }
+    const PfcCounters &pfc_counters() const { return pfc_; }
+
     std::vector<std::unique_ptr<SrqCtx>> srqs; /* by SrqCtx::index */
     EngineCounters ec;
     net::NetCounters nc;
@@ -314,6 +348,12 @@ class Shard final : public rc::TxPort, public rc::AsyncEventSink {
     void handoff(uint32_t owner, rte_mbuf *m);
     void rx_burst(rte_mbuf **rx, uint16_t n, uint64_t now);
     QpCtx *prefetch_ctx(rte_mbuf *m) const;
+    void rx_mac_control(rte_mbuf *m, uint64_t now, bool forwarded);
+    uint8_t frame_prio(const wire::FrameSpec &f) const;
+    void ready_remove(QpCtx &q);
+    void park(QpCtx &q, uint8_t prio);
+    void resume(uint8_t prio, uint64_t now);
+    void on_pause_timer(PauseTimer &t, uint64_t now);
 
     Dev &dev_;
     uint32_t index_;
@@ -328,6 +368,16 @@ class Shard final : public rc::TxPort, public rc::AsyncEventSink {
     uint32_t nready_ = 0;
     uint32_t pacer_holding_ = 0;
     uint32_t budget_ = UINT32_MAX; /* packets the QP being served may still emit */
+    /* ---- PFC: received pauses (engine_dev.cpp, "PFC") ---- */
+    uint8_t paused_mask_ = 0;     /* bit n: priority n is paused */
+    uint8_t storm_mask_ = 0;      /* bit n: priority n's pauses are ignored (storm, see on_pfc) */
+    uint8_t held_prio_ = kNoPrio; /* the priority transmit() last refused for a paused QP */
+    uint32_t nparked_ = 0;
+    QpCtx *parked_head_[net::kPfcPriorities] = {}, *parked_tail_[net::kPfcPriorities] = {};
+    uint64_t paused_since_[net::kPfcPriorities] = {};
+    PauseTimer pause_end_[net::kPfcPriorities];
+    PauseTimer pause_storm_[net::kPfcPriorities];
+    PfcCounters pfc_;
     rte_mbuf *tx_[kTxQueueCap];
     uint16_t ntx_ = 0;
     /* QPN allocation: never-used numbers first, then freed ones after quarantine. */
@@ -368,6 +418,16 @@ class Dev final {
         line_rate_bps_ = line_rate_bps;
     }
     uint64_t line_rate_bps() const { return line_rate_bps_; }
+    /** PFC as configured at open: the lossless priority (-1: none asked), the pause-storm
+     * watchdog, and what the PMD said to rte_eth_dev_priority_flow_ctrl_set (droce-info). */
+    void set_pfc(int lossless_prio, uint64_t storm_ns, std::string status) {
+        pfc_prio_ = lossless_prio;
+        pfc_storm_ns_ = storm_ns;
+        pfc_status_ = std::move(status);
+    }
+    int pfc_prio() const { return pfc_prio_; }
+    uint64_t pfc_storm_ns() const { return pfc_storm_ns_; }
+    const std::string &pfc_status() const { return pfc_status_; }
     Shard &shard(uint32_t w) { return *shards_[w]; }
     const Shard &shard(uint32_t w) const { return *shards_[w]; }
     /** The worker that owns a QPN. */
@@ -462,6 +522,9 @@ class Dev final {
     bool cc_on_ = false;
     cc::CcParams cc_;
     uint64_t line_rate_bps_ = 0;
+    int pfc_prio_ = -1;
+    uint64_t pfc_storm_ns_ = kPfcStormNsDefault;
+    std::string pfc_status_ = "not requested";
     /* Indexed by QPN; entry n belongs to worker n % workers and only it touches it. */
     std::vector<std::unique_ptr<QpCtx>> qps_;
     std::vector<std::unique_ptr<Shard>> shards_;

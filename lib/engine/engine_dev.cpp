@@ -441,6 +441,26 @@ std::vector<std::pair<std::string, uint64_t>> Shard::counters() const {
     v.emplace_back("ready_qps", nready_);
     v.emplace_back("armed_timers", timers_.size());
     v.emplace_back("qps", nqps_);
+    /* PFC, named as mlx5's ethtool -S names them (durations in microseconds). */
+    for (unsigned i = 0; i < net::kPfcPriorities; ++i) {
+        const std::string pr = "prio" + std::to_string(i) + "_pause";
+        v.emplace_back("rx_" + pr, pfc_.rx_pause[i]);
+        v.emplace_back("rx_" + pr + "_duration", pfc_.rx_pause_ns[i] / 1000);
+        v.emplace_back("rx_" + pr + "_transition", pfc_.rx_transition[i]);
+        v.emplace_back("tx_" + pr, pfc_.tx_pause[i]);
+        v.emplace_back("tx_" + pr + "_duration", pfc_.tx_pause_ns[i] / 1000);
+    }
+    for (size_t r = 1; r < static_cast<size_t>(net::PfcResult::Count_); ++r)
+        v.emplace_back(std::string("rx_mac_ctrl_") +
+                           net::pfc_result_name(static_cast<net::PfcResult>(r)),
+                       pfc_.rx_result[r]);
+    v.emplace_back("tx_pfc_held", pfc_.tx_held);
+    v.emplace_back("pfc_qps_parked", pfc_.qps_parked);
+    v.emplace_back("rx_pfc_pause_storm", pfc_.storms);
+    v.emplace_back("rx_pfc_pause_other_prio", pfc_.other_prio);
+    v.emplace_back("pfc_paused_qps", nparked_); /* gauges */
+    v.emplace_back("pfc_paused_prios", paused_mask_);
+    v.emplace_back("pfc_storm_prios", storm_mask_);
     nc.for_each([&](const char *n, uint64_t x) { v.emplace_back(n, x); });
     rcc.for_each([&](const char *n, uint64_t x) { v.emplace_back(n, x); });
     return v;
@@ -459,6 +479,25 @@ std::vector<std::pair<std::string, uint64_t>> Dev::port_counters() const {
     v.emplace_back("mbufs_in_use",
                    rte_mempool_in_use_count(rt_.pool()) + rte_mempool_in_use_count(rt_.zc_pool()));
     v.emplace_back("workers", shards_.size());
+    /* The PMD's own pause counters, where it has any (ixgbe/i40e: *xon*, *xoff*; mlx5
+     * reads the kernel's): whether the port's hardware sent or honoured pause, which
+     * droce's software counters cannot see. Prefixed pmd_, as the PMD names them. */
+    const int n = rte_eth_xstats_get_names(port_, nullptr, 0);
+    if (n > 0) {
+        std::vector<rte_eth_xstat_name> names(static_cast<size_t>(n));
+        std::vector<rte_eth_xstat> vals(static_cast<size_t>(n));
+        if (rte_eth_xstats_get_names(port_, names.data(), static_cast<unsigned>(n)) == n &&
+            rte_eth_xstats_get(port_, vals.data(), static_cast<unsigned>(n)) == n) {
+            for (const rte_eth_xstat &x : vals) {
+                if (x.id >= static_cast<uint64_t>(n))
+                    continue;
+                const std::string nm = names[x.id].name;
+                if (nm.find("pause") != std::string::npos || nm.find("pfc") != std::string::npos ||
+                    nm.find("xon") != std::string::npos || nm.find("xoff") != std::string::npos)
+                    v.emplace_back("pmd_" + nm, x.value);
+            }
+        }
+    }
     return v;
 }
 
@@ -498,6 +537,15 @@ std::vector<std::pair<std::string, uint64_t>> Dev::counters() const {
     return v;
 }
 
+namespace {
+const char *paused_str(uint8_t prio) {
+    static const char *const s[net::kPfcPriorities] = {
+        " paused prio 0", " paused prio 1", " paused prio 2", " paused prio 3",
+        " paused prio 4", " paused prio 5", " paused prio 6", " paused prio 7"};
+    return prio < net::kPfcPriorities ? s[prio] : "";
+}
+} // namespace
+
 std::vector<std::pair<uint32_t, std::string>> Dev::qp_summaries(uint32_t w) const {
     std::vector<std::pair<uint32_t, std::string>> v;
     const uint32_t nw = workers();
@@ -511,11 +559,11 @@ std::vector<std::pair<uint32_t, std::string>> Dev::qp_summaries(uint32_t w) cons
         std::snprintf(buf, sizeof buf,
                       "state %s dest_qp_num 0x%06x path_mtu %u sq_psn 0x%06x rq_psn 0x%06x "
                       "timeout %u retry_cnt %u rnr_retry %u min_rnr_timer %u max_rd_atomic %u "
-                      "max_dest_rd_atomic %u access 0x%x srq %d worker %u",
+                      "max_dest_rd_atomic %u access 0x%x srq %d worker %u%s",
                       qp_state_str(qp.state()), a.dest_qp_num, mtu_bytes(a.path_mtu), a.sq_psn,
                       a.rq_psn, a.timeout, a.retry_cnt, a.rnr_retry, a.min_rnr_timer,
                       a.max_rd_atomic, a.max_dest_rd_atomic, a.qp_access_flags,
-                      q->srq != nullptr ? 1 : 0, q->worker);
+                      q->srq != nullptr ? 1 : 0, q->worker, paused_str(q->parked_prio));
         v.emplace_back(qp.qpn(), std::string(buf) + " | " + qp.debug_string());
     }
     return v;
@@ -551,6 +599,10 @@ Shard::Shard(Dev &dev, uint32_t index, uint32_t workers, uint32_t max_qps)
     if (doorbells_ == nullptr || rx_in_ == nullptr ||
         (index == 0 && dev.ntxq_ < workers && tx_in_ == nullptr))
         throw std::bad_alloc();
+    for (uint8_t i = 0; i < net::kPfcPriorities; ++i) {
+        pause_end_[i].prio = pause_storm_[i].prio = i;
+        pause_storm_[i].storm = true;
+    }
 }
 
 Shard::~Shard() {
@@ -618,6 +670,25 @@ void Shard::unschedule(QpCtx &q) {
         q.pacer_holding = false;
         --pacer_holding_;
     }
+    if (q.parked_prio != kNoPrio) {
+        const uint8_t p = q.parked_prio;
+        if (q.ready_prev)
+            q.ready_prev->ready_next = q.ready_next;
+        else
+            parked_head_[p] = q.ready_next;
+        if (q.ready_next)
+            q.ready_next->ready_prev = q.ready_prev;
+        else
+            parked_tail_[p] = q.ready_prev;
+        q.ready_next = q.ready_prev = nullptr;
+        q.parked_prio = kNoPrio;
+        --nparked_;
+        return;
+    }
+    ready_remove(q);
+}
+
+void Shard::ready_remove(QpCtx &q) {
     if (!q.in_ready)
         return;
     if (q.ready_prev)
@@ -635,7 +706,15 @@ void Shard::unschedule(QpCtx &q) {
 
 void Shard::schedule(QpCtx &q) {
     rc::Qp &qp = *q.qp;
-    if (!q.in_ready && qp.has_tx_work())
+    if (held_prio_ != kNoPrio) [[unlikely]] {
+        /* transmit() refused this QP's frame: its priority is paused. Park it instead of
+         * serving it again and again until the pause ends (no spinning). */
+        const uint8_t p = held_prio_;
+        held_prio_ = kNoPrio;
+        if (q.parked_prio == kNoPrio && (paused_mask_ & (1u << p)) && qp.has_tx_work())
+            park(q, p);
+    }
+    if (!q.in_ready && q.parked_prio == kNoPrio && qp.has_tx_work())
         ready_push(q);
     /* Lazy timers: the retransmission deadline moves later on every ACK while more is
      * outstanding, so a timer armed earlier than the QP's deadline is left alone (when it
@@ -802,6 +881,156 @@ void Shard::on_async_event(const rc::AsyncEvent &ev) {
         ++ec.async_event_dropped;
 }
 
+/* ---------------- Shard: PFC (received pause) ----------------
+ *
+ * A pause stops the TX of one priority without a scan: transmit() refuses a frame whose
+ * priority is paused (one test of paused_mask_, zero in the common case), remembers the
+ * priority, and schedule() parks the QP on that priority's list instead of the ready
+ * list. ACKs, NAKs and CNPs of other priorities still leave. The end of the pause is a
+ * timer on the shard's wheel; it (or a quanta-0 frame) splices the parked QPs back onto
+ * the ready list.
+ *
+ * Storm protection, as NICs do it: a priority paused without a break for the watchdog
+ * time is reported (counter, one log line, AsyncEventType::PauseStorm) and its pauses are
+ * then ignored until the peer lets a pause run out (or sends quanta 0). So a peer that
+ * pauses forever cannot hold a QP forever: its frames leave again and the transport's
+ * own, verbs-visible retry timeout decides. */
+
+uint8_t Shard::frame_prio(const wire::FrameSpec &f) const {
+    /* Tagged: the PCP. Untagged: DSCP >> 3, the DSCP-to-priority map mlx5 uses by default
+     * when the port trusts DSCP (DSCP 26, RoCE data's usual, is 3; DSCP 48, the CNP's, 6). */
+    return static_cast<uint8_t>(f.eth.has_vlan ? f.eth.vlan_tci >> 13 : f.tos >> 5);
+}
+
+void Shard::park(QpCtx &q, uint8_t p) {
+    ready_remove(q);
+    q.parked_prio = p;
+    q.ready_next = nullptr;
+    q.ready_prev = parked_tail_[p];
+    if (parked_tail_[p])
+        parked_tail_[p]->ready_next = &q;
+    else
+        parked_head_[p] = &q;
+    parked_tail_[p] = &q;
+    ++nparked_;
+    ++pfc_.qps_parked;
+}
+
+void Shard::resume(uint8_t p, uint64_t now) {
+    const uint8_t bit = static_cast<uint8_t>(1u << p);
+    storm_mask_ = static_cast<uint8_t>(storm_mask_ & ~bit); /* the storm is over */
+    if (!(paused_mask_ & bit))
+        return;
+    paused_mask_ = static_cast<uint8_t>(paused_mask_ & ~bit);
+    timers_.cancel(pause_end_[p]);
+    timers_.cancel(pause_storm_[p]);
+    if (index_ == 0) {
+        pfc_.rx_pause_ns[p] += now - paused_since_[p];
+        ++pfc_.rx_transition[p];
+    }
+    /* Wake the parked QPs in the order they were parked. */
+    while (QpCtx *q = parked_head_[p]) {
+        parked_head_[p] = q->ready_next;
+        q->ready_next = q->ready_prev = nullptr;
+        q->parked_prio = kNoPrio;
+        --nparked_;
+        ready_push(*q);
+    }
+    parked_tail_[p] = nullptr;
+}
+
+void Shard::on_pfc(const net::PfcFrame &f, uint64_t now) {
+    for (uint8_t i = 0; i < net::kPfcPriorities; ++i) {
+        const uint8_t bit = static_cast<uint8_t>(1u << i);
+        if (!(f.enable & bit))
+            continue;
+        if (f.quanta[i] == 0) {
+            resume(i, now); /* XON */
+            continue;
+        }
+        if (storm_mask_ & bit) {
+            /* Ignored (storm): only when it would end is tracked, to end the storm. */
+            timers_.arm(pause_end_[i], now + net::pfc_pause_ns(f.quanta[i], dev_.line_rate_bps_));
+            continue;
+        }
+        if (!(paused_mask_ & bit)) {
+            paused_mask_ |= bit;
+            paused_since_[i] = now;
+            if (dev_.pfc_storm_ns_ != 0)
+                timers_.arm(pause_storm_[i], now + dev_.pfc_storm_ns_);
+        }
+        /* A new time replaces the running one, shorter or longer (802.1Qbb). */
+        timers_.arm(pause_end_[i], now + net::pfc_pause_ns(f.quanta[i], dev_.line_rate_bps_));
+    }
+}
+
+void Shard::on_pause_timer(PauseTimer &t, uint64_t now) {
+    if (!t.storm) {
+        resume(t.prio, now);
+        return;
+    }
+    /* Paused without a break for the watchdog time: a peer (or a deadlock in the
+     * fabric) holds the priority. Every shard stops honouring it; shard 0 says so once. */
+    const uint8_t p = t.prio;
+    if (!(paused_mask_ & (1u << p)))
+        return;
+    const uint64_t held_ms = (now - paused_since_[p]) / 1'000'000;
+    const uint32_t held_qps = nparked_;
+    const bool armed = pause_end_[p].armed();
+    const uint64_t until = pause_end_[p].deadline;
+    resume(p, now);
+    storm_mask_ = static_cast<uint8_t>(storm_mask_ | (1u << p));
+    if (armed)
+        timers_.arm(pause_end_[p], until); /* the storm ends when this pause would */
+    if (index_ != 0)
+        return;
+    ++pfc_.storms;
+    spdlog::warn("{}: PFC pause storm: priority {} paused for {} ms without a break ({} QP(s) "
+                 "of worker 0 held); its pauses are ignored until the peer stops pausing",
+                 dev_.name_, p, held_ms, held_qps);
+    on_async_event(rc::AsyncEvent{AsyncEventType::PauseStorm, 0, nullptr});
+}
+
+void Shard::rx_mac_control(rte_mbuf *m, uint64_t now, bool forwarded) {
+    const uint32_t len = rte_pktmbuf_pkt_len(m);
+    uint8_t buf[net::kMinFrameLen + 1];
+    const uint32_t take = len < sizeof buf ? len : static_cast<uint32_t>(sizeof buf);
+    const auto *p = static_cast<const uint8_t *>(rte_pktmbuf_read(m, 0, take, buf));
+    net::PfcFrame f;
+    /* parse_pfc reads at most 16 bytes of a frame longer than 60 (Oversized). */
+    const net::PfcResult r = p ? net::parse_pfc(p, len, &f) : net::PfcResult::TooShort;
+    if (!forwarded) {
+        ++pfc_.rx_result[static_cast<size_t>(r)];
+        if (r == net::PfcResult::Ok) {
+            for (unsigned i = 0; i < net::kPfcPriorities; ++i)
+                if (f.enable & (1u << i))
+                    ++pfc_.rx_pause[i];
+            if (dev_.pfc_prio_ >= 0 && (f.enable & ~(1u << dev_.pfc_prio_)))
+                ++pfc_.other_prio;
+        }
+    }
+    if (r != net::PfcResult::Ok) {
+        rte_pktmbuf_free(m);
+        return;
+    }
+    const uint32_t nw = dev_.workers();
+    if (!forwarded && nw > 1) {
+        /* Every shard transmits on the port: each holds the pause. The frame itself goes
+         * to the others (one reference each). */
+        rte_mbuf_refcnt_update(m, static_cast<int16_t>(nw - 1));
+        for (uint32_t w = 0; w < nw; ++w) {
+            if (w == index_)
+                continue;
+            if (rte_ring_mp_enqueue(dev_.shards_[w]->rx_in_, m) != 0) {
+                ++ec.rx_drop_handoff_full;
+                rte_pktmbuf_free(m);
+            }
+        }
+    }
+    on_pfc(f, now);
+    rte_pktmbuf_free(m);
+}
+
 /* ---------------- Shard: TX ---------------- */
 
 bool Shard::queue_tx(rte_mbuf *m) {
@@ -887,6 +1116,18 @@ bool Shard::transmit(const wire::FrameSpec &frame) { return transmit(frame, tmpl
 bool Shard::transmit(const wire::FrameSpec &frame, wire::HeaderTemplate &tmpl) {
     if (budget_ == 0)
         return false; /* this QP's quantum is used up: the next ready QP's turn */
+    if (paused_mask_ != 0) [[unlikely]] {
+        const uint8_t p = frame_prio(frame);
+        if (paused_mask_ & (1u << p)) {
+            /* The peer paused this priority: the frame is not built. The QP keeps the
+             * work (schedule() parks it); a CNP is dropped by its sender (counted
+             * np_cnp_tx_dropped) and a later CE mark sends another. */
+            ++pfc_.tx_held;
+            if (frame.bth.opcode != wire::kCnp)
+                held_prio_ = p;
+            return false;
+        }
+    }
     if (ntx_ == kTxQueueCap) {
         /* Backpressure: the QP keeps the work and is served again when the port has
          * taken frames. Nothing built is ever dropped here. */
@@ -966,6 +1207,7 @@ uint32_t Shard::serve_ready(uint64_t now) {
             break;
         const uint16_t before = ntx_;
         budget_ = kTxQuantum;
+        held_prio_ = kNoPrio;
         q->qp->progress(now);
         budget_ = UINT32_MAX;
         sent += static_cast<uint32_t>(ntx_ - before);
@@ -1092,6 +1334,11 @@ void Shard::rx_one(rte_mbuf *m, uint64_t now) {
         rte_pktmbuf_free(m);
         return;
     }
+    if (p[12] == 0x88 && p[13] == 0x08) [[unlikely]] {
+        /* MAC Control (PFC) goes to a reserved multicast address: before the MAC filter. */
+        rx_mac_control(m, now, false);
+        return;
+    }
     const net::Iface &ifc = dev_.ifc_;
     /* Our MAC may differ from the port's (promiscuous then): filter in software. */
     if (std::memcmp(p, ifc.mac.data(), 6) != 0 &&
@@ -1193,6 +1440,7 @@ void Shard::rx_one(rte_mbuf *m, uint64_t now) {
     }
     /* The transport copies what it keeps (payload into MRs/receive buffers), so the
      * mbuf can go right after. */
+    held_prio_ = kNoPrio;
     q->qp->on_packet(pp, now);
     rte_pktmbuf_free(m);
     schedule(*q);
@@ -1211,8 +1459,14 @@ uint32_t Shard::drain_handoff(uint64_t now) {
         n += k;
     }
     k = rte_ring_sc_dequeue_burst(rx_in_, objs, kRxBurst, nullptr);
-    for (unsigned i = 0; i < k; ++i)
-        rx_one(static_cast<rte_mbuf *>(objs[i]), now);
+    for (unsigned i = 0; i < k; ++i) {
+        rte_mbuf *m = static_cast<rte_mbuf *>(objs[i]);
+        const uint8_t *p = rte_pktmbuf_mtod(m, const uint8_t *);
+        if (rte_pktmbuf_data_len(m) >= RTE_ETHER_HDR_LEN && p[12] == 0x88 && p[13] == 0x08)
+            rx_mac_control(m, now, true); /* a pause another shard received */
+        else
+            rx_one(m, now);
+    }
     return n + k;
 }
 
@@ -1232,6 +1486,11 @@ uint32_t Shard::poll(uint64_t now, uint32_t *work) {
     /* Timers: only the due ones cost anything. */
     const uint32_t fired = timers_.expire(now, [&](sched::TimerNode &t) {
         QpCtx *q = static_cast<QpTimer &>(t).qp;
+        if (q == nullptr) [[unlikely]] {
+            on_pause_timer(static_cast<PauseTimer &>(t), now);
+            return;
+        }
+        held_prio_ = kNoPrio;
         q->qp->on_timer(now);
         schedule(*q);
     });

@@ -284,6 +284,51 @@ Result<std::pair<std::string, std::string>> Runtime::create_ring_pair(uint16_t q
     return std::make_pair(std::string(na), std::string(nb));
 }
 
+namespace {
+
+/* Asks the PMD to make `prio` lossless (PFC) and returns what happened, said once at
+ * start-up and shown by droce-info. Water marks are the PMD's own link flow-control ones
+ * (rte_eth_dev_flow_ctrl_get): their unit and valid range are device specific (KB below
+ * the RX buffer size on ixgbe, zero on hns3), so droce takes what the driver reports. */
+std::string pfc_enable(uint16_t port, const std::string &name, const char *drv, int prio) {
+    if (prio < 0) {
+        spdlog::info("{}: PFC not requested; PFC frames the port hands up are honoured in "
+                     "software",
+                     name);
+        return "not requested (received PFC honoured in software)";
+    }
+    rte_eth_pfc_conf pc{};
+    rte_eth_fc_conf fc{};
+    if (rte_eth_dev_flow_ctrl_get(port, &fc) == 0) {
+        pc.fc.high_water = fc.high_water;
+        pc.fc.low_water = fc.low_water;
+        pc.fc.send_xon = fc.send_xon;
+    }
+    pc.fc.mode = RTE_ETH_FC_FULL;
+    pc.fc.pause_time = 0xFFFF;
+    pc.priority = static_cast<uint8_t>(prio);
+    const int rc = rte_eth_dev_priority_flow_ctrl_set(port, &pc);
+    std::string s;
+    if (rc == 0) {
+        s = "on for priority " + std::to_string(prio) + " (PMD " + drv + ")";
+        spdlog::info("{}: PFC {}", name, s);
+    } else if (rc == -ENOTSUP || rc == -ENOSYS || rc == -EOPNOTSUPP) {
+        s = "not enabled: PMD " + std::string(drv) +
+            " does not implement rte_eth_dev_priority_flow_ctrl_set; priority " +
+            std::to_string(prio) +
+            " is lossless only if the switch and NIC (kernel DCB) say so; received PFC "
+            "honoured in software";
+        spdlog::warn("{}: PFC {}", name, s);
+    } else {
+        s = "not enabled: rte_eth_dev_priority_flow_ctrl_set(priority " + std::to_string(prio) +
+            ") failed: " + errstr(rc);
+        spdlog::warn("{}: PFC {}", name, s);
+    }
+    return s;
+}
+
+} // namespace
+
 Result<Dev *> Runtime::open_device(const DeviceConfig &cfg) {
     if (cfg.max_qps <= kFirstQpn || cfg.max_qps > kMaxQpn)
         return Status(EINVAL, "open_device: max_qps must be " + std::to_string(kFirstQpn + 1) +
@@ -321,6 +366,8 @@ Result<Dev *> Runtime::open_device(const DeviceConfig &cfg) {
         if (d->port_id() == port)
             return Status(EBUSY, "open_device: port " + std::to_string(port) + " already open");
 
+    if (cfg.pfc_priority > 7 || cfg.pfc_priority < -1)
+        return Status(EINVAL, "open_device: pfc_priority must be 0..7 (or -1: none)");
     net::Iface ifc;
     if (cfg.ipv4_cidr.empty())
         return Status(EINVAL, "open_device: ipv4_cidr is required (e.g. 10.77.0.100/24)");
@@ -466,6 +513,9 @@ Result<Dev *> Runtime::open_device(const DeviceConfig &cfg) {
                                   " QPNs over " + std::to_string(nw) + " worker(s)");
     }
     dev->set_pkeys(cfg.pkeys);
+    dev->set_pfc(
+        cfg.pfc_priority, uint64_t{cfg.pfc_storm_ms} * 1'000'000,
+        pfc_enable(port, name, info.driver_name ? info.driver_name : "?", cfg.pfc_priority));
     dev->set_cc(cfg.dcqcn ? &ccp : nullptr, line);
     spdlog::info("{}: DCQCN {} (line rate {} Mb/s, data ECN {})", name, cfg.dcqcn ? "on" : "off",
                  line / 1'000'000, cfg.dcqcn ? static_cast<int>(cc::ecn_bits(ccp.ecn_mode)) : 0);

@@ -119,6 +119,7 @@ int cmd_info(const char *, const char *params, rte_tel_data *d) {
     rte_tel_data_add_dict_u64(d, "max_mtu", 4096);
     rte_tel_data_add_dict_string(d, "link_layer", "Ethernet");
     rte_tel_data_add_dict_string(d, "mode", rt->embedded() ? "embedded" : "worker");
+    rte_tel_data_add_dict_string(d, "pfc", dev->pfc_status().c_str());
 
     rte_tel_data *gids = rte_tel_data_alloc();
     rte_tel_data *types = rte_tel_data_alloc();

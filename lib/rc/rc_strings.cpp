@@ -71,7 +71,8 @@ const char *async_event_str(AsyncEventType t) {
                                         "last WQE reached",
                                         "client reregistration",
                                         "GID table change",
-                                        "WQ fatal"};
+                                        "WQ fatal",
+                                        "PFC pause storm"};
     const auto i = static_cast<unsigned>(t);
     return i < sizeof(names) / sizeof(names[0]) ? names[i] : "unknown";
 }

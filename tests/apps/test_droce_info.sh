@@ -53,6 +53,7 @@ one_mode() {
         [ "$(grep -c "state:${t}${t}${t}PORT_ACTIVE (4)" "$out")" = 2 ] || fail "$mode: not 2 active ports"
         grep -q "active_mtu:${t}${t}1024 (3)" "$out" || fail "$mode: no active_mtu line"
         grep -q "link_layer:${t}${t}Ethernet" "$out" || fail "$mode: no link_layer line"
+        grep -q "pfc:${t}${t}${t}not requested" "$out" || fail "$mode: no pfc line"
         grep -q '^n_gids_found=4$' "$out" || fail "$mode: n_gids_found is not 4"
         grep -Eq "QP 0x[0-9a-f]{6}: state RTS dest_qp_num 0x[0-9a-f]{6} path_mtu 1024 .* \| qpn 0x" "$out" ||
             fail "$mode: no QP state line"
@@ -64,7 +65,8 @@ one_mode() {
         x1=$(counter "$out" port_xmit_packets)
         [ -n "$r1" ] && [ "$r1" -gt 0 ] && [ -n "$x1" ] && [ "$x1" -gt 0 ] ||
             fail "$mode: port_rcv_packets/port_xmit_packets not > 0 ($r1/$x1)"
-        for c in rx_drop_unknown_qpn mbufs_in_use arp_requests_sent; do
+        for c in rx_drop_unknown_qpn mbufs_in_use arp_requests_sent rx_prio3_pause \
+            rx_prio3_pause_duration rx_prio3_pause_transition tx_prio3_pause rx_mac_ctrl_wrong_dst; do
             grep -Eq "^${t}${t}${t}${t}$c +[0-9]+$" "$out" || fail "$mode: no counter $c"
         done
         sleep 0.5

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "net.h"
+#include "net_pfc.h"
 
 using namespace droce;
 using namespace droce::net;
@@ -306,4 +307,101 @@ TEST(NetAddr, ParseCidrAndMac) {
     EXPECT_EQ(m, kOurMac);
     EXPECT_FALSE(parse_mac("02:00:00:00:01", &m));
     EXPECT_EQ(mac_str(kPeerMac), "52:54:00:12:34:56");
+}
+
+/* ---- PFC (802.1Qbb) ---- */
+namespace {
+
+/* A PFC frame as a switch sends it: priority 3 for 0xFFFF quanta, priority 6 resumed. */
+std::vector<uint8_t> pfc_frame() {
+    std::vector<uint8_t> f(60, 0);
+    const uint8_t head[] = {0x01, 0x80, 0xC2, 0x00, 0x00, 0x01, 0x52, 0x54, 0x00,
+                            0x12, 0x34, 0x56, 0x88, 0x08, 0x01, 0x01, 0x00, 0x48};
+    std::memcpy(f.data(), head, sizeof(head));
+    f[18 + 6] = 0xFF; /* priority 3's time */
+    f[19 + 6] = 0xFF;
+    return f;
+}
+
+} // namespace
+
+TEST(Pfc, ParsesEnabledPrioritiesAndTheirTimes) {
+    auto f = pfc_frame();
+    f[18 + 2] = 0x12; /* priority 1 not enabled: its time is ignored */
+    PfcFrame p;
+    ASSERT_EQ(parse_pfc(f.data(), f.size(), &p), PfcResult::Ok);
+    EXPECT_EQ(p.enable, 0x48);
+    EXPECT_EQ(p.quanta[3], 0xFFFF);
+    EXPECT_EQ(p.quanta[6], 0); /* enabled with 0: resume */
+    EXPECT_EQ(p.quanta[1], 0);
+}
+
+TEST(Pfc, UnpaddedFrameFromASoftwarePeerIsAccepted) {
+    auto f = pfc_frame();
+    PfcFrame p;
+    EXPECT_EQ(parse_pfc(f.data(), kPfcBodyLen, &p), PfcResult::Ok);
+    EXPECT_EQ(parse_pfc(f.data(), kPfcBodyLen - 1, &p), PfcResult::TooShort);
+    EXPECT_EQ(parse_pfc(f.data(), 10, &p), PfcResult::TooShort);
+}
+
+TEST(Pfc, ReservedOctetAndPaddingAreIgnored) {
+    auto f = pfc_frame();
+    f[16] = 0xFF;
+    f[59] = 0xAA;
+    PfcFrame p;
+    ASSERT_EQ(parse_pfc(f.data(), f.size(), &p), PfcResult::Ok);
+    EXPECT_EQ(p.enable, 0x48);
+}
+
+TEST(Pfc, EveryBadInputHasItsName) {
+    PfcFrame p;
+    auto big = pfc_frame();
+    big.resize(61);
+    EXPECT_EQ(parse_pfc(big.data(), big.size(), &p), PfcResult::Oversized);
+    auto et = pfc_frame();
+    et[13] = 0x09;
+    EXPECT_EQ(parse_pfc(et.data(), et.size(), &p), PfcResult::NotMacControl);
+    auto dst = pfc_frame();
+    std::memcpy(dst.data(), kOurMac.data(), 6);
+    EXPECT_EQ(parse_pfc(dst.data(), dst.size(), &p), PfcResult::WrongDst);
+    auto pause = pfc_frame();
+    pause[15] = 0x01;
+    pause[14] = 0x00;
+    EXPECT_EQ(parse_pfc(pause.data(), pause.size(), &p), PfcResult::ClassicPause);
+    EXPECT_EQ(parse_pfc(pause.data(), 20, &p), PfcResult::ClassicPause);
+    auto op = pfc_frame();
+    op[15] = 0x02; /* GATE */
+    EXPECT_EQ(parse_pfc(op.data(), op.size(), &p), PfcResult::UnknownOpcode);
+    auto none = pfc_frame();
+    none[17] = 0;
+    EXPECT_EQ(parse_pfc(none.data(), none.size(), &p), PfcResult::NoClassEnabled);
+    for (unsigned r = 0; r < static_cast<unsigned>(PfcResult::Count_); ++r)
+        EXPECT_STRNE(pfc_result_name(static_cast<PfcResult>(r)), "?");
+}
+
+TEST(Pfc, BuildThenParseRoundTrips) {
+    PfcFrame f;
+    f.enable = 0x81;
+    f.quanta[0] = 7;
+    f.quanta[7] = 0x1234;
+    f.quanta[3] = 99; /* not enabled: not written */
+    uint8_t buf[64];
+    EXPECT_EQ(build_pfc(kPeerMac, f, buf, 59), 0u);
+    ASSERT_EQ(build_pfc(kPeerMac, f, buf, sizeof(buf)), kMinFrameLen);
+    EXPECT_EQ(std::memcmp(buf, kPfcDstMac.data(), 6), 0);
+    EXPECT_EQ(std::memcmp(buf + 6, kPeerMac.data(), 6), 0);
+    PfcFrame g;
+    ASSERT_EQ(parse_pfc(buf, kMinFrameLen, &g), PfcResult::Ok);
+    EXPECT_EQ(g.enable, 0x81);
+    EXPECT_EQ(g.quanta[0], 7);
+    EXPECT_EQ(g.quanta[7], 0x1234);
+    EXPECT_EQ(g.quanta[3], 0);
+}
+
+TEST(Pfc, QuantaAre512BitTimesAtTheLinkSpeed) {
+    EXPECT_EQ(pfc_pause_ns(0, 100'000'000'000ull), 0u);
+    EXPECT_EQ(pfc_pause_ns(1, 100'000'000'000ull), 6u); /* 5.12 ns, rounded up */
+    EXPECT_EQ(pfc_pause_ns(0xFFFF, 100'000'000'000ull), 335'540u);
+    EXPECT_EQ(pfc_pause_ns(1000, 10'000'000'000ull), 51'200u);
+    EXPECT_EQ(pfc_pause_ns(1000, 0), 5'120u);
 }
