@@ -72,8 +72,8 @@ struct LoopbackDevices {
 
 /** Creates the net_ring pair with `queues` RX/TX queue pairs per port (one per worker;
  * printing "Couldn't create the net_ring pair: why" on failure) and opens the server's then the
- * client's device with o's Ethernet MTU and congestion options; when one does not open, calls open_failed(port,
- * status) (the tools word it differently) and returns nothing. */
+ * client's device with o's Ethernet MTU and congestion options; when one does not open, calls
+ * open_failed(port, status) (the tools word it differently) and returns nothing. */
 std::optional<LoopbackDevices>
 open_loopback_devices(Engine &engine, const DeviceOptions &o,
                       const std::function<void(const std::string &, const Status &)> &open_failed,

@@ -81,8 +81,8 @@ EndpointConfig endpoint_config(const Options &opt, bool client, std::string pref
 /** The demo: two devices on back-to-back net_ring ports, one thread drives both. */
 int run_loopback(Run &run) {
     const Options &opt = run.opt;
-    const auto devs = app::open_loopback_devices(
-        run.engine, opt, [](const std::string &port, const Status &st) {
+    const auto devs =
+        app::open_loopback_devices(run.engine, opt, [](const std::string &port, const Status &st) {
             std::fprintf(stderr, "Couldn't open %s: %s\n", port.c_str(), st.message().c_str());
         });
     if (!devs)
