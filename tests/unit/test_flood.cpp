@@ -80,8 +80,8 @@ TEST_F(Flood, AtLegitRateEveryWrCompletesEveryFrameCountedNoLeak) {
     }
     EXPECT_EQ(r.mbuf_delta, 0) << "engine mbufs leaked";
     EXPECT_EQ(r.flood_pool_missing, 0) << "flood mbufs not freed";
-    /* The bar of issue 15 is 0.5x; a loaded CI machine gets some slack. */
-    EXPECT_GT(r.wr_per_s, 0.3 * base.wr_per_s);
+    /* No bar on throughput here: speed is measured by bench/bench_flood (the curve in
+     * bench/README.md), not asserted by a timed test on a shared machine. */
 }
 
 } // namespace
