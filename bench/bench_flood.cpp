@@ -27,6 +27,7 @@
 #include <unistd.h>
 #include <vector>
 
+#include "bench_stats.h"
 #include "flood.h"
 
 using namespace droce;
@@ -68,20 +69,8 @@ std::unique_ptr<Engine> make_engine(uint32_t mbufs) {
     return std::move(*e);
 }
 
-struct Stats {
-    double min = 0, med = 0, max = 0;
-};
-Stats stats(std::vector<double> v) {
-    Stats s;
-    if (v.empty())
-        return s;
-    std::sort(v.begin(), v.end());
-    s.min = v.front();
-    s.max = v.back();
-    const size_t n = v.size();
-    s.med = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-    return s;
-}
+using droce::bench::Stats;
+using droce::bench::stats;
 
 std::string kinds_label(const std::vector<Kind> &k) {
     std::string s;

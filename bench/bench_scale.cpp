@@ -41,6 +41,8 @@
 #include <droce/droce.h>
 #include <rte_lcore.h>
 
+#include "bench_stats.h"
+
 using namespace droce;
 using Clock = std::chrono::steady_clock;
 
@@ -245,21 +247,8 @@ struct Pairs {
     }
 };
 
-/* min / median / max of a sample. */
-struct Stats {
-    double min = 0, med = 0, max = 0;
-};
-Stats stats(std::vector<double> v) {
-    Stats s;
-    if (v.empty())
-        return s;
-    std::sort(v.begin(), v.end());
-    s.min = v.front();
-    s.max = v.back();
-    const size_t n = v.size();
-    s.med = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-    return s;
-}
+using droce::bench::Stats;
+using droce::bench::stats;
 
 FILE *open_csv(const Args &args) {
     if (args.csv.empty())
