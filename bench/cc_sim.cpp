@@ -6,6 +6,9 @@
  *   b  one flow's response to a single CNP, against the paper's equations
  *   c  8:1 incast: Jain's index, queue bound, drops
  *   d  two long flows, then 15 senders of 4 KB WRITEs for 1 ms: long-flow dip and recovery
+ *   e  2:1 and 8:1 incast with PFC only, DCQCN only (lossy) and PFC + DCQCN, plus a victim
+ *      flow from flow 0's host to a receiver off the bottleneck (issue 16, item 4): rates,
+ *      queue, pause frames and paused time, drops, and the victim's head-of-line blocking
  * Each run writes <out>/<exp>_<on|off>[_<round>].csv and prints one summary line; rounds
  * vary the seed (marking, not the workload) and give min/median/max.
  * bench/plot_cc.py turns the CSVs into PNGs, on and off side by side. */
@@ -41,21 +44,24 @@ struct Opts {
     bool mark_dequeue = true;
     bool paper = false; /* the paper's DCQCN parameters instead of ConnectX's */
     uint32_t kmin = 5'000, kmax = 200'000, buffer = 2'000'000;
+    uint32_t pfc_xoff = 80'000, pfc_xon = 77'800; /* per ingress port; xon = xoff - 2 MTU */
     Time duration = 30 * kMs;
 };
 
 [[noreturn]] void usage(int code) {
-    std::fprintf(code ? stderr : stdout,
-                 "usage: cc_sim [options]\n"
-                 "  --out DIR        CSV directory (default .)\n"
-                 "  --exp LIST       experiments among a,b,c,d (default abcd)\n"
-                 "  --modes LIST     on,off | on | off (default on,off)\n"
-                 "  --rounds N       seeds per experiment (default 3)\n"
-                 "  --pmax P         RED marking probability at Kmax (default 0.05)\n"
-                 "  --params connectx|paper   DCQCN parameters (default connectx)\n"
-                 "  --mark enqueue|dequeue   where RED looks at the queue (default dequeue)\n"
-                 "  --kmin B --kmax B --buffer B   bottleneck bytes (5000, 200000, 2000000)\n"
-                 "  --duration-ms N  length of a, c and d (default 30)\n");
+    std::fprintf(
+        code ? stderr : stdout,
+        "usage: cc_sim [options]\n"
+        "  --out DIR        CSV directory (default .)\n"
+        "  --exp LIST       experiments among a,b,c,d,e (default abcd)\n"
+        "  --modes LIST     on,off | on | off (default on,off; e runs its three modes)\n"
+        "  --rounds N       seeds per experiment (default 3)\n"
+        "  --pmax P         RED marking probability at Kmax (default 0.05)\n"
+        "  --params connectx|paper   DCQCN parameters (default connectx)\n"
+        "  --mark enqueue|dequeue   where RED looks at the queue (default dequeue)\n"
+        "  --kmin B --kmax B --buffer B   bottleneck bytes (5000, 200000, 2000000)\n"
+        "  --duration-ms N  length of a, c, d and e (default 30)\n"
+        "  --pfc-xoff B --pfc-xon B   e's PFC thresholds per ingress port (80000, 77800)\n");
     std::exit(code);
 }
 
@@ -108,6 +114,10 @@ Opts parse(int argc, char **argv) {
             o.kmax = static_cast<uint32_t>(num(1, 1e8));
         else if (a == "--buffer")
             o.buffer = static_cast<uint32_t>(num(1, 2.5e8));
+        else if (a == "--pfc-xoff")
+            o.pfc_xoff = static_cast<uint32_t>(num(1, 2.5e8));
+        else if (a == "--pfc-xon")
+            o.pfc_xon = static_cast<uint32_t>(num(0, 2.5e8));
         else if (a == "--duration-ms")
             o.duration = static_cast<Time>(num(1, 1000)) * kMs;
         else {
@@ -326,6 +336,73 @@ void burst(const Opts &o, const cc::CcParams *cc) {
                 drops.str("%.0f").c_str(), qmax.str("%.1f").c_str(), o.rounds);
 }
 
+/* (e) N:1 incast plus the victim flow, in three modes. The victim shares flow 0's link,
+ * not the bottleneck: its fair rate is what flow 0 leaves of that link. */
+void pfc_lab(const Opts &o, size_t n, const cc::CcParams &params) {
+    struct Mode {
+        const char *name;
+        bool pfc, dcqcn;
+    };
+    const Mode modes[] = {{"pfc", true, false}, {"dcqcn", false, true}, {"pfc+dcqcn", true, true}};
+    for (const Mode &m : modes) {
+        Stat good, vic, vshare, qmax, pauses, paused, drops, marks;
+        bool err = false;
+        for (int round = 0; round < o.rounds; ++round) {
+            IncastConfig c = base(o, m.dcqcn ? &params : nullptr, 1 + static_cast<uint64_t>(round));
+            c.flows.assign(n, FlowSpec{});
+            for (auto &f : c.flows)
+                f.start_ns = 100 * kUs;
+            c.victim = true;
+            c.victim_flow.start_ns = 100 * kUs;
+            c.bottleneck.ecn = m.dcqcn;
+            if (m.pfc) {
+                c.bottleneck.pfc_xoff_bytes = o.pfc_xoff;
+                c.bottleneck.pfc_xon_bytes = o.pfc_xon;
+            }
+            const IncastResult r = run_incast(c);
+            char tag[48];
+            std::snprintf(tag, sizeof tag, "e%zu_%s", n, m.pfc && m.dcqcn ? "both" : m.name);
+            char file[96];
+            std::snprintf(file, sizeof file, "/%s_%d.csv", tag, round);
+            write_csv(r, o.out + file);
+            std::vector<size_t> all(n);
+            for (size_t k = 0; k < n; ++k)
+                all[k] = k;
+            const size_t bins = c.duration_ns / c.bin_ns;
+            const std::vector<double> mr = mean_rates(r, bins - 200, bins, all); /* last 10 ms */
+            double sum = 0;
+            for (double x : mr)
+                sum += x;
+            double v = 0;
+            for (size_t b = bins - 200; b < bins; ++b)
+                v += r.victim_gbps[b] / 200;
+            good.add(sum);
+            vic.add(v);
+            /* flow 0's host link minus what flow 0 sends on it: the victim's fair share */
+            double f0 = 0;
+            for (size_t b = bins - 200; b < bins; ++b)
+                f0 += r.sent_gbps[0][b] / 200;
+            vshare.add(v / std::max(1e-9, c.link_gbps - f0));
+            qmax.add(static_cast<double>(r.bq.max_depth_bytes) / 1e3);
+            pauses.add(static_cast<double>(r.pause_frames));
+            double p = 0;
+            for (double x : r.paused_ms)
+                p += x / static_cast<double>(n);
+            paused.add(p);
+            drops.add(total_drops(r));
+            marks.add(static_cast<double>(r.bq.marked));
+            err |= r.qp_error;
+        }
+        std::printf("e %zu:1 mode=%-9s goodput_gbps=%s victim_gbps=%s victim_of_fair=%s "
+                    "qmax_kb=%s pause_frames=%s paused_ms_per_sender=%s drops=%s marked=%s%s "
+                    "(min/median/max of %d)\n",
+                    n, m.name, good.str().c_str(), vic.str().c_str(), vshare.str("%.2f").c_str(),
+                    qmax.str("%.1f").c_str(), pauses.str("%.0f").c_str(),
+                    paused.str("%.2f").c_str(), drops.str("%.0f").c_str(),
+                    marks.str("%.0f").c_str(), err ? " QP_ERROR" : "", o.rounds);
+    }
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -360,6 +437,17 @@ int main(int argc, char **argv) {
         "links, 2 us; MTU 1024; 64 KiB WRITEs, 4 outstanding; DCQCN %s parameters; marking at %s\n",
         o.buffer, o.kmin, o.kmax, o.pmax, o.paper ? "paper" : "ConnectX",
         o.mark_dequeue ? "dequeue" : "enqueue");
+    if (o.exps.find('e') != std::string::npos) {
+        if (o.pfc_xon >= o.pfc_xoff || o.pfc_xoff > o.buffer) {
+            std::fprintf(stderr, "cc_sim: want --pfc-xon < --pfc-xoff <= --buffer\n");
+            return 2;
+        }
+        std::printf("# e: PFC XOFF %u B / XON %u B per ingress port, pause refresh 1.68 ms; "
+                    "victim: flow 0's host WRITEs 64 KiB x4 to a receiver off the bottleneck\n",
+                    o.pfc_xoff, o.pfc_xon);
+        pfc_lab(o, 2, params);
+        pfc_lab(o, 8, params);
+    }
     for (const cc::CcParams *cc : modes) {
         if (o.exps.find('a') != std::string::npos)
             incast(o, "a", 2, cc);

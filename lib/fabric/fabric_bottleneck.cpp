@@ -57,6 +57,10 @@ const char *validate(const BottleneckParams &p) {
         return "loss must be 0 .. 1";
     if (p.delay_ns > 10'000'000'000)
         return "delay_ns must be 0 .. 10 s";
+    if (p.pfc_xoff_bytes > 0 &&
+        (p.pfc_xon_bytes >= p.pfc_xoff_bytes || p.pfc_xoff_bytes > p.buffer_bytes))
+        return "pfc_xon_bytes must be below pfc_xoff_bytes, and pfc_xoff_bytes at most "
+               "buffer_bytes";
     return nullptr;
 }
 
@@ -147,7 +151,7 @@ double Bottleneck::mark_probability(uint32_t depth) const {
            static_cast<double>(p_.kmax_bytes - p_.kmin_bytes);
 }
 
-Decision Bottleneck::enqueue(uint8_t *frame, uint32_t len, uint64_t now) {
+Decision Bottleneck::enqueue(uint8_t *frame, uint32_t len, uint64_t now, uint8_t ingress) {
     sample_until(now);
     if (p_.loss > 0 && uniform() < p_.loss) {
         ++c_.dropped_loss;
@@ -185,13 +189,22 @@ Decision Bottleneck::enqueue(uint8_t *frame, uint32_t len, uint64_t now) {
     Slot &s = ring_[(head_ + count_) % ring_.size()];
     s.depart = last_depart_;
     s.len = len;
+    s.ingress = ingress;
     ++count_;
     depth_bytes_ += len;
     ++c_.enqueued;
     c_.bytes_enqueued += len;
     if (depth_bytes_ > c_.max_depth_bytes)
         c_.max_depth_bytes = depth_bytes_;
-    return {v, last_depart_};
+    Decision d{v, last_depart_};
+    ingress_bytes_[ingress] += len;
+    if (p_.pfc_xoff_bytes && !ingress_paused_[ingress] &&
+        ingress_bytes_[ingress] >= p_.pfc_xoff_bytes) {
+        ingress_paused_[ingress] = true;
+        ++c_.pfc_xoff;
+        d.pfc = PfcSignal::xoff;
+    }
+    return d;
 }
 
 uint64_t Bottleneck::next_departure() const {
@@ -208,7 +221,13 @@ Departure Bottleneck::dequeue(uint64_t now, uint8_t *head) {
     depth_bytes_ -= s.len;
     ++c_.dequeued;
     c_.bytes_dequeued += s.len;
-    Departure d{true, s.len, s.depart + p_.delay_ns, false};
+    Departure d{true, s.len, s.depart + p_.delay_ns, false, PfcSignal::none, s.ingress};
+    ingress_bytes_[s.ingress] -= s.len;
+    if (ingress_paused_[s.ingress] && ingress_bytes_[s.ingress] <= p_.pfc_xon_bytes) {
+        ingress_paused_[s.ingress] = false;
+        ++c_.pfc_xon;
+        d.pfc = PfcSignal::xon;
+    }
     if (p_.mark_at_dequeue && head != nullptr) {
         const int ecn = frame_ecn(head, s.len);
         if ((ecn == 1 || ecn == 2) && red_hit(depth_bytes_)) {

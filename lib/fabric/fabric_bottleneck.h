@@ -40,7 +40,20 @@ struct BottleneckParams {
     bool red_drop = false;
     double loss = 0;       /* independent random loss at enqueue. 0..1 */
     uint64_t delay_ns = 0; /* fixed latency added after the queue */
+    /* PFC (IEEE 802.1Qbb) on the queue's priority, accounted per ingress port as switches
+     * do: when the bytes an ingress port has in the queue reach pfc_xoff_bytes, that port
+     * is told to pause (XOFF to its sender); when they fall to pfc_xon_bytes, to resume.
+     * 0 = PFC off. The buffer above the thresholds is the headroom that absorbs what is
+     * already on the wire when the pause arrives; sized right, nothing is dropped. */
+    uint32_t pfc_xoff_bytes = 0;
+    uint32_t pfc_xon_bytes = 0; /* < pfc_xoff_bytes */
 };
+
+/** Ingress ports a bottleneck tells apart for PFC (enqueue's `ingress`). */
+constexpr uint32_t kMaxIngress = 256;
+
+/** A PFC transition for one ingress port, for the caller to send upstream. */
+enum class PfcSignal : uint8_t { none, xoff, xon };
 
 /** nullptr when valid; else a message naming the field and its range (static storage). */
 const char *validate(const BottleneckParams &p);
@@ -59,6 +72,7 @@ const char *verdict_name(Verdict v);
 struct Decision {
     Verdict verdict;
     uint64_t depart_at;
+    PfcSignal pfc = PfcSignal::none; /* xoff: pause the frame's ingress port now */
     bool accepted() const { return verdict == Verdict::queued || verdict == Verdict::marked; }
 };
 
@@ -67,6 +81,8 @@ struct Departure {
     uint32_t len = 0;        /* the frame's length as enqueued */
     uint64_t deliver_at = 0; /* departure + delay_ns */
     bool marked = false;     /* set to CE at dequeue (mark_at_dequeue) */
+    PfcSignal pfc = PfcSignal::none; /* xon: resume `ingress` now */
+    uint8_t ingress = 0;             /* the frame's ingress port */
 };
 
 struct BottleneckCounters {
@@ -82,6 +98,8 @@ struct BottleneckCounters {
     uint64_t not_ect_arrived = 0; /* IP not-ECT or not IP: cannot be marked */
     uint64_t max_depth_bytes = 0;
     uint64_t samples_lost = 0; /* depth samples the sample buffer had no room for */
+    uint64_t pfc_xoff = 0;     /* pause transitions (one XOFF frame each) */
+    uint64_t pfc_xon = 0;      /* resume transitions (one XON frame each) */
 };
 
 /** One queue-depth sample: the depth (bytes, frames) at time `t`. */
@@ -105,8 +123,9 @@ class Bottleneck {
      * smallest Ethernet frame without FCS); a smaller frame may find no slot (tail drop). */
     Bottleneck(const BottleneckParams &p, uint64_t seed);
 
-    /** A frame arrives at `now` (non-decreasing across calls). May rewrite its ECN bits. */
-    Decision enqueue(uint8_t *frame, uint32_t len, uint64_t now);
+    /** A frame arrives at `now` (non-decreasing across calls) from ingress port `ingress`
+     * (< kMaxIngress; only PFC looks at it). May rewrite its ECN bits. */
+    Decision enqueue(uint8_t *frame, uint32_t len, uint64_t now, uint8_t ingress = 0);
     /** When the head frame has left the egress; UINT64_MAX when empty. */
     uint64_t next_departure() const;
     /** Pops the head frame if it has left by `now` (the caller pops its own copy too).
@@ -115,6 +134,9 @@ class Bottleneck {
     Departure dequeue(uint64_t now, uint8_t *head = nullptr);
 
     uint32_t depth_bytes() const { return depth_bytes_; }
+    /** Bytes ingress port `i` has in the queue, and whether PFC holds it paused. */
+    uint32_t ingress_bytes(uint8_t i) const { return ingress_bytes_[i]; }
+    bool ingress_paused(uint8_t i) const { return ingress_paused_[i]; }
     uint32_t depth_frames() const { return count_; }
     const BottleneckCounters &counters() const { return c_; }
     const BottleneckParams &params() const { return p_; }
@@ -132,6 +154,7 @@ class Bottleneck {
     struct Slot {
         uint64_t depart;
         uint32_t len;
+        uint8_t ingress;
     };
     double uniform(); /* [0, 1) */
     bool red_hit(uint32_t depth);
@@ -146,6 +169,8 @@ class Bottleneck {
     uint64_t last_depart_ = 0; /* departure of the last accepted frame */
     uint64_t rem_ = 0;         /* serialization remainder (bit·ns), so the rate is exact */
     BottleneckCounters c_;
+    uint32_t ingress_bytes_[kMaxIngress] = {};
+    bool ingress_paused_[kMaxIngress] = {};
     uint64_t sample_every_ = 0, next_sample_ = 0;
     DepthSample *samples_ = nullptr;
     size_t cap_ = 0, nsamples_ = 0;

@@ -12,6 +12,10 @@ Endpoint::Endpoint(Fabric &f, uint32_t ip_, uint8_t mac_last) : fabric(f), ip(ip
 }
 
 bool Endpoint::transmit(const wire::FrameSpec &frame) {
+    if (paused) {
+        ++tx_refused_paused;
+        return false;
+    }
     if (tx_used >= tx_budget)
         return false;
     if (fabric.faults.link_gbps > 0 && fabric.faults.link_backlog_ns > 0 &&
@@ -94,6 +98,10 @@ void Fabric::send(std::vector<uint8_t> &&frame) {
     if (frame.empty())
         return;
     Time depart = now;
+    uint8_t ingress = 0;
+    for (size_t i = 0; i < endpoints.size() && i < fabric::kMaxIngress; ++i)
+        if (frame.size() >= 12 && std::memcmp(endpoints[i]->mac, frame.data() + 6, 6) == 0)
+            ingress = static_cast<uint8_t>(i);
     if (faults.link_gbps > 0) {
         /* serialization on the sender's link (identified by source MAC) */
         for (Endpoint *e : endpoints)
@@ -118,7 +126,7 @@ void Fabric::send(std::vector<uint8_t> &&frame) {
         frame[byte] ^= static_cast<uint8_t>(1u << std::uniform_int_distribution<>(0, 7)(rng));
     }
     if (bneck_ && frame.size() >= 6 && std::memcmp(bneck_mac_, frame.data(), 6) == 0) {
-        wire_.push({depart, seq_++, std::move(frame), true});
+        wire_.push({depart, seq_++, std::move(frame), true, ingress});
         return;
     }
     schedule(std::move(frame), depart + faults.delay_ns);
@@ -192,8 +200,31 @@ void Fabric::deliver(const std::vector<uint8_t> &bytes) {
     }
 }
 
+void Fabric::schedule_pfc(Time at, uint8_t ingress, bool pause) {
+    ++pause_frames;
+    pfc_events_.emplace(at, std::make_pair(ingress, pause));
+}
+
+void Fabric::apply_pfc(Endpoint &e, bool pause, Time at) {
+    ++e.pause_frames_rx;
+    if (pause && !e.paused) {
+        e.paused = true;
+        e.paused_since = at;
+    } else if (!pause && e.paused) {
+        e.paused = false;
+        const Time held = at - e.paused_since;
+        e.paused_ns += held;
+        /* the XOFF refreshes the switch sent while the port stayed paused */
+        const uint64_t refreshes = pfc_refresh_ns ? held / pfc_refresh_ns : 0;
+        pause_frames += refreshes;
+        e.pause_frames_rx += refreshes;
+    }
+}
+
 Time Fabric::next_event() const {
     Time t = wire_.empty() ? 0 : wire_.top().at;
+    if (!pfc_events_.empty() && (t == 0 || pfc_events_.begin()->first < t))
+        t = pfc_events_.begin()->first;
     if (bneck_ && bneck_->next_departure() != UINT64_MAX &&
         (t == 0 || bneck_->next_departure() < t))
         t = bneck_->next_departure();
@@ -212,10 +243,20 @@ void Fabric::step() {
     for (;;) {
         const Time tw = wire_.empty() ? UINT64_MAX : wire_.top().at;
         const Time tb = bneck_ ? bneck_->next_departure() : UINT64_MAX;
+        const Time tp = pfc_events_.empty() ? UINT64_MAX : pfc_events_.begin()->first;
+        if (tp <= now && tp <= tb && tp <= tw) {
+            const auto ev = pfc_events_.begin()->second;
+            pfc_events_.erase(pfc_events_.begin());
+            apply_pfc(*endpoints[ev.first], ev.second, tp);
+            continue;
+        }
         if (tb <= now && tb <= tw) {
             std::vector<uint8_t> bytes = std::move(bneck_frames_.front());
             const fabric::Departure d = bneck_->dequeue(tb, bytes.data());
             bneck_frames_.pop_front();
+            /* XON travels back over the ingress link */
+            if (d.pfc == fabric::PfcSignal::xon)
+                schedule_pfc(tb + faults.delay_ns, d.ingress, false);
             if (on_bottleneck_out)
                 on_bottleneck_out(bytes, tb);
             schedule(std::move(bytes), d.deliver_at + faults.delay_ns);
@@ -227,8 +268,10 @@ void Fabric::step() {
         wire_.pop();
         if (f.to_bottleneck) {
             /* enqueue at the arrival time proper, not at the (possibly later) step */
-            const fabric::Decision d =
-                bneck_->enqueue(f.bytes.data(), static_cast<uint32_t>(f.bytes.size()), f.at);
+            const fabric::Decision d = bneck_->enqueue(
+                f.bytes.data(), static_cast<uint32_t>(f.bytes.size()), f.at, f.ingress);
+            if (d.pfc == fabric::PfcSignal::xoff)
+                schedule_pfc(f.at + faults.delay_ns, f.ingress, true);
             if (d.accepted())
                 bneck_frames_.push_back(std::move(f.bytes));
             continue;
@@ -259,10 +302,12 @@ bool Fabric::run_until(const std::function<bool()> &done, Time limit) {
         step();
         if (done())
             return true;
+        /* A paused endpoint's TX work waits for its XON (an event): it does not keep the
+         * clock ticking. */
         bool busy = false;
         for (Endpoint *e : endpoints)
             for (auto &kv : e->qps)
-                busy |= kv.second->has_tx_work() && e->tx_used >= e->tx_budget;
+                busy |= !e->paused && kv.second->has_tx_work() && e->tx_used >= e->tx_budget;
         if (busy) {
             now += 100; /* TX-limited: the next step is a little later */
             continue;
@@ -270,7 +315,7 @@ bool Fabric::run_until(const std::function<bool()> &done, Time limit) {
         bool work = false;
         for (Endpoint *e : endpoints)
             for (auto &kv : e->qps)
-                work |= kv.second->has_tx_work();
+                work |= !e->paused && kv.second->has_tx_work();
         if (work) {
             now += 100;
             continue;

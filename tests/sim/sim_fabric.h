@@ -126,6 +126,14 @@ class Endpoint : public rc::TxPort {
      * endpoint's line rate, the reaction point's maximum. */
     const cc::CcParams *cc = nullptr;
     uint64_t line_rate_bps = 0;
+    /* PFC: while the congestion point holds this endpoint paused, transmit() refuses every
+     * frame (the simulator's traffic is all on the one lossless priority, so everything
+     * this endpoint sends stops: head-of-line blocking included). */
+    bool paused = false;
+    Time paused_since = 0;
+    Time paused_ns = 0;           /* total time paused (up to the last resume) */
+    uint64_t pause_frames_rx = 0; /* XOFF, refresh and XON frames this endpoint received */
+    uint64_t tx_refused_paused = 0;
 };
 
 class Fabric {
@@ -157,6 +165,16 @@ class Fabric {
     fabric::Bottleneck *bottleneck() { return bneck_.get(); }
     /** The depth samples recorded so far (flushed up to now). */
     std::vector<fabric::DepthSample> depth_samples();
+    /* PFC pause frames the congestion point sent upstream (XOFF, XON, and the XOFF refreshes
+     * a switch repeats every pfc_refresh_ns while a port stays paused). */
+    uint64_t pause_frames = 0;
+    /* Half of a full pause (65535 quanta of 512 bit times) at 10 Gb/s, when switches
+     * refresh a standing XOFF. */
+    Time pfc_refresh_ns = 1'677'000;
+    /** Time paused so far (closed pauses plus a still open one, up to now). */
+    Time paused_ns(const Endpoint &e) const {
+        return e.paused_ns + (e.paused ? now - e.paused_since : 0);
+    }
     /* Called with each frame as it leaves the bottleneck (after marking) and the time. */
     std::function<void(const std::vector<uint8_t> &, Time)> on_bottleneck_out;
 
@@ -170,6 +188,7 @@ class Fabric {
         uint64_t seq;
         std::vector<uint8_t> bytes;
         bool to_bottleneck = false; /* at = arrival at the congestion point, not delivery */
+        uint8_t ingress = 0;        /* with to_bottleneck: the sender's index in endpoints */
         bool operator>(const InFlight &o) const { return at != o.at ? at > o.at : seq > o.seq; }
     };
     bool chance(double p) { return p > 0 && std::uniform_real_distribution<>(0, 1)(rng) < p; }
@@ -177,6 +196,10 @@ class Fabric {
     /* Delivery at `at` with the receiver-side faults (receive rate, reorder, duplication). */
     void schedule(std::vector<uint8_t> &&frame, Time at);
     Time next_event() const;
+    /* A PFC frame reaches endpoints[ingress] at `at`: pause (XOFF) or resume (XON). */
+    void schedule_pfc(Time at, uint8_t ingress, bool pause);
+    void apply_pfc(Endpoint &e, bool pause, Time at);
+    std::multimap<Time, std::pair<uint8_t, bool>> pfc_events_;
     std::priority_queue<InFlight, std::vector<InFlight>, std::greater<>> wire_;
     uint64_t seq_ = 0;
     std::unique_ptr<fabric::Bottleneck> bneck_;

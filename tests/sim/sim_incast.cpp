@@ -17,6 +17,9 @@ namespace {
 
 constexpr uint32_t kRecvIp = 0x0A000064;
 constexpr uint8_t kRecvMac = 100;
+constexpr uint32_t kVictimIp = 0x0A0000C8;
+constexpr uint8_t kVictimMac = 200;
+constexpr uint32_t kVictimQpn = 0x12;
 constexpr uint32_t kSendQpn = 0x11;
 constexpr uint32_t kRecvQpnBase = 0x100;
 /* BTH opcode of an untagged IPv4 RoCEv2 frame (14 + 20 + 8): the simulator sends no tag */
@@ -91,6 +94,29 @@ IncastResult run_incast(const IncastConfig &c) {
         f->mr = f->ep->mrs.reg(1, f->src.data(), f->src.size(), kAccessLocalWrite).value();
         flows.push_back(std::move(f));
     }
+    /* The victim: a second QP on flow 0's host, to a receiver off the bottleneck. */
+    std::unique_ptr<Endpoint> vrecv;
+    Flow victim;
+    SimCq vscq, vrcq;
+    mem::MemoryRegion vmr{};
+    if (c.victim) {
+        if (n == 0)
+            throw std::invalid_argument("a victim flow needs flow 0's host");
+        if (c.victim_flow.msg_bytes > sink.size())
+            throw std::invalid_argument("victim msg_bytes above the receiver's 1 MiB region");
+        vrecv = std::make_unique<Endpoint>(fab, kVictimIp, kVictimMac);
+        vrecv->cc = c.cc;
+        vrecv->line_rate_bps = recv.line_rate_bps;
+        Endpoint &host = *flows[0]->ep;
+        victim.qp = &host.create_qp(kVictimQpn, &victim.scq, &victim.rcq, cap);
+        rc::Qp &vq = vrecv->create_qp(kRecvQpnBase, &vscq, &vrcq, cap);
+        host.connect(*victim.qp, *vrecv, vq, 3000, 4000, attr, c.mtu);
+        vrecv->connect(vq, host, *victim.qp, 4000, 3000, attr, c.mtu);
+        vmr = vrecv->mrs.reg(1, sink.data(), sink.size(), all).value();
+        victim.src.assign(c.victim_flow.msg_bytes ? c.victim_flow.msg_bytes : 1, 0xA5);
+        victim.mr =
+            host.mrs.reg(1, victim.src.data(), victim.src.size(), kAccessLocalWrite).value();
+    }
     fab.set_bottleneck(recv, c.bottleneck, c.seed * 7919 + 1, c.sample_ns,
                        c.sample_ns ? c.duration_ns / c.sample_ns + 2 : 0);
 
@@ -99,6 +125,8 @@ IncastResult run_incast(const IncastConfig &c) {
     const size_t nbins = c.duration_ns / c.bin_ns + 1;
     r.rate_gbps.assign(n, std::vector<double>(nbins, 0));
     r.sent_gbps.assign(n, std::vector<double>(nbins, 0));
+    if (c.victim)
+        r.victim_gbps.assign(nbins, 0);
     auto flow_of = [&](const uint8_t *mac) -> size_t {
         const size_t k = mac[5];
         return k >= 1 && k <= n ? k - 1 : n;
@@ -114,36 +142,43 @@ IncastResult run_incast(const IncastConfig &c) {
             ++r.cnps;
         const size_t k = flow_of(fr.data() + 6);
         const size_t b = fab.now / c.bin_ns;
-        if (k < n && b < nbins)
+        if (b >= nbins)
+            return;
+        if (c.victim && fr.size() > 6 && fr[5] == kVictimMac && k == 0)
+            r.victim_gbps[b] += static_cast<double>(fr.size());
+        else if (k < n)
             r.sent_gbps[k][b] += static_cast<double>(fr.size());
+    };
+    /* Keeps `outstanding` WRITEs of `s` posted on f's QP toward (addr, rkey). */
+    auto post = [&](Flow &f, const FlowSpec &s, uint64_t raddr, uint32_t rkey) {
+        Wc wc;
+        while (f.scq.pop(wc)) {
+            if (wc.status != WcStatus::Success)
+                r.qp_error = true;
+            ++f.done;
+        }
+        if (fab.now < s.start_ns || (s.stop_ns && fab.now >= s.stop_ns))
+            return;
+        while (f.posted - f.done < s.outstanding && (!s.max_msgs || f.posted < s.max_msgs)) {
+            SendWr w;
+            w.wr_id = f.posted;
+            w.opcode = WrOpcode::RdmaWrite;
+            w.send_flags = kSendSignaled;
+            w.num_sge = 1;
+            w.sg_list[0] = {f.mr.addr, s.msg_bytes, f.mr.key};
+            w.remote_addr = raddr;
+            w.rkey = rkey;
+            if (!f.qp->post_send(w))
+                break;
+            ++f.posted;
+        }
     };
 
     auto pump = [&] {
-        for (size_t i = 0; i < n; ++i) {
-            Flow &f = *flows[i];
-            const FlowSpec &s = c.flows[i];
-            Wc wc;
-            while (f.scq.pop(wc)) {
-                if (wc.status != WcStatus::Success)
-                    r.qp_error = true;
-                ++f.done;
-            }
-            if (fab.now < s.start_ns || (s.stop_ns && fab.now >= s.stop_ns))
-                continue;
-            while (f.posted - f.done < s.outstanding && (!s.max_msgs || f.posted < s.max_msgs)) {
-                SendWr w;
-                w.wr_id = f.posted;
-                w.opcode = WrOpcode::RdmaWrite;
-                w.send_flags = kSendSignaled;
-                w.num_sge = 1;
-                w.sg_list[0] = {f.mr.addr, s.msg_bytes, f.mr.key};
-                w.remote_addr = rmr.addr;
-                w.rkey = rmr.key;
-                if (!f.qp->post_send(w))
-                    break;
-                ++f.posted;
-            }
-        }
+        for (size_t i = 0; i < n; ++i)
+            post(*flows[i], c.flows[i], rmr.addr, rmr.key);
+        if (c.victim)
+            post(victim, c.victim_flow, vmr.addr, vmr.key);
         return false;
     };
 
@@ -171,6 +206,12 @@ IncastResult run_incast(const IncastConfig &c) {
         for (auto &row : *v)
             for (double &x : row)
                 x *= scale;
+    for (double &x : r.victim_gbps)
+        x *= scale;
+    r.victim_msgs = victim.done;
+    if (c.victim)
+        r.qp_error |= victim.qp->state() == QpState::Err;
+    r.pause_frames = fab.pause_frames;
     r.depth = fab.depth_samples();
     r.bq = fab.bottleneck()->counters();
     for (auto &f : flows) {
@@ -181,6 +222,7 @@ IncastResult run_incast(const IncastConfig &c) {
         r.rp_cnp_handled += f->ep->counters.rp_cnp_handled;
         r.rp_rate_cuts += f->ep->counters.rp_rate_cuts;
         r.qp_error |= f->qp->state() == QpState::Err;
+        r.paused_ms.push_back(static_cast<double>(fab.paused_ns(*f->ep)) / 1e6);
     }
     return r;
 }
@@ -246,6 +288,8 @@ void write_csv(const IncastResult &r, const std::string &path) {
         std::fprintf(f, ",flow%zu_gbps", k);
     for (size_t k = 0; k < r.sent_gbps.size(); ++k)
         std::fprintf(f, ",flow%zu_sent_gbps", k);
+    if (!r.victim_gbps.empty())
+        std::fprintf(f, ",victim_gbps");
     std::fprintf(f, "\n");
     for (const auto &s : r.depth) {
         const size_t b = s.t / r.bin_ns;
@@ -254,6 +298,8 @@ void write_csv(const IncastResult &r, const std::string &path) {
             std::fprintf(f, ",%.4f", b < row.size() ? row[b] : 0.0);
         for (const auto &row : r.sent_gbps)
             std::fprintf(f, ",%.4f", b < row.size() ? row[b] : 0.0);
+        if (!r.victim_gbps.empty())
+            std::fprintf(f, ",%.4f", b < r.victim_gbps.size() ? r.victim_gbps[b] : 0.0);
         std::fprintf(f, "\n");
     }
     std::fclose(f);

@@ -40,6 +40,11 @@ struct IncastConfig {
     uint64_t seed = 1;
     /* A single CNP forged by the receiver to flow 0's QP at this time (0: none). */
     Time inject_cnp_at = 0;
+    /* A victim flow: flow 0's host also WRITEs to a second receiver that is not behind the
+     * bottleneck. It shares flow 0's link, so a PFC pause of that link stops it too
+     * (head-of-line blocking) although its own path is free. */
+    bool victim = false;
+    FlowSpec victim_flow;
 };
 
 struct IncastResult {
@@ -55,6 +60,11 @@ struct IncastResult {
     uint64_t rp_cnp_handled = 0, rp_rate_cuts = 0; /* the senders' reaction points */
     uint64_t timeouts = 0, seq_naks = 0, retransmits = 0;
     bool qp_error = false;
+    /* victim_gbps[bin]: frame bytes the victim flow put on flow 0's link (empty: no victim) */
+    std::vector<double> victim_gbps;
+    uint64_t victim_msgs = 0;
+    uint64_t pause_frames = 0;     /* PFC frames the congestion point sent upstream */
+    std::vector<double> paused_ms; /* per flow: time its host's link was paused */
 };
 
 IncastResult run_incast(const IncastConfig &c);
@@ -72,8 +82,8 @@ Time convergence_time(const IncastResult &r, const std::vector<size_t> &flows, s
 /** Largest queue depth (bytes) among samples at or after t. */
 uint32_t max_depth_after(const IncastResult &r, Time t);
 
-/** Writes `<path>`: t_us, depth_bytes, and one rate column per flow (Gb/s, bin values
- * repeated at the depth sample times). */
+/** Writes `<path>`: t_us, depth_bytes, one rate column per flow (Gb/s, bin values
+ * repeated at the depth sample times), the senders' rates, and the victim's if any. */
 void write_csv(const IncastResult &r, const std::string &path);
 
 } // namespace droce::sim

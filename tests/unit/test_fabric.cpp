@@ -81,6 +81,18 @@ TEST(Fabric, ValidateRefusesBadValues) {
     EXPECT_NE(bad([](BottleneckParams &q) { q.loss = -0.1; }), nullptr);
     EXPECT_STREQ(bad([](BottleneckParams &q) { q.kmin_bytes = q.kmax_bytes; }),
                  "kmin_bytes must be below kmax_bytes");
+    EXPECT_NE(bad([](BottleneckParams &q) {
+                  q.pfc_xoff_bytes = 10'000;
+                  q.pfc_xon_bytes = 10'000;
+              }),
+              nullptr)
+        << "XON must be below XOFF";
+    EXPECT_NE(bad([](BottleneckParams &q) { q.pfc_xoff_bytes = q.buffer_bytes + 1; }), nullptr);
+    EXPECT_EQ(bad([](BottleneckParams &q) {
+                  q.pfc_xoff_bytes = 10'000;
+                  q.pfc_xon_bytes = 8'000;
+              }),
+              nullptr);
 }
 
 TEST(Fabric, MarkProbabilityIsLinearFromKminToPmaxThenAll) {
@@ -307,4 +319,52 @@ TEST(Fabric, MarkAtDequeueUsesTheDepthLeftBehind) {
         }
     }
     EXPECT_GE(b.counters().marked, 11u);
+}
+
+/* PFC per ingress port: XOFF when a port's bytes in the queue reach the threshold (that
+ * port only), XON when they fall to the lower one, one signal per transition. */
+TEST(Fabric, PfcPausesTheIngressPortAtXoffAndResumesAtXon) {
+    BottleneckParams p = slow_queue();
+    p.ecn = false;
+    p.rate_bps = 8'000'000'000; /* 1000 B + 24 overhead = 1024 ns a frame */
+    p.pfc_xoff_bytes = 3'000;
+    p.pfc_xon_bytes = 1'000;
+    Bottleneck b(p, 1);
+    std::vector<uint8_t> f(1000, 0);
+    EXPECT_EQ(b.enqueue(f.data(), 1000, 0, 1).pfc, PfcSignal::none);
+    EXPECT_EQ(b.enqueue(f.data(), 1000, 0, 2).pfc, PfcSignal::none) << "port 2's own bytes";
+    EXPECT_EQ(b.enqueue(f.data(), 1000, 0, 1).pfc, PfcSignal::none);
+    EXPECT_EQ(b.enqueue(f.data(), 1000, 0, 1).pfc, PfcSignal::xoff) << "port 1 at 3000 B";
+    EXPECT_TRUE(b.ingress_paused(1));
+    EXPECT_FALSE(b.ingress_paused(2));
+    EXPECT_EQ(b.enqueue(f.data(), 1000, 0, 1).pfc, PfcSignal::none) << "already paused";
+    EXPECT_EQ(b.ingress_bytes(1), 4'000u);
+    EXPECT_EQ(b.counters().pfc_xoff, 1u);
+    /* frames leave in order: port 1, 2, 1, 1, 1; XON when port 1 is down to 1000 B */
+    std::vector<PfcSignal> sig;
+    std::vector<uint8_t> from;
+    for (uint64_t t = 0; sig.size() < 5; t += 100) {
+        const Departure d = b.dequeue(t);
+        if (d.ok) {
+            sig.push_back(d.pfc);
+            from.push_back(d.ingress);
+        }
+    }
+    EXPECT_EQ(from, (std::vector<uint8_t>{1, 2, 1, 1, 1}));
+    EXPECT_EQ(sig, (std::vector<PfcSignal>{PfcSignal::none, PfcSignal::none, PfcSignal::none,
+                                           PfcSignal::xon, PfcSignal::none}));
+    EXPECT_FALSE(b.ingress_paused(1));
+    EXPECT_EQ(b.ingress_bytes(1), 0u);
+    EXPECT_EQ(b.counters().pfc_xon, 1u);
+}
+
+TEST(Fabric, PfcOffNeverSignals) {
+    BottleneckParams p = slow_queue();
+    p.ecn = false;
+    Bottleneck b(p, 1);
+    std::vector<uint8_t> f(1000, 0);
+    for (int i = 0; i < 100; ++i)
+        EXPECT_EQ(b.enqueue(f.data(), 1000, 0, 3).pfc, PfcSignal::none);
+    EXPECT_FALSE(b.ingress_paused(3));
+    EXPECT_EQ(b.counters().pfc_xoff, 0u);
 }
