@@ -10,6 +10,9 @@ side by side:
             queue depth against time, DCQCN off and on (incast_depth_<mode>_1.csv)
   cc_d.png  two long flows, then 15 senders of 4 KB WRITEs for 1 ms (10-11 ms): the long
             flows' rate, the short flows' sum and the queue depth
+  cc_e2.png, cc_e8.png  2:1 and 8:1 incast with PFC only, DCQCN only and PFC + DCQCN (issue
+            16): per-flow rate, the victim flow's rate (shares flow 0's link, not the
+            bottleneck) and the queue depth (e<N>_<pfc|dcqcn|both>_0.csv)
 
 Usage: bench/plot_cc.py [CSV dir, default bench/cc] [out dir, default: the CSV dir]
 (Debian's python3-matplotlib: run with /usr/bin/python3 if another python3 comes first.)
@@ -143,6 +146,37 @@ def real(d, out):
     plt.close(fig)
 
 
+def pfc_lab(d, out, n):
+    modes = (("pfc", "PFC only"), ("dcqcn", "DCQCN only (lossy)"), ("both", "PFC + DCQCN"))
+    fig, ax = plt.subplots(2, 3, figsize=(15, 6), sharex=True, sharey="row")
+    drawn = False
+    for j, (mode, title) in enumerate(modes):
+        path = os.path.join(d, f"e{n}_{mode}_0.csv")
+        if not os.path.exists(path):
+            continue
+        drawn = True
+        c = load(path)
+        t = [x / 1000 for x in c["t_us"]]
+        for k in flows(c):
+            ax[0][j].plot(t, smooth(c[k], 50), lw=0.8, label=k.split("_")[0])
+        if "victim_gbps" in c:
+            ax[0][j].plot(t, smooth(c["victim_gbps"], 50), lw=1.4, color="k", ls="--",
+                          label="victim")
+        ax[1][j].plot(t, [x / 1000 for x in c["depth_bytes"]], lw=0.6, color="k")
+        ax[0][j].set_title(f"{n}:1 incast, {title}")
+        ax[1][j].set_xlabel("time (ms)")
+        if len(flows(c)) <= 8:
+            ax[0][j].legend(fontsize=7, ncol=5, loc="upper right")
+    if not drawn:
+        plt.close(fig)
+        return
+    ax[0][0].set_ylabel("rate (Gb/s, 0.5 ms avg)")
+    ax[1][0].set_ylabel("queue depth (KB)")
+    fig.tight_layout()
+    fig.savefig(os.path.join(out, f"cc_e{n}.png"), dpi=110)
+    plt.close(fig)
+
+
 def main():
     d = sys.argv[1] if len(sys.argv) > 1 else "bench/cc"
     out = sys.argv[2] if len(sys.argv) > 2 else d
@@ -151,7 +185,9 @@ def main():
     incast(d, out, "c", "8:1 incast")
     burst(d, out)
     real(d, out)
-    print("wrote", ", ".join(os.path.join(out, f"cc_{e}.png") for e in "abcd"))
+    pfc_lab(d, out, 2)
+    pfc_lab(d, out, 8)
+    print("wrote", ", ".join(os.path.join(out, f"cc_{e}.png") for e in ("a", "b", "c", "d", "e2", "e8")))
 
 
 if __name__ == "__main__":
