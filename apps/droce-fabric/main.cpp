@@ -6,6 +6,11 @@
  * rate, buffer, RED/ECN marking (Kmin, Kmax, Pmax; ECT frames get CE, the IPv4 checksum is
  * fixed, the RoCE ICRC masks those bits), tail drop, optional loss and delay, and queue
  * depth sampled to a CSV. The same model drives the simulator's experiments.
+ * With --pfc XOFF,XON the queue also sends IEEE 802.1Qbb pause frames upstream: per ingress
+ * port, as switches account it, an XOFF (full pause time, refreshed at half of it) when the
+ * port's bytes in the queue reach XOFF and an XON (pause time 0) when they fall to XON, for
+ * the priority of the frame that crossed XOFF (PCP if tagged, else DSCP >> 3: a switch that
+ * trusts DSCP). MAC Control frames are never forwarded (counted as drop_mac_ctrl).
  *
  * One lcore polls every port. Frames toward a port without a bottleneck leave at once.
  * Usage: droce-fabric [EAL args] -- [options]   (--help lists them)
@@ -24,6 +29,7 @@
 #include <vector>
 
 #include "fabric_bottleneck.h"
+#include "net_pfc.h"
 
 using droce::fabric::Bottleneck;
 using droce::fabric::BottleneckParams;
@@ -55,6 +61,8 @@ struct Opts {
     bool shared = false; /* one queue for all --to ports (their common upstream link) */
 };
 
+constexpr uint16_t kFullPause = 0xFFFF; /* quanta of an XOFF */
+
 void usage(FILE *f) {
     std::fprintf(
         f, "usage: droce-fabric [EAL args] -- [options]\n"
@@ -78,6 +86,8 @@ void usage(FILE *f) {
            "  --sample-us U      queue-depth sample period, µs (default 100)\n"
            "  --csv PATH         write depth samples: t_us,port,depth_bytes,depth_frames\n"
            "  --secs S           stop after S seconds (default: run until SIGINT/SIGTERM)\n"
+           "  --pfc XOFF,XON     PFC: pause an ingress port when it has XOFF bytes in a\n"
+           "                     bottleneck queue, resume at XON (bytes, XON < XOFF <= buffer)\n"
            "  --help             this text\n"
            "At exit one summary line per port (rx, tx, drops, bottleneck counters).\n");
 }
@@ -156,6 +166,16 @@ Opts parse(int argc, char **argv) {
             o.csv = val();
         else if (k == "--secs")
             o.secs = number(k, val(), 0, 1e9);
+        else if (k == "--pfc") {
+            const std::string v = val();
+            const size_t c = v.find(',');
+            if (c == std::string::npos)
+                bad("--pfc " + v + ": want XOFF,XON in bytes");
+            o.bp.pfc_xoff_bytes =
+                static_cast<uint32_t>(number(k, v.substr(0, c).c_str(), 1, 256.0 * 1024 * 1024));
+            o.bp.pfc_xon_bytes =
+                static_cast<uint32_t>(number(k, v.substr(c + 1).c_str(), 0, 256.0 * 1024 * 1024));
+        }
         else
             bad("unknown option " + k);
     }
@@ -207,7 +227,15 @@ struct Port {
     Queue *q = nullptr; /* no bottleneck toward this port */
     rte_mbuf *txb[kBurst];
     uint16_t ntx = 0;
-    uint64_t rx = 0, tx = 0, tx_full = 0, drop_self = 0, drop_head = 0;
+    uint64_t rx = 0, tx = 0, tx_full = 0, drop_self = 0, drop_head = 0, drop_mac_ctrl = 0;
+    /* PFC toward this port's sender (this port as an ingress port) */
+    rte_ether_addr mac{};
+    bool paused = false;   /* an XOFF stands */
+    uint8_t pause_prio = 0;
+    uint64_t pause_sent_at = 0; /* last XOFF, for the refresh */
+    uint64_t refresh_ns = 0;    /* half a full pause at the link's speed */
+    uint64_t pfc_xoff = 0, pfc_xon = 0, pfc_refresh = 0, pfc_nombuf = 0;
+    uint64_t paused_ns = 0;
 };
 
 struct Mac {
@@ -238,6 +266,40 @@ void tx_one(Port &p, rte_mbuf *m) {
     p.txb[p.ntx++] = m;
     if (p.ntx == kBurst)
         flush_tx(p);
+}
+
+/* The priority a switch trusting DSCP gives a frame: PCP if tagged, else DSCP >> 3 (as the
+ * droce engine reads it, lib/engine Shard::frame_prio). */
+uint8_t frame_prio(const uint8_t *f, uint32_t len) {
+    if (len >= 18 && f[12] == 0x81 && f[13] == 0x00)
+        return static_cast<uint8_t>(f[14] >> 5);
+    if (len >= 16 && f[12] == 0x08 && f[13] == 0x00)
+        return static_cast<uint8_t>(f[15] >> 5); /* IPv4 TOS */
+    if (len >= 16 && f[12] == 0x86 && f[13] == 0xDD)
+        return static_cast<uint8_t>((f[14] & 0x0F) >> 1); /* IPv6 traffic class bits 7:5 */
+    return 0;
+}
+
+/* Sends a PFC frame for p.pause_prio out of port p (toward its sender). */
+void send_pfc(Port &p, rte_mempool *mp, uint16_t quanta) {
+    rte_mbuf *m = rte_pktmbuf_alloc(mp);
+    if (m == nullptr) {
+        ++p.pfc_nombuf;
+        return;
+    }
+    droce::net::PfcFrame f;
+    f.enable = static_cast<uint8_t>(1u << p.pause_prio);
+    f.quanta[p.pause_prio] = quanta;
+    droce::net::Mac src;
+    std::memcpy(src.data(), p.mac.addr_bytes, 6);
+    char *d = rte_pktmbuf_append(m, 60);
+    const size_t n = d ? droce::net::build_pfc(src, f, reinterpret_cast<uint8_t *>(d), 60) : 0;
+    if (n == 0) {
+        ++p.pfc_nombuf;
+        rte_pktmbuf_free(m);
+        return;
+    }
+    tx_one(p, m);
 }
 
 void write_samples(FILE *f, Queue &p, uint64_t every) {
@@ -313,6 +375,14 @@ int main(int argc, char **argv) {
             return 1;
         }
         rte_eth_promiscuous_enable(id);
+        rte_eth_macaddr_get(id, &p.mac);
+        rte_eth_link link{};
+        rte_eth_link_get_nowait(id, &link);
+        const uint64_t speed =
+            link.link_speed != 0 && link.link_speed != RTE_ETH_SPEED_NUM_UNKNOWN
+                ? uint64_t{link.link_speed} * 1'000'000
+                : 0; /* pfc_pause_ns takes 0 as 100 Gb/s, as the droce engine does */
+        p.refresh_ns = droce::net::pfc_pause_ns(kFullPause, speed) / 2;
         for (uint16_t t : o.to)
             if (t == id) {
                 if (queues.empty() || !o.shared) {
@@ -356,10 +426,13 @@ int main(int argc, char **argv) {
                 o.bp.ecn ? "on" : "off", o.bp.kmin_bytes, o.bp.kmax_bytes, o.bp.pmax,
                 o.bp.mark_at_dequeue ? "dequeue" : "enqueue", o.bp.loss,
                 static_cast<unsigned long long>(o.bp.delay_ns));
+    if (o.bp.pfc_xoff_bytes)
+        std::printf("droce-fabric: PFC XOFF %u B XON %u B per ingress port\n", o.bp.pfc_xoff_bytes,
+                    o.bp.pfc_xon_bytes);
     std::fflush(stdout);
 
     /* Frame m from port `in` toward port `out`: into out's bottleneck or straight out. */
-    auto forward = [&](rte_mbuf *m, Port &out, uint64_t now) {
+    auto forward = [&](rte_mbuf *m, Port &in, Port &out, uint64_t now) {
         if (!out.q) {
             tx_one(out, m);
             return;
@@ -371,7 +444,15 @@ int main(int argc, char **argv) {
             rte_pktmbuf_free(m);
             return;
         }
-        const auto d = out.q->q->enqueue(rte_pktmbuf_mtod(m, uint8_t *), len, now);
+        uint8_t *bytes = rte_pktmbuf_mtod(m, uint8_t *);
+        const auto d = out.q->q->enqueue(bytes, len, now, static_cast<uint8_t>(in.id));
+        if (d.pfc == droce::fabric::PfcSignal::xoff) {
+            in.paused = true;
+            in.pause_prio = frame_prio(bytes, len);
+            in.pause_sent_at = now;
+            ++in.pfc_xoff;
+            send_pfc(in, mp, kFullPause);
+        }
         if (!d.accepted()) {
             rte_pktmbuf_free(m); /* counted by the model */
             return;
@@ -389,6 +470,12 @@ int main(int argc, char **argv) {
             for (uint16_t i = 0; i < n; ++i) {
                 rte_mbuf *m = rx[i];
                 const auto *eth = rte_pktmbuf_mtod(m, const rte_ether_hdr *);
+                if (eth->ether_type == rte_cpu_to_be_16(droce::net::kEtherTypeMacControl)) {
+                    /* link-local: a switch acts on or drops MAC Control, never forwards it */
+                    ++in.drop_mac_ctrl;
+                    rte_pktmbuf_free(m);
+                    continue;
+                }
                 /* learn the source */
                 size_t k = 0;
                 while (k < nmacs && std::memcmp(macs[k].a, eth->src_addr.addr_bytes, 6) != 0)
@@ -416,7 +503,7 @@ int main(int argc, char **argv) {
                     ++in.drop_self;
                     rte_pktmbuf_free(m);
                 } else if (out >= 0) {
-                    forward(m, ports[static_cast<size_t>(out)], now);
+                    forward(m, in, ports[static_cast<size_t>(out)], now);
                 } else {
                     ++flood;
                     /* every other port gets the same mbuf (one reference each); a bottleneck
@@ -425,7 +512,7 @@ int main(int argc, char **argv) {
                     rte_mbuf_refcnt_update(m, static_cast<int16_t>(nports - 2));
                     for (Port &p : ports)
                         if (p.id != in.id)
-                            forward(m, p, now);
+                            forward(m, in, p, now);
                 }
             }
         }
@@ -436,6 +523,13 @@ int main(int argc, char **argv) {
                 const uint16_t to = q.held->front_port();
                 const auto d = q.q->dequeue(now, rte_pktmbuf_mtod(m, uint8_t *));
                 q.held->pop();
+                if (d.pfc == droce::fabric::PfcSignal::xon && d.ingress < nports) {
+                    Port &up = ports[d.ingress];
+                    up.paused = false;
+                    up.paused_ns += now - up.pause_sent_at;
+                    ++up.pfc_xon;
+                    send_pfc(up, mp, 0);
+                }
                 if (o.bp.delay_ns == 0)
                     tx_one(ports[to], m);
                 else if (!q.delay->push(m, d.deliver_at, to)) {
@@ -451,6 +545,13 @@ int main(int argc, char **argv) {
                 write_samples(csv, q, every);
         }
         for (Port &p : ports) {
+            if (p.paused && now - p.pause_sent_at >= p.refresh_ns) {
+                /* a standing XOFF is repeated before the peer's pause runs out */
+                p.paused_ns += now - p.pause_sent_at;
+                p.pause_sent_at = now;
+                ++p.pfc_refresh;
+                send_pfc(p, mp, kFullPause);
+            }
             flush_tx(p);
         }
     }
@@ -466,7 +567,8 @@ int main(int argc, char **argv) {
         std::printf(
             "port %u: rx %llu tx %llu tx_full %llu drop_self %llu drop_head %llu "
             "drop_delay %llu bottleneck %s enqueued %llu marked %llu dropped_tail %llu "
-            "dropped_red %llu dropped_loss %llu max_depth_bytes %llu\n",
+            "dropped_red %llu dropped_loss %llu max_depth_bytes %llu drop_mac_ctrl %llu "
+            "pfc_xoff %llu pfc_xon %llu pfc_refresh %llu pfc_nombuf %llu paused_us %llu\n",
             p.id, static_cast<unsigned long long>(p.rx), static_cast<unsigned long long>(p.tx),
             static_cast<unsigned long long>(p.tx_full),
             static_cast<unsigned long long>(p.drop_self),
@@ -479,7 +581,13 @@ int main(int argc, char **argv) {
             static_cast<unsigned long long>(c.dropped_tail),
             static_cast<unsigned long long>(c.dropped_red),
             static_cast<unsigned long long>(c.dropped_loss),
-            static_cast<unsigned long long>(c.max_depth_bytes));
+            static_cast<unsigned long long>(c.max_depth_bytes),
+            static_cast<unsigned long long>(p.drop_mac_ctrl),
+            static_cast<unsigned long long>(p.pfc_xoff), static_cast<unsigned long long>(p.pfc_xon),
+            static_cast<unsigned long long>(p.pfc_refresh),
+            static_cast<unsigned long long>(p.pfc_nombuf),
+            static_cast<unsigned long long>((p.paused_ns + (p.paused ? end - p.pause_sent_at : 0)) /
+                                            1000));
     }
     std::printf("flooded %llu mac_table_full %llu secs %.3f\n",
                 static_cast<unsigned long long>(flood), static_cast<unsigned long long>(mac_full),
