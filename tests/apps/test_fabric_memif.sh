@@ -5,7 +5,9 @@
 # depth CSV must have samples. --no-huge: no hugepages needed. Run twice: with DCQCN on
 # (the default) the fabric's CE marks must come back as CNPs (server np_cnp_sent > 0) that
 # cut the client's rate (rp_cnp_handled, rp_rate_cuts > 0); with --dcqcn=off on both
-# sides, no CNP at all.
+# sides, no CNP at all. A third run, pfc (issue 16): the fabric sends PFC pause frames
+# (--pfc XOFF,XON, ECN off) that the client's engine honours (--pfc=0): pauses sent and
+# counted on both sides, nothing dropped at the bottleneck, and the transfer completes.
 # Usage: test_fabric_memif.sh PATH/TO/droce-fabric PATH/TO/droce-perf
 set -u
 fab=${1:?usage: $0 droce-fabric droce-perf}
@@ -18,14 +20,15 @@ eal=(--no-huge -m 512 --no-pci --no-shconf --log-level='*:warning')
 fails=0
 # run on|off
 run() {
-    local mode=$1 fail=0 cc=()
+    local mode=$1 fail=0 cc=() fpfc=()
     [[ $mode == off ]] && cc=(--dcqcn=off)
+    [[ $mode == pfc ]] && cc=(--dcqcn=off --pfc=0) && fpfc=(--pfc 20000,17800 --no-ecn)
     port=$((port + 1))
     rm -f "$work"/s0 "$work"/s1 "$work"/depth.csv
     timeout 60 "$fab" -l 0 "${eal[@]}" -m 512 --file-prefix "fab$$" \
         --vdev="net_memif0,role=server,socket=$work/s0,socket-abstract=no" \
         --vdev="net_memif1,role=server,socket=$work/s1,socket-abstract=no" -- \
-        --to 1 --rate-gbps 1 --secs 50 --sample-us 100 --csv "$work/depth.csv" >"$work/fab" 2>&1 &
+        --to 1 --rate-gbps 1 --secs 50 --sample-us 100 --csv "$work/depth.csv" "${fpfc[@]}" >"$work/fab" 2>&1 &
     fpid=$!
     for _ in $(seq 100); do [[ -S $work/s0 && -S $work/s1 ]] && break; sleep 0.1; done
     [[ -S $work/s0 && -S $work/s1 ]] || { echo "FAIL: droce-fabric did not open its sockets"; cat "$work/fab"; exit 1; }
@@ -66,7 +69,16 @@ run() {
     cnt() { awk -v n="$2" '$1 == n { print $2 }' "$work/$1"; }
     cnp=$(cnt srv np_cnp_sent) marked=$(cnt srv np_ecn_marked_roce_packets)
     handled=$(cnt cli rp_cnp_handled) cuts=$(cnt cli rp_rate_cuts)
-    if [[ $mode == on ]]; then
+    if [[ $mode == pfc ]]; then
+        fab0() { awk -v n="$1" '$1 == "port" && $2 == "0:" { for (i = 1; i < NF; ++i) if ($i == n) print $(i + 1) }' "$work/fab"; }
+        xoff=$(fab0 pfc_xoff) xon=$(fab0 pfc_xon) refresh=$(fab0 pfc_refresh)
+        sent=$((${xoff:-0} + ${xon:-0} + ${refresh:-0}))
+        got=$(cnt cli rx_prio0_pause)
+        tail_drops=$(awk '$1 == "port" && $2 == "1:" { for (i = 1; i < NF; ++i) if ($i == "dropped_tail") print $(i + 1) }' "$work/fab")
+        [[ ${xoff:-0} -gt 0 && ${got:-0} -gt 0 && ${got:-0} -le $sent && ${tail_drops:-1} -eq 0 ]] ||
+            { echo "FAIL: PFC: fabric pfc_xoff ${xoff:-none} (sent $sent), client rx_prio0_pause ${got:-none}, dropped_tail ${tail_drops:-none}"; fail=1; }
+        echo "PFC: fabric sent $sent pause frames (xoff ${xoff:-0}, xon ${xon:-0}, refresh ${refresh:-0}), client honoured ${got:-0}"
+    elif [[ $mode == on ]]; then
         [[ ${cnp:-0} -gt 0 && ${handled:-0} -gt 0 && ${cuts:-0} -gt 0 ]] ||
             { echo "FAIL: DCQCN on: np_cnp_sent ${cnp:-none}, rp_cnp_handled ${handled:-none}, rp_rate_cuts ${cuts:-none}"; fail=1; }
     else
@@ -80,4 +92,5 @@ run() {
 }
 run on
 run off
+run pfc
 exit $fails
