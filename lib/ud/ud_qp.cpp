@@ -293,6 +293,12 @@ void Qp::on_packet(const wire::ParsedPacket &p, Time) {
         ++ctr_->rx_multicast;
         return;
     }
+    /* A UD message is one packet of at most the port's MTU (IBTA 10.2.5): a bigger one
+     * comes from a misconfigured peer and is dropped, not delivered. */
+    if (p.payload_len > max_msg_size()) {
+        ++ctr_->rx_over_mtu;
+        return;
+    }
     /* IBTA 10.9.3 P_Key match, the rule of rc::pkey_match (not included from rc_qp.h,
      * which would bring the whole RC QP and lib/cc into UD's users). */
     if (!((p.bth.pkey & 0x7FFF) != 0 && (p.bth.pkey & 0x7FFF) == (pkey_ & 0x7FFF) &&
