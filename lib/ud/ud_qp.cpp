@@ -235,7 +235,10 @@ bool Qp::transmit(SendWqe &w) {
             to_error();
             return true; /* consumed */
         }
-        segs[nsegs++] = {host, s.length, (w.wr.send_flags & kSendInline) ? 0u : s.lkey};
+        /* Never zero-copy (mr_key 0): a UD send completes as soon as its frame is handed
+         * to the port, and verbs lets the application reuse the buffer from then on, while
+         * an attached buffer would still be read by the NIC (RC completes at the ACK). */
+        segs[nsegs++] = {host, s.length, 0u};
     }
     wire::FrameSpec f{};
     f.eth = w.ah.eth;
