@@ -338,6 +338,25 @@ TEST(UdQp, MtuLimit) {
     EXPECT_EQ(a.port.frames[0].size(), 62u + 1024 + 4);
 }
 
+/* A datagram larger than the receiver's MTU (a peer with a bigger MTU) is not a UD message
+ * there: dropped and counted, even with a receive buffer big enough for it. */
+TEST(UdQp, OverMtuReceiveIsACountedDrop) {
+    Endpoint a(0x12, Mtu::Mtu4096), b(0x13, Mtu::Mtu1024);
+    ASSERT_TRUE(a.up(1));
+    ASSERT_TRUE(b.up(1));
+    ud::AddressHandle ah = ah_v4(0x0A4D0003, 0x0A4D0002, kMacA, kMacB);
+    ASSERT_TRUE(b.recv(5, 0, 4096));
+    ASSERT_TRUE(a.qp->post_send(a.send(ah, 0x13, 0, 2048)));
+    deliver(a, b);
+    EXPECT_EQ(b.ctr.rx_over_mtu, 1u);
+    EXPECT_TRUE(b.rcq.wcs.empty());
+    EXPECT_EQ(b.qp->recv_queue_depth(), 1u);
+    ASSERT_TRUE(a.qp->post_send(a.send(ah, 0x13, 0, 1024)));
+    deliver(a, b);
+    ASSERT_EQ(b.rcq.wcs.size(), 1u);
+    EXPECT_EQ(b.rcq.wcs[0].byte_len, 40u + 1024);
+}
+
 TEST(UdQp, MulticastRefused) {
     Endpoint a(0x12), b(0x13);
     ASSERT_TRUE(a.up(1));
