@@ -257,6 +257,44 @@ TEST_P(EngineUd, DropsAreCountedAndRefusalsClear) {
     auto r = a.pd->create_ah(mc);
     ASSERT_FALSE(r);
     EXPECT_EQ(r.status().code(), EOPNOTSUPP) << r.status().message();
+    /* Across transports, in the shared QPN space: a datagram for an RC QP is an RC
+     * transport drop there (IBTA 9.6.1), counted. */
+    QpInitAttr ria;
+    ria.send_cq = ria.recv_cq = b.cq.get();
+    auto rc = b.pd->create_qp(ria);
+    ASSERT_TRUE(rc) << rc.status().message();
+    QpAttr ra;
+    ra.qp_state = QpState::Init;
+    ASSERT_TRUE((*rc)->modify(ra, kQpState | kQpPkeyIndex | kQpPort | kQpAccessFlags));
+    const uint64_t td = counter_map(*b.dev)["rx_transport_drop"];
+    ASSERT_TRUE(send(a, 0, 32, (*rc)->qp_num(), kQkey, false));
+    ASSERT_EQ(wait(*a.cq, 1).size(), 1u);
+    settle();
+    EXPECT_EQ(counter_map(*b.dev)["rx_transport_drop"], td + 1);
+    rc->reset();
+    /* ... and an RC SEND for a UD QP is a UD bad-opcode drop there. */
+    ria.send_cq = ria.recv_cq = a.cq.get();
+    auto rca = a.pd->create_qp(ria);
+    ASSERT_TRUE(rca) << rca.status().message();
+    ASSERT_TRUE((*rca)->modify(ra, kQpState | kQpPkeyIndex | kQpPort | kQpAccessFlags));
+    ra.qp_state = QpState::Rtr;
+    ra.dest_qp_num = b.qp->qp_num();
+    ra.ah_attr.dgid = b.dev->gids().at(1).gid;
+    ra.ah_attr.sgid_index = 1;
+    ASSERT_TRUE((*rca)->modify(ra, kQpState | kQpAv | kQpPathMtu | kQpDestQpn | kQpRqPsn |
+                                       kQpMaxDestRdAtomic | kQpMinRnrTimer));
+    ra.qp_state = QpState::Rts;
+    ASSERT_TRUE((*rca)->modify(ra, kQpState | kQpSqPsn | kQpTimeout | kQpRetryCnt | kQpRnrRetry |
+                                       kQpMaxQpRdAtomic));
+    const uint64_t bo = counter_map(*b.dev)["ud_rx_bad_opcode"];
+    SendWr rw;
+    rw.opcode = WrOpcode::Send;
+    rw.sg_list[0] = a.sge(0, 16);
+    rw.num_sge = 1;
+    ASSERT_TRUE((*rca)->post_send(rw));
+    settle();
+    EXPECT_GE(counter_map(*b.dev)["ud_rx_bad_opcode"], bo + 1);
+    rca->reset();
     /* RC verbs on a UD QP are refused. */
     SendWr w;
     w.opcode = WrOpcode::RdmaWrite;
