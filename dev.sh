@@ -172,6 +172,18 @@ run_tests() {
             fail=$((fail + ${ifail:-0}))
             [ -n "${ipass:-}" ] || broken+=("CNP interop exit $irc without a summary")
 
+            stage "interop: UD — ibv_ud_pingpong and ib_send_lat/ib_send_bw -c UD, both roles"
+            # ~1-2 minutes: one VM boot, six short runs (tests/interop/ud_rxe.sh)
+            ilog=$BUILD_DIR/interop-ud.out
+            ipass="" ifail=""
+            timeout 600 bash tests/interop/ud_rxe.sh --out "$BUILD_DIR/interop-ud" \
+                --budget 300 "$BUILD_DIR" 2>&1 | tee "$ilog"
+            irc=${PIPESTATUS[0]}
+            read -r ipass _ ifail _ < <(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$ilog" | tail -1) || true
+            pass=$((pass + ${ipass:-0}))
+            fail=$((fail + ${ifail:-0}))
+            [ -n "${ipass:-}" ] || broken+=("UD interop exit $irc without a summary")
+
             local mtu
             for mtu in 1024 4096; do
                 stage "interop: droce-perf vs perftest (every ib_*_bw/lat mode), path MTU $mtu"

@@ -112,8 +112,24 @@ constexpr std::chrono::milliseconds kSlowCheck{1};
 constexpr std::chrono::milliseconds kTalkWindow{20};
 
 struct Run : app::EngineRun {
-    const Options &opt;
+    Options &opt; /* -c UD: size limited to the MTU once it is known (ud_limit_size) */
 };
+
+/** perftest's rule for UD: a message is one packet, so a size above the MTU becomes the
+ * MTU (and -a stops there). */
+void ud_limit_size(Run &run, Mtu mtu) {
+    if (!run.opt.ud)
+        return;
+    const uint32_t m = mtu_bytes(mtu);
+    if (run.opt.all_sizes) {
+        run.opt.size = m;
+        return;
+    }
+    if (run.opt.size > m) {
+        std::printf(" Max msg size in UD is MTU %u\n Changing to this MTU\n", m);
+        run.opt.size = m;
+    }
+}
 
 SideConfig side_config(const Options &opt, bool client, std::string prefix) {
     SideConfig c;
@@ -121,6 +137,9 @@ SideConfig side_config(const Options &opt, bool client, std::string prefix) {
     c.kind = opt.kind;
     c.client = client;
     c.max_size = opt.all_sizes ? (1ull << 23) : opt.size;
+    c.ud = opt.ud;
+    if (opt.ud)
+        c.max_size = std::min<uint64_t>(c.max_size, 4096);
     c.iters = opt.run_infinitely ? UINT32_MAX : opt.iters;
     c.num_qps = opt.num_qps;
     c.tx_depth = opt.tx_depth;
@@ -136,7 +155,7 @@ SideConfig side_config(const Options &opt, bool client, std::string prefix) {
 std::vector<uint64_t> sizes(const Options &opt) {
     std::vector<uint64_t> v;
     if (opt.all_sizes)
-        for (int i = 1; i < 24; ++i)
+        for (int i = 1; i < 24 && (!opt.ud || (1ull << i) <= opt.size); ++i)
             v.push_back(1ull << i);
     else
         v.push_back(opt.size);
@@ -246,6 +265,7 @@ int run_loopback(Run &run) {
         return 1;
     int mtu_enum = local_mtu_enum(opt, *dev_c);
     const Mtu mtu = static_cast<Mtu>(mtu_enum);
+    ud_limit_size(run, mtu);
     int rc = 1;
     {
         Side server(side_config(opt, false, "[server] "));
@@ -321,6 +341,7 @@ int run_server(Run &run, Device &dev) {
     if (!exchange_preamble(conn, false, mtu_enum, run.waiter))
         return 1;
     const Mtu mtu = static_cast<Mtu>(mtu_enum);
+    ud_limit_size(run, mtu);
     print_banner(opt, dev.name(), mtu_bytes(mtu), false);
     std::vector<Dest> remote(opt.num_qps);
     for (uint32_t i = 0; i < opt.num_qps; ++i)
@@ -433,6 +454,7 @@ int run_client(Run &run, Device &dev) {
     if (!exchange_preamble(conn, true, mtu_enum, run.waiter))
         return 1;
     const Mtu mtu = static_cast<Mtu>(mtu_enum);
+    ud_limit_size(run, mtu);
     print_banner(opt, dev.name(), mtu_bytes(mtu), false);
     std::vector<Dest> remote(opt.num_qps);
     for (uint32_t i = 0; i < opt.num_qps; ++i)

@@ -144,7 +144,8 @@ void print_usage(const char *argv0, FILE *out) {
         "  -t, --tx-depth=<n>       send queue depth (default bw 128, lat 1)\n"
         "  -r, --rx-depth=<n>       receive queue depth for send tests (default 512)\n"
         "  -l, --post_list=<n>      accepted (WRs are posted one at a time)\n"
-        "  -c, --connection=RC      connection type: RC only\n"
+        "  -c, --connection=RC|UD   connection type (UD: send_bw and send_lat, messages of\n"
+        "                           at most the MTU, as perftest)\n"
         "  -e, --events             accepted (droce-perf polls)\n"
         "  -A, --atomic_type=<t>    FETCH_AND_ADD (default) or CMP_AND_SWAP\n"
         "  -o, --outs=<n>           outstanding reads/atomics (default 16, max 16)\n"
@@ -285,8 +286,12 @@ ParseResult parse_command_line(int argc, char **argv, Options &opt) {
             opt.post_list = static_cast<uint32_t>(u);
             break;
         case 'c':
-            if (std::strcmp(optarg, "RC") != 0)
-                return bad_value(argv0, c, optarg, "droce-perf supports RC only");
+            if (std::strcmp(optarg, "RC") == 0)
+                opt.ud = false;
+            else if (std::strcmp(optarg, "UD") == 0)
+                opt.ud = true;
+            else
+                return bad_value(argv0, c, optarg, "RC, or UD for send_bw/send_lat");
             break;
         case 'A':
             if (std::strcmp(optarg, "FETCH_AND_ADD") == 0)
@@ -344,6 +349,8 @@ ParseResult parse_command_line(int argc, char **argv, Options &opt) {
     } else if (!opt.size_given) {
         opt.size = opt.kind == Kind::Lat ? 2 : 65536;
     }
+    if (opt.ud && opt.verb != Verb::Send)
+        return bad(argv0, "-c UD applies to send_bw and send_lat only (UD has no RDMA)");
     if (opt.iters == 0)
         opt.iters = opt.kind == Kind::Lat ? 1000 : 5000;
     if (opt.kind == Kind::Lat && !tx_given)

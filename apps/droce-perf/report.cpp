@@ -29,7 +29,7 @@ void print_banner(const Options &opt, const std::string &dev, uint32_t mtu, bool
                 opt.kind == Kind::Bw ? "BW" : "Latency");
     std::printf(" Dual-port       : OFF\t\tDevice         : %s\n", dev.c_str());
     std::printf(" Number of qps   : %u\t\tTransport type : IB\n", opt.num_qps);
-    std::printf(" Connection type : RC\t\tUsing SRQ      : OFF\n");
+    std::printf(" Connection type : %s\t\tUsing SRQ      : OFF\n", opt.ud ? "UD" : "RC");
     std::printf(" PCIe relax order: OFF\n");
     if (opt.kind == Kind::Bw || opt.verb != Verb::Send)
         std::printf(" TX depth        : %u\n", opt.tx_depth);

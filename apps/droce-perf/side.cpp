@@ -61,7 +61,8 @@ bool Side::setup(Device &dev, uint32_t workers) {
     dev_ = &dev;
     const uint32_t nq = cfg_.num_qps;
     // perftest: BUFF_SIZE = max(size, cycle buffer); one buffer of 2 x qps slices.
-    half_ = (std::max<uint64_t>(cfg_.max_size, kPage) + kPage - 1) / kPage * kPage;
+    half_ = (std::max<uint64_t>(cfg_.max_size + (cfg_.ud ? kGrh : 0), kPage) + kPage - 1) / kPage *
+            kPage;
     const size_t total = 2 * size_t{nq} * half_;
     buf_.reset(static_cast<uint8_t *>(std::aligned_alloc(kPage, total)));
     if (!buf_)
@@ -117,9 +118,26 @@ bool Side::setup(Device &dev, uint32_t workers) {
     qp_scnt_.assign(nq, 0);
     qp_ccnt_.assign(nq, 0);
     for (uint32_t i = 0; i < nq; ++i) {
-        if (std::string err = app::create_rc_qp_in_init(*pd_, *cqs_[i % ncq], cfg_.tx_depth,
-                                                        cfg_.rx_depth, 1, rights.qp, qps_[i]);
-            !err.empty())
+        if (cfg_.ud) {
+            QpInitAttr ia;
+            ia.qp_type = QpType::Ud;
+            ia.send_cq = ia.recv_cq = cqs_[i % ncq].get();
+            ia.cap.max_send_wr = cfg_.tx_depth;
+            ia.cap.max_recv_wr = cfg_.rx_depth;
+            ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
+            auto q = pd_->create_qp(ia);
+            if (!q)
+                return fail("Couldn't create QP: %s (QP %u of %u)", q.status().message().c_str(),
+                            i + 1, nq);
+            qps_[i] = std::move(q.value());
+            QpAttr a;
+            a.qp_state = QpState::Init;
+            a.qkey = kUdQkey;
+            if (Status st = qps_[i]->modify(a, kQpState | kQpPkeyIndex | kQpPort | kQpQkey); !st)
+                return fail("Failed to modify QP to INIT: %s", st.message().c_str());
+        } else if (std::string err = app::create_rc_qp_in_init(
+                       *pd_, *cqs_[i % ncq], cfg_.tx_depth, cfg_.rx_depth, 1, rights.qp, qps_[i]);
+                   !err.empty())
             return fail("%s (QP %u of %u)", err.c_str(), i + 1, nq);
         if (cfg_.verb == Verb::Send && !(cfg_.client && cfg_.kind == Kind::Bw))
             if (!post_recv(i, static_cast<int>(cfg_.rx_depth)))
@@ -143,6 +161,11 @@ bool Side::connect(const std::vector<Dest> &remote, Mtu mtu) {
     remote_ = remote;
     for (size_t i = 0; i < qps_.size(); ++i) {
         const Dest &r = remote[i];
+        if (cfg_.ud) {
+            if (!connect_ud(i, r))
+                return false;
+            continue;
+        }
         QpAttr a;
         a.qp_state = QpState::Rtr;
         a.path_mtu = mtu;
@@ -164,6 +187,29 @@ bool Side::connect(const std::vector<Dest> &remote, Mtu mtu) {
             !err.empty())
             return fail("%s", err.c_str());
     }
+    return true;
+}
+
+bool Side::connect_ud(size_t i, const Dest &r) {
+    /* UD: RTR and RTS need no peer; the peer is an address handle every send names. */
+    QpAttr a;
+    a.qp_state = QpState::Rtr;
+    if (Status st = qps_[i]->modify(a, kQpState); !st)
+        return fail("Failed to modify QP %u to RTR: %s", local_[i].qpn, st.message().c_str());
+    a.qp_state = QpState::Rts;
+    a.sq_psn = local_[i].psn;
+    if (Status st = qps_[i]->modify(a, kQpState | kQpSqPsn); !st)
+        return fail("Failed to modify QP %u to RTS: %s", local_[i].qpn, st.message().c_str());
+    AhAttr ah;
+    ah.dgid = r.gid;
+    ah.sgid_index = static_cast<uint8_t>(cfg_.gid_idx);
+    ah.hop_limit = 64;
+    auto h = pd_->create_ah(ah);
+    if (!h)
+        return fail("Failed to create AH for UD: %s", h.status().message().c_str());
+    if (ahs_.size() < qps_.size())
+        ahs_.resize(qps_.size());
+    ahs_[i] = std::move(h.value());
     return true;
 }
 
@@ -213,6 +259,11 @@ Status Side::post_one(uint32_t qp) {
     wr.sg_list[0].addr = reinterpret_cast<uintptr_t>(send_buf(qp));
     wr.remote_addr = remote_[qp].vaddr;
     wr.rkey = remote_[qp].rkey;
+    if (cfg_.ud) {
+        wr.ah = ahs_[qp].get();
+        wr.remote_qpn = remote_[qp].qpn;
+        wr.remote_qkey = kUdQkey;
+    }
     return qps_[qp]->post_send(wr);
 }
 

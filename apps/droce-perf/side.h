@@ -45,6 +45,7 @@ struct SideConfig {
     int gid_idx = 1;
     bool atomic_cas = false;
     double duration_s = 0; /**< > 0: run for this long (iters ignored) */
+    bool ud = false;       /**< -c UD: UD QPs, Q_Key 0x11111111, receives with the GRH area */
     std::string prefix;
 };
 
@@ -76,7 +77,7 @@ class Side {
     /** QP i's send and receive slices of the buffer (for --loopback's data check). */
     const uint8_t *send_slice(uint32_t i) const { return buf() + size_t{i} * half_; }
     const uint8_t *recv_slice(uint32_t i) const {
-        return buf() + (size_t{cfg_.num_qps} + i) * half_;
+        return buf() + (size_t{cfg_.num_qps} + i) * half_ + (cfg_.ud ? kGrh : 0);
     }
     /** Completions of QP i in the last run (bw clients and the send_bw server). */
     uint64_t qp_completed(uint32_t i) const { return qp_ccnt_[i]; }
@@ -123,6 +124,10 @@ class Side {
     SendWr wr_{}; /* the run's work request (prepare_wr), patched per post */
     std::vector<std::unique_ptr<CompletionQueue>> cqs_; /**< one per worker used */
     std::vector<std::unique_ptr<QueuePair>> qps_;
+    std::vector<std::unique_ptr<AddressHandle>> ahs_; /**< -c UD: QP i's peer (before PD) */
+    static constexpr uint32_t kGrh = 40;              /* UD: the GRH in front of a receive */
+    static constexpr uint32_t kUdQkey = 0x11111111;   /* perftest's DEF_QKEY */
+    bool connect_ud(size_t i, const Dest &r);
     size_t next_cq_ = 0; /**< where poll_cq starts */
     std::vector<Dest> local_;
     std::vector<Dest> remote_;

@@ -27,7 +27,9 @@ bool PingpongEndpoint::setup(Device &dev, uint32_t psn) {
     dev_ = &dev;
     // A page-aligned buffer filled with 0x7b, as ibv_rc_pingpong does. Send and receive
     // share it: that is what makes -c (a pattern the client writes) checkable by the server.
-    buf_len_ = std::max<size_t>(cfg_.size, 1);
+    if (cfg_.ud && cfg_.size > dev.active_mtu())
+        return fail("Requested size larger than port MTU (%u)", dev.active_mtu());
+    buf_len_ = std::max<size_t>(cfg_.size, 1) + (cfg_.ud ? kGrh : 0);
     const size_t alloc = (buf_len_ + page_size_ - 1) / page_size_ * page_size_;
     res_.buf.reset(static_cast<uint8_t *>(std::aligned_alloc(page_size_, alloc)));
     if (!res_.buf)
@@ -51,9 +53,27 @@ bool PingpongEndpoint::setup(Device &dev, uint32_t psn) {
         return fail("Couldn't create CQ: %s", cq.status().message().c_str());
     res_.cq = std::move(cq.value());
 
-    if (std::string err =
-            res_.create_qp_in_init(1, cfg_.rx_depth, static_cast<uint8_t>(cfg_.ib_port), 0);
-        !err.empty())
+    if (cfg_.ud) {
+        QpInitAttr ia;
+        ia.qp_type = QpType::Ud;
+        ia.send_cq = ia.recv_cq = res_.cq.get();
+        ia.cap.max_send_wr = 1;
+        ia.cap.max_recv_wr = cfg_.rx_depth;
+        ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
+        auto qp = res_.pd->create_qp(ia);
+        if (!qp)
+            return fail("Couldn't create QP: %s", qp.status().message().c_str());
+        res_.qp = std::move(qp.value());
+        QpAttr a;
+        a.qp_state = QpState::Init;
+        a.pkey_index = 0;
+        a.port_num = static_cast<uint8_t>(cfg_.ib_port);
+        a.qkey = kUdQkey;
+        if (Status st = res_.qp->modify(a, kQpState | kQpPkeyIndex | kQpPort | kQpQkey); !st)
+            return fail("Failed to modify QP to INIT: %s", st.message().c_str());
+    } else if (std::string err =
+                   res_.create_qp_in_init(1, cfg_.rx_depth, static_cast<uint8_t>(cfg_.ib_port), 0);
+               !err.empty())
         return fail("%s", err.c_str());
 
     routs_ = post_recv(static_cast<int>(cfg_.rx_depth));
@@ -80,6 +100,8 @@ bool PingpongEndpoint::connect(const Dest &remote) {
         return fail("Failed to modify QP to RTR: the remote GID is zero (RoCE needs a GID: "
                     "run the peer with -g, e.g. -g 1)");
 
+    if (cfg_.ud)
+        return connect_ud(remote);
     QpAttr a;
     a.qp_state = QpState::Rtr;
     a.path_mtu = cfg_.mtu;
@@ -103,11 +125,37 @@ bool PingpongEndpoint::connect(const Dest &remote) {
     return true;
 }
 
+bool PingpongEndpoint::connect_ud(const Dest &remote) {
+    /* ibv_ud_pingpong: RTR and RTS need no peer; the peer goes into an address handle
+     * (hop limit 1, as the tool sets it) that every send names. */
+    QpAttr a;
+    a.qp_state = QpState::Rtr;
+    if (Status st = res_.qp->modify(a, kQpState); !st)
+        return fail("Failed to modify QP to RTR: %s", st.message().c_str());
+    a.qp_state = QpState::Rts;
+    a.sq_psn = local_.psn;
+    if (Status st = res_.qp->modify(a, kQpState | kQpSqPsn); !st)
+        return fail("Failed to modify QP to RTS: %s", st.message().c_str());
+    AhAttr ah;
+    ah.dgid = remote.gid;
+    ah.sgid_index = static_cast<uint8_t>(cfg_.gid_idx);
+    ah.hop_limit = 1;
+    ah.sl = static_cast<uint8_t>(cfg_.sl);
+    ah.port_num = static_cast<uint8_t>(cfg_.ib_port);
+    auto r = res_.pd->create_ah(ah);
+    if (!r)
+        return fail("Failed to create AH: %s", r.status().message().c_str());
+    ah_ = std::move(r.value());
+    state_ = State::Connected;
+    return true;
+}
+
 int PingpongEndpoint::post_recv(int n) {
     RecvWr wr;
     wr.wr_id = kRecvWrid;
     wr.num_sge = 1;
-    wr.sg_list[0] = {reinterpret_cast<uintptr_t>(buf()), cfg_.size, res_.mr->lkey()};
+    wr.sg_list[0] = {reinterpret_cast<uintptr_t>(buf()),
+                     static_cast<uint32_t>(cfg_.size + (cfg_.ud ? kGrh : 0)), res_.mr->lkey()};
     int i = 0;
     for (; i < n; ++i) {
         if (Status st = res_.qp->post_recv(wr); !st) {
@@ -124,7 +172,12 @@ Status PingpongEndpoint::post_send() {
     wr.opcode = WrOpcode::Send;
     wr.send_flags = kSendSignaled;
     wr.num_sge = 1;
-    wr.sg_list[0] = {reinterpret_cast<uintptr_t>(buf()), cfg_.size, res_.mr->lkey()};
+    wr.sg_list[0] = {reinterpret_cast<uintptr_t>(data()), cfg_.size, res_.mr->lkey()};
+    if (cfg_.ud) {
+        wr.ah = ah_.get();
+        wr.remote_qpn = remote_.qpn;
+        wr.remote_qkey = kUdQkey;
+    }
     return res_.qp->post_send(wr);
 }
 
@@ -137,7 +190,7 @@ bool PingpongEndpoint::start() {
         // i / page_size % sizeof(char), i.e. 0); the server checks it at the end.
         if (cfg_.validate)
             for (size_t i = 0; i < cfg_.size; i += page_size_)
-                buf()[i] = static_cast<uint8_t>(i / page_size_ % sizeof(char));
+                data()[i] = static_cast<uint8_t>(i / page_size_ % sizeof(char));
         if (Status st = post_send(); !st)
             return fail("Couldn't post send: %s", st.message().c_str());
         pending_ |= kSendWrid;
@@ -224,7 +277,7 @@ bool PingpongEndpoint::report() {
     bool ok = true;
     if (!cfg_.is_client && cfg_.validate) {
         for (size_t i = 0; i < cfg_.size; i += page_size_) {
-            if (buf()[i] != i / page_size_ % sizeof(char)) {
+            if (data()[i] != i / page_size_ % sizeof(char)) {
                 std::printf("%sinvalid data in page %zu\n", cfg_.prefix.c_str(), i / page_size_);
                 ok = false;
             }

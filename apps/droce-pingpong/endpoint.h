@@ -30,6 +30,8 @@ struct EndpointConfig {
     int gid_idx = 1;
     int ib_port = 1;
     bool validate = false;
+    /** ibv_ud_pingpong: a UD QP; the buffer holds the 40-byte GRH area, then the message. */
+    bool ud = false;
     /** Prepended to every line printed ("" in the two-process mode). */
     std::string prefix;
 };
@@ -78,7 +80,12 @@ class PingpongEndpoint {
     uint8_t *buf() const { return res_.buf.get(); }
     int post_recv(int n);
     Status post_send();
+    bool connect_ud(const Dest &remote);
     bool handle_wc(const Wc &wc);
+    /** Where the message starts in the buffer (UD: after the GRH area). */
+    uint8_t *data() const { return buf() + (cfg_.ud ? kGrh : 0); }
+    static constexpr uint32_t kGrh = 40;
+    static constexpr uint32_t kUdQkey = 0x11111111; /* ibv_ud_pingpong's */
 
     EndpointConfig cfg_;
     State state_ = State::Created;
@@ -86,6 +93,7 @@ class PingpongEndpoint {
     size_t buf_len_ = 0;
     Device *dev_ = nullptr;
     app::QpResources res_; /**< buffer, PD, MR, CQ, QP */
+    std::unique_ptr<AddressHandle> ah_; /**< UD: to the peer (destroyed before the PD) */
     Dest local_;
     Dest remote_;
     int routs_ = 0;

@@ -74,6 +74,7 @@ EndpointConfig endpoint_config(const Options &opt, bool client, std::string pref
     c.gid_idx = opt.gid_idx;
     c.ib_port = opt.ib_port;
     c.validate = opt.validate;
+    c.ud = opt.ud;
     c.prefix = std::move(prefix);
     return c;
 }

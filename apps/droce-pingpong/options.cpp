@@ -18,6 +18,8 @@ namespace {
 using app::parse_i64;
 using app::parse_u64;
 
+constexpr int kOptUd = 2000; /* past the shared device options' values */
+
 const app::DeviceOptionRules kDeviceRules = {
     .check_address_syntax = true,
     .loopback_addresses = " (10.0.0.1/24, 10.0.0.2/24)",
@@ -40,6 +42,7 @@ const std::vector<struct option> kLongOptions = app::with_device_options({
     {"odp", no_argument, nullptr, 'o'},
     {"ts", no_argument, nullptr, 't'},
     {"help", no_argument, nullptr, 'h'},
+    {"ud", no_argument, nullptr, kOptUd},
 });
 
 const char kShortOptions[] = ":p:d:i:s:m:r:n:l:eg:cotHh";
@@ -91,6 +94,9 @@ void print_usage(const char *argv0, FILE *out) {
         "  -o, --odp              not supported by droce (error)\n"
         "  -t, --ts               not supported by droce (error)\n"
         "  -h, --help             this text\n"
+        "  --ud                   ibv_ud_pingpong instead: a UD QP (Q_Key 0x11111111), the\n"
+        "                         same flags and TCP exchange; -s defaults to 2048 and\n"
+        "                         must fit the active MTU\n"
         "\n"
         "droce options:\n"
         "  --dpdk-port=<name|id>  DPDK port to use (default the first)\n"
@@ -123,6 +129,7 @@ ParseResult parse_command_line(int argc, char **argv, Options &opt) {
 
     opterr = 0;
     optind = 1;
+    bool size_given = false;
     while (true) {
         int longind = -1;
         const int c =
@@ -152,6 +159,7 @@ ParseResult parse_command_line(int argc, char **argv, Options &opt) {
             if (!parse_u64(optarg, 1u << 30, u))
                 return bad_value(argv0, c, optarg, "0..1073741824 bytes");
             opt.size = static_cast<uint32_t>(u);
+            size_given = true;
             break;
         case 'm':
             if (!parse_u64(optarg, 4096, u))
@@ -209,6 +217,9 @@ ParseResult parse_command_line(int argc, char **argv, Options &opt) {
             return bad(argv0, "-o/--odp: droce does not support on-demand paging");
         case 't':
             return bad(argv0, "-t/--ts: droce does not support completion timestamps");
+        case kOptUd:
+            opt.ud = true;
+            break;
         case 'h':
         case 'H':
             print_usage(argv0, stdout);
@@ -222,6 +233,8 @@ ParseResult parse_command_line(int argc, char **argv, Options &opt) {
         }
     }
 
+    if (opt.ud && !size_given)
+        opt.size = 2048; /* ibv_ud_pingpong's default */
     if (std::string err = app::take_host_operand(our_argc, ours.data(), opt.servername);
         !err.empty())
         return bad(argv0, err);

@@ -32,6 +32,9 @@ struct Options : app::DeviceOptions {
     int gid_idx = 1;         /**< -g (default 1: the IPv4-mapped GID) */
     bool validate = false;   /**< -c */
     std::string servername;  /**< positional: client mode when set */
+    /** --ud: ibv_ud_pingpong instead (UD QP, Q_Key 0x11111111, 40-byte GRH in front of
+     * each receive; -s defaults to 2048 and must fit the active MTU; -m and -c unused). */
+    bool ud = false;
 };
 
 using app::ParseResult;

@@ -237,6 +237,19 @@ struct QpInitAttr {
     QpCap cap;
     /** Every send WR completes with a Wc, not only those with kSendSignaled. */
     bool sq_sig_all = false;
+    /** Rc, or Ud: datagrams of at most the active MTU, each send WR naming its address
+     * handle, remote QPN and Q_Key; a receive buffer gets the 40-byte GRH first (verbs
+     * IBV_WC_GRH), then the payload, and its Wc names the sender (src_qp). */
+    QpType qp_type = QpType::Rc;
+};
+
+/** An address handle (ibv_ah): a resolved destination for UD sends (the peer's MAC is
+ * looked up by ARP when it is created). Destroy it after the WRs naming it complete. */
+class AddressHandle {
+  public:
+    virtual ~AddressHandle() = default;
+    /** What it was created with. */
+    virtual const AhAttr &attr() const = 0;
 };
 
 /** A protection domain (ibv_pd): MRs are usable only by QPs of the same PD. */
@@ -248,8 +261,13 @@ class ProtectionDomain {
      * memory must stay allocated until the MemoryRegion is destroyed. */
     virtual Result<std::unique_ptr<MemoryRegion>> reg_mr(void *addr, size_t length,
                                                          uint32_t access) = 0;
-    /** ibv_create_qp: an RC QP in RESET. Bring it to RTS with QueuePair::modify. */
+    /** ibv_create_qp: an RC (or, with QpInitAttr::qp_type, UD) QP in RESET. Bring it to
+     * RTS with QueuePair::modify (UD: RESET->INIT with pkey_index, port and qkey; INIT->RTR;
+     * RTR->RTS with sq_psn). */
     virtual Result<std::unique_ptr<QueuePair>> create_qp(const QpInitAttr &attr) = 0;
+    /** ibv_create_ah: the destination of UD sends. Resolves the next hop's MAC (ARP,
+     * up to the device's arp_timeout_ms); a multicast dgid is refused (EOPNOTSUPP). */
+    virtual Result<std::unique_ptr<AddressHandle>> create_ah(const AhAttr &attr) = 0;
     /** Creates a shared receive queue (ibv_create_srq). Destroy its QPs first. */
     virtual Result<std::unique_ptr<SharedReceiveQueue>> create_srq(const SrqInitAttr &attr) = 0;
 };

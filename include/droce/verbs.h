@@ -9,6 +9,14 @@
 
 namespace droce {
 
+class AddressHandle; /* droce.h: ProtectionDomain::create_ah */
+
+/** QP transport types (ibv_qp_type values). */
+enum class QpType : uint8_t {
+    Rc = 2, /**< reliable connected */
+    Ud = 4, /**< unreliable datagram: each send names its destination (SendWr::ah) */
+};
+
 /** Maximum scatter/gather entries per work request. */
 inline constexpr int kMaxSge = 4;
 
@@ -60,6 +68,10 @@ struct SendWr {
     uint32_t rkey = 0;            /**< RDMA and atomics: the peer's MemoryRegion::rkey() */
     uint64_t compare_add = 0;     /**< atomics: compare value (CmpAndSwp) or addend */
     uint64_t swap = 0;            /**< AtomicCmpAndSwp: the value swapped in */
+    /* UD QPs (ibv_send_wr wr.ud): where the datagram goes. */
+    const AddressHandle *ah = nullptr; /**< UD: the destination (must outlive the WR) */
+    uint32_t remote_qpn = 0;           /**< UD: the destination QP */
+    uint32_t remote_qkey = 0;          /**< UD: its Q_Key; with bit 31 set, the QP's own Q_Key */
 };
 
 /** A receive work request. */

@@ -12,6 +12,7 @@
 
 #include <droce/droce.h>
 
+#include "api_ud.h"
 #include "engine.h"
 
 namespace droce {
@@ -400,6 +401,14 @@ class PdImpl final : public ProtectionDomain {
             return Status(EINVAL, "create_qp: max_send_wr/max_recv_wr must be 1..16384");
         if (attr.cap.max_send_sge > kMaxSge || attr.cap.max_recv_sge > kMaxSge)
             return Status(EINVAL, "create_qp: at most " + std::to_string(kMaxSge) + " SGEs");
+        if (attr.qp_type == QpType::Ud) {
+            if (attr.srq)
+                return Status(EOPNOTSUPP, "create_qp: UD QPs take no SRQ here");
+            return api::create_ud_qp(rt_, dev_, st_->id, std::shared_ptr<uint32_t>(st_, &st_->qps),
+                                     attr, scq->ctx(), rcq->ctx());
+        }
+        if (attr.qp_type != QpType::Rc)
+            return Status(EOPNOTSUPP, "create_qp: QP type must be RC or UD");
         SrqCtx *srq = nullptr;
         if (attr.srq) {
             auto *si = dynamic_cast<SrqImpl *>(attr.srq);
@@ -430,6 +439,10 @@ class PdImpl final : public ProtectionDomain {
         }
         spdlog::debug("{}: QP {} created", dev_.name(), *qpn);
         return std::unique_ptr<QueuePair>(new QpImpl(rt_, dev_, st_, ctx, *qpn, attr.cap));
+    }
+
+    Result<std::unique_ptr<AddressHandle>> create_ah(const AhAttr &attr) override {
+        return api::create_ah(rt_, dev_, attr);
     }
 
     Result<std::unique_ptr<SharedReceiveQueue>> create_srq(const SrqInitAttr &attr) override {

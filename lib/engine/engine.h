@@ -32,6 +32,7 @@
 #include "net_pfc.h"
 #include "rc_qp.h"
 #include "sched_timer_wheel.h"
+#include "ud_qp.h"
 #include "wire_packet.h"
 #include "wire_template.h"
 
@@ -182,7 +183,8 @@ struct PfcCounters {
 
 /** A QP as the engine keeps it. */
 struct QpCtx {
-    std::unique_ptr<rc::Qp> qp;
+    std::unique_ptr<rc::Qp> qp; /* RC; nullptr for a UD QP */
+    std::unique_ptr<ud::Qp> ud; /* UD (engine_ud.cpp); nullptr for an RC QP */
     SrqCtx *srq = nullptr;
     rte_ring *sq = nullptr; /* worker mode: SendWr, application -> worker */
     rte_ring *rq = nullptr; /* worker mode: RecvWr */
@@ -331,6 +333,7 @@ class Shard final : public rc::TxPort, public rc::AsyncEventSink {
     EngineCounters ec;
     net::NetCounters nc;
     rc::Counters rcc;
+    ud::Counters udc; /* this shard's UD QPs (named ud_*) */
     uint32_t nqps_ = 0;
 
   private:
@@ -343,6 +346,11 @@ class Shard final : public rc::TxPort, public rc::AsyncEventSink {
     uint32_t serve_ready(uint64_t now);
     uint32_t drain_rings(QpCtx &q);
     uint32_t drain_srq(SrqCtx &s);
+    /* engine_ud.cpp: a UD QP's share of RX, scheduling and ring draining. */
+    void rx_ud(QpCtx &q, const wire::ParsedPacket &pp, uint64_t now);
+    void schedule_ud(QpCtx &q);
+    uint32_t drain_rings_ud(QpCtx &q);
+    void ud_counters(std::vector<std::pair<std::string, uint64_t>> &v) const;
     int transmit_zc(const wire::FrameSpec &frame, wire::HeaderTemplate &tmpl);
     wire::ParseResult parse_chain(rte_mbuf *m, wire::ParsedPacket &pp, wire::ByteSpan *spans);
     void handoff(uint32_t owner, rte_mbuf *m);
@@ -437,6 +445,11 @@ class Dev final {
     /** On the worker of scq (== rcq's, == srq's). */
     Result<uint32_t> create_qp(uint32_t pd, const QpInitAttr &attr, CqCtx *scq, CqCtx *rcq,
                                rte_ring *sq, rte_ring *rq, QpCtx **out, SrqCtx *srq = nullptr);
+    /** A UD QP (engine_ud.cpp), on the worker of scq (== rcq's). fixed_qpn 1 binds it to
+     * QP1, the GSI QP a CM layer uses (see engine_gsi.h); 0 allocates a QPN as for RC.
+     * In worker mode sq carries SendWr with the UD fields (ah, remote_qpn, remote_qkey). */
+    Result<uint32_t> create_ud_qp(uint32_t pd, const QpInitAttr &attr, CqCtx *scq, CqCtx *rcq,
+                                  rte_ring *sq, rte_ring *rq, QpCtx **out, uint32_t fixed_qpn = 0);
     SrqCtx *create_srq(uint32_t worker, uint32_t max_wr, uint32_t max_sge, rte_ring *ring);
     /** False (and nothing done) while QPs still use it. */
     bool destroy_srq(SrqCtx *s);

@@ -396,7 +396,8 @@ void Dev::destroy_qp(uint32_t qpn) {
         --q->srq->refs;
     --sh.nqps_;
     qps_[qpn].reset();
-    sh.free_qpn(qpn, rt_.now_ns());
+    if (qpn >= kFirstQpn) /* QP1 (GSI) is bound by number, never allocated */
+        sh.free_qpn(qpn, rt_.now_ns());
 }
 
 net::ResolveStep Dev::resolve(uint32_t ip, uint64_t now, net::Mac *mac) {
@@ -458,6 +459,7 @@ std::vector<std::pair<std::string, uint64_t>> Shard::counters() const {
     v.emplace_back("pfc_qps_parked", pfc_.qps_parked);
     v.emplace_back("rx_pfc_pause_storm", pfc_.storms);
     v.emplace_back("rx_pfc_pause_other_prio", pfc_.other_prio);
+    ud_counters(v);
     v.emplace_back("pfc_paused_qps", nparked_); /* gauges */
     v.emplace_back("pfc_paused_prios", paused_mask_);
     v.emplace_back("pfc_storm_prios", storm_mask_);
@@ -553,6 +555,15 @@ std::vector<std::pair<uint32_t, std::string>> Dev::qp_summaries(uint32_t w) cons
         const QpCtx *q = qps_[qpn].get();
         if (q == nullptr)
             continue;
+        if (q->ud) {
+            const ud::Qp &u = *q->ud;
+            char buf[160];
+            std::snprintf(buf, sizeof buf, "UD state %s qkey 0x%08x sq %u rq %u worker %u%s",
+                          qp_state_str(u.state()), u.qkey(), u.send_queue_depth(),
+                          u.recv_queue_depth(), q->worker, paused_str(q->parked_prio));
+            v.emplace_back(u.qpn(), buf);
+            continue;
+        }
         const rc::Qp &qp = *q->qp;
         const QpAttr &a = qp.attr();
         char buf[288];
@@ -705,6 +716,10 @@ void Shard::ready_remove(QpCtx &q) {
 }
 
 void Shard::schedule(QpCtx &q) {
+    if (q.ud) [[unlikely]] {
+        schedule_ud(q);
+        return;
+    }
     rc::Qp &qp = *q.qp;
     if (held_prio_ != kNoPrio) [[unlikely]] {
         /* transmit() refused this QP's frame: its priority is paused. Park it instead of
@@ -739,14 +754,14 @@ void Shard::schedule(QpCtx &q) {
 
 void Shard::publish_retired(QpCtx &q) {
     /* What left the queues since the application posted it: it may post again. */
-    const uint64_t sr = q.sq_drained - q.qp->send_queue_depth();
+    const uint64_t sr = q.sq_drained - (q.ud ? q.ud->send_queue_depth() : q.qp->send_queue_depth());
     if (sr != q.sq_retired.load(std::memory_order_relaxed))
         q.sq_retired.store(sr, std::memory_order_release);
     if (q.srq != nullptr) {
         publish_srq(*q.srq);
         return;
     }
-    const uint64_t rr = q.rq_drained - q.qp->recv_queue_depth();
+    const uint64_t rr = q.rq_drained - (q.ud ? q.ud->recv_queue_depth() : q.qp->recv_queue_depth());
     if (rr != q.rq_retired.load(std::memory_order_relaxed))
         q.rq_retired.store(rr, std::memory_order_release);
 }
@@ -828,6 +843,8 @@ void complete_refused(CqCtx &cq, uint64_t wr_id, WcOpcode op, uint32_t qpn) {
 } // namespace
 
 uint32_t Shard::drain_rings(QpCtx &q) {
+    if (q.ud) [[unlikely]]
+        return drain_rings_ud(q);
     rc::Qp &qp = *q.qp;
     uint32_t n = 0;
     if (q.srq == nullptr)
@@ -1208,7 +1225,10 @@ uint32_t Shard::serve_ready(uint64_t now) {
         const uint16_t before = ntx_;
         budget_ = kTxQuantum;
         held_prio_ = kNoPrio;
-        q->qp->progress(now);
+        if (q->ud) [[unlikely]]
+            q->ud->progress(now);
+        else
+            q->qp->progress(now);
         budget_ = UINT32_MAX;
         sent += static_cast<uint32_t>(ntx_ - before);
         schedule(*q);
@@ -1298,12 +1318,12 @@ void Shard::rx_burst(rte_mbuf **rx, uint16_t n, uint64_t now) {
     QpCtx *ahead[kRxBurst];
     for (uint16_t i = 0; i < n && i < 2; ++i)
         ahead[i] = prefetch_ctx(rx[i]);
-    if (n != 0 && ahead[0] != nullptr)
+    if (n != 0 && ahead[0] != nullptr && ahead[0]->qp) /* a UD QP (qp null): nothing */
         ahead[0]->qp->prefetch();
     for (uint16_t i = 0; i < n; ++i) {
         if (i + 2 < n)
             ahead[i + 2] = prefetch_ctx(rx[i + 2]);
-        if (i + 1 < n && ahead[i + 1] != nullptr)
+        if (i + 1 < n && ahead[i + 1] != nullptr && ahead[i + 1]->qp)
             ahead[i + 1]->qp->prefetch();
         rx_one(rx[i], now);
     }
@@ -1419,7 +1439,10 @@ void Shard::rx_one(rte_mbuf *m, uint64_t now) {
     }
     const uint32_t qpn = pp.bth.dest_qp;
     if (qpn >= dev_.max_qps_) {
-        ++ec.rx_drop_unknown_qpn;
+        if (qpn == ud::kMulticastQpn) /* a UD multicast datagram: named, not "unknown" */
+            ++udc.rx_multicast;
+        else
+            ++ec.rx_drop_unknown_qpn;
         rte_pktmbuf_free(m);
         return;
     }
@@ -1441,7 +1464,10 @@ void Shard::rx_one(rte_mbuf *m, uint64_t now) {
     /* The transport copies what it keeps (payload into MRs/receive buffers), so the
      * mbuf can go right after. */
     held_prio_ = kNoPrio;
-    q->qp->on_packet(pp, now);
+    if (q->ud) [[unlikely]]
+        rx_ud(*q, pp, now);
+    else
+        q->qp->on_packet(pp, now);
     rte_pktmbuf_free(m);
     schedule(*q);
 }

@@ -235,7 +235,10 @@ bool Qp::transmit(SendWqe &w) {
             to_error();
             return true; /* consumed */
         }
-        segs[nsegs++] = {host, s.length, (w.wr.send_flags & kSendInline) ? 0u : s.lkey};
+        /* Never zero-copy (mr_key 0): a UD send completes as soon as its frame is handed
+         * to the port, and verbs lets the application reuse the buffer from then on, while
+         * an attached buffer would still be read by the NIC (RC completes at the ACK). */
+        segs[nsegs++] = {host, s.length, 0u};
     }
     wire::FrameSpec f{};
     f.eth = w.ah.eth;
@@ -291,6 +294,12 @@ void Qp::on_packet(const wire::ParsedPacket &p, Time) {
     }
     if (p.bth.dest_qp == kMulticastQpn || gid_is_multicast(p.dst_gid)) {
         ++ctr_->rx_multicast;
+        return;
+    }
+    /* A UD message is one packet of at most the port's MTU (IBTA 10.2.5): a bigger one
+     * comes from a misconfigured peer and is dropped, not delivered. */
+    if (p.payload_len > max_msg_size()) {
+        ++ctr_->rx_over_mtu;
         return;
     }
     /* IBTA 10.9.3 P_Key match, the rule of rc::pkey_match (not included from rc_qp.h,

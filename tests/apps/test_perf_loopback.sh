@@ -74,6 +74,15 @@ run_q write_bw 4 200 -s 4096 --workers 2
 run_q send_bw 4 100 -s 1024 -t 16 -r 32 --workers 2
 eal=(-l 0 --no-huge -m 512 --no-pci --no-shconf --log-level='*:warning')
 
+# -c UD: send_bw and send_lat on UD QPs; sizes above the MTU become the MTU (perftest's
+# message), -a stops at the MTU.
+run_ok send_lat -c UD -n 300
+run_ok send_bw -c UD -n 1000
+grep -q "Max msg size in UD is MTU 1024" "$out" || fail "send_bw -c UD: no 'Max msg size in UD is MTU 1024'"
+grep -q "Connection type : UD" "$out" || fail "send_bw -c UD: banner lacks 'Connection type : UD'"
+run_ok send_bw -c UD -a -n 200
+grep -Eq '^ 2048 ' "$out" && fail "send_bw -c UD -a: a size above the MTU was run"
+
 run_bad "unknown mode" "unknown MODE" foo_bw
 run_bad "unknown long flag" "unknown option" write_bw -- --loopback --no-such-flag
 run_bad "unknown short flag" "unknown option '-z'" write_bw -- --loopback -z
@@ -81,7 +90,8 @@ run_bad "size 0" "invalid value '0' for -s/--size" write_bw -- --loopback -s 0
 run_bad "size too big" "for -s/--size" write_bw -- --loopback -s 16777216
 run_bad "atomic size" "atomic tests use 8-byte messages" atomic_bw -- --loopback -s 64
 run_bad "bad mtu" "for -m/--mtu" write_bw -- --loopback -m 1000
-run_bad "UD" "RC only" send_bw -- --loopback -c UD
+run_bad "UD write" "-c UD applies to send_bw and send_lat only" write_bw -- --loopback -c UD
+run_bad "bad connection type" "RC, or UD" send_bw -- --loopback -c XRC
 run_bad "bad atomic type" "FETCH_AND_ADD or CMP_AND_SWAP" atomic_bw -- --loopback -A XOR
 run_bad "zero QPs" "invalid value '0' for -q/--qp (1..16384)" write_bw -- --loopback -q 0
 run_bad "too many QPs" "invalid value '16385' for -q/--qp (1..16384)" write_bw -- --loopback -q 16385

@@ -48,6 +48,12 @@ run_bad() {
 
 run_ok "-s 1 -n 100 -c" 1 100 -c
 run_ok "-s 4096 -n 100 -c" 4096 100 -c
+# ibv_ud_pingpong's mode: UD QPs, the largest message the 1024 path MTU carries.
+run_ok "--ud -s 1024 -n 200 -c" 1024 200 --ud -c
+"$exe" "${eal[@]}" -- --loopback --timeout 60 --ud -s 2048 -n 10 >"$out" 2>"$err"
+if [[ $? -eq 1 ]] && grep -q "Requested size larger than port MTU (1024)" "$err"; then
+    echo "ok: --ud -s 2048 refused (larger than the MTU, as ibv_ud_pingpong)"
+else fail "--ud -s 2048: expected exit 1 and 'Requested size larger than port MTU (1024)'"; fi
 run_ok "-s 65536 -m 1024 -n 100 -c (64 packets per message)" 65536 100 -m 1024 -c
 run_ok "-s 4096 -n 50 -r 4 (small receive queue)" 4096 50 -r 4
 

@@ -90,7 +90,7 @@ struct Endpoint {
         r.num_sge = 1;
         return qp->post_recv(r);
     }
-    UdSendWr send(const AddressHandle &ah, uint32_t rqpn, uint32_t off, uint32_t len,
+    UdSendWr send(const ud::AddressHandle &ah, uint32_t rqpn, uint32_t off, uint32_t len,
                   uint32_t qkey = kQkeyUseQp) {
         UdSendWr u;
         u.wr.wr_id = 77;
@@ -103,8 +103,8 @@ struct Endpoint {
     }
 };
 
-AddressHandle ah_v4(uint32_t src, uint32_t dst, const uint8_t *smac, const uint8_t *dmac) {
-    AddressHandle ah;
+ud::AddressHandle ah_v4(uint32_t src, uint32_t dst, const uint8_t *smac, const uint8_t *dmac) {
+    ud::AddressHandle ah;
     std::memcpy(ah.eth.src, smac, 6);
     std::memcpy(ah.eth.dst, dmac, 6);
     wire::gid_from_ipv4(src, ah.sgid);
@@ -145,7 +145,7 @@ TEST(UdQp, StateRules) {
     EXPECT_EQ(e.qp->modify(a, kQpState | kQpDestQpn).code(), EINVAL);
     EXPECT_EQ(e.qp->modify(a, kQpState | kQpPathMtu).code(), EINVAL);
     ASSERT_TRUE(e.qp->modify(a, kQpState));
-    AddressHandle ah = ah_v4(0x0A4D0003, 0x0A4D0002, kMacA, kMacB);
+    ud::AddressHandle ah = ah_v4(0x0A4D0003, 0x0A4D0002, kMacA, kMacB);
     EXPECT_EQ(e.qp->post_send(e.send(ah, 0x21, 0, 8)).code(), EINVAL); /* not RTS */
     a.qp_state = QpState::Rts;
     EXPECT_EQ(e.qp->modify(a, kQpState).code(), EINVAL); /* sq_psn required */
@@ -185,7 +185,7 @@ TEST(UdQp, SendMatchesRxeCapture) {
         Endpoint e(p.deth.src_qp, Mtu::Mtu1024);
         ASSERT_TRUE(e.up(p.deth.qkey, p.bth.psn));
         std::memcpy(e.buf.data(), p.payload, p.payload_len);
-        AddressHandle ah;
+        ud::AddressHandle ah;
         ah.eth = p.eth;
         std::memcpy(ah.sgid, p.src_gid, 16);
         std::memcpy(ah.dgid, p.dst_gid, 16);
@@ -219,7 +219,7 @@ TEST(UdQp, ExchangeWithGrh) {
     Endpoint a(0x12), b(0x13);
     ASSERT_TRUE(a.up(0x11111111));
     ASSERT_TRUE(b.up(0x11111111));
-    AddressHandle ah = ah_v4(0x0A4D0003, 0x0A4D0002, kMacA, kMacB);
+    ud::AddressHandle ah = ah_v4(0x0A4D0003, 0x0A4D0002, kMacA, kMacB);
     ah.traffic_class = 0x68; /* DSCP 26 */
     ah.hop_limit = 17;
     for (uint32_t i = 0; i < 100; ++i)
@@ -278,7 +278,7 @@ TEST(UdQp, GrhIpv6) {
     Endpoint a(0x12), b(0x13);
     ASSERT_TRUE(a.up(7));
     ASSERT_TRUE(b.up(7));
-    AddressHandle ah;
+    ud::AddressHandle ah;
     std::memcpy(ah.eth.src, kMacA, 6);
     std::memcpy(ah.eth.dst, kMacB, 6);
     const uint8_t s6[16] = {0xfd, 0x77, 0, 0x20, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3};
@@ -304,7 +304,7 @@ TEST(UdQp, QkeyMismatchIsACountedDrop) {
     Endpoint a(0x12), b(0x13);
     ASSERT_TRUE(a.up(0x11111111));
     ASSERT_TRUE(b.up(0x11111111));
-    AddressHandle ah = ah_v4(0x0A4D0003, 0x0A4D0002, kMacA, kMacB);
+    ud::AddressHandle ah = ah_v4(0x0A4D0003, 0x0A4D0002, kMacA, kMacB);
     ASSERT_TRUE(b.recv(1, 0, 1000));
     ASSERT_TRUE(a.qp->post_send(a.send(ah, 0x13, 0, 10, 0x22222222)));
     deliver(a, b);
@@ -325,7 +325,7 @@ TEST(UdQp, QkeyMismatchIsACountedDrop) {
 TEST(UdQp, MtuLimit) {
     Endpoint a(0x12, Mtu::Mtu1024);
     ASSERT_TRUE(a.up(1));
-    AddressHandle ah = ah_v4(0x0A4D0003, 0x0A4D0002, kMacA, kMacB);
+    ud::AddressHandle ah = ah_v4(0x0A4D0003, 0x0A4D0002, kMacA, kMacB);
     const Status s = a.qp->post_send(a.send(ah, 0x13, 0, 1025));
     EXPECT_EQ(s.code(), EMSGSIZE);
     EXPECT_NE(s.message().find("path MTU"), std::string::npos) << s.message();
@@ -338,16 +338,35 @@ TEST(UdQp, MtuLimit) {
     EXPECT_EQ(a.port.frames[0].size(), 62u + 1024 + 4);
 }
 
+/* A datagram larger than the receiver's MTU (a peer with a bigger MTU) is not a UD message
+ * there: dropped and counted, even with a receive buffer big enough for it. */
+TEST(UdQp, OverMtuReceiveIsACountedDrop) {
+    Endpoint a(0x12, Mtu::Mtu4096), b(0x13, Mtu::Mtu1024);
+    ASSERT_TRUE(a.up(1));
+    ASSERT_TRUE(b.up(1));
+    ud::AddressHandle ah = ah_v4(0x0A4D0003, 0x0A4D0002, kMacA, kMacB);
+    ASSERT_TRUE(b.recv(5, 0, 4096));
+    ASSERT_TRUE(a.qp->post_send(a.send(ah, 0x13, 0, 2048)));
+    deliver(a, b);
+    EXPECT_EQ(b.ctr.rx_over_mtu, 1u);
+    EXPECT_TRUE(b.rcq.wcs.empty());
+    EXPECT_EQ(b.qp->recv_queue_depth(), 1u);
+    ASSERT_TRUE(a.qp->post_send(a.send(ah, 0x13, 0, 1024)));
+    deliver(a, b);
+    ASSERT_EQ(b.rcq.wcs.size(), 1u);
+    EXPECT_EQ(b.rcq.wcs[0].byte_len, 40u + 1024);
+}
+
 TEST(UdQp, MulticastRefused) {
     Endpoint a(0x12), b(0x13);
     ASSERT_TRUE(a.up(1));
     ASSERT_TRUE(b.up(1));
-    AddressHandle mc = ah_v4(0x0A4D0003, 0xE0000001, kMacA, kMacB); /* 224.0.0.1 */
+    ud::AddressHandle mc = ah_v4(0x0A4D0003, 0xE0000001, kMacA, kMacB); /* 224.0.0.1 */
     Status s = check_ah(mc);
     EXPECT_EQ(s.code(), EOPNOTSUPP);
     EXPECT_NE(s.message().find("multicast"), std::string::npos);
     EXPECT_EQ(a.qp->post_send(a.send(mc, 0x13, 0, 8)).code(), EOPNOTSUPP);
-    AddressHandle ah = ah_v4(0x0A4D0003, 0x0A4D0002, kMacA, kMacB);
+    ud::AddressHandle ah = ah_v4(0x0A4D0003, 0x0A4D0002, kMacA, kMacB);
     EXPECT_EQ(a.qp->post_send(a.send(ah, kMulticastQpn, 0, 8)).code(), EOPNOTSUPP);
     /* A multicast frame arriving anyway is a counted drop. */
     ASSERT_TRUE(b.recv(1, 0, 1000));
@@ -366,7 +385,7 @@ TEST(UdQp, ShortBufferAndPortBusy) {
     Endpoint a(0x12), b(0x13);
     ASSERT_TRUE(a.up(1));
     ASSERT_TRUE(b.up(1));
-    AddressHandle ah = ah_v4(0x0A4D0003, 0x0A4D0002, kMacA, kMacB);
+    ud::AddressHandle ah = ah_v4(0x0A4D0003, 0x0A4D0002, kMacA, kMacB);
     /* Port busy: the WR waits and goes on the next progress(). */
     a.port.busy = true;
     ASSERT_TRUE(a.qp->post_send(a.send(ah, 0x13, 0, 20)));

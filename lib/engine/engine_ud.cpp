@@ -1,0 +1,202 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* UD queue pairs in the engine. A UD QP is a QpCtx whose `ud` is set instead of `qp`:
+ * it shares the QPN space, the owner-worker rule (QPN % workers), the RX handoff, the
+ * doorbell and WR rings, the ready list and the per-QP header template with RC, so that
+ * both threading modes work unchanged. What differs lives here: creation (QP1 for the
+ * GSI may be bound explicitly), the rings' WRs carrying an address handle, scheduling
+ * without timers (UD has no retransmission), and the ud_* counters. */
+#include "engine_ud.h"
+
+#include <cstring>
+#include <string>
+
+#include <rte_ring.h>
+#include <rte_ring_elem.h>
+#include <spdlog/spdlog.h>
+
+namespace droce::engine {
+
+Result<uint32_t> Dev::create_ud_qp(uint32_t pd, const QpInitAttr &attr, CqCtx *scq, CqCtx *rcq,
+                                   rte_ring *sq, rte_ring *rq, QpCtx **out, uint32_t fixed_qpn) {
+    const uint32_t w = scq->worker;
+    if (rcq->worker != w)
+        return Status(EINVAL, "create_qp (UD): send and receive CQ must belong to the same worker");
+    if (w >= workers())
+        return Status(EINVAL, "create_qp (UD): CQ of worker " + std::to_string(w) + " but " +
+                                  name_ + " has " + std::to_string(workers()) + " worker(s)");
+    if (attr.srq != nullptr)
+        return Status(EOPNOTSUPP, "create_qp (UD): shared receive queues are for RC QPs here");
+    Shard &sh = *shards_[w];
+    uint32_t qpn = 0;
+    if (fixed_qpn != 0) {
+        /* Only QP1 may be asked for by number: it is the GSI QP every CM peer sends to. */
+        if (fixed_qpn != 1)
+            return Status(EINVAL, "create_qp (UD): only QPN 1 (GSI) can be bound explicitly");
+        if (owner(1) != w)
+            return Status(EINVAL, "create_qp (UD): QP1 runs on worker " + std::to_string(owner(1)) +
+                                      "; its CQs must be there");
+        if (qps_[1])
+            return Status(EBUSY, "create_qp (UD): QP1 of " + name_ + " is already bound");
+        qpn = 1;
+    } else {
+        qpn = sh.alloc_qpn(rt_.now_ns());
+        if (qpn == 0)
+            return Status(ENOSPC, "create_qp (UD): no free QPN on worker " + std::to_string(w) +
+                                      " of " + name_);
+    }
+    auto ctx = std::make_unique<QpCtx>();
+    ud::QpConfig cfg;
+    cfg.qpn = qpn;
+    cfg.pd = pd;
+    cfg.cap = attr.cap;
+    cfg.sq_sig_all = attr.sq_sig_all;
+    ctx->tx.shard = &sh;
+    cfg.port = &ctx->tx;
+    cfg.send_cq = scq;
+    cfg.recv_cq = rcq;
+    cfg.mrs = &mrs_;
+    cfg.counters = &sh.udc;
+    cfg.mtu = static_cast<Mtu>(wire::ib_mtu_for_eth_mtu(eth_mtu_));
+    cfg.pkey_table = pkeys_.data();
+    cfg.pkey_table_len = static_cast<uint32_t>(pkeys_.size());
+    ctx->ud = std::make_unique<ud::Qp>(cfg);
+    ctx->sq = sq;
+    ctx->rq = rq;
+    ctx->scq = scq;
+    ctx->rcq = rcq;
+    ctx->worker = w;
+    ctx->max_send_wr = attr.cap.max_send_wr;
+    ctx->max_recv_wr = attr.cap.max_recv_wr;
+    ctx->timer.qp = ctx.get();
+    ++scq->refs;
+    ++rcq->refs;
+    ++sh.nqps_;
+    *out = ctx.get();
+    qps_[qpn] = std::move(ctx);
+    return qpn;
+}
+
+void Shard::rx_ud(QpCtx &q, const wire::ParsedPacket &pp, uint64_t now) {
+    /* lib/ud checks and counts everything (state, opcode, multicast, P_Key, Q_Key, size,
+     * receive WQE); the payload is copied into the receive buffer before the mbuf goes. */
+    q.ud->on_packet(pp, now);
+}
+
+void Shard::schedule_ud(QpCtx &q) {
+    ud::Qp &u = *q.ud;
+    if (held_prio_ != kNoPrio) [[unlikely]] {
+        /* As for RC (schedule): a paused priority parks the QP rather than spinning. */
+        const uint8_t p = held_prio_;
+        held_prio_ = kNoPrio;
+        if (q.parked_prio == kNoPrio && (paused_mask_ & (1u << p)) && u.has_tx_work())
+            park(q, p);
+    }
+    if (!q.in_ready && q.parked_prio == kNoPrio && u.has_tx_work())
+        ready_push(q);
+    /* No timers: UD neither retransmits nor paces. */
+    if (dev_.worker_rings_)
+        publish_retired(q);
+}
+
+namespace {
+void refuse(CqCtx &cq, uint64_t wr_id, WcOpcode op, uint32_t qpn) {
+    Wc wc{};
+    wc.wr_id = wr_id;
+    wc.status = WcStatus::LocQpOpErr;
+    wc.opcode = op;
+    wc.qp_num = qpn;
+    cq.push(wc);
+}
+} // namespace
+
+uint32_t Shard::drain_rings_ud(QpCtx &q) {
+    /* As drain_rings: never more than the queue's room, and a WR the QP still refuses
+     * completes in error rather than vanishing. The WR's address handle is copied by
+     * post_send, so the application may destroy it once the send has completed. */
+    ud::Qp &u = *q.ud;
+    uint32_t n = 0;
+    for (uint32_t left; (left = q.max_recv_wr - u.recv_queue_depth()) != 0;) {
+        RecvWr wr[kWrBurst];
+        const unsigned k = rte_ring_sc_dequeue_burst_elem(
+            q.rq, wr, sizeof(RecvWr), left < kWrBurst ? left : kWrBurst, nullptr);
+        if (k == 0)
+            break;
+        for (unsigned i = 0; i < k; ++i) {
+            ++q.rq_drained;
+            if (!u.post_recv(wr[i]).is_ok()) {
+                ++ec.rq_wr_rejected;
+                refuse(*q.rcq, wr[i].wr_id, WcOpcode::Recv, u.qpn());
+            }
+        }
+        n += k;
+    }
+    for (uint32_t left; (left = q.max_send_wr - u.send_queue_depth()) != 0;) {
+        SendWr wr[kWrBurst];
+        const unsigned k = rte_ring_sc_dequeue_burst_elem(
+            q.sq, wr, sizeof(SendWr), left < kWrBurst ? left : kWrBurst, nullptr);
+        if (k == 0)
+            break;
+        for (unsigned i = 0; i < k; ++i) {
+            ++q.sq_drained;
+            if (!u.post_send(to_ud_wr(wr[i])).is_ok()) {
+                ++ec.sq_wr_rejected;
+                refuse(*q.scq, wr[i].wr_id, WcOpcode::Send, u.qpn());
+            }
+        }
+        n += k;
+    }
+    return n;
+}
+
+void Shard::ud_counters(std::vector<std::pair<std::string, uint64_t>> &v) const {
+    udc.for_each(
+        [&](const char *name, uint64_t val) { v.emplace_back(std::string("ud_") + name, val); });
+}
+
+Result<ud::AddressHandle> resolve_ah(Runtime &rt, Dev &dev, const AhAttr &attr) {
+    if (attr.port_num != 1)
+        return Status(EINVAL, "create_ah: port_num must be 1");
+    const Gid *sgid = dev.gids().at(attr.sgid_index);
+    if (sgid == nullptr)
+        return Status(EINVAL, "create_ah: sgid_index " + std::to_string(attr.sgid_index) +
+                                  " is not in the GID table of " + dev.name() + " (" +
+                                  std::to_string(dev.gids().size()) + " entries)");
+    ud::AddressHandle ah;
+    std::memcpy(ah.sgid, sgid->raw, 16);
+    std::memcpy(ah.dgid, attr.dgid.raw, 16);
+    ah.traffic_class = attr.traffic_class;
+    ah.hop_limit = attr.hop_limit;
+    ah.flow_label = attr.flow_label;
+    /* Multicast and mixed IP versions are refused before any ARP is tried. */
+    if (Status s = ud::check_ah(ah); !s)
+        return Status(s.code(), "create_ah: " + s.message());
+    if (!net::GidTable::is_ipv4_mapped(attr.dgid))
+        return Status(EOPNOTSUPP, "create_ah: dgid is not IPv4-mapped (::ffff:a.b.c.d); RoCEv2 "
+                                  "over IPv6 is not supported yet");
+    const uint32_t dst = net::GidTable::to_ipv4(attr.dgid);
+    Result<uint32_t> nh = net::next_hop(dev.iface(), dst);
+    if (!nh)
+        return Status(nh.status().code(), "create_ah: " + nh.status().message());
+    const uint64_t t0 = rt.now_ns();
+    const uint64_t limit = uint64_t{dev.arp_timeout_ms()} * 1'000'000;
+    net::Mac mac{};
+    for (;;) {
+        net::ResolveStep st{};
+        rt.exec([&] { st = dev.resolve(*nh, rt.now_ns(), &mac); });
+        if (st == net::ResolveStep::Resolved)
+            break;
+        if (st == net::ResolveStep::TableFull)
+            return Status(ENOSPC, "create_ah: ARP: neighbour table of " + dev.name() + " is full");
+        if (rt.now_ns() - t0 >= limit)
+            return Status(ETIMEDOUT, "create_ah: ARP: no reply from " + net::ipv4_str(*nh) +
+                                         " within " + std::to_string(dev.arp_timeout_ms()) + " ms");
+        rt.wait_a_bit();
+    }
+    std::memcpy(ah.eth.dst, mac.data(), 6);
+    std::memcpy(ah.eth.src, dev.iface().mac.data(), 6);
+    ah.eth.has_vlan = false;
+    ah.eth.ethertype = wire::kEtherTypeIpv4;
+    return ah;
+}
+
+} // namespace droce::engine
