@@ -53,28 +53,6 @@ void drop_config_mode(DeviceOptions &o) {
     o.embedded = o.embedded_given = o.worker = false;
 }
 
-/** Sets "OPT VALUE" in eal: replaces the value of the first OPT (or "OPT=...") found, else
- * appends the pair. */
-void set_eal_option(std::vector<std::string> &eal, const std::string &opt,
-                    const std::vector<std::string> &aliases, const std::string &value) {
-    for (size_t i = 0; i < eal.size(); ++i) {
-        for (const auto &a : aliases) {
-            if (eal[i] == a && i + 1 < eal.size()) {
-                eal[i + 1] = value;
-                return;
-            }
-            if (eal[i].rfind(a + "=", 0) == 0 || (a.size() == 2 && eal[i].size() > 2 &&
-                                                  eal[i].rfind(a, 0) == 0 && a[1] != '-')) {
-                eal[i] = opt;
-                eal.insert(eal.begin() + static_cast<std::ptrdiff_t>(i) + 1, value);
-                return;
-            }
-        }
-    }
-    eal.push_back(opt);
-    eal.push_back(value);
-}
-
 /** Takes a device option into o: "" or what a valid value is; nullptr when c is not a
  * device option. */
 const char *take(int c, const char *arg, DeviceOptions &o, const DeviceOptionRules &rules) {
