@@ -56,6 +56,19 @@ if timeout 120 "$perf" write_bw --config "$work/small.conf" -n 200 --eth-mtu 150
     echo "ok: --eth-mtu and -x override the file"
 else fail "--eth-mtu 1500 -x 1 over mtu = 600, gid_index = 0"; fi
 
+# [eal] is used when the command line gives no EAL arguments, and replaced as a whole
+# when it does: a vdev no driver knows makes the EAL fail only in the first case.
+sed -e 's/^\[eal\]$/[eal]\nvdev = net_nosuchdriver0/' "$cfg/droce.conf" >"$work/eal.conf"
+timeout 60 "$perf" write_bw --config "$work/eal.conf" -n 200 >"$out" 2>"$err"
+if [[ $? == 1 ]] && grep -q "^Couldn't start droce (EAL args: .* --vdev net_nosuchdriver0)" "$err"; then
+    echo "ok: [eal] vdev reaches the EAL"
+else fail "[eal] vdev = net_nosuchdriver0 without EAL arguments"; fi
+if timeout 120 "$perf" write_bw -l 0 --no-huge -m 512 --no-pci --no-shconf \
+    --log-level='*:warning' -- --config "$work/eal.conf" -n 200 >"$out" 2>"$err" &&
+    grep -Eq '^ 65536 +200 ' "$out"; then
+    echo "ok: EAL arguments on the command line replace [eal]"
+else fail "EAL arguments on the command line over [eal]"; fi
+
 # Two droce-perf processes over net_memif from memif-server.conf and memif-client.conf;
 # droce-info finds the server from the same file (its [eal] file prefix).
 rm -f /tmp/droce-memif.sock
