@@ -33,10 +33,12 @@ struct QpDefaults {
 struct ConfigEal {
     std::vector<std::string> args; /**< args = ... (split at blanks) */
     bool args_given = false;
-    std::string lcores;              /**< lcores = ...: "-l" */
-    std::string file_prefix;         /**< file_prefix = ...: "--file-prefix" */
-    std::vector<std::string> vdevs;  /**< vdev = ... (repeatable): "--vdev" each */
-    bool any() const { return args_given || !lcores.empty() || !file_prefix.empty() || !vdevs.empty(); }
+    std::string lcores;             /**< lcores = ...: "-l" */
+    std::string file_prefix;        /**< file_prefix = ...: "--file-prefix" */
+    std::vector<std::string> vdevs; /**< vdev = ... (repeatable): "--vdev" each */
+    bool any() const {
+        return args_given || !lcores.empty() || !file_prefix.empty() || !vdevs.empty();
+    }
 };
 
 struct DeviceOptions {

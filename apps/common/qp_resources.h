@@ -38,7 +38,8 @@ struct QpResources {
                                   uint32_t access);
 
     /** RTR -> RTS as ibv_rc_pingpong and perftest do it: timeout 14, retry_cnt 7, rnr_retry
-     * 7 (or qp_defaults()), sq_psn, max_rd_atomic. Returns "" or "Failed to modify QP to RTS: why". */
+     * 7 (or qp_defaults()), sq_psn, max_rd_atomic. Returns "" or "Failed to modify QP to
+     * RTS: why". */
     std::string modify_qp_to_rts(uint32_t sq_psn, uint8_t max_rd_atomic);
 };
 

@@ -310,8 +310,8 @@ void usage(FILE *out) {
                  "  -q, --qps              also the state of every QP\n"
                  "  -v, --verbose          accepted (the output is always ibv_devinfo -v's)\n"
                  "  -l, --list             list the droce processes found\n"
-                 "      --config=<file>    the process's configuration file: its [eal] file\n"
-                 "                         prefix and [port] device pick the process and device\n"
+                 "      --config=<file>    the process's config file: its [eal] file prefix\n"
+                 "                         and [port] device pick the process and device\n"
                  "                         (the options above override it)\n"
                  "  -h, --help             this text\n",
                  runtime_base().c_str());

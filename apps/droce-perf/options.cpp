@@ -227,7 +227,8 @@ ParseResult parse_command_line(int argc, char **argv, Options &opt) {
              return "";
          }},
     };
-    if (std::string err = app::load_config_option(our_argc, ours.data(), opt, "droce-perf", tool_keys);
+    if (std::string err =
+            app::load_config_option(our_argc, ours.data(), opt, "droce-perf", tool_keys);
         !err.empty()) {
         std::fprintf(stderr, "%s: %s\n", argv0, err.c_str());
         return ParseResult::ExitError;
