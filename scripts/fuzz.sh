@@ -2,8 +2,9 @@
 # Runs the libFuzzer targets for a bounded time: scripts/fuzz.sh [SECONDS=60]
 # The time is split evenly between the targets: fuzz_parse (lib/wire decoder),
 # fuzz_rx (receive path: parse + the RC QPs of a simulator pair, memory outside the
-# registered regions must not change) and fuzz_cm (QP1: a UD QP's receive path and the
-# CM MAD codec). Builds them in a separate clang build dir (FUZZ_BUILD_DIR, default build-fuzz), seeds the
+# registered regions must not change), fuzz_cm (QP1: a UD QP's receive path and the
+# CM MAD codec) and fuzz_config (configuration files: rte_cfgfile + the line scan, seeded
+# with config/*.conf). Builds them in a separate clang build dir (FUZZ_BUILD_DIR, default build-fuzz), seeds the
 # corpus with every frame of ../shared/vectors, and keeps the grown corpus in
 # FUZZ_BUILD_DIR/fuzz-corpus/ between runs. Crash reproducers land in FUZZ_BUILD_DIR/fuzz-artifacts/.
 set -euo pipefail
@@ -23,9 +24,10 @@ if [ ! -f "$bdir/build.ninja" ]; then
     CC=clang CXX=clang++ meson setup "$bdir" "$root" -Dfuzz=true -Dtests=true \
         -Dbenchmarks=false -Dbuildtype=debugoptimized
 fi
-ninja -C "$bdir" tests/fuzz/fuzz_parse tests/fuzz/fuzz_rx tests/fuzz/fuzz_cm tests/fuzz/pcap_to_corpus
+ninja -C "$bdir" tests/fuzz/fuzz_parse tests/fuzz/fuzz_rx tests/fuzz/fuzz_cm tests/fuzz/fuzz_config \
+    tests/fuzz/pcap_to_corpus
 
-targets=(parse rx cm)
+targets=(parse rx cm config)
 each=$((secs / ${#targets[@]}))
 [ "$each" -ge 1 ] || each=1
 artifacts="$bdir/fuzz-artifacts/"
@@ -36,7 +38,9 @@ mkdir -p "$artifacts"
 # the first frames of each capture only, aimed at the responder (0x03: fix the ICRC,
 # retarget to QP B, idle) and at the completer with requests outstanding (0x17).
 rm -rf "$bdir/fuzz-seeds"
-mkdir -p "$bdir/fuzz-seeds/parse" "$bdir/fuzz-seeds/rx" "$bdir/fuzz-seeds/cm"
+mkdir -p "$bdir/fuzz-seeds/parse" "$bdir/fuzz-seeds/rx" "$bdir/fuzz-seeds/cm" "$bdir/fuzz-seeds/config"
+# fuzz_config: the example configuration files.
+cp "$root"/config/*.conf "$bdir/fuzz-seeds/config/"
 # fuzz_cm: every frame of the RDMA-CM captures (CM MADs on QP1, then RC traffic).
 "$bdir/tests/fuzz/pcap_to_corpus" "$bdir/fuzz-seeds/cm" "$vectors"/rxe/rping.pcap \
     "$vectors"/rxe/ucmatose.pcap "$vectors"/rxe/write_bw_cm.pcap "$vectors"/rxe/ud_pingpong.pcap

@@ -10,6 +10,8 @@
 #include <string>
 #include <thread>
 
+#include "qp_resources.h"
+
 namespace droce::app {
 
 void Backoff::idle() {
@@ -19,6 +21,7 @@ void Backoff::idle() {
 }
 
 std::unique_ptr<Engine> create_engine(EalArgv &eal, const DeviceOptions &o, uint32_t workers) {
+    set_qp_defaults(o.qp); /* before any QP: --config's [qp] */
     EngineOptions eo;
     eo.embedded = o.embedded;
     eo.workers = workers;
@@ -54,9 +57,11 @@ namespace {
 /* --dcqcn and --ecn: the device's congestion control (on with ECT(0) unless told). */
 void apply_congestion_options(const DeviceOptions &o, DeviceConfig &cfg) {
     cfg.dcqcn = o.dcqcn;
+    cfg.dcqcn_params = o.dcqcn_params; /* --config's [dcqcn] (the library's defaults) */
     if (o.ecn >= 0)
         cfg.dcqcn_params.ecn_mode = static_cast<EcnMode>(o.ecn);
     cfg.pfc_priority = o.pfc; /* --pfc: ask the PMD to make that priority lossless */
+    cfg.pfc_storm_ms = o.pfc_storm_ms;
 }
 
 } // namespace

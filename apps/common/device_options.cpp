@@ -27,6 +27,7 @@ const struct option kDeviceLongOptions[] = {
     {"dcqcn", required_argument, nullptr, kOptDcqcn},
     {"ecn", required_argument, nullptr, kOptEcn},
     {"pfc", required_argument, nullptr, kOptPfc},
+    {"config", required_argument, nullptr, kOptConfig},
 };
 
 bool valid_ipv4_cidr(const char *s) {
@@ -42,6 +43,14 @@ bool valid_mac(const char *s) {
     return std::sscanf(s, "%x:%x:%x:%x:%x:%x%c", &m[0], &m[1], &m[2], &m[3], &m[4], &m[5], &tail) ==
                6 &&
            m[0] <= 255 && m[1] <= 255 && m[2] <= 255 && m[3] <= 255 && m[4] <= 255 && m[5] <= 255;
+}
+
+/** --embedded or --worker on the command line overrides the file's [engine] mode. */
+void drop_config_mode(DeviceOptions &o) {
+    if (!o.mode_from_config)
+        return;
+    o.mode_from_config = false;
+    o.embedded = o.embedded_given = o.worker = false;
 }
 
 /** Takes a device option into o: "" or what a valid value is; nullptr when c is not a
@@ -90,11 +99,15 @@ const char *take(int c, const char *arg, DeviceOptions &o, const DeviceOptionRul
             return "a priority 0..7";
         o.pfc = static_cast<int>(u);
         return "";
+    case kOptConfig:
+        return ""; /* read before the command line (load_config_option) */
     case kOptEmbedded:
+        drop_config_mode(o);
         o.embedded = true;
         o.embedded_given = true;
         return "";
     case kOptWorker:
+        drop_config_mode(o);
         o.worker = true;
         return "";
     case kOptLoopback:
@@ -157,14 +170,32 @@ std::string finish_device_options(DeviceOptions &o, bool has_host, const DeviceO
     if (!o.loopback && o.ip.empty())
         return "--ip A.B.C.D/P is required (droce's own address, not the host's)";
 
+    /* EAL arguments on the command line replace the file's [eal] section as a whole. */
+    const bool from_config = o.eal_args.empty() && o.config_eal.any();
+    if (from_config && o.config_eal.args_given)
+        o.eal_args = o.config_eal.args;
+    const bool lcores_from_config = from_config && !o.config_eal.lcores.empty();
+
     // Worker mode needs a second lcore: with exactly one, run embedded.
     if (!o.worker && !o.embedded &&
-        ((rules.embedded_without_eal_args && o.eal_args.empty()) ||
-         eal_single_lcore(o.eal_args, rules.coremask_single_lcore)))
+        ((rules.embedded_without_eal_args && o.eal_args.empty() && !lcores_from_config) ||
+         (lcores_from_config ? eal_single_lcore({"-l", o.config_eal.lcores}, false)
+                             : eal_single_lcore(o.eal_args, rules.coremask_single_lcore))))
         o.embedded = true;
     if (o.eal_args.empty()) {
-        o.eal_defaulted = true;
+        o.eal_defaulted = !lcores_from_config;
         o.eal_args = default_eal_args(o.embedded);
+    }
+    if (from_config) {
+        if (lcores_from_config)
+            set_eal_option(o.eal_args, "-l", {"-l", "--lcores"}, o.config_eal.lcores);
+        if (!o.config_eal.file_prefix.empty())
+            set_eal_option(o.eal_args, "--file-prefix", {"--file-prefix"},
+                           o.config_eal.file_prefix);
+        for (const auto &v : o.config_eal.vdevs) {
+            o.eal_args.push_back("--vdev");
+            o.eal_args.push_back(v);
+        }
     }
     return "";
 }

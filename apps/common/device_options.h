@@ -9,11 +9,37 @@
 
 #include <getopt.h>
 
+#include <cstdint>
 #include <initializer_list>
 #include <string>
 #include <vector>
 
+#include <droce/dcqcn.h>
+
 namespace droce::app {
+
+/** The RC QP attributes the tools set (RTR's min_rnr_timer, RTS's timeout and retries):
+ * ibv_rc_pingpong's and perftest's values unless a configuration file's [qp] says
+ * otherwise. */
+struct QpDefaults {
+    uint8_t timeout = 14;       /**< 4.096 us * 2^timeout (0 = infinite) */
+    uint8_t retry_cnt = 7;      /**< 0..7 */
+    uint8_t rnr_retry = 7;      /**< 0..7 (7 = infinite) */
+    uint8_t min_rnr_timer = 12; /**< RNR timer code 0..31 */
+};
+
+/** What a configuration file's [eal] section asked for; used only when the command line
+ * gives no EAL arguments (then these replace the defaults piece by piece). */
+struct ConfigEal {
+    std::vector<std::string> args; /**< args = ... (split at blanks) */
+    bool args_given = false;
+    std::string lcores;             /**< lcores = ...: "-l" */
+    std::string file_prefix;        /**< file_prefix = ...: "--file-prefix" */
+    std::vector<std::string> vdevs; /**< vdev = ... (repeatable): "--vdev" each */
+    bool any() const {
+        return args_given || !lcores.empty() || !file_prefix.empty() || !vdevs.empty();
+    }
+};
 
 struct DeviceOptions {
     explicit DeviceOptions(double default_timeout_s) : timeout_s(default_timeout_s) {}
@@ -34,6 +60,16 @@ struct DeviceOptions {
     double timeout_s;               /**< --timeout (0 = never) */
     bool timeout_given = false;     /**< --timeout was on the command line */
     std::string log_level = "warn"; /**< --log-level (droce's control plane) */
+
+    // ---- set only by a configuration file (--config) ----
+    std::string config_path;       /**< --config FILE ("" = none) */
+    ConfigEal config_eal;          /**< its [eal] section */
+    bool mode_from_config = false; /**< [engine] mode set embedded/worker (a flag overrides) */
+    DcqcnParams dcqcn_params;      /**< [dcqcn] (ecn: the ecn field above) */
+    uint32_t pfc_storm_ms = 100;   /**< [pfc] storm_ms (DeviceConfig::pfc_storm_ms) */
+    QpDefaults qp;                 /**< [qp] */
+    std::string capture_file;      /**< [capture] file (refused until capture lands) */
+    uint32_t capture_snaplen = 0;  /**< [capture] snaplen */
 
     std::vector<std::string> eal_args; /**< before "--" (or the defaults) */
     bool eal_defaulted = false;        /**< eal_args are default_eal_args() */
@@ -56,6 +92,7 @@ enum DeviceOption : int {
     kOptDcqcn,
     kOptEcn,
     kOptPfc,
+    kOptConfig,
     kFirstToolOption = 1100,
 };
 

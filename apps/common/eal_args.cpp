@@ -68,6 +68,27 @@ bool eal_single_lcore(const std::vector<std::string> &eal, bool coremask) {
     return false;
 }
 
+void set_eal_option(std::vector<std::string> &eal, const std::string &opt,
+                    const std::vector<std::string> &aliases, const std::string &value) {
+    for (size_t i = 0; i < eal.size(); ++i) {
+        for (const auto &a : aliases) {
+            if (eal[i] == a && i + 1 < eal.size()) {
+                eal[i + 1] = value;
+                return;
+            }
+            const bool joined_short = a.size() == 2 && a[1] != '-' && eal[i].size() > 2 &&
+                                      eal[i].rfind(a, 0) == 0 && eal[i][2] != '-';
+            if (eal[i].rfind(a + "=", 0) == 0 || joined_short) {
+                eal[i] = opt;
+                eal.insert(eal.begin() + static_cast<std::ptrdiff_t>(i) + 1, value);
+                return;
+            }
+        }
+    }
+    eal.push_back(opt);
+    eal.push_back(value);
+}
+
 EalArgv::EalArgv(const char *argv0, const std::vector<std::string> &eal) {
     strings_.emplace_back(argv0);
     for (const auto &a : eal)

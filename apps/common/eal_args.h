@@ -35,6 +35,11 @@ std::vector<std::string> default_eal_args(bool embedded);
  * embedded mode is the only one that can work. */
 bool eal_single_lcore(const std::vector<std::string> &eal, bool coremask);
 
+/** Sets "OPT VALUE" in eal (a configuration file's lcores or file prefix): replaces the
+ * value of the first of aliases found ("-l 0", "-l0", "--lcores=0"), else appends. */
+void set_eal_option(std::vector<std::string> &eal, const std::string &opt,
+                    const std::vector<std::string> &aliases, const std::string &value);
+
 /** argv for Engine::create: argv0 followed by the EAL arguments, nullptr-terminated. */
 class EalArgv {
   public:

@@ -5,6 +5,14 @@
 
 namespace droce::app {
 
+namespace {
+/* Set once before any QP exists (create_engine), read at each RTR/RTS. */
+QpDefaults g_qp_defaults;
+} // namespace
+
+const QpDefaults &qp_defaults() { return g_qp_defaults; }
+void set_qp_defaults(const QpDefaults &d) { g_qp_defaults = d; }
+
 std::string create_rc_qp_in_init(ProtectionDomain &pd, CompletionQueue &cq, uint32_t max_send_wr,
                                  uint32_t max_recv_wr, uint8_t port, uint32_t access,
                                  std::unique_ptr<QueuePair> &qp) {
@@ -33,9 +41,9 @@ std::string create_rc_qp_in_init(ProtectionDomain &pd, CompletionQueue &cq, uint
 std::string modify_rc_qp_to_rts(QueuePair &qp, uint32_t sq_psn, uint8_t max_rd_atomic) {
     QpAttr a;
     a.qp_state = QpState::Rts;
-    a.timeout = 14;
-    a.retry_cnt = 7;
-    a.rnr_retry = 7;
+    a.timeout = g_qp_defaults.timeout;
+    a.retry_cnt = g_qp_defaults.retry_cnt;
+    a.rnr_retry = g_qp_defaults.rnr_retry;
     a.sq_psn = sq_psn;
     a.max_rd_atomic = max_rd_atomic;
     if (Status st = qp.modify(a, kQpState | kQpTimeout | kQpRetryCnt | kQpRnrRetry | kQpSqPsn |

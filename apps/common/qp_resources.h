@@ -13,6 +13,8 @@
 
 #include <droce/droce.h>
 
+#include "device_options.h"
+
 namespace droce::app {
 
 /** A side's work buffer (std::aligned_alloc) and verbs objects. Declaration order is the
@@ -36,7 +38,8 @@ struct QpResources {
                                   uint32_t access);
 
     /** RTR -> RTS as ibv_rc_pingpong and perftest do it: timeout 14, retry_cnt 7, rnr_retry
-     * 7, sq_psn, max_rd_atomic. Returns "" or "Failed to modify QP to RTS: why". */
+     * 7 (or qp_defaults()), sq_psn, max_rd_atomic. Returns "" or "Failed to modify QP to
+     * RTS: why". */
     std::string modify_qp_to_rts(uint32_t sq_psn, uint8_t max_rd_atomic);
 };
 
@@ -48,9 +51,15 @@ std::string create_rc_qp_in_init(ProtectionDomain &pd, CompletionQueue &cq, uint
                                  uint32_t max_recv_wr, uint8_t port, uint32_t access,
                                  std::unique_ptr<QueuePair> &qp);
 
-/** RTR -> RTS as ibv_rc_pingpong and perftest do it: timeout 14, retry_cnt 7, rnr_retry 7,
- * sq_psn, max_rd_atomic. Returns "" or "Failed to modify QP to RTS: why". */
+/** RTR -> RTS as ibv_rc_pingpong and perftest do it: timeout 14, retry_cnt 7, rnr_retry 7
+ * (or qp_defaults()), sq_psn, max_rd_atomic. Returns "" or "Failed to modify QP to RTS: why". */
 std::string modify_rc_qp_to_rts(QueuePair &qp, uint32_t sq_psn, uint8_t max_rd_atomic);
+
+/** The QP attributes modify_rc_qp_to_rts and the tools' RTR use: QpDefaults' values
+ * unless set_qp_defaults ran (create_engine sets them from the DeviceOptions: --config's
+ * [qp]). */
+const QpDefaults &qp_defaults();
+void set_qp_defaults(const QpDefaults &d);
 
 /** Flushes stdout, then prints prefix, the formatted message and a newline to stderr. */
 void vprint_error(const std::string &prefix, const char *fmt, va_list ap);

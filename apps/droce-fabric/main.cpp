@@ -28,7 +28,9 @@
 #include <string>
 #include <vector>
 
+#include "config_device.h"
 #include "fabric_bottleneck.h"
+#include "fabric_config.h"
 #include "net_pfc.h"
 
 using droce::fabric::Bottleneck;
@@ -88,6 +90,9 @@ void usage(FILE *f) {
            "  --secs S           stop after S seconds (default: run until SIGINT/SIGTERM)\n"
            "  --pfc XOFF,XON     PFC: pause an ingress port when it has XOFF bytes in a\n"
            "                     bottleneck queue, resume at XON (bytes, XON < XOFF <= buffer)\n"
+           "  --config FILE      settings from a configuration file (config/fabric.conf:\n"
+           "                     [eal] and [fabric]); the options given override it;\n"
+           "                     'droce-fabric --config FILE' alone needs no '--'\n"
            "  --help             this text\n"
            "At exit one summary line per port (rx, tx, drops, bottleneck counters).\n");
 }
@@ -327,9 +332,38 @@ int main(int argc, char **argv) {
             usage(stdout);
             return 0;
         }
+    /* "droce-fabric --config FILE [options]": everything is ours. */
+    if (dd == argc && argc > 1 && std::strncmp(argv[1], "--config", 8) == 0)
+        dd = 0;
+    /* --config: the file's [fabric] keys go first as options, so the options given
+     * override them; its [eal] is used when no EAL argument is given. */
+    std::string cfg_path, cfg_err;
+    droce::fabric_app::FabricConfig cfg;
+    if (!droce::app::find_config_option(argc - dd, argv + dd, cfg_path, cfg_err))
+        bad(cfg_err);
+    if (!cfg_path.empty()) {
+        if (std::string err = droce::fabric_app::load_fabric_config(cfg_path, cfg); !err.empty()) {
+            std::fprintf(stderr, "droce-fabric: %s\n", err.c_str());
+            return 2;
+        }
+    }
+    std::vector<char *> ours;
+    for (auto &opt : cfg.options)
+        ours.push_back(opt.data());
+    for (int i = dd + 1; i < argc; ++i) {
+        if (std::strcmp(argv[i], "--config") == 0) {
+            ++i; /* read above */
+            continue;
+        }
+        if (std::strncmp(argv[i], "--config=", 9) != 0)
+            ours.push_back(argv[i]);
+    }
     /* Our options are checked before the EAL starts: a typo costs no EAL bring-up. */
-    const Opts o = dd < argc ? parse(argc - dd - 1, argv + dd + 1) : parse(0, nullptr);
-    std::vector<char *> eal(argv, argv + dd);
+    const Opts o = parse(static_cast<int>(ours.size()), ours.data());
+    std::vector<char *> eal(argv, argv + std::max(dd, 1));
+    if (dd <= 1 && cfg.eal_given)
+        for (auto &a : cfg.eal)
+            eal.push_back(a.data());
     if (rte_eal_init(static_cast<int>(eal.size()), eal.data()) < 0) {
         std::fprintf(stderr, "droce-fabric: rte_eal_init failed\n");
         return 1;

@@ -23,6 +23,8 @@
 
 #include <jansson.h>
 
+#include "config_device.h"
+
 namespace {
 
 struct Options {
@@ -31,7 +33,37 @@ struct Options {
     std::string ib_dev;
     bool qps = false;
     bool list = false;
+    std::string config; /* --config: the droce process's configuration file */
 };
+
+/** --config FILE: the whole file is checked as droce-perf/droce-pingpong check it; the
+ * process it describes is then found by its [eal] file prefix (file_prefix, or
+ * --file-prefix in args) and its device by [port] device (a name, not a port id), unless
+ * -f/-p/-S or -d say otherwise. Returns "" or the error. */
+std::string apply_config(Options &opt) {
+    droce::app::DeviceOptions d(0);
+    const std::vector<droce::app::ToolConfigKey> described = {
+        {"port", "gid_index", [](const std::string &) { return std::string(); }},
+        {"engine", "workers", [](const std::string &) { return std::string(); }},
+    };
+    if (std::string err = droce::app::apply_device_config(opt.config, d, "droce-info", described);
+        !err.empty())
+        return err;
+    std::string prefix = d.config_eal.file_prefix;
+    const auto &args = d.config_eal.args;
+    for (size_t i = 0; prefix.empty() && i < args.size(); ++i) {
+        if (args[i] == "--file-prefix" && i + 1 < args.size())
+            prefix = args[i + 1];
+        else if (args[i].rfind("--file-prefix=", 0) == 0)
+            prefix = args[i].substr(14);
+    }
+    if (opt.file_prefix.empty() && opt.socket_path.empty())
+        opt.file_prefix = prefix;
+    if (opt.ib_dev.empty() && !d.dpdk_port.empty() &&
+        d.dpdk_port.find_first_not_of("0123456789") != std::string::npos)
+        opt.ib_dev = d.dpdk_port;
+    return "";
+}
 
 /** DPDK's runtime directory base: /var/run/dpdk for root, else $XDG_RUNTIME_DIR/dpdk
  * or /tmp/dpdk (as eal_create_runtime_dir). */
@@ -278,6 +310,9 @@ void usage(FILE *out) {
                  "  -q, --qps              also the state of every QP\n"
                  "  -v, --verbose          accepted (the output is always ibv_devinfo -v's)\n"
                  "  -l, --list             list the droce processes found\n"
+                 "      --config=<file>    the process's config file: its [eal] file prefix\n"
+                 "                         and [port] device pick the process and device\n"
+                 "                         (the options above override it)\n"
                  "  -h, --help             this text\n",
                  runtime_base().c_str());
 }
@@ -291,7 +326,7 @@ int main(int argc, char **argv) {
         {"socket", required_argument, nullptr, 'S'},      {"ib-dev", required_argument, nullptr, 'd'},
         {"qps", no_argument, nullptr, 'q'},               {"verbose", no_argument, nullptr, 'v'},
         {"list", no_argument, nullptr, 'l'},              {"help", no_argument, nullptr, 'h'},
-        {nullptr, 0, nullptr, 0}};
+        {"config", required_argument, nullptr, 'C'},      {nullptr, 0, nullptr, 0}};
     int c;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":f:p:S:d:qvlh", longopts, nullptr)) != -1) {
@@ -320,6 +355,13 @@ int main(int argc, char **argv) {
             break;
         case 'v':
             break;
+        case 'C':
+            if (!opt.config.empty()) {
+                std::fprintf(stderr, "droce-info: --config given twice\n");
+                return 1;
+            }
+            opt.config = optarg;
+            break;
         case 'l':
             opt.list = true;
             break;
@@ -340,6 +382,13 @@ int main(int argc, char **argv) {
         std::fprintf(stderr, "droce-info: unexpected argument '%s'\n", argv[optind]);
         usage(stderr);
         return 1;
+    }
+
+    if (!opt.config.empty()) {
+        if (std::string err = apply_config(opt); !err.empty()) {
+            std::fprintf(stderr, "droce-info: %s\n", err.c_str());
+            return 1;
+        }
     }
 
     std::vector<std::pair<std::string, std::string>> socks;

@@ -10,6 +10,7 @@
 
 #include "cli_numbers.h"
 #include "cli_options.h"
+#include "config_device.h"
 #include "device_options.h"
 #include "eal_args.h"
 
@@ -173,7 +174,9 @@ void print_usage(const char *argv0, FILE *out) {
         "                           n != 1 runs in worker mode and needs n worker lcores in\n"
         "                           -l; QP i and its CQ live on worker i %% n\n"
         "  --timeout=<sec>          give up after <sec> seconds (default 120; 0 = never)\n"
-        "  --log-level=<lvl>        droce log level: trace..off (default warn)\n",
+        "  --log-level=<lvl>        droce log level: trace..off (default warn)\n"
+        "  --config=<file>          settings from a configuration file (config/droce.conf);\n"
+        "                           the flags given override it\n",
         argv0, argv0, argv0, argv0);
 }
 
@@ -205,6 +208,32 @@ ParseResult parse_command_line(int argc, char **argv, Options &opt) {
     opt.eal_args = std::move(split.eal);
     std::vector<char *> &ours = split.ours;
     const int our_argc = split.ours_argc();
+
+    /* --config first: every flag then overrides the file. */
+    const std::vector<app::ToolConfigKey> tool_keys = {
+        {"port", "gid_index",
+         [&opt](const std::string &v) -> std::string {
+             uint64_t u = 0;
+             if (!parse_u64(v.c_str(), 255, u))
+                 return "want a GID index 0..255 (as -x)";
+             opt.gid_idx = static_cast<int>(u);
+             return "";
+         }},
+        {"engine", "workers",
+         [&opt](const std::string &v) -> std::string {
+             uint64_t u = 0;
+             if (!parse_u64(v.c_str(), kMaxWorkers, u))
+                 return "want 0..128 (0 = one per EAL worker lcore; as --workers)";
+             opt.workers = static_cast<uint32_t>(u);
+             return "";
+         }},
+    };
+    if (std::string err =
+            app::load_config_option(our_argc, ours.data(), opt, "droce-perf", tool_keys);
+        !err.empty()) {
+        std::fprintf(stderr, "%s: %s\n", argv0, err.c_str());
+        return ParseResult::ExitError;
+    }
 
     bool tx_given = false;
     opterr = 0;

@@ -172,7 +172,7 @@ bool Side::connect(const std::vector<Dest> &remote, Mtu mtu) {
         a.dest_qp_num = r.qpn;
         a.rq_psn = r.psn;
         a.max_dest_rd_atomic = static_cast<uint8_t>(std::min<uint32_t>(cfg_.out_reads, 16));
-        a.min_rnr_timer = 12;
+        a.min_rnr_timer = app::qp_defaults().min_rnr_timer;
         a.ah_attr.dgid = r.gid;
         a.ah_attr.sgid_index = static_cast<uint8_t>(cfg_.gid_idx);
         a.ah_attr.hop_limit = 64;

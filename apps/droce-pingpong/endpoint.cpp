@@ -108,7 +108,7 @@ bool PingpongEndpoint::connect(const Dest &remote) {
     a.dest_qp_num = remote.qpn;
     a.rq_psn = remote.psn;
     a.max_dest_rd_atomic = 1;
-    a.min_rnr_timer = 12;
+    a.min_rnr_timer = app::qp_defaults().min_rnr_timer;
     a.ah_attr.dgid = remote.gid;
     a.ah_attr.sgid_index = static_cast<uint8_t>(cfg_.gid_idx);
     a.ah_attr.hop_limit = 1;

@@ -8,6 +8,7 @@
 
 #include "cli_numbers.h"
 #include "cli_options.h"
+#include "config_device.h"
 #include "device_options.h"
 #include "eal_args.h"
 
@@ -113,6 +114,8 @@ void print_usage(const char *argv0, FILE *out) {
         "  --busy-poll            never sleep while idle (lowest latency, burns a core)\n"
         "  --timeout=<sec>        give up after <sec> seconds (default 60; 0 = never)\n"
         "  --log-level=<lvl>      droce log level: trace..off (default warn)\n"
+        "  --config=<file>        settings from a configuration file (config/droce.conf);\n"
+        "                         the flags given override it\n"
         "  --loopback             the demo: 10.0.0.1/24 (server) and 10.0.0.2/24 (client)\n"
         "                         on two back-to-back net_ring ports, no TCP\n",
         argv0, argv0, argv0, argv0, argv0);
@@ -126,6 +129,24 @@ ParseResult parse_command_line(int argc, char **argv, Options &opt) {
     opt.eal_args = std::move(split.eal);
     std::vector<char *> &ours = split.ours;
     const int our_argc = split.ours_argc();
+
+    /* --config first: every flag then overrides the file. */
+    const std::vector<app::ToolConfigKey> tool_keys = {
+        {"port", "gid_index",
+         [&opt](const std::string &v) -> std::string {
+             uint64_t u = 0;
+             if (!parse_u64(v.c_str(), 255, u))
+                 return "want a GID index 0..255 (as -g)";
+             opt.gid_idx = static_cast<int>(u);
+             return "";
+         }},
+    };
+    if (std::string err =
+            app::load_config_option(our_argc, ours.data(), opt, "droce-pingpong", tool_keys);
+        !err.empty()) {
+        std::fprintf(stderr, "%s: %s\n", argv0, err.c_str());
+        return ParseResult::ExitError;
+    }
 
     opterr = 0;
     optind = 1;
