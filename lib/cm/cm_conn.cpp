@@ -244,6 +244,7 @@ void CmManager::emit(const Conn &c, CmEventType t, const uint8_t *pd, size_t len
     CmEvent ev;
     ev.type = t;
     ev.conn = c.local_id;
+    ev.active = c.active;
     ev.user_ctx = c.user_ctx;
     ev.service_id = c.service_id;
     ev.qp = c.qp;

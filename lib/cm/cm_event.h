@@ -64,6 +64,7 @@ enum class DiscCause : uint8_t { None = 0, Remote, LocalDone, LocalTimeout, Reje
 struct CmEvent {
     CmEventType type = CmEventType::Established;
     uint32_t conn = 0;     /* our local comm ID: the connection's handle */
+    bool active = false;   /* we sent the REQ */
     uint64_t user_ctx = 0; /* the listener's (ConnectRequest) or the connection's */
     uint64_t service_id = 0;
     QpParams qp;  /* ConnectRequest: the REQ's side (local_qpn/rq_psn still 0) */
