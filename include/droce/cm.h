@@ -1,0 +1,161 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/** @file
+ * Connection management in the spirit of librdmacm: listen on an IP port, connect to an
+ * IP address and port with private data, accept or reject, disconnect, and poll events.
+ * It speaks Linux rdma_cm's wire protocol (IBTA CM MADs on QP1 with the IP service ID of
+ * the TCP port space and the IP CM header in the REQ's private data), so rping, ucmatose
+ * and perftest -R peers can talk to it.
+ *
+ * The channel is sans-I/O: it owns no thread, clock or socket. Whoever runs it (the
+ * engine's QP1/GSI glue, or a test) provides
+ *   - a CmQp1Transport that sends a 256-byte MAD to a peer's QP1 as a UD SEND
+ *     (Q_Key 0x80010000, P_Key 0xFFFF) to the given GID,
+ *   - every MAD QP1 receives, through on_mad(),
+ *   - the time (monotonic nanoseconds) to every call, and on_time() calls no later than
+ *     next_deadline(),
+ *   - optionally a CmQpHook that moves the RC QP to RTR/RTS with the parameters the
+ *     connection settled on, synchronously, before the CM lets the peer send.
+ * Events are queued and polled (embedded mode): poll_event(). Not thread-safe: one
+ * thread drives a channel. IPv4 only for now (the IP CM header's IPv6 form is parsed
+ * by lib/cm but not offered here yet). */
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+namespace droce {
+
+/** What an RC QP needs for RTR/RTS, from this side's point of view. */
+struct CmQpParams {
+    uint32_t local_qpn = 0;
+    uint32_t remote_qpn = 0;
+    uint32_t sq_psn = 0;  /**< the PSN our first request carries */
+    uint32_t rq_psn = 0;  /**< the PSN we expect first */
+    uint8_t path_mtu = 3; /**< IB MTU enum: 1 = 256 ... 5 = 4096 */
+    uint8_t timeout = 0;  /**< local ACK timeout exponent */
+    uint8_t retry_cnt = 0;
+    uint8_t rnr_retry = 0;
+    uint8_t max_rd_atomic = 0;      /**< READ/atomics we may have outstanding */
+    uint8_t max_dest_rd_atomic = 0; /**< the peer's we must absorb */
+    uint8_t remote_gid[16] = {};
+    uint8_t traffic_class = 0;
+    uint8_t hop_limit = 64;
+};
+
+enum class CmEventKind : uint8_t {
+    ConnectRequest, /**< passive: accept() or reject() it (id is the new connection) */
+    Established,    /**< both: connected; qp holds the final parameters */
+    Rejected,       /**< the peer rejected (reason: IBTA REJ code, 28 = consumer) */
+    Unreachable,    /**< active: no answer after every retry */
+    ConnectError,   /**< passive: the active side never confirmed (no RTU) */
+    Disconnected,   /**< either side disconnected (or our DREQ went unanswered) */
+    TimewaitExit,   /**< the id is gone; its QP may be reused */
+};
+const char *cm_event_kind_name(CmEventKind k);
+
+inline constexpr size_t kCmMaxPrivateData = 196; /**< a REP's; a REQ's user part is 56 */
+
+struct CmEventInfo {
+    CmEventKind kind = CmEventKind::Established;
+    uint32_t id = 0;          /**< the connection */
+    uint16_t listen_port = 0; /**< ConnectRequest: the port it came in on */
+    uint32_t peer_ip = 0;     /**< IPv4, host order */
+    uint16_t peer_port = 0;   /**< the active side's source port (from its IP CM header) */
+    uint16_t reason = 0;      /**< Rejected: the REJ reason */
+    uint64_t user_ctx = 0;
+    CmQpParams qp;
+    uint8_t private_data[kCmMaxPrivateData] = {};
+    uint8_t private_data_len = 0;
+};
+
+/** Puts a CM MAD on the wire: a UD SEND to QP1 at dst_gid. False when it could not be
+ * queued (the CM retries on its timer as for a lost MAD). Must not call back into the
+ * channel. */
+class CmQp1Transport {
+  public:
+    virtual ~CmQp1Transport() = default;
+    virtual bool send_mad(const uint8_t dst_gid[16], const uint8_t *mad, size_t len) = 0;
+};
+
+/** Moves the connection's RC QP to RTR and RTS. Called from inside accept() before the
+ * REP leaves, and on the active side before the RTU leaves. */
+class CmQpHook {
+  public:
+    virtual ~CmQpHook() = default;
+    virtual void ready_qp(uint32_t id, const CmQpParams &qp) = 0;
+};
+
+struct CmChannelConfig {
+    uint32_t local_ipv4 = 0; /**< host order */
+    uint64_t ca_guid = 0;
+    uint32_t max_conns = 256;
+    uint32_t max_events = 256; /**< queued, unpolled events; beyond: counted, dropped */
+    /* The CM's timing fields (IBTA exponents, 4.096 us * 2^t); Linux rdma_cm's values. */
+    uint8_t cm_response_timeout = 20;
+    uint8_t max_cm_retries = 15;
+    uint8_t packet_life_time = 16;
+};
+
+struct CmConnectParam {
+    uint32_t qpn = 0;
+    uint32_t rq_psn = 0; /**< the PSN we expect first */
+    uint8_t path_mtu = 3;
+    uint8_t responder_resources = 1;
+    uint8_t initiator_depth = 1;
+    uint8_t retry_count = 7;
+    uint8_t rnr_retry_count = 7;
+    uint8_t timeout = 19; /**< local ACK timeout exponent */
+    const void *private_data = nullptr;
+    uint8_t private_data_len = 0; /**< at most 56 (rdma_cm's 92 less its IP header) */
+    uint64_t user_ctx = 0;
+};
+
+struct CmAcceptParam {
+    uint32_t qpn = 0;
+    uint32_t rq_psn = 0;
+    uint8_t responder_resources = 1;
+    uint8_t initiator_depth = 1;
+    uint8_t rnr_retry_count = 7;
+    const void *private_data = nullptr;
+    uint8_t private_data_len = 0; /**< at most 196 */
+    uint64_t user_ctx = 0;
+};
+
+class CmChannel {
+  public:
+    CmChannel(const CmChannelConfig &cfg, CmQp1Transport &transport, CmQpHook *hook = nullptr);
+    ~CmChannel();
+    CmChannel(const CmChannel &) = delete;
+    CmChannel &operator=(const CmChannel &) = delete;
+
+    /** rdma_listen on an IP port (TCP port space). False: already listened / no room. */
+    bool listen(uint16_t port, uint64_t user_ctx = 0);
+    bool unlisten(uint16_t port);
+    /** rdma_connect: returns the connection id, 0 on a bad argument or a full table. */
+    uint32_t connect(uint32_t dst_ip, uint16_t dst_port, const CmConnectParam &p, uint64_t now_ns);
+    bool accept(uint32_t id, const CmAcceptParam &p, uint64_t now_ns);
+    bool reject(uint32_t id, const void *private_data, uint8_t len, uint64_t now_ns);
+    bool disconnect(uint32_t id, uint64_t now_ns);
+    /** The RC QP saw its first packet before the RTU (verbs' COMM_EST). */
+    bool notify_comm_est(uint32_t id, uint64_t now_ns);
+
+    /** The next event, if any (embedded mode). */
+    bool poll_event(CmEventInfo &out);
+
+    /** Transport side: a MAD received on QP1 from src_gid. */
+    void on_mad(const uint8_t src_gid[16], const uint8_t *mad, size_t len, uint64_t now_ns);
+    void on_time(uint64_t now_ns);
+    uint64_t next_deadline() const; /**< UINT64_MAX: no timer */
+
+    /** Counters by name (the state machine's, then the channel's own); false past the
+     * last index. */
+    bool counter(size_t i, const char *&name, uint64_t &value) const;
+
+    struct Impl;
+
+  private:
+    std::unique_ptr<Impl> impl_;
+};
+
+} // namespace droce

@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include "cm_event.h"
+
+namespace droce::cm {
+
+const char *conn_state_name(ConnState s) {
+    switch (s) {
+    case ConnState::Idle:
+        return "idle";
+    case ConnState::ReqSent:
+        return "req_sent";
+    case ConnState::MraReqRcvd:
+        return "mra_req_rcvd";
+    case ConnState::ReqRcvd:
+        return "req_rcvd";
+    case ConnState::MraReqSent:
+        return "mra_req_sent";
+    case ConnState::RepSent:
+        return "rep_sent";
+    case ConnState::MraRepRcvd:
+        return "mra_rep_rcvd";
+    case ConnState::Established:
+        return "established";
+    case ConnState::DreqSent:
+        return "dreq_sent";
+    case ConnState::Timewait:
+        return "timewait";
+    }
+    return "?";
+}
+
+const char *cm_event_name(CmEventType t) {
+    switch (t) {
+    case CmEventType::ConnectRequest:
+        return "connect_request";
+    case CmEventType::Established:
+        return "established";
+    case CmEventType::Rejected:
+        return "rejected";
+    case CmEventType::Unreachable:
+        return "unreachable";
+    case CmEventType::ConnectError:
+        return "connect_error";
+    case CmEventType::Disconnected:
+        return "disconnected";
+    case CmEventType::TimewaitExit:
+        return "timewait_exit";
+    }
+    return "?";
+}
+
+} // namespace droce::cm

@@ -1,0 +1,386 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* lib/cm's state machine against single MADs: hostile and malformed ones are counted
+ * drops (or the REJ / DREP ib_cm would answer with), never a crash or a state change;
+ * the API refuses what does not fit the state; timeouts follow the REQ's fields. */
+#include <gtest/gtest.h>
+
+#include "cm_test_link.h"
+#include "cm_time.h"
+
+using namespace droce::cm;
+using namespace droce::cm::test;
+
+namespace {
+
+constexpr uint64_t kSid = 0x0000000001061C06ull;
+
+struct One {
+    MadAddr self = addr_v4(0x0A4D0002);
+    MadAddr peer = addr_v4(0x0A4D0003);
+    RecordSink out;
+    EventLog log;
+    CmManager cm;
+    uint64_t now = 1000;
+    explicit One(uint32_t max_conns = 8) : cm(cfg(max_conns), out, log) {}
+    CmConfig cfg(uint32_t n) {
+        CmConfig c = test_config(0xB0B0, self);
+        c.max_conns = n;
+        return c;
+    }
+    void rx(const CmMad &m) {
+        uint8_t b[kMadLen];
+        ASSERT_EQ(build_cm_mad(m, b, sizeof b), kMadLen);
+        cm.on_mad(peer, b, sizeof b, now);
+    }
+    void rx_bytes(const uint8_t *b, size_t n) { cm.on_mad(peer, b, n, now); }
+};
+
+CmMad req(uint32_t comm_id = 0x1111, uint32_t qpn = 0x18) {
+    CmMad m{};
+    m.hdr.attr_id = static_cast<uint16_t>(CmAttr::Req);
+    m.hdr.tid = 0xABCDEF0000000042ull;
+    m.req.local_comm_id = comm_id;
+    m.req.service_id = kSid;
+    m.req.local_ca_guid = 0xA0A0;
+    m.req.local_qpn = qpn;
+    m.req.responder_resources = 4;
+    m.req.initiator_depth = 2;
+    m.req.remote_cm_response_timeout = 10;
+    m.req.local_cm_response_timeout = 10;
+    m.req.starting_psn = 0x123456;
+    m.req.retry_count = 7;
+    m.req.rnr_retry_count = 6;
+    m.req.path_mtu = 3;
+    m.req.max_cm_retries = 2;
+    m.req.pkey = 0xFFFF;
+    m.req.primary.local_gid[15] = 3;
+    m.req.primary.remote_gid[15] = 2;
+    m.req.primary.local_ack_timeout = 19;
+    m.req.primary.hop_limit = 64;
+    return m;
+}
+
+uint64_t total_drops(const CmManager &cm) {
+    uint64_t n = 0;
+    for (size_t i = 0; i < kCmCtrCount; ++i)
+        if (std::string(cm_ctr_name(static_cast<CmCtr>(i))).rfind("drop_", 0) == 0)
+            n += cm.counters().v[i];
+    return n;
+}
+
+TEST(CmConn, CounterNames) {
+    EXPECT_STREQ(cm_ctr_name(CmCtr::rx_mad), "rx_mad");
+    EXPECT_STREQ(cm_ctr_name(CmCtr::api_refused), "api_refused");
+    EXPECT_STREQ(cm_ctr_name(CmCtr::Count_), "?");
+    EXPECT_STREQ(conn_state_name(ConnState::MraRepRcvd), "mra_rep_rcvd");
+    EXPECT_STREQ(cm_event_name(CmEventType::TimewaitExit), "timewait_exit");
+}
+
+TEST(CmConn, TimeFields) {
+    EXPECT_EQ(iba_time_ns(0), 4096u);
+    EXPECT_EQ(iba_time_ns(20), 4096ull << 20); /* 4.29 s: rdma_cm's response timeout */
+    EXPECT_EQ(iba_time_ns(31), 4096ull << 31);
+    EXPECT_EQ(cm_wait_ns(16, 20), 2 * (4096ull << 16) + (4096ull << 20));
+}
+
+/* ---- malformed MADs: codec drops, counted per reason, nothing sent ---- */
+
+TEST(CmHostile, MalformedMadsCounted) {
+    One o;
+    o.cm.listen(kSid);
+    uint8_t good[kMadLen];
+    ASSERT_EQ(build_cm_mad(req(), good, sizeof good), kMadLen);
+    o.rx_bytes(good, 255); /* truncated */
+    o.rx_bytes(good, 0);
+    o.rx_bytes(nullptr, 256);
+    uint8_t big[300] = {};
+    std::memcpy(big, good, kMadLen);
+    o.rx_bytes(big, sizeof big); /* trailing garbage */
+    EXPECT_EQ(o.cm.counter(CmCtr::drop_bad_length), 4u);
+    auto with = [&](size_t off, uint8_t v) {
+        uint8_t b[kMadLen];
+        std::memcpy(b, good, sizeof b);
+        b[off] = v;
+        o.rx_bytes(b, sizeof b);
+    };
+    with(0, 2);
+    EXPECT_EQ(o.cm.counter(CmCtr::drop_bad_base_version), 1u);
+    with(1, 0x04); /* performance management */
+    EXPECT_EQ(o.cm.counter(CmCtr::drop_not_cm_class), 1u);
+    with(2, 1); /* CM class version 1 */
+    with(2, 3);
+    EXPECT_EQ(o.cm.counter(CmCtr::drop_bad_class_version), 2u);
+    with(3, 0x81);
+    EXPECT_EQ(o.cm.counter(CmCtr::drop_bad_method), 1u);
+    with(17, 0x19); /* LAP */
+    with(17, 0x17); /* SIDR_REQ */
+    with(17, 0x01); /* ClassPortInfo */
+    with(17, 0xFF);
+    EXPECT_EQ(o.cm.counter(CmCtr::drop_unknown_attribute), 4u);
+    EXPECT_EQ(o.cm.counter(CmCtr::rx_mad), 0u);
+    EXPECT_TRUE(o.out.sent.empty());
+    EXPECT_TRUE(o.log.events.empty());
+    EXPECT_EQ(o.cm.live_conns(), 0u);
+}
+
+/* ---- well-formed but unwelcome ---- */
+
+TEST(CmHostile, ReqUnknownServiceIdRejected) {
+    One o;
+    o.cm.listen(kSid + 1);
+    o.rx(req());
+    EXPECT_EQ(o.cm.counter(CmCtr::drop_req_no_listener), 1u);
+    EXPECT_EQ(o.cm.counter(CmCtr::rej_sent_invalid_service_id), 1u);
+    ASSERT_EQ(o.out.sent.size(), 1u);
+    const CmMad r = o.out.sent[0].decode();
+    ASSERT_EQ(r.hdr.attr_id, static_cast<uint16_t>(CmAttr::Rej));
+    EXPECT_EQ(r.rej.reason, static_cast<uint16_t>(RejReason::InvalidServiceId));
+    EXPECT_EQ(r.rej.remote_comm_id, 0x1111u);
+    EXPECT_EQ(r.rej.message_rejected, 0);
+    EXPECT_EQ(r.hdr.tid, req().hdr.tid); /* the answer is in the REQ's transaction */
+    EXPECT_EQ(0, std::memcmp(o.out.sent[0].to.gid, o.peer.gid, 16));
+    EXPECT_TRUE(o.log.events.empty());
+    EXPECT_EQ(o.cm.live_conns(), 0u);
+}
+
+TEST(CmHostile, ReqBadTransportRejected) {
+    One o;
+    o.cm.listen(kSid);
+    CmMad m = req();
+    m.req.transport_type = 1; /* UC */
+    o.rx(m);
+    EXPECT_EQ(o.cm.counter(CmCtr::drop_req_bad_transport), 1u);
+    ASSERT_EQ(o.out.sent.size(), 1u);
+    EXPECT_EQ(o.out.sent[0].decode().rej.reason,
+              static_cast<uint16_t>(RejReason::InvalidTransportType));
+    EXPECT_EQ(o.cm.live_conns(), 0u);
+}
+
+TEST(CmHostile, ReqTableFullNoResources) {
+    One o(1);
+    o.cm.listen(kSid);
+    o.rx(req(1, 0x18));
+    o.rx(req(2, 0x20));
+    EXPECT_EQ(o.cm.live_conns(), 1u);
+    EXPECT_EQ(o.cm.counter(CmCtr::drop_req_no_resources), 1u);
+    ASSERT_EQ(o.out.sent.size(), 1u);
+    EXPECT_EQ(o.out.sent[0].decode().rej.reason, static_cast<uint16_t>(RejReason::NoResources));
+    EXPECT_EQ(o.log.count(CmEventType::ConnectRequest), 1u);
+}
+
+TEST(CmHostile, RepNeverRequested) {
+    One o;
+    CmMad m{};
+    m.hdr.attr_id = static_cast<uint16_t>(CmAttr::Rep);
+    m.rep.local_comm_id = 0x7777;
+    m.rep.remote_comm_id = 0x1234; /* no such connection here */
+    m.rep.local_qpn = 0x99;
+    o.rx(m);
+    EXPECT_EQ(o.cm.counter(CmCtr::drop_rep_unknown), 1u);
+    ASSERT_EQ(o.out.sent.size(), 1u); /* as ib_cm: REJ invalid comm ID to its sender */
+    const CmMad r = o.out.sent[0].decode();
+    EXPECT_EQ(r.rej.reason, static_cast<uint16_t>(RejReason::InvalidCommId));
+    EXPECT_EQ(r.rej.remote_comm_id, 0x7777u);
+    EXPECT_EQ(r.rej.message_rejected, 1);
+    EXPECT_TRUE(o.log.events.empty());
+    EXPECT_EQ(o.cm.live_conns(), 0u);
+    /* A REP naming a passive connection (we sent no REQ for it) is just as unknown. */
+    o.cm.listen(kSid);
+    o.rx(req());
+    m.rep.remote_comm_id = o.log.events.back().ev.conn;
+    o.rx(m);
+    EXPECT_EQ(o.cm.counter(CmCtr::drop_rep_unknown), 2u);
+    EXPECT_EQ(o.cm.state(m.rep.remote_comm_id), ConnState::ReqRcvd);
+}
+
+TEST(CmHostile, DreqUnknownConnection) {
+    One o;
+    CmMad m{};
+    m.hdr.attr_id = static_cast<uint16_t>(CmAttr::Dreq);
+    m.hdr.tid = 99;
+    m.dreq.local_comm_id = 0x5555;
+    m.dreq.remote_comm_id = 0x6666;
+    o.rx(m);
+    EXPECT_EQ(o.cm.counter(CmCtr::drop_dreq_unknown), 1u);
+    /* ib_cm answers a DREQ it cannot place so that its sender stops retrying. */
+    ASSERT_EQ(o.out.sent.size(), 1u);
+    const CmMad d = o.out.sent[0].decode();
+    EXPECT_EQ(d.hdr.attr_id, static_cast<uint16_t>(CmAttr::Drep));
+    EXPECT_EQ(d.drep.remote_comm_id, 0x5555u);
+    EXPECT_EQ(d.hdr.tid, 99u);
+    EXPECT_TRUE(o.log.events.empty());
+}
+
+TEST(CmHostile, StrayMessagesDropped) {
+    One o;
+    for (CmAttr a : {CmAttr::Rtu, CmAttr::Mra, CmAttr::Rej, CmAttr::Drep}) {
+        CmMad m{};
+        m.hdr.attr_id = static_cast<uint16_t>(a);
+        m.rtu.remote_comm_id = m.mra.remote_comm_id = m.rej.remote_comm_id = m.drep.remote_comm_id =
+            0x4242;
+        o.rx(m);
+    }
+    EXPECT_EQ(o.cm.counter(CmCtr::drop_rtu_unknown), 1u);
+    EXPECT_EQ(o.cm.counter(CmCtr::drop_mra_unknown), 1u);
+    EXPECT_EQ(o.cm.counter(CmCtr::drop_rej_unknown), 1u);
+    EXPECT_EQ(o.cm.counter(CmCtr::drop_drep_unknown), 1u);
+    EXPECT_EQ(total_drops(o.cm), 4u);
+    EXPECT_TRUE(o.out.sent.empty());
+    EXPECT_TRUE(o.log.events.empty());
+}
+
+TEST(CmHostile, WrongPeerIdsDoNotTouchConnection) {
+    /* MADs that name our connection but not its peer's comm ID (a guess, or a stale
+     * peer): dropped, the connection stays as it is. */
+    One o;
+    o.cm.listen(kSid);
+    o.rx(req());
+    const uint32_t id = o.log.events.back().ev.conn;
+    AcceptParams p;
+    p.local_qpn = 0x19;
+    ASSERT_TRUE(o.cm.accept(id, p, o.now));
+    CmMad m{};
+    m.hdr.attr_id = static_cast<uint16_t>(CmAttr::Rtu);
+    m.rtu.remote_comm_id = id;
+    m.rtu.local_comm_id = 0x2222; /* not the REQ's 0x1111 */
+    o.rx(m);
+    EXPECT_EQ(o.cm.counter(CmCtr::drop_rtu_unknown), 1u);
+    m = CmMad{};
+    m.hdr.attr_id = static_cast<uint16_t>(CmAttr::Rej);
+    m.rej.remote_comm_id = id;
+    m.rej.local_comm_id = 0x2222;
+    o.rx(m);
+    EXPECT_EQ(o.cm.counter(CmCtr::drop_rej_unknown), 1u);
+    m = CmMad{};
+    m.hdr.attr_id = static_cast<uint16_t>(CmAttr::Dreq);
+    m.dreq.remote_comm_id = id;
+    m.dreq.local_comm_id = 0x1111;
+    m.dreq.remote_qpn = 0x77; /* not our QPN */
+    o.rx(m);
+    EXPECT_EQ(o.cm.counter(CmCtr::drop_dreq_unknown), 1u);
+    EXPECT_EQ(o.cm.state(id), ConnState::RepSent);
+    /* The right RTU then establishes it. */
+    m = CmMad{};
+    m.hdr.attr_id = static_cast<uint16_t>(CmAttr::Rtu);
+    m.rtu.remote_comm_id = id;
+    m.rtu.local_comm_id = 0x1111;
+    o.rx(m);
+    EXPECT_EQ(o.cm.state(id), ConnState::Established);
+    /* And a second RTU is a counted duplicate. */
+    o.rx(m);
+    EXPECT_EQ(o.cm.counter(CmCtr::drop_rtu_state), 1u);
+}
+
+TEST(CmHostile, StaleConnection) {
+    /* The peer's QP 0x18 connected; a REQ with a new comm ID from the same QP and GID
+     * means the peer lost its state: REJ stale connection. */
+    One o;
+    o.cm.listen(kSid);
+    o.rx(req(0x1111, 0x18));
+    const uint32_t id = o.log.events.back().ev.conn;
+    AcceptParams p;
+    ASSERT_TRUE(o.cm.accept(id, p, o.now));
+    o.out.sent.clear();
+    o.rx(req(0x2222, 0x18));
+    EXPECT_EQ(o.cm.counter(CmCtr::drop_req_stale), 1u);
+    ASSERT_EQ(o.out.sent.size(), 1u);
+    EXPECT_EQ(o.out.sent[0].decode().rej.reason, static_cast<uint16_t>(RejReason::StaleConn));
+    EXPECT_EQ(o.log.count(CmEventType::ConnectRequest), 1u);
+}
+
+TEST(CmHostile, DuplicateReqAnswers) {
+    One o;
+    o.cm.listen(kSid);
+    o.rx(req());
+    const uint32_t id = o.log.events.back().ev.conn;
+    o.rx(req()); /* deciding: MRA */
+    ASSERT_EQ(o.out.sent.size(), 1u);
+    const CmMad a = o.out.sent[0].decode();
+    EXPECT_EQ(a.hdr.attr_id, static_cast<uint16_t>(CmAttr::Mra));
+    EXPECT_EQ(a.mra.message_mraed, 0);
+    EXPECT_EQ(a.mra.remote_comm_id, 0x1111u);
+    EXPECT_EQ(a.mra.local_comm_id, id);
+    o.rx(req()); /* the MRA again */
+    EXPECT_EQ(o.cm.counter(CmCtr::resend_mra), 1u);
+    AcceptParams p;
+    ASSERT_TRUE(o.cm.accept(id, p, o.now));
+    o.rx(req()); /* the REP again */
+    EXPECT_EQ(o.cm.counter(CmCtr::resend_rep), 1u);
+    ASSERT_EQ(o.out.sent.size(), 4u);
+    EXPECT_EQ(o.out.sent[3].bytes, o.out.sent[2].bytes);
+    EXPECT_EQ(o.log.count(CmEventType::ConnectRequest), 1u);
+}
+
+TEST(CmHostile, HostileTimeoutsClamped) {
+    /* A REQ asking for 2^31 * 4 us (2.4 hours) per retry: we wait at most the limit. */
+    One o;
+    o.cm.listen(kSid);
+    CmMad m = req();
+    m.req.local_cm_response_timeout = 31;
+    m.req.max_cm_retries = 15;
+    o.rx(m);
+    AcceptParams p;
+    ASSERT_TRUE(o.cm.accept(o.log.events.back().ev.conn, p, o.now));
+    const CmConfig c = o.cfg(8);
+    EXPECT_EQ(o.cm.next_deadline(), o.now + cm_wait_ns(c.packet_life_time, 24));
+}
+
+TEST(CmConn, ApiRefusals) {
+    One o;
+    AcceptParams ap;
+    EXPECT_FALSE(o.cm.accept(0, ap, o.now));
+    EXPECT_FALSE(o.cm.accept(0x12345, ap, o.now));
+    EXPECT_FALSE(o.cm.disconnect(0x12345, nullptr, 0, o.now));
+    EXPECT_FALSE(o.cm.reject(0x12345, nullptr, 0, o.now));
+    EXPECT_FALSE(o.cm.notify_comm_est(0x12345, o.now));
+    ConnectParams cp;
+    cp.peer = o.peer;
+    cp.private_data_len = kReqPrivLen + 1;
+    uint8_t big[300] = {};
+    cp.private_data = big;
+    EXPECT_EQ(o.cm.connect(cp, o.now), 0u);
+    cp.private_data_len = kReqPrivLen;
+    const uint32_t id = o.cm.connect(cp, o.now);
+    ASSERT_NE(id, 0u);
+    EXPECT_FALSE(o.cm.accept(id, ap, o.now));             /* an active connection */
+    EXPECT_FALSE(o.cm.disconnect(id, nullptr, 0, o.now)); /* not established */
+    EXPECT_TRUE(o.cm.listen(kSid));
+    EXPECT_FALSE(o.cm.listen(kSid));
+    EXPECT_TRUE(o.cm.unlisten(kSid));
+    EXPECT_FALSE(o.cm.unlisten(kSid));
+    EXPECT_EQ(o.cm.counter(CmCtr::api_refused), 9u);
+}
+
+TEST(CmConn, CommIdsDifferOnReuse) {
+    /* One slot, reused: the comm ID changes, and the old one no longer finds anything. */
+    One o(1);
+    ConnectParams cp;
+    cp.peer = o.peer;
+    const uint32_t a = o.cm.connect(cp, o.now);
+    ASSERT_NE(a, 0u);
+    EXPECT_EQ(o.cm.connect(cp, o.now), 0u); /* full */
+    /* No answer: retries, give up, timewait, free. */
+    while (o.cm.live_conns())
+        o.cm.on_time(o.cm.next_deadline());
+    const uint32_t b = o.cm.connect(cp, o.now);
+    ASSERT_NE(b, 0u);
+    EXPECT_NE(a, b);
+    EXPECT_EQ(o.cm.state(a), ConnState::Idle);
+    EXPECT_EQ(o.cm.state(b), ConnState::ReqSent);
+}
+
+TEST(CmConn, SinkRefusalCountedThenRetried) {
+    One o;
+    o.out.refuse = true;
+    ConnectParams cp;
+    cp.peer = o.peer;
+    const uint32_t id = o.cm.connect(cp, o.now);
+    EXPECT_EQ(o.cm.counter(CmCtr::tx_failed), 1u);
+    o.out.refuse = false;
+    o.cm.on_time(o.cm.next_deadline());
+    ASSERT_EQ(o.out.sent.size(), 1u);
+    EXPECT_EQ(o.out.sent[0].attr(), static_cast<uint16_t>(CmAttr::Req));
+    EXPECT_EQ(o.cm.state(id), ConnState::ReqSent);
+}
+
+} // namespace
