@@ -168,6 +168,10 @@ class Tap final : public Adapter {
         c.reach = Reach::VirtAddr; /* writev from virtual addresses */
         c.mtu_hidden = true;       /* the PMD starts at 1500 whatever the tap has */
         c.can_steer = true;        /* rte_flow through TC flower (opt-in: not bifurcated) */
+        /* It reports 1522-byte frames but reads whatever the kernel hands it into the
+         * mbuf (scattered if need be): the tap's MTU is the limit, not the info's. */
+        c.max_frame = 0;
+        c.max_mtu = 0;
         find_kernel_if(info, c);
         c.notes.emplace_back("rte_flow needs TC flower in the kernel (opt-in steering)");
     }
