@@ -398,8 +398,8 @@ Result<Dev *> Runtime::open_device(const DeviceConfig &cfg) {
         if (caps.mtu_hidden) {
             port_sets_mtu = false; /* the PMD's MTU is not the interface's: droce's own */
         } else if (cfg.mtu > port_max) {
-            /* Some virtual ports report a maximum they do not enforce: net_af_packet says
-             * 1500 whatever its tap and framesz carry. The user asked for this MTU, so it
+            /* Some virtual ports report a maximum they do not enforce (the adapters of
+             * those known to hide it say mtu_hidden). The user asked for this MTU, so it
              * becomes droce's own; a frame the port truncates anyway is still refused by
              * the parser and counted (rx_drop_too_short / rx_drop_bad_udp_length). */
             spdlog::warn("{}: port reports max MTU {}; using {} as droce's own MTU without "
