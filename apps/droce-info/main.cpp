@@ -217,6 +217,19 @@ bool show_device(Telemetry &t, const std::string &dev, const Options &opt,
     std::printf("\t\t\teth_mtu:\t\t%lld\n", num(info, "eth_mtu"));
     std::printf("\t\t\tmac:\t\t\t%s\n", str(info, "mac").c_str());
     std::printf("\t\t\tpfc:\t\t\t%s\n", str(info, "pfc", "?").c_str());
+    /* The port's adapter (drivers/): what droce relies on, and its rte_flow rules. */
+    std::printf("\t\t\tadapter:\t\t%s\n", str(info, "adapter", "?").c_str());
+    for (const char *key : {"capabilities", "flow_rules", "steering_errors"}) {
+        json_t *a = json_object_get(info, key);
+        for (size_t i = 0; json_is_array(a) && i < json_array_size(a); ++i)
+            if (const char *l = json_string_value(json_array_get(a, i)))
+                std::printf("\t\t\t\t%s%s\n",
+                            std::strcmp(key, "capabilities") == 0 ? ""
+                            : std::strcmp(key, "flow_rules") == 0 ? "flow rule: "
+                                                                  : "steering error: ",
+                            l);
+    }
+    std::printf("\t\t\tsteering:\t\t%s\n", str(info, "steering", "?").c_str());
     std::printf("\t\t\tipv4:\t\t\t%s\n", str(info, "ipv4").c_str());
     json_t *gids = json_object_get(info, "gid");
     json_t *types = json_object_get(info, "gid_type");

@@ -106,6 +106,11 @@ struct DeviceConfig {
     /** Pause-storm watchdog: a priority paused without a break for this long is reported
      * (counter rx_pfc_pause_storm, a log line, AsyncEventType::PauseStorm); 0 = off. */
     uint32_t pfc_storm_ms = 100;
+    /** Bifurcated steering with rte_flow (isolated mode: UDP/4791 and ARP for ipv4_cidr's
+     * address to droce, everything else to the kernel): -1 = the port's adapter decides
+     * (on for mlx5/mlx4), 0 = off, 1 = on where the PMD implements rte_flow (net_tap). If
+     * the PMD refuses a rule, the port runs without steering and droce-info says why. */
+    int flow_steering = -1;
 };
 
 /** The engine: EAL, mempool, worker loop. Create once per process (the EAL can be

@@ -27,6 +27,7 @@
 #include <rte_mbuf_core.h>
 #include <rte_spinlock.h>
 
+#include "drivers.h"
 #include "mem_mr.h"
 #include "net.h"
 #include "net_pfc.h"
@@ -436,6 +437,13 @@ class Dev final {
     int pfc_prio() const { return pfc_prio_; }
     uint64_t pfc_storm_ns() const { return pfc_storm_ns_; }
     const std::string &pfc_status() const { return pfc_status_; }
+    /** The port's adapter and capabilities, and what its steering set up (droce-info). */
+    void set_port_info(drivers::Caps caps, drivers::SteerReport steer) {
+        caps_ = std::move(caps);
+        steer_ = std::move(steer);
+    }
+    const drivers::Caps &caps() const { return caps_; }
+    const drivers::SteerReport &steering() const { return steer_; }
     Shard &shard(uint32_t w) { return *shards_[w]; }
     const Shard &shard(uint32_t w) const { return *shards_[w]; }
     /** The worker that owns a QPN. */
@@ -538,6 +546,8 @@ class Dev final {
     int pfc_prio_ = -1;
     uint64_t pfc_storm_ns_ = kPfcStormNsDefault;
     std::string pfc_status_ = "not requested";
+    drivers::Caps caps_;
+    drivers::SteerReport steer_;
     /* Indexed by QPN; entry n belongs to worker n % workers and only it touches it. */
     std::vector<std::unique_ptr<QpCtx>> qps_;
     std::vector<std::unique_ptr<Shard>> shards_;

@@ -67,26 +67,19 @@ void remove_own_runtime_dir() {
     rmdir(dir.c_str()); /* fails, harmlessly, if anything else is left in it */
 }
 
-/** What a port's TX can reach, from how its PMD reads frame data (ZcReach). */
-ZcReach zc_reach_of(const std::string &drv, const rte_device *dev) {
-    if (drv == "net_ring" || drv == "net_af_packet" || drv == "net_vhost" || drv == "net_tap" ||
-        drv == "net_pcap")
-        return ZcReach::VirtAddr; /* same process, or copies from virtual addresses */
-    if (drv == "net_virtio_user")
-        return ZcReach::DpdkFd; /* the vhost-user backend maps only the EAL's memory */
-    if (drv == "net_memif") {
-        /* Copy mode copies each segment from its virtual address into the shared
-         * rings; zero-copy mode hands the peer offsets into its own mempool's memory,
-         * which an attached application buffer is not. */
-        const rte_devargs *da = dev != nullptr ? rte_dev_devargs(dev) : nullptr;
-        const bool memif_zc = da != nullptr && da->args != nullptr &&
-                              std::strstr(da->args, "zero-copy=yes") != nullptr;
-        return memif_zc ? ZcReach::Copy : ZcReach::VirtAddr;
-    }
-    const char *bus = dev != nullptr ? rte_bus_name(rte_dev_bus(dev)) : nullptr;
-    if (bus != nullptr && std::strcmp(bus, "pci") == 0)
+/** The adapter's answer to what memory a port's TX can take (drivers::Reach). */
+ZcReach zc_reach_of(drivers::Reach r) {
+    switch (r) {
+    case drivers::Reach::VirtAddr:
+        return ZcReach::VirtAddr;
+    case drivers::Reach::DpdkFd:
+        return ZcReach::DpdkFd;
+    case drivers::Reach::DmaMapped:
         return ZcReach::DmaMapped;
-    return ZcReach::Copy; /* an unknown virtual device: no guess about its memory */
+    case drivers::Reach::Copy:
+        break;
+    }
+    return ZcReach::Copy;
 }
 } // namespace
 
@@ -381,20 +374,32 @@ Result<Dev *> Runtime::open_device(const DeviceConfig &cfg) {
     if (int rc = rte_eth_dev_info_get(port, &info); rc != 0)
         return Status(EIO, name + ": rte_eth_dev_info_get: " + errstr(rc));
 
+    /* What droce may rely on for this port: its PMD family's adapter (drivers/). */
+    drivers::Caps caps = drivers::probe(port, info);
+    for (const std::string &l : caps.lines())
+        spdlog::info("{}: adapter {}: {}", name, caps.adapter, l);
     rte_eth_conf conf{};
     bool port_sets_mtu = true;
+    /* --eth-mtu is an override: without it, a port whose PMD hides the kernel
+     * interface's MTU (af_packet says 1500) uses the interface's, read once here. */
+    uint32_t want_mtu = cfg.mtu;
+    if (want_mtu == 0 && caps.auto_mtu() != 0) {
+        want_mtu = std::min<uint32_t>(caps.auto_mtu(), max_frame_ - RTE_ETHER_HDR_LEN - 4);
+        port_sets_mtu = false;
+        spdlog::info("{}: MTU {} from kernel interface {} (the PMD does not report it)", name,
+                     want_mtu, caps.kernel_if);
+    }
     if (cfg.mtu) {
         if (cfg.mtu + RTE_ETHER_HDR_LEN + 4 > max_frame_)
             return Status(EINVAL, name + ": MTU " + std::to_string(cfg.mtu) + " above " +
                                       std::to_string(max_frame_ - RTE_ETHER_HDR_LEN - 4) +
                                       " (mbuf data room)");
-        uint32_t port_max = info.max_mtu != 0 ? info.max_mtu : UINT16_MAX;
-        if (info.max_rx_pktlen > RTE_ETHER_HDR_LEN + RTE_ETHER_CRC_LEN)
-            port_max = std::min<uint32_t>(port_max, info.max_rx_pktlen - RTE_ETHER_HDR_LEN -
-                                                        RTE_ETHER_CRC_LEN);
-        if (cfg.mtu > port_max) {
-            /* Some virtual ports report a maximum they do not enforce: net_af_packet says
-             * 1500 whatever its tap and framesz carry. The user asked for this MTU, so it
+        const uint32_t port_max = caps.max_mtu != 0 ? caps.max_mtu : UINT16_MAX;
+        if (caps.mtu_hidden) {
+            port_sets_mtu = false; /* the PMD's MTU is not the interface's: droce's own */
+        } else if (cfg.mtu > port_max) {
+            /* Some virtual ports report a maximum they do not enforce (the adapters of
+             * those known to hide it say mtu_hidden). The user asked for this MTU, so it
              * becomes droce's own; a frame the port truncates anyway is still refused by
              * the parser and counted (rx_drop_too_short / rx_drop_bad_udp_length). */
             spdlog::warn("{}: port reports max MTU {}; using {} as droce's own MTU without "
@@ -405,8 +410,8 @@ Result<Dev *> Runtime::open_device(const DeviceConfig &cfg) {
             conf.rxmode.mtu = cfg.mtu;
         }
     }
-    const std::string drv = info.driver_name ? info.driver_name : "";
-    const bool multi_seg = (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS) != 0;
+    const std::string drv = caps.driver;
+    const bool multi_seg = caps.multi_seg_tx;
     /* One RX and one TX queue per worker where the port has them. A port with fewer
      * RX queues is read by worker 0, which hands each packet to its QP's worker; with
      * fewer TX queues, the workers without one hand their frames to worker 0. */
@@ -415,7 +420,7 @@ Result<Dev *> Runtime::open_device(const DeviceConfig &cfg) {
         static_cast<uint16_t>(std::min<uint32_t>(nw, std::max<uint16_t>(1, info.max_rx_queues)));
     const uint16_t ntxq =
         static_cast<uint16_t>(std::min<uint32_t>(nw, std::max<uint16_t>(1, info.max_tx_queues)));
-    if (nrxq > 1 && (info.flow_type_rss_offloads & RTE_ETH_RSS_NONFRAG_IPV4_UDP) != 0) {
+    if (nrxq > 1 && caps.rss_udp) {
         /* Spread RoCE flows over the RX queues by IP/UDP: droce picks its QPs' UDP source
          * ports so that droce<->droce traffic lands on the owning worker. */
         conf.rxmode.mq_mode = RTE_ETH_MQ_RX_RSS;
@@ -432,11 +437,21 @@ Result<Dev *> Runtime::open_device(const DeviceConfig &cfg) {
      * through worker 0). It needs a port that takes chained mbufs (one that says so, or
      * net_ring, which passes mbuf pointers through); then what memory it can take
      * depends on how its PMD reaches the data (zc_reach_of). */
-    const bool zc_ok = opts_.zero_copy && (multi_seg || drv == "net_ring") &&
-                       (nw == 1 || (drv != "net_ring" && ntxq == nw));
-    const ZcReach reach = zc_ok ? zc_reach_of(drv, info.device) : ZcReach::Copy;
+    const bool zc_ok = opts_.zero_copy && (multi_seg || caps.tx_passes_mbufs) &&
+                       (nw == 1 || (!caps.tx_passes_mbufs && ntxq == nw));
+    const ZcReach reach = zc_ok ? zc_reach_of(caps.reach) : ZcReach::Copy;
     if (multi_seg)
         conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
+    /* Bifurcated steering: isolation must be asked before the port is configured. */
+    drivers::SteerReport steer;
+    const bool steer_on = cfg.flow_steering == 1 || (cfg.flow_steering < 0 && caps.steer_default);
+    if (steer_on && !caps.can_steer) {
+        steer.errors.push_back("flow steering asked, but the " + caps.adapter +
+                               " adapter does not steer");
+    } else if (steer_on && !drivers::steer_isolate(port, &steer)) {
+        spdlog::warn("{}: rte_flow steering: {}; droce takes the whole port", name,
+                     steer.errors.back());
+    }
     if (int rc = rte_eth_dev_configure(port, nrxq, ntxq, &conf); rc != 0)
         return Status(EIO, name + ": rte_eth_dev_configure: " + errstr(rc));
     uint16_t nrxd = kDescriptors, ntxd = kDescriptors;
@@ -457,17 +472,17 @@ Result<Dev *> Runtime::open_device(const DeviceConfig &cfg) {
                                    "): " + errstr(rc));
 
     uint32_t mtu = 0;
-    if (cfg.mtu) {
+    if (want_mtu) {
         const int rc =
-            port_sets_mtu ? rte_eth_dev_set_mtu(port, static_cast<uint16_t>(cfg.mtu)) : 0;
+            port_sets_mtu ? rte_eth_dev_set_mtu(port, static_cast<uint16_t>(want_mtu)) : 0;
         if (rc == -ENOTSUP) {
             /* Virtual ports (net_ring) have no MTU of their own: ours is the limit. */
-            spdlog::info("{}: port cannot set its MTU; using {} as droce's own", name, cfg.mtu);
+            spdlog::info("{}: port cannot set its MTU; using {} as droce's own", name, want_mtu);
         } else if (rc != 0) {
-            return Status(EINVAL, name + ": rte_eth_dev_set_mtu(" + std::to_string(cfg.mtu) +
+            return Status(EINVAL, name + ": rte_eth_dev_set_mtu(" + std::to_string(want_mtu) +
                                       "): " + errstr(rc));
         }
-        mtu = cfg.mtu;
+        mtu = want_mtu;
     } else {
         uint16_t m = RTE_ETHER_MTU;
         rte_eth_dev_get_mtu(port, &m);
@@ -486,6 +501,18 @@ Result<Dev *> Runtime::open_device(const DeviceConfig &cfg) {
 
     if (int rc = rte_eth_dev_start(port); rc != 0)
         return Status(EIO, name + ": rte_eth_dev_start: " + errstr(rc));
+    if (steer.mode == "isolating") {
+        drivers::SteerSpec ss;
+        ss.ipv4_be = rte_cpu_to_be_32(ifc.ip);
+        ss.rx_queues = nrxq;
+        ss.rss_key = conf.rx_adv_conf.rss_conf.rss_key;
+        drivers::steer_install(port, ss, &steer);
+        for (const std::string &r : steer.rules)
+            spdlog::info("{}: rte_flow rule: {}", name, r);
+        if (steer.mode != "isolated")
+            spdlog::warn("{}: rte_flow steering failed ({}); droce takes the whole port", name,
+                         steer.errors.empty() ? "?" : steer.errors.back());
+    }
     if (ifc.mac != pm) {
         /* Our MAC is not the port's (e.g. af_packet on a tap): receive everything and
          * filter in software (rx_drop_not_our_mac). */
@@ -513,6 +540,7 @@ Result<Dev *> Runtime::open_device(const DeviceConfig &cfg) {
                                   " QPNs over " + std::to_string(nw) + " worker(s)");
     }
     dev->set_pkeys(cfg.pkeys);
+    dev->set_port_info(std::move(caps), std::move(steer));
     dev->set_pfc(
         cfg.pfc_priority, uint64_t{cfg.pfc_storm_ms} * 1'000'000,
         pfc_enable(port, name, info.driver_name ? info.driver_name : "?", cfg.pfc_priority));

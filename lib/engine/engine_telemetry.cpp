@@ -3,7 +3,8 @@
  * running droce process through its dpdk_telemetry.v2 socket.
  *
  *   /droce/devices          array of device names (every live engine of the process)
- *   /droce/info,<dev>       port, driver, MAC, IPv4, link state, MTUs, GID table
+ *   /droce/info,<dev>       port, driver, MAC, IPv4, link state, MTUs, GID table, the
+ *                           port's adapter, capabilities and rte_flow rules
  *   /droce/counters,<dev>   every counter of Device::counters()
  *   /droce/qps,<dev>        per live QP (key: QPN in hex): its state summary, cut into
  *                           strings of < RTE_TEL_MAX_STRING_LEN to be joined with ' '
@@ -65,6 +66,17 @@ std::string node_guid(const net::Mac &m) {
     return b;
 }
 
+/* A list of strings under key (each cut at RTE_TEL_MAX_STRING_LEN by telemetry). */
+void add_strings(rte_tel_data *d, const char *key, const std::vector<std::string> &v) {
+    rte_tel_data *a = rte_tel_data_alloc();
+    if (a == nullptr)
+        return;
+    rte_tel_data_start_array(a, RTE_TEL_STRING_VAL);
+    for (const std::string &x : v)
+        rte_tel_data_add_array_string(a, x.c_str());
+    rte_tel_data_add_dict_container(d, key, a, 0);
+}
+
 int no_device(rte_tel_data *d, const char *params) {
     /* An error as data: the client prints it. */
     rte_tel_data_start_dict(d);
@@ -120,6 +132,11 @@ int cmd_info(const char *, const char *params, rte_tel_data *d) {
     rte_tel_data_add_dict_string(d, "link_layer", "Ethernet");
     rte_tel_data_add_dict_string(d, "mode", rt->embedded() ? "embedded" : "worker");
     rte_tel_data_add_dict_string(d, "pfc", dev->pfc_status().c_str());
+    rte_tel_data_add_dict_string(d, "adapter", dev->caps().adapter.c_str());
+    rte_tel_data_add_dict_string(d, "steering", dev->steering().mode.c_str());
+    add_strings(d, "capabilities", dev->caps().lines());
+    add_strings(d, "flow_rules", dev->steering().rules);
+    add_strings(d, "steering_errors", dev->steering().errors);
 
     rte_tel_data *gids = rte_tel_data_alloc();
     rte_tel_data *types = rte_tel_data_alloc();

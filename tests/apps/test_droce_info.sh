@@ -54,6 +54,11 @@ one_mode() {
         grep -q "active_mtu:${t}${t}1024 (3)" "$out" || fail "$mode: no active_mtu line"
         grep -q "link_layer:${t}${t}Ethernet" "$out" || fail "$mode: no link_layer line"
         grep -q "pfc:${t}${t}${t}not requested" "$out" || fail "$mode: no pfc line"
+        [ "$(grep -c "^${t}${t}${t}adapter:${t}${t}ring$" "$out")" = 2 ] || fail "$mode: not 2 ring adapter lines"
+        grep -Eq "^${t}${t}${t}${t}queues [0-9]+ rx / [0-9]+ tx$" "$out" || fail "$mode: no adapter queues line"
+        grep -q "^${t}${t}${t}${t}multi-segment tx yes$" "$out" || fail "$mode: no multi-segment line"
+        grep -q "^${t}${t}${t}${t}external buffers any process memory$" "$out" || fail "$mode: no external buffers line"
+        grep -q "^${t}${t}${t}steering:${t}${t}off$" "$out" || fail "$mode: no steering line"
         grep -q '^n_gids_found=4$' "$out" || fail "$mode: n_gids_found is not 4"
         grep -Eq "QP 0x[0-9a-f]{6}: state RTS dest_qp_num 0x[0-9a-f]{6} path_mtu 1024 .* \| qpn 0x" "$out" ||
             fail "$mode: no QP state line"

@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Port adapters, one per PMD family: what droce may rely on for a port (from the PMD's
+ * rte_eth_dev_info plus the facts that info hides) and the family's set-up (bifurcated
+ * rte_flow steering on mlx5/mlx4, the kernel MTU behind af_packet/af_xdp/tap).
+ *
+ * Everything here runs at open_device time only: nothing on the per-packet path. */
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+struct rte_eth_dev_info;
+
+namespace droce::drivers {
+
+/** What memory a port's TX can take as an attached (external, zero-copy) buffer. */
+enum class Reach : uint8_t {
+    Copy,      /* nothing: every payload must be copied into the frame */
+    VirtAddr,  /* any memory of this process: the PMD copies from virtual addresses
+                * (af_packet, vhost, tap, pcap, memif in copy mode) or hands the mbuf over
+                * (ring) */
+    DpdkFd,    /* only the EAL's own fd-backed memory: what a vhost-user backend maps
+                * through the memory table (virtio_user); malloc or rte_extmem memory is
+                * not shared with it */
+    DmaMapped, /* regions rte_dev_dma_map accepted, IOVA as VA (PCI and auxiliary NICs) */
+};
+const char *reach_str(Reach r);
+
+/** What droce may rely on for one port. */
+struct Caps {
+    std::string adapter; /* the family: "mlx5", "virtio_user", ..., "generic" */
+    std::string driver;  /* rte_eth_dev_info::driver_name */
+    uint16_t max_rx_queues = 1;
+    uint16_t max_tx_queues = 1;
+    bool rss_udp = false;      /* RSS on IPv4/UDP: droce spreads QPs over RX queues */
+    bool multi_seg_tx = false; /* chained mbufs on TX (zero-copy needs them) */
+    /* net_ring hands mbuf pointers to its peer: chains pass even without the offload
+     * flag, but the peer's thread frees them (zero-copy only with one worker). */
+    bool tx_passes_mbufs = false;
+    Reach reach = Reach::Copy;
+    bool tx_ipv4_cksum = false, tx_udp_cksum = false;
+    bool rx_ipv4_cksum = false, rx_udp_cksum = false;
+    uint32_t max_frame = 0;         /* Ethernet frame without FCS that the port carries */
+    uint32_t max_mtu = 0;           /* the port's own MTU limit, when it enforces one (0: none) */
+    bool mtu_hidden = false;        /* the PMD's MTU is not the kernel interface's */
+    std::string kernel_if;          /* the kernel interface behind the port, if any */
+    uint32_t kernel_mtu = 0;        /* its MTU, read once at set-up (0: none or unreadable) */
+    bool can_steer = false;         /* rte_flow isolation + rules make sense on this family */
+    bool steer_default = false;     /* ...and are on unless the user says off (bifurcated) */
+    std::vector<std::string> notes; /* the facts the info hides, for people */
+
+    /** The MTU droce should use when the user gives none: the kernel interface's where
+     * the PMD hides it (clamped to max_frame), else 0 (ask the port). */
+    uint32_t auto_mtu() const;
+    /** One line per capability ("queues 4/4", "rss udp", ...), for logs and droce-info. */
+    std::vector<std::string> lines() const;
+};
+
+/** One PMD family. */
+class Adapter {
+  public:
+    virtual ~Adapter() = default;
+    virtual const char *name() const = 0;
+    /** Fills the facts rte_eth_dev_info does not carry (c already has the info's). */
+    virtual void refine(uint16_t port, const rte_eth_dev_info &info, Caps &c) const = 0;
+};
+
+/** The adapter for a driver name (rte_eth_dev_info::driver_name); never null: an unknown
+ * driver gets the generic one. */
+const Adapter &adapter_for(const std::string &driver);
+/** The names of every adapter, generic last (tests, docs). */
+std::vector<std::string> adapter_names();
+
+/** A port's capabilities: the info's, then its adapter's refinements. */
+Caps probe(uint16_t port, const rte_eth_dev_info &info);
+
+/** The kernel MTU of an interface (SIOCGIFMTU); 0 if it cannot be read. */
+uint32_t kernel_mtu(const std::string &ifname);
+/** The value of key in a devargs string "k1=v1,k2=v2" ("" if absent). */
+std::string devarg(const char *args, const std::string &key);
+
+/* ---- bifurcated steering (rte_flow) ---- */
+
+/** What droce's queues must receive, the rest staying with the kernel. */
+struct SteerSpec {
+    uint32_t ipv4_be = 0;             /* droce's address (network order) */
+    uint16_t udp_port = 4791;         /* RoCEv2 */
+    uint16_t rx_queues = 1;           /* droce's RX queues 0..n-1 */
+    const uint8_t *rss_key = nullptr; /* 40 bytes: droce's key, so QP source ports steer */
+};
+
+/** What steering did on a port (droce-info). */
+struct SteerReport {
+    /* "off" (not asked / not this family), "isolated" (rules installed; the kernel keeps
+     * everything else), "failed: whole port" (the defined fallback: no isolation, droce
+     * receives every frame as without steering). */
+    std::string mode = "off";
+    std::vector<std::string> rules;  /* installed, as "pattern -> action" */
+    std::vector<std::string> errors; /* why a rule or the isolation was refused */
+};
+
+/** Before rte_eth_dev_configure: isolated mode (only rule-matched traffic reaches DPDK;
+ * PMDs accept it only on a stopped, unconfigured port). False (and r->errors) if the
+ * PMD refuses. */
+bool steer_isolate(uint16_t port, SteerReport *r);
+/** After rte_eth_dev_start, on a port steer_isolate accepted: validate and create the
+ * rules (RoCEv2 UDP to the address -> droce's queues; ARP for the address -> queue 0,
+ * by target address where the PMD matches it, else by ethertype). On failure the rules
+ * made are destroyed, isolation is undone (the port is restarted for that) and the
+ * report says "failed: whole port"; the port then works as without steering. */
+void steer_install(uint16_t port, const SteerSpec &s, SteerReport *r);
+
+} // namespace droce::drivers
