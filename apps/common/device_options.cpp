@@ -27,6 +27,8 @@ const struct option kDeviceLongOptions[] = {
     {"dcqcn", required_argument, nullptr, kOptDcqcn},
     {"ecn", required_argument, nullptr, kOptEcn},
     {"pfc", required_argument, nullptr, kOptPfc},
+    {"capture", required_argument, nullptr, kOptCapture},
+    {"capture-snaplen", required_argument, nullptr, kOptCaptureSnaplen},
 };
 
 bool valid_ipv4_cidr(const char *s) {
@@ -89,6 +91,16 @@ const char *take(int c, const char *arg, DeviceOptions &o, const DeviceOptionRul
         if (!parse_u64(arg, 7, u))
             return "a priority 0..7";
         o.pfc = static_cast<int>(u);
+        return "";
+    case kOptCapture:
+        if (*arg == '\0')
+            return "a file name";
+        o.capture = arg;
+        return "";
+    case kOptCaptureSnaplen:
+        if (!parse_u64(arg, 65535, u) || u < 64)
+            return "64..65535 bytes";
+        o.capture_snaplen = static_cast<uint32_t>(u);
         return "";
     case kOptEmbedded:
         o.embedded = true;

@@ -34,6 +34,8 @@ struct DeviceOptions {
     double timeout_s;               /**< --timeout (0 = never) */
     bool timeout_given = false;     /**< --timeout was on the command line */
     std::string log_level = "warn"; /**< --log-level (droce's control plane) */
+    std::string capture;            /**< --capture FILE.pcapng (DeviceConfig::capture) */
+    uint32_t capture_snaplen = 0;   /**< --capture-snaplen (0 = whole frames) */
 
     std::vector<std::string> eal_args; /**< before "--" (or the defaults) */
     bool eal_defaulted = false;        /**< eal_args are default_eal_args() */
@@ -56,6 +58,8 @@ enum DeviceOption : int {
     kOptDcqcn,
     kOptEcn,
     kOptPfc,
+    kOptCapture,
+    kOptCaptureSnaplen,
     kFirstToolOption = 1100,
 };
 
