@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Built-in capture (--capture, --capture-snaplen, /droce/capture):
-#  1. droce-perf <-> droce-perf over net_memif (two processes, --no-huge), write_bw and
-#     send_bw, 5000 iterations of 1 KiB: the server captures whole frames, the client with a snap length of
-#     128; both files must validate (check_capture.sh: tshark, no malformed frame, RoCE
+#  1. droce-perf <-> droce-perf over net_memif (two processes, --no-huge): write_bw of
+#     5000 x 1 KiB and send_bw of 200 x 64 KiB (zero-copy chains on TX): the client
+#     captures whole frames, the server with a snap length of 128; both files must validate (check_capture.sh: tshark, no malformed frame, RoCE
 #     decoded over UDP 4791 in both directions; whole frames also pass pcap_check.py's
 #     ICRC check), and the capture counters must show the packets.
 #  2. droce-pingpong --loopback running: /droce/capture over its telemetry socket starts
@@ -29,22 +29,23 @@ fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 counter() { awk -v n="$2" '$1 == n {print $2; exit}' "$1"; }
 
-# memif TEST EXTRA...: server on lcore 0 (whole frames), client on lcore 1 (snap 128).
+# memif TEST SIZE ITERS EXTRA...: server on lcore 0 (snap 128), client on lcore 1 (whole
+# frames: the ICRC check covers what it sent, zero-copy chains included).
 memif() {
-    local t=$1
-    shift
+    local t=$1 size=$2 iters=$3
+    shift 3
     rm -f "$sock" "$work"/*.pcapng
     port=$((port + 1))
     timeout 40 "$perf" "$t" -l 0 "${eal[@]}" --file-prefix "pc-s$$" \
         --vdev "net_memif0,role=server,socket=$sock,socket-abstract=no" -- \
-        --ip 10.81.0.1/24 -s 1024 -n 5000 -p "$port" --timeout 20 --counters \
-        --capture "$work/srv.pcapng" "$@" >"$work/srv" 2>&1 &
+        --ip 10.81.0.1/24 -s "$size" -n "$iters" -p "$port" --timeout 20 --counters \
+        --capture "$work/srv.pcapng" --capture-snaplen 128 "$@" >"$work/srv" 2>&1 &
     local srv=$!
     for _ in $(seq 50); do [[ -S $sock ]] && break; sleep 0.1; done
     timeout 40 "$perf" "$t" -l 1 "${eal[@]}" --file-prefix "pc-c$$" \
         --vdev "net_memif0,role=client,socket=$sock,socket-abstract=no" -- \
-        --ip 10.81.0.2/24 -s 1024 -n 5000 -p "$port" --timeout 20 --counters \
-        --capture "$work/cli.pcapng" --capture-snaplen 128 "$@" 127.0.0.1 >"$work/cli" 2>&1
+        --ip 10.81.0.2/24 -s "$size" -n "$iters" -p "$port" --timeout 20 --counters \
+        --capture "$work/cli.pcapng" "$@" 127.0.0.1 >"$work/cli" 2>&1
     local rc=$?
     wait "$srv"
     local src=$?
@@ -53,22 +54,23 @@ memif() {
         tail -n 12 "$work/cli" "$work/srv"
         return
     fi
-    local why="" c before=$fails
-    why=$("$check" "$work/srv.pcapng" 5000) || fail "memif $t server: $why"
+    local why="" c before=$fails min=$iters
+    [ "$size" -gt 1024 ] && min=$((iters * size / 1024))
+    why=$("$check" "$work/srv.pcapng" "$min" 128) || fail "memif $t server: $why"
     echo "    $why"
-    why=$("$check" "$work/cli.pcapng" 5000 128) || fail "memif $t client: $why"
+    why=$("$check" "$work/cli.pcapng" "$min") || fail "memif $t client: $why"
     echo "    $why"
     for side in srv cli; do
         c=$(counter "$work/$side" capture_packets)
-        [ -n "$c" ] && [ "$c" -gt 5000 ] || fail "memif $t $side: capture_packets '$c'"
-        echo "    $side: capture_packets $c drop_ring_full $(counter "$work/$side" capture_drop_ring_full)" \
+        [ -n "$c" ] && [ "$c" -gt "$min" ] || fail "memif $t $side: capture_packets '$c'"
+        echo "    $side: tx_bytes_zero_copy $(counter "$work/$side" tx_bytes_zero_copy) capture_packets $c drop_ring_full $(counter "$work/$side" capture_drop_ring_full)" \
             "drop_no_mbuf $(counter "$work/$side" capture_drop_no_mbuf)"
     done
     [ $fails = "$before" ] && echo "ok: memif $t $*"
 }
 
-memif write_bw
-memif send_bw -r 512
+memif write_bw 1024 5000
+memif send_bw 65536 200 -r 512
 
 # --- telemetry: /droce/capture on a running process ---
 rundir=/var/run/dpdk
