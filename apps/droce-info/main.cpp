@@ -185,6 +185,7 @@ bool show_device(Telemetry &t, const std::string &dev, const Options &opt,
     std::printf("\t\t\teth_mtu:\t\t%lld\n", num(info, "eth_mtu"));
     std::printf("\t\t\tmac:\t\t\t%s\n", str(info, "mac").c_str());
     std::printf("\t\t\tpfc:\t\t\t%s\n", str(info, "pfc", "?").c_str());
+    std::printf("\t\t\tcapture:\t\t%s\n", str(info, "capture", "?").c_str());
     std::printf("\t\t\tipv4:\t\t\t%s\n", str(info, "ipv4").c_str());
     json_t *gids = json_object_get(info, "gid");
     json_t *types = json_object_get(info, "gid_type");

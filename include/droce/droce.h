@@ -122,7 +122,8 @@ struct DeviceConfig {
  *
  * Destroying the Engine stops the worker and closes every Device; destroy all objects
  * made from its devices first. EAL telemetry, when enabled (no --no-telemetry), answers
- * /droce/devices, /droce/info, /droce/counters and /droce/qps: what droce-info shows. */
+ * /droce/devices, /droce/info, /droce/counters and /droce/qps: what droce-info shows; and
+ * /droce/capture (Device::start_capture from outside the process). */
 class Engine {
   public:
     /** Stops the worker, closes the devices' ports and frees the engine's DPDK objects

@@ -124,6 +124,8 @@ int cmd_info(const char *, const char *params, rte_tel_data *d) {
     rte_tel_data_add_dict_string(d, "link_layer", "Ethernet");
     rte_tel_data_add_dict_string(d, "mode", rt->embedded() ? "embedded" : "worker");
     rte_tel_data_add_dict_string(d, "pfc", dev->pfc_status().c_str());
+    const std::string cap = dev->capture_path();
+    rte_tel_data_add_dict_string(d, "capture", cap.empty() ? "off" : cap.c_str());
 
     rte_tel_data *gids = rte_tel_data_alloc();
     rte_tel_data *types = rte_tel_data_alloc();

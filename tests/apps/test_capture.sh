@@ -101,7 +101,7 @@ else
     f=$work/live.pcapng
     # One session, no pause: the file holds what a few ms of loopback traffic make.
     ask "/droce/capture,$dev" "/droce/capture,$dev,start,$f,64" "/droce/capture,$dev,start,$f" \
-        >"$work/t1" 2>&1
+        "/droce/info,$dev" >"$work/t1" 2>&1
     ask "/droce/capture,$dev" "/droce/capture,$dev,stop" "/droce/capture,$dev,stop" \
         "/droce/capture,$dev,start,/nonexistent-dir/x.pcapng" >"$work/t2" 2>&1
     cat "$work/t1" "$work/t2" | sed 's/^/    /'
@@ -110,6 +110,7 @@ else
     grep -q "\"file\": \"$f\"" <<<"$(line "$work/t1" 2)" || fail "telemetry: start did not report the file"
     grep -q '"capture_active": 1' <<<"$(line "$work/t1" 2)" || fail "telemetry: not active after start"
     grep -q '"error": ".*already capturing' <<<"$(line "$work/t1" 3)" || fail "telemetry: second start not refused"
+    grep -q "\"capture\": \"$f\"" <<<"$(line "$work/t1" 4)" || fail "telemetry: /droce/info lacks the file"
     grep -q '"capture_active": 1' <<<"$(line "$work/t2" 1)" || fail "telemetry: not active while running"
     grep -q '"capture_active": 0' <<<"$(line "$work/t2" 2)" || fail "telemetry: still active after stop"
     grep -q '"error": ".*not capturing' <<<"$(line "$work/t2" 3)" || fail "telemetry: stop when stopped not refused"
