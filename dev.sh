@@ -151,8 +151,10 @@ run_tests() {
             stage "interop under loss: the guest drops 5% of what it sends (netem)"
             ilog=$BUILD_DIR/interop-netem.out
             ipass="" ifail=""
+            # droce also captures its own traffic here (--capture), validated per case:
+            # retransmissions included, both roles, a few seconds more
             timeout 900 bash tests/interop/pingpong_rxe.sh --out "$BUILD_DIR/interop-netem" \
-                --budget 600 --mtus 1024 --sizes 4096 --iters 300 --netem "loss 5%" \
+                --budget 600 --mtus 1024 --sizes 4096 --iters 300 --netem "loss 5%" --droce-capture \
                 "$BUILD_DIR/apps/droce-pingpong/droce-pingpong" 2>&1 | tee "$ilog"
             irc=${PIPESTATUS[0]}
             read -r ipass _ ifail _ < <(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$ilog" | tail -1) || true

@@ -73,6 +73,8 @@ Device *open_port_device(Engine &engine, const DeviceOptions &o) {
     cfg.ipv4_cidr = o.ip;
     cfg.mac = o.mac;
     cfg.mtu = o.eth_mtu;
+    cfg.capture = o.capture;
+    cfg.capture_snaplen = o.capture_snaplen;
     auto d = engine.open_device(cfg);
     if (!d) {
         std::fprintf(stderr, "Couldn't open DPDK port '%s': %s\n",
@@ -115,6 +117,9 @@ open_loopback_devices(Engine &engine, const DeviceOptions &o,
     cb.port = port_b;
     cb.ipv4_cidr = "10.0.0.2/24";
     cb.mac = "02:00:0a:00:00:02";
+    /* One file: A's two directions are all the traffic there is. */
+    ca.capture = o.capture;
+    ca.capture_snaplen = o.capture_snaplen;
 
     auto da = engine.open_device(ca);
     if (!da) {

@@ -225,11 +225,11 @@ const std::vector<Key> &schema() {
                                   }},
         num("pfc", "storm_ms", 0, 3'600'000,
             [](DeviceOptions &o, uint64_t u) { o.pfc_storm_ms = static_cast<uint32_t>(u); }),
-        // ---- [capture]: parsed, then refused until built-in capture is in the build ----
+        // ---- [capture]: --capture and --capture-snaplen ----
         {"capture", "file",
          [](const std::string &v, DeviceOptions &o) -> std::
                                                         string {
-                                                            o.capture_file = v;
+                                                            o.capture = v;
                                                             return "";
                                                         }},
         num("capture", "snaplen", 64, 65535,
@@ -309,10 +309,6 @@ std::string apply_device_config(const std::string &path, DeviceOptions &o, const
             }
             if (!why.empty())
                 return cf.bad_value(e, why);
-            if (sec.name == "capture" && !kConfigCaptureSupported)
-                return cf.at(e.line, "[capture] " + e.key +
-                                         ": not supported by this build (no built-in capture "
-                                         "yet; remove the [capture] section)");
         }
     }
     return "";

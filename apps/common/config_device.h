@@ -38,8 +38,5 @@ std::string apply_device_config(const std::string &path, DeviceOptions &o, const
 std::string load_config_option(int argc, char *const *argv, DeviceOptions &o, const char *tool,
                                const std::vector<ToolConfigKey> &tool_keys = {});
 
-/** Whether this build consumes [capture] (built-in capture is not merged yet: its keys are
- * parsed and then refused as "not supported by this build"). */
-inline constexpr bool kConfigCaptureSupported = false;
 
 } // namespace droce::app

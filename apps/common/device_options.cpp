@@ -28,6 +28,8 @@ const struct option kDeviceLongOptions[] = {
     {"ecn", required_argument, nullptr, kOptEcn},
     {"pfc", required_argument, nullptr, kOptPfc},
     {"config", required_argument, nullptr, kOptConfig},
+    {"capture", required_argument, nullptr, kOptCapture},
+    {"capture-snaplen", required_argument, nullptr, kOptCaptureSnaplen},
 };
 
 bool valid_ipv4_cidr(const char *s) {
@@ -101,6 +103,16 @@ const char *take(int c, const char *arg, DeviceOptions &o, const DeviceOptionRul
         return "";
     case kOptConfig:
         return ""; /* read before the command line (load_config_option) */
+    case kOptCapture:
+        if (*arg == '\0')
+            return "a file name";
+        o.capture = arg;
+        return "";
+    case kOptCaptureSnaplen:
+        if (!parse_u64(arg, 65535, u) || u < 64)
+            return "64..65535 bytes";
+        o.capture_snaplen = static_cast<uint32_t>(u);
+        return "";
     case kOptEmbedded:
         drop_config_mode(o);
         o.embedded = true;

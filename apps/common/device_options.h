@@ -60,6 +60,8 @@ struct DeviceOptions {
     double timeout_s;               /**< --timeout (0 = never) */
     bool timeout_given = false;     /**< --timeout was on the command line */
     std::string log_level = "warn"; /**< --log-level (droce's control plane) */
+    std::string capture;            /**< --capture FILE.pcapng (DeviceConfig::capture) */
+    uint32_t capture_snaplen = 0;   /**< --capture-snaplen (0 = whole frames) */
 
     // ---- set only by a configuration file (--config) ----
     std::string config_path;       /**< --config FILE ("" = none) */
@@ -68,8 +70,6 @@ struct DeviceOptions {
     DcqcnParams dcqcn_params;      /**< [dcqcn] (ecn: the ecn field above) */
     uint32_t pfc_storm_ms = 100;   /**< [pfc] storm_ms (DeviceConfig::pfc_storm_ms) */
     QpDefaults qp;                 /**< [qp] */
-    std::string capture_file;      /**< [capture] file (refused until capture lands) */
-    uint32_t capture_snaplen = 0;  /**< [capture] snaplen */
 
     std::vector<std::string> eal_args; /**< before "--" (or the defaults) */
     bool eal_defaulted = false;        /**< eal_args are default_eal_args() */
@@ -93,6 +93,8 @@ enum DeviceOption : int {
     kOptEcn,
     kOptPfc,
     kOptConfig,
+    kOptCapture,
+    kOptCaptureSnaplen,
     kFirstToolOption = 1100,
 };
 

@@ -230,6 +230,7 @@ bool show_device(Telemetry &t, const std::string &dev, const Options &opt,
                             l);
     }
     std::printf("\t\t\tsteering:\t\t%s\n", str(info, "steering", "?").c_str());
+    std::printf("\t\t\tcapture:\t\t%s\n", str(info, "capture", "?").c_str());
     std::printf("\t\t\tipv4:\t\t\t%s\n", str(info, "ipv4").c_str());
     json_t *gids = json_object_get(info, "gid");
     json_t *types = json_object_get(info, "gid_type");

@@ -165,6 +165,8 @@ void print_usage(const char *argv0, FILE *out) {
         "  --dcqcn=on|off           DCQCN congestion control (default on)\n"
         "  --ecn=off|ect0|ect1      ECN field of RoCE data sent (default ect0)\n"
         "  --pfc=PRIO               PFC: ask the PMD to make priority PRIO lossless\n"
+        "  --capture=FILE.pcapng    write droce's RoCE traffic (both directions) to FILE\n"
+        "  --capture-snaplen=N      bytes kept per captured frame (default whole frames)\n"
         "  --loopback               both sides in one process over a net_ring pair\n"
         "  --counters               print the device counters at exit\n"
         "  --embedded / --worker    poll loop on this thread (default with one lcore) / on a\n"

@@ -111,6 +111,15 @@ struct DeviceConfig {
      * (on for mlx5/mlx4), 0 = off, 1 = on where the PMD implements rte_flow (net_tap). If
      * the PMD refuses a rule, the port runs without steering and droce-info says why. */
     int flow_steering = -1;
+    /** Capture of the device's RoCE traffic to this pcapng file from open on; "" = none.
+     * Received frames are written once accepted for a QP (dropped ones are only
+     * counted), sent frames (including ARP/ICMP replies) just before the port takes
+     * them. A writer thread writes the file; copies it cannot keep up with are dropped
+     * and counted (capture_drop_*), never the traffic. Device::start_capture does the
+     * same later, and telemetry's /droce/capture in a running process. */
+    std::string capture;
+    /** Bytes kept of each captured frame; 0 = whole frames. */
+    uint32_t capture_snaplen = 0;
 };
 
 /** The engine: EAL, mempool, worker loop. Create once per process (the EAL can be
@@ -118,7 +127,8 @@ struct DeviceConfig {
  *
  * Destroying the Engine stops the worker and closes every Device; destroy all objects
  * made from its devices first. EAL telemetry, when enabled (no --no-telemetry), answers
- * /droce/devices, /droce/info, /droce/counters and /droce/qps: what droce-info shows. */
+ * /droce/devices, /droce/info, /droce/counters and /droce/qps: what droce-info shows; and
+ * /droce/capture (Device::start_capture from outside the process). */
 class Engine {
   public:
     /** Stops the worker, closes the devices' ports and frees the engine's DPDK objects
@@ -206,6 +216,11 @@ class Device {
      * lost go to ERR (QpFatal); responder errors raise QpReqErr / QpAccessErr. Events
      * beyond the queue's 4096 are dropped and counted (async_event_dropped). */
     virtual bool get_async_event(AsyncEvent &ev) = 0;
+    /** Starts writing the device's traffic to a pcapng file (see DeviceConfig::capture);
+     * snaplen 0 = whole frames. EBUSY while a capture runs. */
+    virtual Status start_capture(const std::string &path, uint32_t snaplen = 0) = 0;
+    /** Stops the capture: what the workers copied is written, then the file is closed. */
+    virtual Status stop_capture() = 0;
 
     /** ibv_alloc_pd. Destroy the PD after every MR, QP and SRQ made from it. */
     virtual Result<std::unique_ptr<ProtectionDomain>> alloc_pd() = 0;

@@ -495,6 +495,10 @@ class DeviceImpl final : public Device {
         ev.cq = static_cast<CompletionQueue *>(e.cq_user);
         return true;
     }
+    Status start_capture(const std::string &path, uint32_t snaplen) override {
+        return dev_.capture_start(path, snaplen, run_on());
+    }
+    Status stop_capture() override { return dev_.capture_stop(run_on()); }
     Result<std::unique_ptr<ProtectionDomain>> alloc_pd() override {
         return std::unique_ptr<ProtectionDomain>(new PdImpl(rt_, dev_, ++pd_seq_));
     }
@@ -518,6 +522,13 @@ class DeviceImpl final : public Device {
     }
 
   private:
+    /* Control calls come from the application's thread: its worker runs them. */
+    engine::Dev::RunOn run_on() {
+        return [this](uint32_t w, const std::function<void()> &fn) {
+            rt_.exec_on(w, fn);
+            return true;
+        };
+    }
     Runtime &rt_;
     Dev &dev_;
     uint32_t pd_seq_ = 0;

@@ -28,6 +28,7 @@
 #include <rte_spinlock.h>
 
 #include "drivers.h"
+#include "engine_capture.h"
 #include "mem_mr.h"
 #include "net.h"
 #include "net_pfc.h"
@@ -297,6 +298,8 @@ class Shard final : public rc::TxPort, public rc::AsyncEventSink {
     void on_async_event(const rc::AsyncEvent &ev) override;
     /** RX of one frame (the engine owns m afterwards). Exposed for benchmarks. */
     void rx_one(rte_mbuf *m, uint64_t now);
+    /** rx_one; Cap: a frame accepted for a QP is also copied to the capture. */
+    template <bool Cap> void rx_one_t(rte_mbuf *m, uint64_t now);
     /** Offers the TX queue to the port; frames it refuses stay queued, in order. */
     uint32_t flush_tx();
     /** After anything touched a QP (packet, posted WR, timer, modify): ready list,
@@ -356,6 +359,13 @@ class Shard final : public rc::TxPort, public rc::AsyncEventSink {
     wire::ParseResult parse_chain(rte_mbuf *m, wire::ParsedPacket &pp, wire::ByteSpan *spans);
     void handoff(uint32_t owner, rte_mbuf *m);
     void rx_burst(rte_mbuf **rx, uint16_t n, uint64_t now);
+    template <bool Cap> void rx_handoff(void **objs, unsigned k, uint64_t now);
+    /* Capture (engine_capture.cpp): the capture-on variants of the RX burst and the
+     * copies on RX (after classification) and TX (before rte_eth_tx_burst). */
+    void rx_burst_captured(rte_mbuf **rx, uint16_t n, uint64_t now);
+    void capture_rx(const rte_mbuf *m);
+    void capture_rx_flush();
+    void capture_tx();
     QpCtx *prefetch_ctx(rte_mbuf *m) const;
     void rx_mac_control(rte_mbuf *m, uint64_t now, bool forwarded);
     uint8_t frame_prio(const wire::FrameSpec &f) const;
@@ -392,6 +402,11 @@ class Shard final : public rc::TxPort, public rc::AsyncEventSink {
     /* QPN allocation: never-used numbers first, then freed ones after quarantine. */
     uint32_t next_fresh_;
     std::deque<std::pair<uint32_t, uint64_t>> freed_;
+    /* ---- capture (engine_capture.cpp): set on this shard's worker only ---- */
+    Capture *cap_ = nullptr;   /* nullptr: capture off (one branch per burst) */
+    uint64_t cap_tx_mark_ = 0; /* see capture_tx() */
+    uint16_t ncap_rx_ = 0;
+    rte_mbuf *cap_rx_[kRxBurst];
 };
 
 /** One DPDK port as a RoCEv2 device, split into one Shard per worker. */
@@ -513,6 +528,17 @@ class Dev final {
     std::vector<std::pair<uint32_t, std::string>> qp_summaries(uint32_t w) const;
     size_t num_qps() const;
     void retire_cq(std::unique_ptr<CqCtx> cq) { retired_cqs_.push_back(std::move(cq)); }
+    /** Runs a function on worker w (Runtime::exec_on, or exec_detached from the
+     * telemetry thread); false when the worker did not take it. */
+    using RunOn = std::function<bool(uint32_t, std::function<void()>)>;
+    /** Capture of the device's traffic to a pcapng file (engine_capture.cpp); snaplen 0
+     * = whole frames. Any thread; each worker starts/stops copying through run_on. */
+    Status capture_start(const std::string &path, uint32_t snaplen, const RunOn &run_on);
+    Status capture_stop(const RunOn &run_on);
+    /** The file being written, or "" (any thread). */
+    std::string capture_path() const;
+    /** capture_* counters (any thread). */
+    void capture_counters(std::vector<std::pair<std::string, uint64_t>> &v) const;
     /** Ports started, rings drained (worker-mode rings of QPs). */
     void set_worker_rings(bool on) { worker_rings_ = on; }
     bool worker_rings() const { return worker_rings_; }
@@ -562,6 +588,12 @@ class Dev final {
     uint32_t zc_min_ = 0;
     std::vector<std::unique_ptr<ZcRegion>> zc_;         /* by MR slot */
     std::vector<std::unique_ptr<ZcRegion>> zc_retired_; /* deregistered, mbufs still out */
+
+    /* Capture: declared last, so the first member destroyed (its file is closed before
+     * the counters and the lock go). */
+    mutable std::mutex capture_mu_;
+    CaptureCounters capture_ctr_;
+    std::shared_ptr<Capture> capture_;
 };
 
 /** EAL, mbuf pool, devices, workers. */

@@ -481,6 +481,7 @@ std::vector<std::pair<std::string, uint64_t>> Dev::port_counters() const {
     v.emplace_back("mbufs_in_use",
                    rte_mempool_in_use_count(rt_.pool()) + rte_mempool_in_use_count(rt_.zc_pool()));
     v.emplace_back("workers", shards_.size());
+    capture_counters(v);
     /* The PMD's own pause counters, where it has any (ixgbe/i40e: *xon*, *xoff*; mlx5
      * reads the kernel's): whether the port's hardware sent or honoured pause, which
      * droce's software counters cannot see. Prefixed pmd_, as the PMD names them. */
@@ -1188,6 +1189,8 @@ uint32_t Shard::flush_tx() {
         return 0;
     uint16_t sent = 0;
     if (txq_ != UINT16_MAX) {
+        if (cap_ != nullptr) [[unlikely]]
+            capture_tx(); /* just before the port takes them (and may free them) */
         sent = rte_eth_tx_burst(dev_.port_, txq_, tx_, ntx_);
         if (sent < ntx_)
             ++ec.tx_burst_refused;
@@ -1313,6 +1316,10 @@ void Shard::rx_burst(rte_mbuf **rx, uint16_t n, uint64_t now) {
      * packet ahead of the next — all headers first, the QpCtx two packets ahead, the
      * rc::Qp one ahead — so the misses overlap with the work on earlier packets instead
      * of stalling the packet that needs them. */
+    if (cap_ != nullptr) [[unlikely]] {
+        rx_burst_captured(rx, n, now);
+        return;
+    }
     for (uint16_t i = 0; i < n; ++i)
         rte_prefetch0(rte_pktmbuf_mtod(rx[i], void *));
     QpCtx *ahead[kRxBurst];
@@ -1325,7 +1332,7 @@ void Shard::rx_burst(rte_mbuf **rx, uint16_t n, uint64_t now) {
             ahead[i + 2] = prefetch_ctx(rx[i + 2]);
         if (i + 1 < n && ahead[i + 1] != nullptr && ahead[i + 1]->qp)
             ahead[i + 1]->qp->prefetch();
-        rx_one(rx[i], now);
+        rx_one_t<false>(rx[i], now);
     }
 }
 
@@ -1338,7 +1345,9 @@ void Shard::handoff(uint32_t owner, rte_mbuf *m) {
     rte_pktmbuf_free(m);
 }
 
-void Shard::rx_one(rte_mbuf *m, uint64_t now) {
+void Shard::rx_one(rte_mbuf *m, uint64_t now) { rx_one_t<false>(m, now); }
+
+template <bool Cap> void Shard::rx_one_t(rte_mbuf *m, uint64_t now) {
     const uint32_t len = rte_pktmbuf_pkt_len(m);
     ++ec.port_rcv_packets;
     ec.port_rcv_bytes += len;
@@ -1463,6 +1472,8 @@ void Shard::rx_one(rte_mbuf *m, uint64_t now) {
     }
     /* The transport copies what it keeps (payload into MRs/receive buffers), so the
      * mbuf can go right after. */
+    if constexpr (Cap)
+        capture_rx(m); /* accepted: what the QP is about to see */
     held_prio_ = kNoPrio;
     if (q->ud) [[unlikely]]
         rx_ud(*q, pp, now);
@@ -1470,6 +1481,21 @@ void Shard::rx_one(rte_mbuf *m, uint64_t now) {
         q->qp->on_packet(pp, now);
     rte_pktmbuf_free(m);
     schedule(*q);
+}
+template void Shard::rx_one_t<false>(rte_mbuf *m, uint64_t now);
+template void Shard::rx_one_t<true>(rte_mbuf *m, uint64_t now);
+
+template <bool Cap> void Shard::rx_handoff(void **objs, unsigned k, uint64_t now) {
+    for (unsigned i = 0; i < k; ++i) {
+        rte_mbuf *m = static_cast<rte_mbuf *>(objs[i]);
+        const uint8_t *p = rte_pktmbuf_mtod(m, const uint8_t *);
+        if (rte_pktmbuf_data_len(m) >= RTE_ETHER_HDR_LEN && p[12] == 0x88 && p[13] == 0x08)
+            rx_mac_control(m, now, true); /* a pause another shard received */
+        else
+            rx_one_t<Cap>(m, now);
+    }
+    if constexpr (Cap)
+        capture_rx_flush();
 }
 
 uint32_t Shard::drain_handoff(uint64_t now) {
@@ -1485,14 +1511,10 @@ uint32_t Shard::drain_handoff(uint64_t now) {
         n += k;
     }
     k = rte_ring_sc_dequeue_burst(rx_in_, objs, kRxBurst, nullptr);
-    for (unsigned i = 0; i < k; ++i) {
-        rte_mbuf *m = static_cast<rte_mbuf *>(objs[i]);
-        const uint8_t *p = rte_pktmbuf_mtod(m, const uint8_t *);
-        if (rte_pktmbuf_data_len(m) >= RTE_ETHER_HDR_LEN && p[12] == 0x88 && p[13] == 0x08)
-            rx_mac_control(m, now, true); /* a pause another shard received */
-        else
-            rx_one(m, now);
-    }
+    if (cap_ != nullptr) [[unlikely]]
+        rx_handoff<true>(objs, k, now);
+    else
+        rx_handoff<false>(objs, k, now);
     return n + k;
 }
 

@@ -8,6 +8,9 @@
  *   /droce/counters,<dev>   every counter of Device::counters()
  *   /droce/qps,<dev>        per live QP (key: QPN in hex): its state summary, cut into
  *                           strings of < RTE_TEL_MAX_STRING_LEN to be joined with ' '
+ *   /droce/capture,<dev>[,start,<file>[,<snaplen>]|,stop]
+ *                           capture state and counters; starts or stops writing the
+ *                           device's traffic to a pcapng file (no ',' in the file name)
  *
  * Callbacks run on DPDK's telemetry thread. Immutable device identity is read there;
  * counters and QP state live on the worker (or the application's poll thread in
@@ -15,6 +18,7 @@
  * timeout so that a process that stopped polling still answers (with an error). */
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -137,6 +141,8 @@ int cmd_info(const char *, const char *params, rte_tel_data *d) {
     add_strings(d, "capabilities", dev->caps().lines());
     add_strings(d, "flow_rules", dev->steering().rules);
     add_strings(d, "steering_errors", dev->steering().errors);
+    const std::string cap = dev->capture_path();
+    rte_tel_data_add_dict_string(d, "capture", cap.empty() ? "off" : cap.c_str());
 
     rte_tel_data *gids = rte_tel_data_alloc();
     rte_tel_data *types = rte_tel_data_alloc();
@@ -220,6 +226,60 @@ int cmd_qps(const char *, const char *params, rte_tel_data *d) {
     return 0;
 }
 
+int cmd_capture(const char *, const char *params, rte_tel_data *d) {
+    /* Parameters: device, then an optional action and its arguments, comma-separated. */
+    std::vector<std::string> args;
+    std::string cur;
+    for (const char *c = params ? params : ""; *c; ++c) {
+        if (*c == ',') {
+            args.push_back(cur);
+            cur.clear();
+        } else {
+            cur += *c;
+        }
+    }
+    args.push_back(cur);
+    std::lock_guard<std::mutex> lk(g_mu);
+    auto [rt, dev] = find_dev(args[0].c_str());
+    if (dev == nullptr)
+        return no_device(d, args[0].c_str());
+    auto error = [d](const std::string &msg) {
+        rte_tel_data_start_dict(d);
+        rte_tel_data_add_dict_string(d, "error", msg.c_str());
+        return 0;
+    };
+    /* Each worker switches its own shards, through its mailbox (it keeps polling). */
+    const Dev::RunOn run_on = [rt = rt](uint32_t w, std::function<void()> fn) {
+        return rt->exec_detached(w, std::move(fn), kTelemetryTimeoutMs);
+    };
+    if (args.size() >= 2 && args[1] == "start") {
+        if (args.size() < 3 || args.size() > 4 || args[2].empty())
+            return error("usage: /droce/capture,<dev>,start,<file>[,<snaplen>]");
+        uint32_t snap = 0;
+        if (args.size() == 4) {
+            char *end = nullptr;
+            const unsigned long v = std::strtoul(args[3].c_str(), &end, 10);
+            if (args[3].empty() || *end != '\0' || v > 65535)
+                return error("snaplen must be 0..65535 (0 = whole frames)");
+            snap = static_cast<uint32_t>(v);
+        }
+        if (Status s = dev->capture_start(args[2], snap, run_on); !s)
+            return error(s.message());
+    } else if (args.size() == 2 && args[1] == "stop") {
+        if (Status s = dev->capture_stop(run_on); !s)
+            return error(s.message());
+    } else if (args.size() != 1) {
+        return error("usage: /droce/capture,<dev>[,start,<file>[,<snaplen>]|,stop]");
+    }
+    rte_tel_data_start_dict(d);
+    rte_tel_data_add_dict_string(d, "file", dev->capture_path().c_str());
+    std::vector<std::pair<std::string, uint64_t>> v;
+    dev->capture_counters(v);
+    for (const auto &[name, value] : v)
+        rte_tel_data_add_dict_u64(d, name.c_str(), value);
+    return 0;
+}
+
 } // namespace
 
 std::vector<Runtime *> debug_runtimes() {
@@ -242,6 +302,9 @@ void telemetry_attach(Runtime *rt) {
                                    "Every engine and transport counter. Parameters: device");
         rte_telemetry_register_cmd("/droce/qps", cmd_qps,
                                    "State of every live QP. Parameters: device");
+        rte_telemetry_register_cmd("/droce/capture", cmd_capture,
+                                   "pcapng capture of a device's traffic. Parameters: "
+                                   "device[,start,file[,snaplen]|,stop]");
         g_registered = true;
     }
     g_runtimes.push_back(rt);

@@ -185,7 +185,6 @@ case_all '[port]\nip = 10.0.0.300/24\n' "$c:2: [port] ip = 10.0.0.300/24: want A
 case_all '[port]\nvlan = 100\n' "$c:2: [port] vlan = 100: not supported by this build"
 case_all '[port]\ngateway = 10.0.0.254\n' "$c:2: [port] gateway = 10.0.0.254: not supported by this build"
 case_all '[qp]\nwindow = 64\n' "$c:2: [qp] window = 64: not supported by this build"
-case_all '[capture]\nfile = x.pcapng\n' "$c:2: [capture] file: not supported by this build"
 case_all '[capture]\nsnaplen = 10\n' "$c:2: [capture] snaplen = 10: out of range (want 64..65535)"
 printf '[engine]\nworkers = 2\n' >"$c"
 bad "$pp" 1 "$c:2: [engine] workers: not used by droce-pingpong" "$c"

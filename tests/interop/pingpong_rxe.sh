@@ -32,6 +32,9 @@
 #   --netem SPEC         after boot, run `tc qdisc add dev eth0 root netem SPEC` in the guest
 #                        (e.g. "loss 5%": the guest drops what it sends toward droce); case
 #                        names get a -netem suffix and droce prints its counters
+#   --droce-capture      droce also writes its own capture (--capture CASE/droce.pcapng),
+#                        validated like its test: tshark (no malformed/error frame, RoCEv2
+#                        over UDP 4791, both directions) and the ICRC (check_capture.sh)
 
 # Env: DROCE_EAL (default "-l 0 --no-huge -m 512 --no-pci --no-shconf"),
 #      DROCE_VDEV_EXTRA (appended to the vdev string), IL_* (see lib.sh), RXE_HOME.
@@ -39,12 +42,13 @@ set -uo pipefail
 . "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/lib.sh"
 
 OUT="" MTUS="1024 4096" SIZES="1 4096 65536" ROLES="client server"
-ITERS=500 ITERS_LARGE=100 CASE_TIMEOUT=120 BUDGET=1200 BIN="" NETEM=""
+ITERS=500 ITERS_LARGE=100 CASE_TIMEOUT=120 BUDGET=1200 BIN="" NETEM="" DCAP=0
 while (($#)); do case $1 in
   --out) OUT=$2; shift 2;; --mtus) MTUS=$2; shift 2;; --sizes) SIZES=$2; shift 2;;
   --roles) ROLES=$2; shift 2;; --iters) ITERS=$2; shift 2;; --iters-large) ITERS_LARGE=$2; shift 2;;
   --case-timeout) CASE_TIMEOUT=$2; shift 2;; --budget) BUDGET=$2; shift 2;;
   --netem) NETEM=$2; shift 2;;
+  --droce-capture) DCAP=1; shift;;
   -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0;;
   -*) il_die "unknown option $1";;
   *) [ -z "$BIN" ] || il_die "one binary only"; BIN=$1; shift;;
@@ -88,6 +92,7 @@ run_case() {
   # shellcheck disable=SC2206
   local droce=("$BIN" $DROCE_EAL --vdev "$(vdev_for "$m")" -- --ip "$IL_DROCE_IP/$IL_PREFIX" --mac "$IL_DROCE_MAC" --eth-mtu "$IL_ETH_MTU" "${common[@]}")
   droce+=(--counters) # printed at exit: every failure log carries them
+  [ "$DCAP" = 1 ] && droce+=(--capture "$dir/droce.pcapng")
   [ "$role" = client ] && droce+=("$IL_VM_IP") || guest+=("$IL_HOST_IP")
   printf '%q ' "${droce[@]}" > "$dir/droce.cmd"; printf '%q ' "${guest[@]}" > "$dir/guest.cmd"
 
@@ -129,9 +134,18 @@ run_case() {
   if ! chk=$(il_pcap_check "$dir/capture.pcap" 2>&1); then
     echo "$chk" > "$dir/pcap_check.txt"; CASE_WHY+="capture: $(head -1 <<<"$chk"); "
   fi
+  local dchk=""
+  if [ "$DCAP" = 1 ] && [ "$drc" = 0 ]; then
+    # at least one frame per iteration went each way
+    if dchk=$("$IL_DIR/../apps/check_capture.sh" "$dir/droce.pcapng" "$n" 2>&1); then
+      dchk=", droce --capture: $(grep -o '[0-9]* RoCE frames ([0-9]* in, [0-9]* out)' <<<"$dchk")"
+    else
+      echo "$dchk" > "$dir/droce_capture_check.txt"; CASE_WHY+="droce --capture: $(head -1 <<<"$dchk"); "
+    fi
+  fi
   if [ -z "$CASE_WHY" ]; then
-    CASE_OK=1; CASE_WHY="${secs}s, $n iters, $(grep -o '[0-9.]* Mbit/sec' "$dir/guest.log" | head -1)"
-    rm -f "$dir/capture.pcap"   # keep captures of failures only (they can be 100+ MB)
+    CASE_OK=1; CASE_WHY="${secs}s, $n iters, $(grep -o '[0-9.]* Mbit/sec' "$dir/guest.log" | head -1)$dchk"
+    rm -f "$dir/capture.pcap" "$dir/droce.pcapng"   # keep captures of failures only (they can be 100+ MB)
   else
     # leave nothing running in the guest for the next case
     il_vm_exec --timeout 10 -- 'p=$(pidof ibv_rc_pingpong) && kill -9 $p; true' >/dev/null 2>&1 || true

@@ -3,10 +3,13 @@
  * mode, every RC operation; plus raw-port tests of the RX classifier (ARP, ICMP echo,
  * drop counters). The EAL is initialised once (by the first engine) and reused. */
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <thread>
 #include <vector>
+
+#include <unistd.h>
 
 #include <gtest/gtest.h>
 #include <rte_ethdev.h>
@@ -897,6 +900,91 @@ TEST_F(RawPort, DropsAreCountedByReason) {
     EXPECT_EQ(c.at("rx_drop_unknown_qpn"), 1u);
     EXPECT_EQ(c.at("rx_drop_bad_icrc"), 1u);
     EXPECT_EQ(c.at("rx_drop_not_our_ip"), 1u);
+}
+
+/* Built-in capture through the API (both modes): one capture at a time, every frame of a
+ * transfer copied (sent and received), every copy written once stopped, and the file a
+ * pcapng whose Enhanced Packet Blocks hold both directions. */
+TEST_P(EngineE2E, CaptureCopiesEveryFrameBothWays) {
+    ASSERT_NO_FATAL_FAILURE(connect());
+    char path[] = "/tmp/droce-capture-test-XXXXXX";
+    const int fd = mkstemp(path);
+    ASSERT_GE(fd, 0);
+    close(fd);
+    EXPECT_EQ(a.dev->start_capture("/nonexistent-dir/x.pcapng").code(), ENOENT);
+    EXPECT_EQ(a.dev->stop_capture().code(), ENOENT);
+    ASSERT_TRUE(a.dev->start_capture(path, 0));
+    EXPECT_EQ(a.dev->start_capture(path, 0).code(), EBUSY);
+    const auto a0 = counter_map(*a.dev);
+    SendWr w;
+    w.wr_id = 1;
+    w.opcode = WrOpcode::RdmaWrite;
+    w.send_flags = kSendSignaled;
+    w.sg_list[0] = a.sge(0, 65536);
+    w.num_sge = 1;
+    w.remote_addr = b.addr(0x20000);
+    w.rkey = b.mr->rkey();
+    ASSERT_TRUE(a.qp->post_send(w));
+    auto sc = wait(*a.scq, 1);
+    ASSERT_EQ(sc.size(), 1u);
+    EXPECT_EQ(sc[0].status, WcStatus::Success) << wc_status_str(sc[0].status);
+    ASSERT_TRUE(a.dev->stop_capture());
+    const auto a1 = counter_map(*a.dev);
+    const uint64_t tx = a1.at("port_xmit_packets") - a0.at("port_xmit_packets");
+    const uint64_t rx = a1.at("port_rcv_packets") - a0.at("port_rcv_packets");
+    EXPECT_GE(tx, 64u);
+    EXPECT_GE(rx, 1u);
+    EXPECT_EQ(a1.at("capture_packets") - a0.at("capture_packets"), tx + rx);
+    EXPECT_EQ(a1.at("capture_written"), a1.at("capture_packets")) << "stop writes everything";
+    EXPECT_EQ(a1.at("capture_drop_ring_full") + a1.at("capture_drop_no_mbuf"), 0u);
+    EXPECT_EQ(a1.at("capture_active"), 0u);
+
+    /* The blocks: a Section Header first, then per packet an Enhanced Packet Block
+     * (type 6) whose flags option (code 2) says inbound (1) or outbound (2). */
+    FILE *f = std::fopen(path, "rb");
+    ASSERT_NE(f, nullptr);
+    std::vector<uint8_t> file;
+    uint8_t chunk[65536];
+    for (size_t k; (k = std::fread(chunk, 1, sizeof chunk, f)) > 0;)
+        file.insert(file.end(), chunk, chunk + k);
+    std::fclose(f);
+    unlink(path);
+    auto u32 = [&](size_t o) {
+        uint32_t v;
+        std::memcpy(&v, file.data() + o, 4);
+        return v;
+    };
+    ASSERT_GE(file.size(), 12u);
+    EXPECT_EQ(u32(0), 0x0A0D0D0Au);
+    uint64_t in = 0, out = 0, epbs = 0;
+    for (size_t o = 0; o + 12 <= file.size();) {
+        const uint32_t type = u32(o), len = u32(o + 4);
+        ASSERT_TRUE(len >= 12 && len % 4 == 0 && o + len <= file.size()) << "block at " << o;
+        ASSERT_EQ(u32(o + len - 4), len) << "trailing length of the block at " << o;
+        if (type == 6) {
+            ++epbs;
+            const uint32_t cap = u32(o + 20);
+            size_t opt = o + 28 + ((cap + 3) & ~3u);
+            uint32_t dir = 0;
+            while (opt + 4 <= o + len - 4) {
+                uint16_t code, olen;
+                std::memcpy(&code, file.data() + opt, 2);
+                std::memcpy(&olen, file.data() + opt + 2, 2);
+                if (code == 0)
+                    break;
+                if (code == 2 && olen == 4)
+                    dir = u32(opt + 4) & 3;
+                opt += 4 + ((olen + 3u) & ~3u);
+            }
+            in += dir == 1;
+            out += dir == 2;
+        }
+        o += len;
+    }
+    EXPECT_EQ(epbs, a1.at("capture_packets"));
+    EXPECT_EQ(in, rx);
+    EXPECT_EQ(out, tx);
+    EXPECT_EQ(settle_mbufs(*engine, *a.dev), 0u) << "mbufs leaked";
 }
 
 } // namespace
