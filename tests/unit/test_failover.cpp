@@ -1,17 +1,18 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Link failover (issue 11, item 5): two droce devices, each on a bonding port (net_bonding,
  * mode 1 active-backup) over two members; member i of one bond is wired to member i of
- * the other (two "cables": veth pairs under net_af_packet). One process, engine embedded:
- * the test's loop is the only thread on the data path.
+ * the other (two "cables": a Linux bridge with one tap of each bond, under net_tap). One process,
+ * engine embedded: the test's loop is the only thread on the data path.
  *
- * A cable is pulled mid-transfer: both of its ends go link-down (rte_eth_dev_set_link_down:
- * the veths lose IFF_UP, so what is on the wire or sent before the bonds move is lost) and
- * the bonding PMD moves to the other member on its 10 ms member poll. Every RC WR must
- * still complete with success (retransmission covers the gap), the data must be intact,
- * and the outage (kill to the first completion after it; the largest gap between
- * completions) is measured. The runs alternate cables: the one pulled in run k is plugged
- * back (and taken back by the bond as its backup) before run k+1 pulls the other.
- * Root only (veth): skips otherwise. */
+ * A cable is pulled mid-transfer: its two taps leave its bridge (what they send is lost,
+ * both ways) and 3 ms later, as a PHY reports the loss of signal, both go link-down
+ * (rte_eth_dev_set_link_down). The bonds move to the other member (the bonding PMD, or
+ * the engine's member check, within its 10 ms period). Every RC WR must still complete
+ * with success (retransmission covers the lost frames), the data must be intact, and the
+ * outage (kill to the first completion after it; the largest gap between completions)
+ * is measured. The runs alternate cables: the one pulled in run k is plugged back (and
+ * taken back by the bond as its backup) before run k+1 pulls the other.
+ * Root only (taps, bridges): skips otherwise. */
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -23,9 +24,13 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <linux/sockios.h>
+#include <net/if.h>
 #include <rte_dev.h>
 #include <rte_eth_bond.h>
 #include <rte_ethdev.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <droce/droce.h>
@@ -42,6 +47,9 @@ constexpr int kWrsPerQp = kRegion / kWrBytes;
 constexpr int kWindow = 16; /* WRs outstanding per QP */
 constexpr int kKillAfter = kQps * kWrsPerQp / 4;
 constexpr int kRuns = 6;
+/* Loss before the link goes down: a cable pulled drops what is on it at once, and the
+ * PHYs report the loss of signal a little later. */
+constexpr auto kPhyDetect = std::chrono::milliseconds(3);
 constexpr uint8_t kTimeout = 12; /* 4.096 us << 12 = 16.8 ms: the retransmission timeout */
 
 /* Interface names unique to this process (several test binaries may run at once). */
@@ -160,11 +168,11 @@ class Failover : public ::testing::Test {
         g_bridges.clear();
     }
 
-    /* Two cables (veth pairs), their four member ports (net_af_packet), two mode-1 bonds.
-     * Why not net_ring or net_memif members: DPDK 22.11's bonding PMD gives its MAC to
-     * the active member with rte_eth_dev_default_mac_addr_set and refuses to start when a
-     * member cannot take it (neither PMD implements mac_addr_set); af_packet sets it on
-     * its kernel interface. */
+    /* Two cables (bridges), their four member ports (net_tap), two mode-1 bonds. Why not
+     * net_ring or net_memif members: DPDK 22.11's bonding PMD gives its MAC to the active
+     * member with rte_eth_dev_default_mac_addr_set and refuses to start when a member
+     * cannot take it (neither PMD implements mac_addr_set). Why not net_af_packet: its
+     * link status never follows the kernel's, so the bond would never move. */
     void SetUp() override {
         if (geteuid() != 0)
             GTEST_SKIP() << "root only (tap interfaces, bridges)";
@@ -181,6 +189,8 @@ class Failover : public ::testing::Test {
             uint16_t *member[2] = {&ma[c], &mb[c]};
             for (int side = 0; side < 2; ++side) {
                 const std::string tap = cab + (side == 0 ? "a" : "b");
+                taps[c][side] = tap;
+                bridges[c] = br;
                 const std::string pn = "net_tap_" + tap;
                 ASSERT_EQ(rte_dev_probe((pn + ",iface=" + tap).c_str()), 0) << pn;
                 ASSERT_EQ(rte_eth_dev_get_port_by_name(pn.c_str(), member[side]), 0);
@@ -277,9 +287,20 @@ class Failover : public ::testing::Test {
         const int p = rte_eth_bond_primary_get(bond);
         return p == (bond == bond_a ? ma[0] : mb[0]) ? 0 : 1;
     }
-    /* A cable pulled (or plugged back): both of its ends go down (the veths lose IFF_UP;
-     * what is on the wire or sent to them is lost), as the bonding PMD sees on its 10 ms
-     * member poll. */
+    /* Both ends of a cable go link-down (or up): the taps lose IFF_UP. */
+    /* The cable's wire: its taps leave (or rejoin) its bridge, so what they send goes
+     * nowhere. An ioctl, not ip(8): the test's loop must not stall on a fork. */
+    void set_wire(int c, bool connected) {
+        const int fd = socket(AF_INET, SOCK_DGRAM, 0);
+        ASSERT_GE(fd, 0);
+        for (const std::string &t : taps[c]) {
+            ifreq r{};
+            std::snprintf(r.ifr_name, IFNAMSIZ, "%s", bridges[c].c_str());
+            r.ifr_ifindex = static_cast<int>(if_nametoindex(t.c_str()));
+            EXPECT_EQ(ioctl(fd, connected ? SIOCBRADDIF : SIOCBRDELIF, &r), 0) << t;
+        }
+        close(fd);
+    }
     void set_link(int c, bool up) {
         for (uint16_t p : {ma[c], mb[c]})
             ASSERT_EQ(up ? rte_eth_dev_set_link_up(p) : rte_eth_dev_set_link_down(p), 0);
@@ -287,12 +308,14 @@ class Failover : public ::testing::Test {
 
     static std::unique_ptr<Engine> engine_;
     uint16_t ma[2] = {}, mb[2] = {}, bond_a = 0, bond_b = 0;
+    std::string taps[2][2], bridges[2];
     Side a, b;
 };
 std::unique_ptr<Engine> Failover::engine_;
 
 TEST_F(Failover, ActiveMemberKilledMidTransferEveryWrSucceeds) {
     Stats first, gap, detect;
+    uint64_t retrans = 0;
     const auto c0a = counter_map(*a.dev), c0b = counter_map(*b.dev);
     for (int run = 0; run < kRuns; ++run) {
         /* Fresh data: A's WRITE sources and B's READ source; the targets zeroed. */
@@ -304,7 +327,7 @@ TEST_F(Failover, ActiveMemberKilledMidTransferEveryWrSucceeds) {
             std::memset(dst, 0, kRegion);
         }
         int posted[kQps] = {}, done[kQps] = {}, total = 0, errors = 0;
-        bool killed = false;
+        bool killed = false, link_down = false;
         int killed_cable = -1;
         Clock::time_point t_kill{}, t_first{}, t_switch{}, t_last = Clock::now();
         double max_gap = 0;
@@ -353,14 +376,18 @@ TEST_F(Failover, ActiveMemberKilledMidTransferEveryWrSucceeds) {
             if (killed && t_switch == Clock::time_point{} && active_cable(bond_a) != killed_cable &&
                 active_cable(bond_b) != killed_cable)
                 t_switch = now;
+            if (killed && !link_down && now - t_kill >= kPhyDetect) {
+                for (int c = 0; c < 2; ++c)
+                    out_at_kill[c] = opackets(ma[c]);
+                set_link(killed_cable, false);
+                link_down = true;
+            }
             if (!killed && total >= kKillAfter) {
                 /* The CQ is empty and the engine just ran: what completes from here on
                  * was still unacknowledged when the cable went. */
                 killed_cable = active_cable(bond_a);
                 ASSERT_EQ(active_cable(bond_b), killed_cable);
-                for (int c = 0; c < 2; ++c)
-                    out_at_kill[c] = opackets(ma[c]);
-                set_link(killed_cable, false);
+                set_wire(killed_cable, false);
                 t_kill = Clock::now();
                 t_last = t_kill;
                 max_gap = 0;
@@ -380,8 +407,9 @@ TEST_F(Failover, ActiveMemberKilledMidTransferEveryWrSucceeds) {
         detect.add(ms(t_switch - t_kill));
         const uint64_t timeouts = counter_map(*a.dev).at("local_ack_timeout_err") - to0;
         /* The rest of the transfer left through the other cable; the pulled one took
-         * nothing after the kill (a down tap refuses frames: the engine keeps them queued
-         * and they leave through the new active member). */
+         * nothing once down (a down tap refuses frames: the engine keeps them queued and
+         * they leave through the new active member). */
+        retrans += timeouts;
         const int alive = 1 - killed_cable;
         EXPECT_GT(opackets(ma[alive]) - out_at_kill[alive], 0u) << "run " << run;
         EXPECT_EQ(opackets(ma[killed_cable]), out_at_kill[killed_cable]) << "run " << run;
@@ -391,12 +419,15 @@ TEST_F(Failover, ActiveMemberKilledMidTransferEveryWrSucceeds) {
                     ms(t_first - t_kill), max_gap, static_cast<unsigned long long>(timeouts));
         /* Mend the cable: the bond takes it back as a backup for the next run. */
         set_link(killed_cable, true);
+        set_wire(killed_cable, true);
         ASSERT_TRUE(wait_active(bond_a, 2) && wait_active(bond_b, 2));
     }
     std::printf("failover outage, kill to first completion: %s\n", first.str().c_str());
     std::printf("failover outage, largest gap between completions: %s\n", gap.str().c_str());
     std::printf("bonds' switch (kill to both bonds on the other member): %s\n",
                 detect.str().c_str());
+    EXPECT_GT(retrans, 0u) << "frames were lost on the pulled cable: something must have "
+                              "been retransmitted";
     /* Each device counted every failover and announced itself after each. Settle first:
      * the gratuitous ARPs are queued to the worker from the alarm thread. */
     for (int i = 0; i < 50; ++i)
