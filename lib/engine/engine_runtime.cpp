@@ -469,9 +469,8 @@ Result<Dev *> Runtime::open_device(const DeviceConfig &cfg) {
      * its MTU is set after rte_eth_dev_start (rte_eth_dev_set_mtu refuses before). */
     const bool bond = is_bond_port(port);
     if (cfg.mtu) {
-        const int rc = port_sets_mtu && !bond
-                           ? rte_eth_dev_set_mtu(port, static_cast<uint16_t>(cfg.mtu))
-                           : 0;
+        const int rc =
+            port_sets_mtu && !bond ? rte_eth_dev_set_mtu(port, static_cast<uint16_t>(cfg.mtu)) : 0;
         if (rc == -ENOTSUP) {
             /* Virtual ports (net_ring) have no MTU of their own: ours is the limit. */
             spdlog::info("{}: port cannot set its MTU; using {} as droce's own", name, cfg.mtu);
