@@ -92,9 +92,10 @@ void request_garp(LinkWatch *w) {
 /* The bond learns a member's link from the member's LSC interrupt, or from its own poll
  * where the member has none. A member that claims LSC and does not deliver it leaves the
  * bond sending into a dead link for good (seen with net_tap members on 22.11: the bond
- * kept a link-down tap active for seconds, until the test gave up). So the engine reads the members' links itself: when the active one is down
- * and another is up, it makes that one the primary (rte_eth_bond_primary_set, which
- * also moves the bond's MAC to it). Returns 0 when no member has a link. */
+ * kept a link-down tap active for seconds, until the test gave up). So the engine reads the
+ * members' links itself: when the active one is down and another is up, it makes that one the
+ * primary (rte_eth_bond_primary_set, which also moves the bond's MAC to it). Returns 0 when no
+ * member has a link. */
 int bond_check_members(LinkWatch *w) {
     uint16_t members[RTE_MAX_ETHPORTS];
     const int n = rte_eth_bond_slaves_get(w->port, members, RTE_MAX_ETHPORTS);
