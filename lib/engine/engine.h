@@ -233,6 +233,7 @@ uint64_t line_rate_from_link(uint32_t link_speed_mbps);
 
 class Runtime;
 class Dev;
+struct LinkWatch;
 
 /** What memory a port's TX can take as an attached (zero-copy) buffer: decided per port
  * from how its PMD reaches frame data, since rte_dev_dma_map succeeding proves nothing
@@ -543,6 +544,19 @@ class Dev final {
     void set_worker_rings(bool on) { worker_rings_ = on; }
     bool worker_rings() const { return worker_rings_; }
 
+    /* ---- link state (engine_link.cpp): control path, on the EAL alarm thread ---- */
+    /** Starts the periodic link check: PortErr/PortActive events; on a bonding port, the
+     * active member followed (failover counted, gratuitous ARP). Once, after open. */
+    void watch_link();
+    /** Stops it (before the port is stopped). */
+    void unwatch_link();
+    /** Queues an asynchronous event for the application (any thread). */
+    bool push_event(const EngineEvent &e);
+    /** On worker 0: a gratuitous ARP for our address (after a failover). */
+    void send_garp();
+    /** link_* counters (any thread). */
+    void link_counters(std::vector<std::pair<std::string, uint64_t>> &v) const;
+
     /* ---- data path (single-worker convenience: shard 0, for benchmarks/embedded) ---- */
     uint32_t poll(uint64_t now, uint32_t *work) { return shards_[0]->poll(now, work); }
     void rx_one(rte_mbuf *m, uint64_t now) { shards_[0]->rx_one(m, now); }
@@ -563,6 +577,7 @@ class Dev final {
     uint32_t max_qps_;
     uint16_t nrxq_, ntxq_;
     bool worker_rings_ = false;
+    LinkWatch *link_ = nullptr; /* engine_link.cpp */
 
     mem::MrTable mrs_;
     std::vector<uint16_t> pkeys_ = {wire::kDefaultPkey};
@@ -691,6 +706,11 @@ class Runtime {
     uint64_t ns_mult_ = 0;
     uint32_t max_frame_ = 0;
 };
+
+/** engine_link.cpp: a net_bonding port; the bonding port port is a member of (-1: none,
+ * or its bond is not configured yet: a vdev bond adds its members when configured). */
+bool is_bond_port(uint16_t port);
+int bond_of_member(uint16_t port);
 
 /** rte_telemetry commands (/droce/devices, /droce/info, /droce/counters, /droce/qps):
  * registered once per process, answered for every live Runtime's devices. */

@@ -307,6 +307,7 @@ bool Dev::next_event(EngineEvent *ev) {
 }
 
 Dev::~Dev() {
+    unwatch_link();
     for (auto &q : qps_)
         q.reset();
     shards_.clear(); /* frees what their TX queues still hold */
@@ -482,6 +483,7 @@ std::vector<std::pair<std::string, uint64_t>> Dev::port_counters() const {
                    rte_mempool_in_use_count(rt_.pool()) + rte_mempool_in_use_count(rt_.zc_pool()));
     v.emplace_back("workers", shards_.size());
     capture_counters(v);
+    link_counters(v);
     /* The PMD's own pause counters, where it has any (ixgbe/i40e: *xon*, *xoff*; mlx5
      * reads the kernel's): whether the port's hardware sent or honoured pause, which
      * droce's software counters cannot see. Prefixed pmd_, as the PMD names them. */

@@ -341,9 +341,13 @@ Result<Dev *> Runtime::open_device(const DeviceConfig &cfg) {
             bool taken = false;
             for (const auto &d : devs_)
                 taken |= d->port_id() == p;
-            if (!taken) {
+            /* A bonding port goes before its members (which come first in port order
+             * and must not be opened themselves): the first free bond, else the first
+             * free port. */
+            if (!taken && (port == RTE_MAX_ETHPORTS || is_bond_port(p))) {
                 port = p;
-                break;
+                if (is_bond_port(p))
+                    break;
             }
         }
         if (port == RTE_MAX_ETHPORTS)
@@ -358,6 +362,10 @@ Result<Dev *> Runtime::open_device(const DeviceConfig &cfg) {
     for (const auto &d : devs_)
         if (d->port_id() == port)
             return Status(EBUSY, "open_device: port " + std::to_string(port) + " already open");
+    if (const int bond = bond_of_member(port); bond >= 0)
+        return Status(EBUSY, "open_device: port " + std::to_string(port) +
+                                 " is a member of bonding port " + std::to_string(bond) +
+                                 " (open the bond)");
 
     if (cfg.pfc_priority > 7 || cfg.pfc_priority < -1)
         return Status(EINVAL, "open_device: pfc_priority must be 0..7 (or -1: none)");
@@ -472,9 +480,12 @@ Result<Dev *> Runtime::open_device(const DeviceConfig &cfg) {
                                    "): " + errstr(rc));
 
     uint32_t mtu = 0;
+    /* A bond passes the MTU on to its members, which it configures only when it starts:
+     * its MTU is set after rte_eth_dev_start (rte_eth_dev_set_mtu refuses before). */
+    const bool bond = is_bond_port(port);
     if (want_mtu) {
         const int rc =
-            port_sets_mtu ? rte_eth_dev_set_mtu(port, static_cast<uint16_t>(want_mtu)) : 0;
+            port_sets_mtu && !bond ? rte_eth_dev_set_mtu(port, static_cast<uint16_t>(want_mtu)) : 0;
         if (rc == -ENOTSUP) {
             /* Virtual ports (net_ring) have no MTU of their own: ours is the limit. */
             spdlog::info("{}: port cannot set its MTU; using {} as droce's own", name, want_mtu);
@@ -501,6 +512,14 @@ Result<Dev *> Runtime::open_device(const DeviceConfig &cfg) {
 
     if (int rc = rte_eth_dev_start(port); rc != 0)
         return Status(EIO, name + ": rte_eth_dev_start: " + errstr(rc));
+    if (bond && want_mtu && port_sets_mtu) {
+        const int rc = rte_eth_dev_set_mtu(port, static_cast<uint16_t>(want_mtu));
+        if (rc != 0 && rc != -ENOTSUP) {
+            rte_eth_dev_stop(port);
+            return Status(EINVAL, name + ": rte_eth_dev_set_mtu(" + std::to_string(want_mtu) +
+                                      ") on the bond's members: " + errstr(rc));
+        }
+    }
     if (steer.mode == "isolating") {
         drivers::SteerSpec ss;
         ss.ipv4_be = rte_cpu_to_be_32(ifc.ip);
@@ -587,6 +606,7 @@ Result<Dev *> Runtime::open_device(const DeviceConfig &cfg) {
         if (!s)
             return Status(s.code(), "open_device: " + s.message());
     }
+    dev->watch_link();
     Dev *d = dev.get();
     std::lock_guard<std::mutex> lk(telemetry_mutex());
     devs_.push_back(std::move(dev));
