@@ -136,6 +136,16 @@ bool connect(Queue &q, Request &r, uint64_t now) {
     return true;
 }
 
+void stop_io_queues(Controller &c) {
+    for (size_t i = 1; i < c.queues.size(); ++i)
+        if (Queue *io = c.queues[i]) {
+            c.queues[i] = nullptr;
+            Ops::ctrl(*io) = nullptr;
+            io->on_disconnect();
+            Ops::tx(*io).disconnect();
+        }
+}
+
 /* CC write: EN 0->1 makes the controller ready (I/O entry sizes checked), EN 1->0 resets
  * it (its I/O queues are torn down), SHN requests a shutdown (done at once: nothing is
  * cached). */
@@ -150,18 +160,17 @@ void set_cc(Target &t, Controller &c, uint32_t v) {
             c.csts |= kCstsRdy;
     } else if (!(v & kCcEn) && (old & kCcEn)) {
         c.csts &= ~(kCstsRdy | kCstsCfs);
-        for (size_t i = 1; i < c.queues.size(); ++i)
-            if (Queue *io = c.queues[i]) {
-                c.queues[i] = nullptr;
-                io->on_disconnect();
-                Ops::tx(*io).disconnect();
-            }
-        (void)t;
+        stop_io_queues(c);
     }
-    if (v & kCcShnMask)
-        c.csts = (c.csts & ~(3u << kCstsShstShift)) | kCstsShstComplete;
-    else
+    (void)t;
+    if ((v & kCcShnMask) && !(old & kCcShnMask)) {
+        /* Shutdown: nothing is cached, so it is complete at once; the controller stops
+         * (not ready, I/O queues gone) as nvmet does, and needs a reset to run again. */
+        stop_io_queues(c);
+        c.csts = (c.csts & ~(kCstsRdy | (3u << kCstsShstShift))) | kCstsShstComplete;
+    } else if (!(v & kCcShnMask)) {
         c.csts &= ~(3u << kCstsShstShift);
+    }
 }
 
 } // namespace

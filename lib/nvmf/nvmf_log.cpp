@@ -18,7 +18,10 @@ void put128(uint8_t *p, uint64_t v) {
 size_t Ops::discovery_log(const Target &t, uint8_t *o, size_t cap) {
     const Target::Impl &im = impl(t);
     const TargetConfig &cfg = t.config();
-    const size_t nrec = im.subs.size() - 1; /* not the discovery subsystem itself */
+    /* Every subsystem on the port: first this discovery subsystem itself ("current
+     * discovery subsystem", SUBTYPE 3, as NVMe-oF TP 8013 and nvmet list it), then the
+     * NVM subsystems (SUBTYPE 2). im.subs[0] is the discovery subsystem. */
+    const size_t nrec = im.subs.size();
     const size_t len = 1024 * (nrec + 1);
     if (len > cap)
         return 0;
@@ -26,18 +29,18 @@ size_t Ops::discovery_log(const Target &t, uint8_t *o, size_t cap) {
     st64(o + 8, nrec);      /* NUMREC */
     st16(o + 16, 0);        /* RECFMT */
     for (size_t i = 0; i < nrec; ++i) {
-        const Subsystem &s = im.subs[i + 1];
+        const Subsystem &s = im.subs[i];
         uint8_t *e = o + 1024 * (i + 1);
-        e[0] = 1;                         /* TRTYPE: RDMA */
-        e[1] = cfg.adrfam;                /* ADRFAM */
-        e[2] = 2;                         /* SUBTYPE: NVM subsystem */
-        e[3] = 0;                         /* TREQ: secure channel not specified */
-        st16(e + 4, cfg.port_id);         /* PORTID */
-        st16(e + 6, 0xFFFF);              /* CNTLID: dynamic */
-        st16(e + 8, cfg.max_admin_depth); /* ASQSZ */
-        put_ascii(e + 32, 32, cfg.trsvcid);
-        put_ascii(e + 256, 256, cfg.traddr);
-        put_str(e + 512, kNqnLen, s.nqn);
+        e[0] = 1;                          /* TRTYPE: RDMA */
+        e[1] = cfg.adrfam;                 /* ADRFAM */
+        e[2] = s.discovery ? 3 : 2;        /* SUBTYPE */
+        e[3] = 0;                          /* TREQ: secure channel not specified */
+        st16(e + 4, cfg.port_id);          /* PORTID */
+        st16(e + 6, 0xFFFF);               /* CNTLID: dynamic */
+        st16(e + 8, cfg.max_admin_depth);  /* ASQSZ */
+        put_str(e + 32, 32, cfg.trsvcid);  /* TRSVCID */
+        put_str(e + 256, kNqnLen, s.nqn);  /* SUBNQN */
+        put_str(e + 512, 256, cfg.traddr); /* TRADDR */
         /* TSAS for RDMA: reliable connected QP, no provider type, RDMA-CM. */
         e[768] = 1;
         e[769] = 1;

@@ -19,8 +19,9 @@ Queue::Queue(Target &t, uint16_t qid, uint16_t depth, TransportActions &tx)
     if (slot_bytes_ < t.cfg_.in_capsule_bytes)
         slot_bytes_ = (t.cfg_.in_capsule_bytes + 4095) & ~4095u;
     buf_bytes_ = static_cast<size_t>(slot_bytes_) * depth;
+    /* Not cleared: every handler writes the bytes it sends, and untouched pages of a
+     * large MDTS x depth block cost nothing until the glue registers (pins) them. */
     bufs_.reset(static_cast<uint8_t *>(std::aligned_alloc(4096, buf_bytes_)));
-    std::memset(bufs_.get(), 0, buf_bytes_);
     free_.reserve(depth);
     for (uint16_t i = 0; i < depth; ++i) {
         reqs_[i].tag = i;

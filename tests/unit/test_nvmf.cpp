@@ -265,7 +265,7 @@ TEST_F(Fixture, ConnectPropertiesAndEnable) {
     EXPECT_EQ(sc_of(a.connect(kSub1, kHost)), kScCmdSeqError);
     /* Shutdown: SHST complete; disable: not ready. */
     EXPECT_EQ(a.prop_set(kPropCc, 1u | (6u << 16) | (4u << 20) | (1u << 14)).status, 0);
-    EXPECT_EQ(a.prop_get(kPropCsts, false).dw0 & 0xC, kCstsShstComplete);
+    EXPECT_EQ(a.prop_get(kPropCsts, false).dw0, kCstsShstComplete); /* and not ready */
     EXPECT_EQ(a.prop_set(kPropCc, 0).status, 0);
     EXPECT_EQ(a.prop_get(kPropCsts, false).dw0 & kCstsRdy, 0u);
 }
@@ -427,23 +427,26 @@ TEST_F(Fixture, DiscoveryControllerAndLog) {
     EXPECT_EQ(sc_of(a.identify(kCnsNamespace, 1, key)), kScInvalidField);
     /* Header first (as Linux does), then the whole page. */
     ASSERT_EQ(a.get_log(kLidDiscovery, 1024, key).status, 0);
-    EXPECT_EQ(ld64(a.buf(key).data() + 8), 2u);
-    ASSERT_EQ(a.get_log(kLidDiscovery, 3072, key).status, 0);
+    EXPECT_EQ(ld64(a.buf(key).data() + 8), 3u); /* itself + 2 NVM subsystems */
+    ASSERT_EQ(a.get_log(kLidDiscovery, 4096, key).status, 0);
     const uint8_t *d = a.buf(key).data();
     const uint8_t *e = d + 1024;
+    EXPECT_EQ(e[2], 3); /* current discovery subsystem */
+    EXPECT_EQ(std::string(reinterpret_cast<const char *>(e + 256)), kDiscoveryNqn);
+    e += 1024;
     EXPECT_EQ(e[0], 1);
     EXPECT_EQ(e[1], 1);
     EXPECT_EQ(e[2], 2);
     EXPECT_EQ(ld16(e + 6), 0xFFFF);
-    EXPECT_EQ(std::string(reinterpret_cast<const char *>(e + 32), 4), "4420");
-    EXPECT_EQ(std::string(reinterpret_cast<const char *>(e + 256), 10), "10.77.20.2");
-    EXPECT_EQ(std::string(reinterpret_cast<const char *>(e + 512)), kSub1);
-    EXPECT_EQ(std::string(reinterpret_cast<const char *>(e + 1024 + 512)), kSub2);
+    EXPECT_EQ(std::string(reinterpret_cast<const char *>(e + 32)), "4420");
+    EXPECT_EQ(std::string(reinterpret_cast<const char *>(e + 512)), "10.77.20.2");
+    EXPECT_EQ(std::string(reinterpret_cast<const char *>(e + 256)), kSub1);
+    EXPECT_EQ(std::string(reinterpret_cast<const char *>(e + 1024 + 256)), kSub2);
     EXPECT_EQ(e[770], 1); /* RDMA-CM */
     /* A window at an offset. */
-    ASSERT_EQ(a.get_log(kLidDiscovery, 1024, key, 2048).status, 0);
-    EXPECT_EQ(std::string(reinterpret_cast<const char *>(a.buf(key).data() + 512)), kSub2);
-    EXPECT_EQ(sc_of(a.get_log(kLidDiscovery, 1024, key, 4096)), kScInvalidField);
+    ASSERT_EQ(a.get_log(kLidDiscovery, 1024, key, 3072).status, 0);
+    EXPECT_EQ(std::string(reinterpret_cast<const char *>(a.buf(key).data() + 256)), kSub2);
+    EXPECT_EQ(sc_of(a.get_log(kLidDiscovery, 1024, key, 8192)), kScInvalidField);
     EXPECT_EQ(sc_of(a.get_log(kLidDiscovery, 1024, key, 2)), kScInvalidField);
     /* No SMART on a discovery controller; no I/O queues either. */
     EXPECT_EQ(sc_of(a.get_log(kLidSmart, 512, key)), kScInvalidField);
