@@ -22,6 +22,8 @@ Queue::Queue(Target &t, uint16_t qid, uint16_t depth, TransportActions &tx)
     /* Not cleared: every handler writes the bytes it sends, and untouched pages of a
      * large MDTS x depth block cost nothing until the glue registers (pins) them. */
     bufs_.reset(static_cast<uint8_t *>(std::aligned_alloc(4096, buf_bytes_)));
+    if (!bufs_)
+        return; /* Target::accept rejects the connection (NoResources) */
     free_.reserve(depth);
     for (uint16_t i = 0; i < depth; ++i) {
         reqs_[i].tag = i;

@@ -128,6 +128,12 @@ AcceptResult Target::accept(const uint8_t *priv, size_t len, TransportActions &t
     }
     const uint16_t depth = static_cast<uint16_t>(req.hsqsize + 1);
     auto q = std::make_unique<Queue>(*this, req.qid, depth, tx);
+    if (!q->buffer_base()) { /* no memory for the data buffers */
+        ++cnt_.cm_rejects;
+        rej.status = CmRejStatus::NoResources;
+        res.priv_len = encode_cm_rej_priv(rej, res.priv, sizeof res.priv);
+        return res;
+    }
     res.queue = q.get();
     impl_->queues.push_back(std::move(q));
     CmRepPriv rep;

@@ -5,6 +5,8 @@
  * answered with the status the spec names, counted, nothing written outside a namespace. */
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <unistd.h>
@@ -776,3 +778,64 @@ TEST(NvmfFileBdev, BadConfigurations) {
 }
 
 } // namespace
+
+namespace {
+
+/* Per-I/O time through the core (capsule in to response out, fake transport) for 4 KiB
+ * reads: RAM disk inline vs the O_DIRECT file through the worker thread and rte_ring.
+ * Printed, not asserted (a loaded CI machine says little about speed). */
+void measure(Bdev &b, const char *name) {
+    TargetConfig cfg;
+    SubsystemConfig s;
+    s.nqn = kSub1;
+    s.allow_any_host = true;
+    s.namespaces = {{1, &b, {}}};
+    cfg.subsystems = {s};
+    std::string err;
+    auto t = Target::create(cfg, err);
+    ASSERT_TRUE(t) << err;
+    HostMem mem;
+    HostQueue a(mem, *t);
+    ASSERT_TRUE(a.accept(0));
+    const Cqe c = a.connect(kSub1, kHost);
+    ASSERT_EQ(a.enable().status, 0);
+    ASSERT_EQ(a.nodata(kAdminSetFeatures, 0, kFidNumQueues, 0).status, 0);
+    HostQueue io(mem, *t);
+    ASSERT_TRUE(io.accept(1, 31));
+    ASSERT_EQ(io.connect(kSub1, kHost, static_cast<uint16_t>(c.dw0), 31).status, 0);
+    uint32_t key;
+    const uint64_t addr = io.mr(4096, key);
+    uint8_t sq[kSqeLen];
+    std::vector<double> ns;
+    for (int i = 0; i < 2000; ++i) {
+        build_sqe(sq, kNvmRead, static_cast<uint16_t>(i), 1);
+        st32(sq + 40, static_cast<uint32_t>((i * 7919) % 256) * 8);
+        st32(sq + 48, 7);
+        set_keyed_sgl(sq, addr, 4096, key, false);
+        const size_t n = io.tx.cqes.size();
+        const auto t0 = std::chrono::steady_clock::now();
+        ASSERT_EQ(io.q->on_capsule(sq, sizeof sq, 0), CapsuleResult::Accepted);
+        while (io.tx.cqes.size() == n)
+            t->poll(0);
+        const auto t1 = std::chrono::steady_clock::now();
+        io.tx.pump();
+        ASSERT_EQ(io.tx.cqes.back().status, 0);
+        ns.push_back(std::chrono::duration<double, std::nano>(t1 - t0).count());
+    }
+    std::sort(ns.begin(), ns.end());
+    printf("%s 4 KiB read, capsule to response: min %.0f ns, median %.0f ns, max %.0f ns "
+           "(%zu I/Os)\n",
+           name, ns.front(), ns[ns.size() / 2], ns.back(), ns.size());
+}
+
+} // namespace
+
+TEST(NvmfLatency, RamVersusFileWorker) {
+    auto ram = make_ram_bdev(8 << 20, 512);
+    measure(*ram, "ram disk");
+    TmpFile f;
+    std::string err;
+    auto file = make_file_bdev(f.path, 8 << 20, 512, 32, err);
+    ASSERT_TRUE(file) << err;
+    measure(*file, "file O_DIRECT (worker + rte_ring)");
+}
