@@ -55,7 +55,7 @@ uint16_t check_sgl(const Command &c, uint32_t icd_len, uint32_t icd_max) {
     case kSglDataOffset: {
         if (c.xfer != Xfer::HostToCtrl)
             return status_field(kSctGeneric, kScInvalidField, true);
-        const uint64_t end = c.sgl.addr + c.sgl.len; /* no overflow: 64-bit + 32-bit... */
+        const uint64_t end = c.sgl.addr + c.sgl.len; /* may wrap: checked below */
         if (c.sgl.addr > icd_max || end < c.sgl.addr || end > icd_max)
             return status_field(kSctGeneric, kScSglInvalidOffset, true);
         /* Inside what the queue allows but beyond what the host actually sent. */
