@@ -3,8 +3,9 @@
 # The time is split evenly between the targets: fuzz_parse (lib/wire decoder),
 # fuzz_rx (receive path: parse + the RC QPs of a simulator pair, memory outside the
 # registered regions must not change), fuzz_cm (QP1: a UD QP's receive path and the
-# CM MAD codec) and fuzz_config (configuration files: rte_cfgfile + the line scan, seeded
-# with config/*.conf). Builds them in a separate clang build dir (FUZZ_BUILD_DIR, default build-fuzz), seeds the
+# CM MAD codec), fuzz_config (configuration files: rte_cfgfile + the line scan, seeded
+# with config/*.conf) and fuzz_nvmf (lib/nvmf: capsules into a connected NVMe-oF target).
+# Builds them in a separate clang build dir (FUZZ_BUILD_DIR, default build-fuzz), seeds the
 # corpus with every frame of ../shared/vectors, and keeps the grown corpus in
 # FUZZ_BUILD_DIR/fuzz-corpus/ between runs. Crash reproducers land in FUZZ_BUILD_DIR/fuzz-artifacts/.
 set -euo pipefail
@@ -25,9 +26,9 @@ if [ ! -f "$bdir/build.ninja" ]; then
         -Dbenchmarks=false -Dbuildtype=debugoptimized
 fi
 ninja -C "$bdir" tests/fuzz/fuzz_parse tests/fuzz/fuzz_rx tests/fuzz/fuzz_cm tests/fuzz/fuzz_config \
-    tests/fuzz/pcap_to_corpus
+    tests/fuzz/fuzz_nvmf tests/fuzz/pcap_to_corpus
 
-targets=(parse rx cm config)
+targets=(parse rx cm config nvmf)
 each=$((secs / ${#targets[@]}))
 [ "$each" -ge 1 ] || each=1
 artifacts="$bdir/fuzz-artifacts/"
@@ -38,7 +39,8 @@ mkdir -p "$artifacts"
 # the first frames of each capture only, aimed at the responder (0x03: fix the ICRC,
 # retarget to QP B, idle) and at the completer with requests outstanding (0x17).
 rm -rf "$bdir/fuzz-seeds"
-mkdir -p "$bdir/fuzz-seeds/parse" "$bdir/fuzz-seeds/rx" "$bdir/fuzz-seeds/cm" "$bdir/fuzz-seeds/config"
+mkdir -p "$bdir/fuzz-seeds/parse" "$bdir/fuzz-seeds/rx" "$bdir/fuzz-seeds/cm" "$bdir/fuzz-seeds/config" \
+    "$bdir/fuzz-seeds/nvmf"
 # fuzz_config: the example configuration files.
 cp "$root"/config/*.conf "$bdir/fuzz-seeds/config/"
 # fuzz_cm: every frame of the RDMA-CM captures (CM MADs on QP1, then RC traffic).
@@ -51,6 +53,24 @@ for f in "$bdir/fuzz-seeds/parse"/*_[0-9] "$bdir/fuzz-seeds/parse"/*_1[01]; do
     { printf '\x03'; cat "$f"; } >"$bdir/fuzz-seeds/rx/$b.resp"
     { printf '\x17'; cat "$f"; } >"$bdir/fuzz-seeds/rx/$b.comp"
 done
+
+# fuzz_nvmf: a record per frame of the NVMe-oF captures (control 0x80: "a frame", admin
+# queue; 0x81: I/O queue; see tests/fuzz/fuzz_nvmf.cpp), length little-endian.
+rm -rf "$bdir/fuzz-seeds/nvmf-frames"
+mkdir -p "$bdir/fuzz-seeds/nvmf-frames"
+"$bdir/tests/fuzz/pcap_to_corpus" "$bdir/fuzz-seeds/nvmf-frames" \
+    "$vectors"/rxe-features/nvmf_rdma_connect_io.pcap
+for f in "$bdir/fuzz-seeds/nvmf-frames"/*; do
+    [ -f "$f" ] || continue
+    n=$(stat -c %s "$f")
+    [ "$n" -le 1300 ] || continue
+    lo=$(printf '%02x' $((n & 255)))
+    hi=$(printf '%02x' $((n >> 8)))
+    for c in 80 81; do
+        { printf "\\x$c\\x$lo\\x$hi"; cat "$f"; } >"$bdir/fuzz-seeds/nvmf/$(basename "$f").$c"
+    done
+done
+rm -rf "$bdir/fuzz-seeds/nvmf-frames"
 
 # Template-mode seeds for fuzz_rx (control 0x81 idle / 0x85 requests outstanding at A,
 # ICRC fixed): WRITE_ONLY, WRITE_FIRST, READ, FETCH_ADD, CMP_SWAP, SEND_ONLY_IMM at B and
