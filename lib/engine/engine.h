@@ -29,6 +29,7 @@
 
 #include "mem_mr.h"
 #include "net.h"
+#include "net_ipv6.h"
 #include "net_pfc.h"
 #include "rc_qp.h"
 #include "sched_timer_wheel.h"
@@ -91,7 +92,8 @@ inline constexpr uint32_t kDoorbellSrq = 0x80000000u;
     X(mr_dereg_timeout)          /* ... and still out when dereg gave up waiting (kept alive) */   \
     X(rx_drop_not_our_mac)                                                                         \
     X(rx_drop_unknown_ethertype)                                                                   \
-    X(rx_drop_not_our_ip) /* RoCE packet for another IPv4 address */                               \
+    X(rx_drop_not_our_ip)    /* RoCE packet for another IPv4/IPv6 address */                       \
+    X(rx_drop_vlan_mismatch) /* tagged with another VLAN than the port's, or untagged on a VLAN */ \
     X(rx_drop_unknown_qpn)                                                                         \
     X(sq_wr_rejected) /* WR refused by the QP on the worker: error completion */                   \
     X(rq_wr_rejected)
@@ -330,6 +332,7 @@ class Shard final : public rc::TxPort, public rc::AsyncEventSink {
     std::vector<std::unique_ptr<SrqCtx>> srqs; /* by SrqCtx::index */
     EngineCounters ec;
     net::NetCounters nc;
+    net::Net6Counters nc6;
     rc::Counters rcc;
     uint32_t nqps_ = 0;
 
@@ -349,6 +352,8 @@ class Shard final : public rc::TxPort, public rc::AsyncEventSink {
     void rx_burst(rte_mbuf **rx, uint16_t n, uint64_t now);
     QpCtx *prefetch_ctx(rte_mbuf *m) const;
     void rx_mac_control(rte_mbuf *m, uint64_t now, bool forwarded);
+    /* ICMPv6 (ND, echo) on worker 0, where the IPv6 neighbour cache lives (engine_l3.cpp). */
+    void rx_icmp6(rte_mbuf *m, uint8_t *p, uint32_t len, size_t l2, uint64_t now);
     uint8_t frame_prio(const wire::FrameSpec &f) const;
     void ready_remove(QpCtx &q);
     void park(QpCtx &q, uint8_t prio);
@@ -447,6 +452,15 @@ class Dev final {
     /** Neighbour resolution step (worker 0: ARP lives there); sends the request itself
      * when one is due. */
     net::ResolveStep resolve(uint32_t ip, uint64_t now, net::Mac *mac);
+    /** The same for IPv6 (neighbour solicitation). engine_l3.cpp. */
+    net::ResolveStep resolve6(const uint8_t ip[16], uint64_t now, net::Mac *mac);
+    /** IPv6 addresses, gateways, VLAN and the forced traffic class / hop limit of cfg
+     * (set once at open, before any QP exists): rebuilds the GID table. */
+    Status set_l3(const DeviceConfig &cfg);
+    const net::Iface6 &iface6() const { return ifc6_; }
+    uint16_t vlan() const { return vlan_; }
+    int force_tclass() const { return force_tclass_; }
+    int force_hop_limit() const { return force_hop_limit_; }
     /* MR table and zero-copy regions are read by every worker: change them only with
      * every worker parked (Runtime::exec_all). */
     mem::MrTable &mrs() { return mrs_; }
@@ -504,6 +518,7 @@ class Dev final {
   private:
     friend class Shard;
     void send_arp_request(uint32_t ip);
+    void send_ns(const uint8_t ip[16]);
 
     Runtime &rt_;
     uint16_t port_;
@@ -511,6 +526,11 @@ class Dev final {
     net::Iface ifc_;
     net::GidTable gids_;
     net::NeighTable neigh_; /* worker 0 */
+    net::Iface6 ifc6_;      /* link-local + configured IPv6 addresses */
+    net::NeighTable6 neigh6_; /* worker 0 */
+    uint16_t vlan_ = 0;       /* VID; 0 = untagged */
+    int force_tclass_ = -1;
+    int force_hop_limit_ = -1;
     uint32_t eth_mtu_;
     uint32_t arp_timeout_ms_;
     uint32_t max_qps_;
