@@ -332,7 +332,6 @@ class Shard final : public rc::TxPort, public rc::AsyncEventSink {
     std::vector<std::unique_ptr<SrqCtx>> srqs; /* by SrqCtx::index */
     EngineCounters ec;
     net::NetCounters nc;
-    net::Net6Counters nc6;
     rc::Counters rcc;
     uint32_t nqps_ = 0;
 
@@ -388,6 +387,10 @@ class Shard final : public rc::TxPort, public rc::AsyncEventSink {
     /* QPN allocation: never-used numbers first, then freed ones after quarantine. */
     uint32_t next_fresh_;
     std::deque<std::pair<uint32_t, uint64_t>> freed_;
+
+  public:
+    /* Last: IPv6 host counters are off the data path (kept out of its cache lines). */
+    net::Net6Counters nc6;
 };
 
 /** One DPDK port as a RoCEv2 device, split into one Shard per worker. */
@@ -526,16 +529,12 @@ class Dev final {
     net::Iface ifc_;
     net::GidTable gids_;
     net::NeighTable neigh_; /* worker 0 */
-    net::Iface6 ifc6_;      /* link-local + configured IPv6 addresses */
-    net::NeighTable6 neigh6_; /* worker 0 */
-    uint16_t vlan_ = 0;       /* VID; 0 = untagged */
-    int force_tclass_ = -1;
-    int force_hop_limit_ = -1;
     uint32_t eth_mtu_;
     uint32_t arp_timeout_ms_;
     uint32_t max_qps_;
     uint16_t nrxq_, ntxq_;
     bool worker_rings_ = false;
+    uint16_t vlan_ = 0; /* VID; 0 = untagged (read per frame: in the padding here) */
 
     mem::MrTable mrs_;
     std::vector<uint16_t> pkeys_ = {wire::kDefaultPkey};
@@ -559,6 +558,11 @@ class Dev final {
     uint32_t zc_min_ = 0;
     std::vector<std::unique_ptr<ZcRegion>> zc_;         /* by MR slot */
     std::vector<std::unique_ptr<ZcRegion>> zc_retired_; /* deregistered, mbufs still out */
+    /* IP policy (engine_l3.cpp), last: only IPv6 frames and the control path read it. */
+    net::Iface6 ifc6_;        /* link-local + configured IPv6 addresses */
+    net::NeighTable6 neigh6_; /* worker 0 */
+    int force_tclass_ = -1;
+    int force_hop_limit_ = -1;
 };
 
 /** EAL, mbuf pool, devices, workers. */

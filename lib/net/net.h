@@ -32,8 +32,10 @@ inline constexpr size_t kArpFrameLen = 42; /* 14 Ethernet + 28 ARP, before paddi
 /** Our side of a link: address, prefix, MAC. IPv4 addresses are host order. */
 struct Iface {
     Mac mac{};
-    uint32_t ip = 0;
+    /* prefix_len next to the MAC so that the gateway keeps the struct at 16 bytes (it sits
+     * inside the engine's Dev, whose layout the data path is tuned to). */
     uint8_t prefix_len = 0;
+    uint32_t ip = 0;
     uint32_t gateway = 0; /* 0 = none: off-subnet peers are an error */
     uint32_t netmask() const { return prefix_len == 0 ? 0 : ~0u << (32 - prefix_len); }
     bool on_link(uint32_t addr) const { return ((addr ^ ip) & netmask()) == 0; }
