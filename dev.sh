@@ -148,6 +148,18 @@ run_tests() {
             fail=$((fail + ${ifail:-0}))
             [ -n "${ipass:-}" ] || broken+=("interop exit $irc without a summary")
 
+            stage "interop: IPv6 GIDs and a VLAN (PCP 3, DSCP 26) against rxe, both roles"
+            # ~30 s on an idle machine: one VM boot, four 200-iteration pingpongs
+            ilog=$BUILD_DIR/interop-l3.out
+            ipass="" ifail=""
+            timeout 600 bash tests/interop/l3_rxe.sh --out "$BUILD_DIR/interop-l3" \
+                "$BUILD_DIR/apps/droce-pingpong/droce-pingpong" 2>&1 | tee "$ilog"
+            irc=${PIPESTATUS[0]}
+            read -r ipass _ ifail _ < <(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$ilog" | tail -1) || true
+            pass=$((pass + ${ipass:-0}))
+            fail=$((fail + ${ifail:-0}))
+            [ -n "${ipass:-}" ] || broken+=("IPv6/VLAN interop exit $irc without a summary")
+
             stage "interop under loss: the guest drops 5% of what it sends (netem)"
             ilog=$BUILD_DIR/interop-netem.out
             ipass="" ifail=""

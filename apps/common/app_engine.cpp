@@ -64,6 +64,14 @@ void apply_congestion_options(const DeviceOptions &o, DeviceConfig &cfg) {
     cfg.pfc_storm_ms = o.pfc_storm_ms;
 }
 
+/* --vlan, --gateway, --force-dscp, --force-ttl (both sides of --loopback get the VLAN and
+ * the forced values; the gateways are for a real port only). */
+void apply_l3_options(const DeviceOptions &o, DeviceConfig &cfg) {
+    cfg.vlan = o.vlan;
+    cfg.force_tclass = o.force_dscp >= 0 ? o.force_dscp << 2 : -1;
+    cfg.force_hop_limit = o.force_ttl;
+}
+
 } // namespace
 
 Device *open_port_device(Engine &engine, const DeviceOptions &o) {
@@ -71,6 +79,10 @@ Device *open_port_device(Engine &engine, const DeviceOptions &o) {
     apply_congestion_options(o, cfg);
     cfg.port = o.dpdk_port;
     cfg.ipv4_cidr = o.ip;
+    cfg.ipv6_cidrs = o.ip6;
+    cfg.gateway = o.gateway;
+    cfg.gateway6 = o.gateway6;
+    apply_l3_options(o, cfg);
     cfg.mac = o.mac;
     cfg.mtu = o.eth_mtu;
     cfg.capture = o.capture;
@@ -110,12 +122,15 @@ open_loopback_devices(Engine &engine, const DeviceOptions &o,
     DeviceConfig ca;
     ca.port = port_a;
     ca.ipv4_cidr = "10.0.0.1/24";
+    ca.ipv6_cidrs = {"fd00::1/64"}; /* GID 2, for -g 2 / -x 2 */
     ca.mac = "02:00:0a:00:00:01";
     ca.mtu = o.eth_mtu;
     apply_congestion_options(o, ca);
+    apply_l3_options(o, ca);
     DeviceConfig cb = ca;
     cb.port = port_b;
     cb.ipv4_cidr = "10.0.0.2/24";
+    cb.ipv6_cidrs = {"fd00::2/64"};
     cb.mac = "02:00:0a:00:00:02";
     /* One file: A's two directions are all the traffic there is. */
     ca.capture = o.capture;

@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include "device_options.h"
 
+#include <arpa/inet.h>
+
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "cli_numbers.h"
@@ -30,6 +33,10 @@ const struct option kDeviceLongOptions[] = {
     {"config", required_argument, nullptr, kOptConfig},
     {"capture", required_argument, nullptr, kOptCapture},
     {"capture-snaplen", required_argument, nullptr, kOptCaptureSnaplen},
+    {"vlan", required_argument, nullptr, kOptVlan},
+    {"gateway", required_argument, nullptr, kOptGateway},
+    {"force-dscp", required_argument, nullptr, kOptForceDscp},
+    {"force-ttl", required_argument, nullptr, kOptForceTtl},
 };
 
 bool valid_ipv4_cidr(const char *s) {
@@ -37,6 +44,18 @@ bool valid_ipv4_cidr(const char *s) {
     char tail;
     return std::sscanf(s, "%u.%u.%u.%u/%u%c", &a, &b, &c, &d, &p, &tail) == 5 && a <= 255 &&
            b <= 255 && c <= 255 && d <= 255 && p <= 32;
+}
+
+/* X:Y::Z/P; the engine checks the address itself (unicast, not link-local). */
+bool valid_ipv6_cidr(const char *s) {
+    const char *slash = std::strchr(s, '/');
+    if (slash == nullptr || std::strchr(s, ':') == nullptr || slash[1] == '\0')
+        return false;
+    const std::string addr(s, slash);
+    in6_addr a{};
+    char *end = nullptr;
+    const unsigned long p = std::strtoul(slash + 1, &end, 10);
+    return inet_pton(AF_INET6, addr.c_str(), &a) == 1 && *end == '\0' && p <= 128;
 }
 
 bool valid_mac(const char *s) {
@@ -64,9 +83,44 @@ const char *take(int c, const char *arg, DeviceOptions &o, const DeviceOptionRul
         o.dpdk_port = arg;
         return "";
     case kOptIp:
+        /* Repeatable: one IPv4 address (GID 1) and IPv6 ones (GIDs 2..). */
+        if (std::strchr(arg, ':') != nullptr) {
+            if (!valid_ipv6_cidr(arg))
+                return "A.B.C.D/P or X:Y::Z/P";
+            o.ip6.emplace_back(arg);
+            return "";
+        }
         if (rules.check_address_syntax && !valid_ipv4_cidr(arg))
-            return "A.B.C.D/P";
+            return "A.B.C.D/P or X:Y::Z/P";
         o.ip = arg;
+        return "";
+    case kOptVlan:
+        if (!parse_u64(arg, 4094, u) || u == 0)
+            return "a VLAN ID 1..4094";
+        o.vlan = static_cast<uint16_t>(u);
+        return "";
+    case kOptGateway:
+        if (std::strchr(arg, ':') != nullptr) {
+            in6_addr a{};
+            if (inet_pton(AF_INET6, arg, &a) != 1)
+                return "an IPv4 or IPv6 address";
+            o.gateway6 = arg;
+        } else {
+            in_addr a{};
+            if (inet_pton(AF_INET, arg, &a) != 1)
+                return "an IPv4 or IPv6 address";
+            o.gateway = arg;
+        }
+        return "";
+    case kOptForceDscp:
+        if (!parse_u64(arg, 63, u))
+            return "a DSCP 0..63";
+        o.force_dscp = static_cast<int>(u);
+        return "";
+    case kOptForceTtl:
+        if (!parse_u64(arg, 255, u) || u == 0)
+            return "a TTL / hop limit 1..255";
+        o.force_ttl = static_cast<int>(u);
         return "";
     case kOptMac:
         if (rules.check_address_syntax && !valid_mac(arg))

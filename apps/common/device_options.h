@@ -51,6 +51,11 @@ struct DeviceOptions {
     bool dcqcn = true;              /**< --dcqcn on|off (DeviceConfig::dcqcn) */
     int ecn = -1;                   /**< --ecn off|ect0|ect1 (EcnMode); -1 = the default */
     int pfc = -1;                   /**< --pfc PRIO (DeviceConfig::pfc_priority); -1 = none */
+    std::vector<std::string> ip6;   /**< --ip X:Y::Z/P, repeatable (DeviceConfig::ipv6_cidrs) */
+    std::string gateway, gateway6;  /**< --gateway A.B.C.D | X:Y::Z */
+    uint16_t vlan = 0;              /**< --vlan VID */
+    int force_dscp = -1;            /**< --force-dscp D (DeviceConfig::force_tclass = D << 2) */
+    int force_ttl = -1;             /**< --force-ttl N (DeviceConfig::force_hop_limit) */
     bool counters = false;          /**< --counters */
     bool embedded = false;          /**< --embedded (set by default with --loopback) */
     bool embedded_given = false;    /**< --embedded was on the command line */
@@ -95,6 +100,10 @@ enum DeviceOption : int {
     kOptConfig,
     kOptCapture,
     kOptCaptureSnaplen,
+    kOptVlan,
+    kOptGateway,
+    kOptForceDscp,
+    kOptForceTtl,
     kFirstToolOption = 1100,
 };
 

@@ -120,6 +120,23 @@ struct DeviceConfig {
     std::string capture;
     /** Bytes kept of each captured frame; 0 = whole frames. */
     uint32_t capture_snaplen = 0;
+    /** Our IPv6 addresses with prefix, e.g. "fd77:20::2/64" (at most 7): GID indexes 2..
+     * after the IPv4 one. GID 0, fe80::EUI-64 of the MAC, is an IPv6 address of ours too.
+     * Neighbour solicitations for them are answered and ICMPv6 echo replied to. */
+    std::vector<std::string> ipv6_cidrs;
+    /** Default gateways for peers off our subnets ("" = none: such a peer is an error):
+     * frames go to the gateway's MAC (ARP / ND resolved) with the peer's address. */
+    std::string gateway;
+    std::string gateway6;
+    /** 802.1Q VLAN of the port's RoCE traffic (1..4094; 0 = untagged). Frames are tagged
+     * with PCP = SL & 7 of the QP's address handle; received frames of another VLAN, or
+     * untagged ones, are dropped (rx_drop_vlan_mismatch). */
+    uint16_t vlan = 0;
+    /** Device-wide overrides of the address handle's traffic class (DSCP << 2 | ECN; with
+     * DCQCN data frames still carry the ECN mode's bits) and TTL / hop limit, like mlx5's
+     * per-port traffic_class / ttl settings; -1 = the address handle's. */
+    int force_tclass = -1;
+    int force_hop_limit = -1;
 };
 
 /** The engine: EAL, mempool, worker loop. Create once per process (the EAL can be

@@ -266,47 +266,83 @@ class QpImpl final : public QueuePair {
             return Status(EINVAL, "modify QP: sgid_index " + std::to_string(ah.sgid_index) +
                                       " is not in the GID table of " + dev_.name() + " (" +
                                       std::to_string(dev_.gids().size()) + " entries)");
-        if (!net::GidTable::is_ipv4_mapped(ah.dgid))
-            return Status(EINVAL, "modify QP: dgid is not IPv4-mapped (::ffff:a.b.c.d); "
-                                  "RoCEv2 over IPv6 is not supported yet");
-        if (!net::GidTable::is_ipv4_mapped(*sgid))
+        /* The GID type follows the address, as in rdma-core: IPv4-mapped GIDs talk IPv4,
+         * the others (link-local at index 0, configured ones from 2) IPv6. */
+        const bool v4 = net::GidTable::is_ipv4_mapped(ah.dgid);
+        if (v4 != net::GidTable::is_ipv4_mapped(*sgid))
             return Status(EINVAL, "modify QP: sgid_index " + std::to_string(ah.sgid_index) +
-                                      " is an IPv6 GID but the dgid is IPv4 (use index 1)");
-        const uint32_t dst = net::GidTable::to_ipv4(ah.dgid);
-        Result<uint32_t> nh = net::next_hop(dev_.iface(), dst);
-        if (!nh)
-            return Status(nh.status().code(), "modify QP: " + nh.status().message());
+                                      (v4 ? " is an IPv6 GID but the dgid is IPv4 (use index 1)"
+                                          : " is an IPv4 GID but the dgid is IPv6"));
+        uint32_t dst4 = 0;
+        net::Ip6 nh6{};
+        std::string nh_str;
+        if (v4) {
+            dst4 = net::GidTable::to_ipv4(ah.dgid);
+            Result<uint32_t> nh = net::next_hop(dev_.iface(), dst4);
+            if (!nh)
+                return Status(nh.status().code(), "modify QP: " + nh.status().message());
+            nh_str = net::ipv4_str(*nh);
+            dst4 = *nh; /* resolved below; the peer's address goes in the IP header */
+        } else {
+            Result<net::Ip6> nh = net::next_hop6(dev_.iface6(), ah.dgid.raw);
+            if (!nh)
+                return Status(nh.status().code(), "modify QP: " + nh.status().message());
+            nh6 = *nh;
+            nh_str = net::ipv6_str(nh6.data());
+        }
 
-        /* ARP: the worker sends and retries the request (every 200 ms); we wait here. */
+        /* ARP / ND: the worker sends and retries the request (every 200 ms); we wait here. */
         const uint64_t t0 = rt_.now_ns();
         const uint64_t limit = uint64_t{dev_.arp_timeout_ms()} * 1'000'000;
+        const char *proto = v4 ? "ARP" : "ND";
         net::Mac mac{};
         for (;;) {
             net::ResolveStep st{};
-            rt_.exec([&] { st = dev_.resolve(*nh, rt_.now_ns(), &mac); });
+            rt_.exec([&] {
+                st = v4 ? dev_.resolve(dst4, rt_.now_ns(), &mac)
+                        : dev_.resolve6(nh6.data(), rt_.now_ns(), &mac);
+            });
             if (st == net::ResolveStep::Resolved)
                 break;
             if (st == net::ResolveStep::TableFull)
-                return Status(ENOSPC, "ARP: neighbour table of " + dev_.name() + " is full");
+                return Status(ENOSPC, std::string(proto) + ": neighbour table of " + dev_.name() +
+                                          " is full");
             if (rt_.now_ns() - t0 >= limit)
-                return Status(ETIMEDOUT, "ARP: no reply from " + net::ipv4_str(*nh) + " within " +
-                                             std::to_string(dev_.arp_timeout_ms()) + " ms");
+                return Status(ETIMEDOUT, std::string(proto) + ": no reply from " + nh_str +
+                                             " within " + std::to_string(dev_.arp_timeout_ms()) +
+                                             " ms");
             rt_.wait_a_bit();
         }
         *path = rc::Path{};
         std::memcpy(path->eth.dst, mac.data(), 6);
         std::memcpy(path->eth.src, dev_.iface().mac.data(), 6);
-        path->eth.has_vlan = false;
-        path->eth.ethertype = wire::kEtherTypeIpv4;
-        path->ipv6 = false;
+        /* 802.1Q: PCP = SL & 7 (the kernel's rdma_ah_get_sl -> VLAN priority for RoCE). */
+        path->eth.has_vlan = dev_.vlan() != 0;
+        path->eth.vlan_tci = static_cast<uint16_t>(((ah.sl & 7u) << 13) | dev_.vlan());
+        path->eth.ethertype = v4 ? wire::kEtherTypeIpv4 : wire::kEtherTypeIpv6;
+        path->ipv6 = !v4;
         std::memcpy(path->sgid, sgid->raw, 16);
         std::memcpy(path->dgid, ah.dgid.raw, 16);
-        path->tos = ah.traffic_class;
-        path->ttl = ah.hop_limit;
-        path->flow_label = ah.flow_label;
-        path->udp_sport = dev_.udp_sport_for(dst, dest_qpn, wire::udp_sport_for_qpn(qpn_));
-        spdlog::debug("{}: QP {} path to {} via {}", dev_.name(), qpn_, net::ipv4_str(dst),
-                      net::mac_str(mac));
+        path->tos =
+            dev_.force_tclass() >= 0 ? static_cast<uint8_t>(dev_.force_tclass()) : ah.traffic_class;
+        path->ttl = dev_.force_hop_limit() >= 0 ? static_cast<uint8_t>(dev_.force_hop_limit())
+                                                : ah.hop_limit;
+        if (v4) {
+            path->flow_label = ah.flow_label;
+            path->udp_sport = dev_.udp_sport_for(net::GidTable::to_ipv4(ah.dgid), dest_qpn,
+                                                 wire::udp_sport_for_qpn(qpn_));
+        } else {
+            /* rxe: the IPv6 header carries the AH's flow label (0 unless given); the UDP
+             * source port comes from it, or when 0 from the QPN pair's flow label (so both
+             * directions of a connection share a port, as in the vectors). */
+            path->flow_label = ah.flow_label & 0xFFFFF;
+            path->udp_sport = wire::udp_sport_for_flow_label(
+                path->flow_label ? path->flow_label : wire::rdma_calc_flow_label(qpn_, dest_qpn));
+        }
+        spdlog::debug("{}: QP {} path to {} via {} ({})", dev_.name(), qpn_,
+                      v4 ? net::ipv4_str(net::GidTable::to_ipv4(ah.dgid))
+                         : net::ipv6_str(ah.dgid.raw),
+                      nh_str, net::mac_str(mac));
         return {};
     }
 

@@ -31,6 +31,7 @@
 #include "engine_capture.h"
 #include "mem_mr.h"
 #include "net.h"
+#include "net_ipv6.h"
 #include "net_pfc.h"
 #include "rc_qp.h"
 #include "sched_timer_wheel.h"
@@ -94,7 +95,8 @@ inline constexpr uint32_t kDoorbellSrq = 0x80000000u;
     X(mr_dereg_timeout)          /* ... and still out when dereg gave up waiting (kept alive) */   \
     X(rx_drop_not_our_mac)                                                                         \
     X(rx_drop_unknown_ethertype)                                                                   \
-    X(rx_drop_not_our_ip) /* RoCE packet for another IPv4 address */                               \
+    X(rx_drop_not_our_ip)    /* RoCE packet for another IPv4/IPv6 address */                       \
+    X(rx_drop_vlan_mismatch) /* tagged with another VLAN than the port's, or untagged on a VLAN */ \
     X(rx_drop_unknown_qpn)                                                                         \
     X(sq_wr_rejected) /* WR refused by the QP on the worker: error completion */                   \
     X(rq_wr_rejected)
@@ -369,6 +371,8 @@ class Shard final : public rc::TxPort, public rc::AsyncEventSink {
     void capture_tx();
     QpCtx *prefetch_ctx(rte_mbuf *m) const;
     void rx_mac_control(rte_mbuf *m, uint64_t now, bool forwarded);
+    /* ICMPv6 (ND, echo) on worker 0, where the IPv6 neighbour cache lives (engine_l3.cpp). */
+    void rx_icmp6(rte_mbuf *m, uint8_t *p, uint32_t len, size_t l2, uint64_t now);
     uint8_t frame_prio(const wire::FrameSpec &f) const;
     void ready_remove(QpCtx &q);
     void park(QpCtx &q, uint8_t prio);
@@ -408,6 +412,10 @@ class Shard final : public rc::TxPort, public rc::AsyncEventSink {
     uint64_t cap_tx_mark_ = 0; /* see capture_tx() */
     uint16_t ncap_rx_ = 0;
     rte_mbuf *cap_rx_[kRxBurst];
+
+  public:
+    /* Last: IPv6 host counters are off the data path (kept out of its cache lines). */
+    net::Net6Counters nc6;
 };
 
 /** One DPDK port as a RoCEv2 device, split into one Shard per worker. */
@@ -484,6 +492,15 @@ class Dev final {
     /** Neighbour resolution step (worker 0: ARP lives there); sends the request itself
      * when one is due. */
     net::ResolveStep resolve(uint32_t ip, uint64_t now, net::Mac *mac);
+    /** The same for IPv6 (neighbour solicitation). engine_l3.cpp. */
+    net::ResolveStep resolve6(const uint8_t ip[16], uint64_t now, net::Mac *mac);
+    /** IPv6 addresses, gateways, VLAN and the forced traffic class / hop limit of cfg
+     * (set once at open, before any QP exists): rebuilds the GID table. */
+    Status set_l3(const DeviceConfig &cfg);
+    const net::Iface6 &iface6() const { return ifc6_; }
+    uint16_t vlan() const { return vlan_; }
+    int force_tclass() const { return force_tclass_; }
+    int force_hop_limit() const { return force_hop_limit_; }
     /* MR table and zero-copy regions are read by every worker: change them only with
      * every worker parked (Runtime::exec_all). */
     mem::MrTable &mrs() { return mrs_; }
@@ -565,6 +582,7 @@ class Dev final {
   private:
     friend class Shard;
     void send_arp_request(uint32_t ip);
+    void send_ns(const uint8_t ip[16]);
 
     Runtime &rt_;
     uint16_t port_;
@@ -578,6 +596,7 @@ class Dev final {
     uint16_t nrxq_, ntxq_;
     bool worker_rings_ = false;
     LinkWatch *link_ = nullptr; /* engine_link.cpp */
+    uint16_t vlan_ = 0; /* VID; 0 = untagged (read per frame: in the padding here) */
 
     mem::MrTable mrs_;
     std::vector<uint16_t> pkeys_ = {wire::kDefaultPkey};
@@ -603,6 +622,11 @@ class Dev final {
     uint32_t zc_min_ = 0;
     std::vector<std::unique_ptr<ZcRegion>> zc_;         /* by MR slot */
     std::vector<std::unique_ptr<ZcRegion>> zc_retired_; /* deregistered, mbufs still out */
+    /* IP policy (engine_l3.cpp), last: only IPv6 frames and the control path read it. */
+    net::Iface6 ifc6_;        /* link-local + configured IPv6 addresses */
+    net::NeighTable6 neigh6_; /* worker 0 */
+    int force_tclass_ = -1;
+    int force_hop_limit_ = -1;
 
     /* Capture: declared last, so the first member destroyed (its file is closed before
      * the counters and the lock go). */

@@ -281,6 +281,7 @@ Dev::Dev(Runtime &rt, uint16_t port, std::string name, const net::Iface &ifc, ui
     : rt_(rt), port_(port), name_(std::move(name)), ifc_(ifc), gids_(ifc.mac, {ifc.ip}),
       eth_mtu_(eth_mtu), arp_timeout_ms_(arp_timeout_ms), max_qps_(max_qps), nrxq_(nrxq),
       ntxq_(ntxq), qps_(max_qps) {
+    ifc6_ = net::make_iface6(ifc.mac); /* the link-local address; set_l3 adds the rest */
     const std::string en = rt.unique_name("dev_ev");
     events_ = ring_alloc(en.c_str(), sizeof(EngineEvent), 4096, RING_F_EXACT_SZ);
     if (events_ == nullptr)
@@ -418,7 +419,9 @@ void Dev::send_arp_request(uint32_t ip) {
         return; /* the next retry tries again */
     }
     uint8_t *p = rte_pktmbuf_mtod(m, uint8_t *);
-    const size_t n = net::build_arp_request(ifc_, ip, p, rte_pktmbuf_tailroom(m));
+    size_t n = net::build_arp_request(ifc_, ip, p, rte_pktmbuf_tailroom(m));
+    if (vlan_ != 0)
+        n = net::vlan_push(p, n, rte_pktmbuf_tailroom(m), vlan_);
     m->data_len = static_cast<uint16_t>(n);
     m->pkt_len = static_cast<uint32_t>(n);
     if (!sh.queue_tx(m)) {
@@ -465,6 +468,7 @@ std::vector<std::pair<std::string, uint64_t>> Shard::counters() const {
     v.emplace_back("pfc_paused_prios", paused_mask_);
     v.emplace_back("pfc_storm_prios", storm_mask_);
     nc.for_each([&](const char *n, uint64_t x) { v.emplace_back(n, x); });
+    nc6.for_each([&](const char *n, uint64_t x) { v.emplace_back(n, x); });
     rcc.for_each([&](const char *n, uint64_t x) { v.emplace_back(n, x); });
     return v;
 }
@@ -1373,16 +1377,34 @@ template <bool Cap> void Shard::rx_one_t(rte_mbuf *m, uint64_t now) {
     const net::Iface &ifc = dev_.ifc_;
     /* Our MAC may differ from the port's (promiscuous then): filter in software. */
     if (std::memcmp(p, ifc.mac.data(), 6) != 0 &&
-        std::memcmp(p, net::kBroadcastMac.data(), 6) != 0) {
+        std::memcmp(p, net::kBroadcastMac.data(), 6) != 0 && !dev_.ifc6_.accepts_multicast_mac(p)) {
         ++ec.rx_drop_not_our_mac;
         rte_pktmbuf_free(m);
         return;
     }
     size_t l2 = RTE_ETHER_HDR_LEN;
     uint16_t et = static_cast<uint16_t>((p[12] << 8) | p[13]);
+    uint16_t vid = 0;
     if (et == net::kEtherTypeVlan && len >= RTE_ETHER_HDR_LEN + 4) {
         l2 += 4;
         et = static_cast<uint16_t>((p[16] << 8) | p[17]);
+        vid = static_cast<uint16_t>(((p[14] << 8) | p[15]) & 0xFFF);
+    }
+    /* One VLAN per port (0: untagged; priority-tagged frames, VID 0, count as untagged). */
+    if (vid != dev_.vlan_) [[unlikely]] {
+        ++ec.rx_drop_vlan_mismatch;
+        rte_pktmbuf_free(m);
+        return;
+    }
+    if (et == net::kEtherTypeIpv6 && rte_pktmbuf_data_len(m) >= l2 + net::kIpv6HdrLen &&
+        p[l2 + 6] == net::kIpProtoIcmpv6) [[unlikely]] {
+        if (chained) {
+            ++ec.rx_drop_multiseg; /* replies are built in place: not on a chain */
+            rte_pktmbuf_free(m);
+        } else {
+            rx_icmp6(m, p, len, l2, now);
+        }
+        return;
     }
     if (chained && (et == net::kEtherTypeArp || et == net::kEtherTypeIpv4) &&
         (et == net::kEtherTypeArp || rte_pktmbuf_data_len(m) <= l2 + 9 ||
@@ -1443,7 +1465,7 @@ template <bool Cap> void Shard::rx_one_t(rte_mbuf *m, uint64_t now) {
         rte_pktmbuf_free(m);
         return;
     }
-    if (!pp.ipv6 && pp.ip4.dst != ifc.ip) {
+    if (pp.ipv6 ? dev_.ifc6_.find(pp.dst_gid) < 0 : pp.ip4.dst != ifc.ip) {
         ++ec.rx_drop_not_our_ip;
         rte_pktmbuf_free(m);
         return;

@@ -558,6 +558,13 @@ Result<Dev *> Runtime::open_device(const DeviceConfig &cfg) {
         return Status(ENOMEM, name + ": no memory for " + std::to_string(cfg.max_qps) +
                                   " QPNs over " + std::to_string(nw) + " worker(s)");
     }
+    if (Status s = dev->set_l3(cfg); !s) {
+        rte_eth_dev_stop(port);
+        return s;
+    }
+    /* Neighbour solicitations go to solicited-node multicast groups. */
+    if (const int rc = rte_eth_allmulticast_enable(port); rc != 0 && rc != -ENOTSUP)
+        spdlog::warn("{}: all-multicast mode: {}", name, errstr(rc));
     dev->set_pkeys(cfg.pkeys);
     dev->set_port_info(std::move(caps), std::move(steer));
     dev->set_pfc(
@@ -607,6 +614,17 @@ Result<Dev *> Runtime::open_device(const DeviceConfig &cfg) {
             return Status(s.code(), "open_device: " + s.message());
     }
     dev->watch_link();
+    {
+        const net::Iface6 &f6 = dev->iface6();
+        std::string v6;
+        for (uint32_t i = 0; i < f6.naddrs; ++i)
+            v6 += (i ? " " : "") + net::ipv6_str(f6.addrs[i].addr.data()) + "/" +
+                  std::to_string(f6.addrs[i].prefix_len);
+        spdlog::info("{}: IPv6 {}{}{}", name, v6,
+                     cfg.vlan ? ", VLAN " + std::to_string(cfg.vlan) : std::string(),
+                     f6.has_gateway() ? ", gateway " + net::ipv6_str(f6.gateway.data())
+                                      : std::string());
+    }
     Dev *d = dev.get();
     std::lock_guard<std::mutex> lk(telemetry_mutex());
     devs_.push_back(std::move(dev));

@@ -32,8 +32,11 @@ inline constexpr size_t kArpFrameLen = 42; /* 14 Ethernet + 28 ARP, before paddi
 /** Our side of a link: address, prefix, MAC. IPv4 addresses are host order. */
 struct Iface {
     Mac mac{};
-    uint32_t ip = 0;
+    /* prefix_len next to the MAC so that the gateway keeps the struct at 16 bytes (it sits
+     * inside the engine's Dev, whose layout the data path is tuned to). */
     uint8_t prefix_len = 0;
+    uint32_t ip = 0;
+    uint32_t gateway = 0; /* 0 = none: off-subnet peers are an error */
     uint32_t netmask() const { return prefix_len == 0 ? 0 : ~0u << (32 - prefix_len); }
     bool on_link(uint32_t addr) const { return ((addr ^ ip) & netmask()) == 0; }
 };
@@ -125,8 +128,8 @@ class NeighTable {
     uint32_t used_ = 0;
 };
 
-/** Next hop toward dst: the peer itself when on-link. Gateways are not supported yet,
- * so an off-link destination is an error that says so. */
+/** Next hop toward dst: the peer itself when on-link, else the gateway; an off-link
+ * destination without a gateway is an error that says so. */
 Result<uint32_t> next_hop(const Iface &ifc, uint32_t dst);
 
 /* ---- ARP ---- */
@@ -164,11 +167,13 @@ size_t handle_icmp(const Iface &ifc, uint8_t *frame, size_t len, size_t l2_len, 
 uint16_t inet_checksum(const uint8_t *p, size_t len);
 
 /* ---- GID table ---- */
-/** Index 0: fe80::EUI-64(MAC); then one IPv4-mapped GID per IP. All "RoCE v2". */
+/** Index 0: fe80::EUI-64(MAC); then one IPv4-mapped GID per IP, then the IPv6 ones.
+ * All "RoCE v2". */
 class GidTable {
   public:
     GidTable() = default;
-    GidTable(const Mac &mac, const std::vector<uint32_t> &ipv4s);
+    GidTable(const Mac &mac, const std::vector<uint32_t> &ipv4s,
+             const std::vector<Gid> &ipv6s = {});
     uint32_t size() const { return static_cast<uint32_t>(gids_.size()); }
     /** nullptr when idx is out of range. */
     const Gid *at(uint32_t idx) const { return idx < gids_.size() ? &gids_[idx] : nullptr; }

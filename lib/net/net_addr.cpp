@@ -51,20 +51,25 @@ Result<uint32_t> next_hop(const Iface &ifc, uint32_t dst) {
     if (dst == ifc.ip)
         return Status(EINVAL, "destination " + ipv4_str(dst) +
                                   " is our own address (loopback is not supported)");
-    if (!ifc.on_link(dst))
-        return Status(ENETUNREACH, "destination " + ipv4_str(dst) + " is not on " +
-                                       ipv4_str(ifc.ip & ifc.netmask()) + "/" +
-                                       std::to_string(ifc.prefix_len) +
-                                       " and droce has no gateway support yet");
-    return dst;
+    if (ifc.on_link(dst))
+        return dst;
+    if (ifc.gateway != 0)
+        return ifc.gateway; /* the gateway's MAC, the peer's IP: routed */
+    return Status(ENETUNREACH, "destination " + ipv4_str(dst) + " is not on " +
+                                   ipv4_str(ifc.ip & ifc.netmask()) + "/" +
+                                   std::to_string(ifc.prefix_len) + " and no gateway is configured");
 }
 
 /* ---- GID table ---- */
 
-GidTable::GidTable(const Mac &mac, const std::vector<uint32_t> &ipv4s) {
+GidTable::GidTable(const Mac &mac, const std::vector<uint32_t> &ipv4s,
+                   const std::vector<Gid> &ipv6s) {
     gids_.push_back(link_local(mac));
     for (uint32_t ip : ipv4s)
         gids_.push_back(ipv4_mapped(ip));
+    /* After the IPv4 one, as rxe lists a port's addresses (the vectors' IPv6 GID is 2). */
+    for (const Gid &g : ipv6s)
+        gids_.push_back(g);
 }
 
 Gid GidTable::link_local(const Mac &mac) {

@@ -59,7 +59,9 @@ one_mode() {
         grep -q "^${t}${t}${t}${t}multi-segment tx yes$" "$out" || fail "$mode: no multi-segment line"
         grep -q "^${t}${t}${t}${t}external buffers any process memory$" "$out" || fail "$mode: no external buffers line"
         grep -q "^${t}${t}${t}steering:${t}${t}off$" "$out" || fail "$mode: no steering line"
-        grep -q '^n_gids_found=4$' "$out" || fail "$mode: n_gids_found is not 4"
+        # per device: link-local, IPv4, and the --loopback IPv6 fd00::1 / fd00::2 (GID 2)
+        grep -q "^${t}${t}${t}GID\[  2\]:${t}${t}fd00::1, RoCE v2$" "$out" || fail "$mode: no IPv6 GID[2] line"
+        grep -q '^n_gids_found=6$' "$out" || fail "$mode: n_gids_found is not 6"
         grep -Eq "QP 0x[0-9a-f]{6}: state RTS dest_qp_num 0x[0-9a-f]{6} path_mtu 1024 .* \| qpn 0x" "$out" ||
             fail "$mode: no QP state line"
         grep -Eq "QP 0x[0-9a-f]{6}: .* \| dcqcn rp 1 np 1 rate_mbps [0-9.]+ target_mbps [0-9.]+ alpha [0-9.]+ stage line_rate " "$out" ||

@@ -57,6 +57,24 @@ else fail "--ud -s 2048: expected exit 1 and 'Requested size larger than port MT
 run_ok "-s 65536 -m 1024 -n 100 -c (64 packets per message)" 65536 100 -m 1024 -c
 run_ok "-s 4096 -n 50 -r 4 (small receive queue)" 4096 50 -r 4
 
+# IPv6 GIDs (-g 2: fd00::1/2, -g 0: link-local) and a VLAN with PCP from -l: the GID the
+# tool reports is the IPv6 one, the data checks, nothing is dropped on the VLAN.
+run_v6() {
+    local desc=$1 want=$2; shift 2
+    "$exe" "${eal[@]}" -- --loopback --timeout 60 -s 4096 -n 100 -c --counters "$@" >"$out" 2>"$err"
+    local rc=$?
+    if [[ $rc -ne 0 ]]; then fail "$desc: exit $rc"; return; fi
+    grep -Eq "^\[server\]   local address:  .*GID $want$" "$out" || { fail "$desc: GID not $want"; return; }
+    grep -Eq "^\[client\] 100 iters in" "$out" || { fail "$desc: no summary"; return; }
+    if grep -q "invalid data" "$out"; then fail "$desc: -c found invalid data"; return; fi
+    if grep -Eq "rx_drop_vlan_mismatch +[1-9]|rx_drop_not_our_ip +[1-9]" "$out"; then
+        fail "$desc: drops"; return
+    fi
+    echo "ok: $desc"
+}
+run_v6 "-g 2 (IPv6 GID) --vlan 100 -l 3" "fd00::1" -g 2 --vlan 100 -l 3
+run_v6 "-g 0 (link-local GID)" "fe80::.*" -g 0
+
 run_bad "unknown long flag" "unknown option" -- --loopback --no-such-flag
 run_bad "unknown short flag" "unknown option" -- --loopback -z
 run_bad "bad size" "invalid value 'abc' for -s/--size" -- --loopback -s abc
@@ -64,6 +82,8 @@ run_bad "bad mtu" "invalid value '1000' for -m/--mtu" -- --loopback -m 1000
 run_bad "ib port 2" "invalid value '2' for -i/--ib-port" -- --loopback -i 2
 run_bad "odp" "on-demand paging" -- --loopback -o
 run_bad "missing value" "needs a value" -- --loopback -n
+run_bad "bad IPv6 --ip" "invalid value 'fd::1' for --ip" -- --ip fd::1
+run_bad "bad --vlan" "invalid value '4095' for --vlan" -- --loopback --vlan 4095
 run_bad "no --ip outside loopback" "--ip A.B.C.D/P is required" -- 10.0.0.9
 
 "$exe" -h >"$out" 2>"$err"

@@ -2,7 +2,8 @@
 """Wire checks on a capture of RoCEv2 traffic that Wireshark does not make.
 
 tshark dissects UDP 4791 as RoCEv2 ("RRoCE") but does NOT verify the ICRC, the IPv4 header
-checksum (off by default) or length consistency. For every IPv4/UDP-4791 frame this checks:
+checksum (off by default) or length consistency. For every IPv4 UDP-4791 frame this checks
+(for IPv6 ones: lengths and the ICRC with traffic class, flow label and hop limit masked):
   - IPv4 header checksum, IPv4 total length vs. captured bytes, UDP length vs. IPv4 payload
   - the RoCEv2 ICRC (CRC-32 over 8 bytes of 0xFF + IPv4 header with TOS/TTL/checksum masked +
     UDP header with checksum masked + BTH with its byte 4 (F/B/resv) masked + payload)
@@ -66,6 +67,46 @@ def icrc(ip, udp_and_payload):
     return zlib.crc32(b'\xff' * 8 + bytes(iph) + bytes(u)) & 0xFFFFFFFF
 
 
+def icrc6(ip6, udp_and_payload):
+    """ICRC over IPv6: traffic class, flow label and hop limit masked to ones."""
+    h = bytearray(ip6[:40])
+    h[0] |= 0x0F
+    h[1:4] = b'\xff\xff\xff'
+    h[7] = 0xFF
+    u = bytearray(udp_and_payload)
+    u[6:8] = b'\xff\xff'
+    u[8 + 4] = 0xFF
+    return zlib.crc32(b'\xff' * 8 + bytes(h) + bytes(u)) & 0xFFFFFFFF
+
+
+def check_ipv6(n, d, off, problems):
+    """One IPv6 frame: True when it is RoCEv2 (checked into problems), False otherwise."""
+    if len(d) < off + 40:
+        return False
+    ip6 = d[off:off + 40]
+    plen = struct.unpack('>H', ip6[4:6])[0]
+    nh = ip6[6]
+    if nh == 58 and len(d) > off + 40 and d[off + 40] == 1:
+        problems.append('frame %d: ICMPv6 destination unreachable (code %d)' % (n, d[off + 41]))
+        return False
+    if nh != 17 or len(d) < off + 44 or struct.unpack('>H', d[off + 42:off + 44])[0] != 4791:
+        return False
+    if off + 40 + plen > len(d):
+        problems.append('frame %d: IPv6 payload length %d exceeds frame' % (n, plen))
+        return True
+    if len(d) > max(60, off + 40 + plen):
+        problems.append('frame %d: %d trailing bytes after the IPv6 datagram' % (n, len(d) - off - 40 - plen))
+    udp = d[off + 40:off + 40 + plen]
+    if struct.unpack('>H', udp[4:6])[0] != len(udp) or len(udp) < 8 + 12 + 4:
+        problems.append('frame %d: bad UDP length over IPv6' % n)
+        return True
+    want = struct.unpack('<I', udp[-4:])[0]
+    got = icrc6(ip6, udp[:-4])
+    if want != got:
+        problems.append('frame %d: bad ICRC 0x%08x (expected 0x%08x) over IPv6' % (n, want, got))
+    return True
+
+
 def main(argv):
     min_roce, quiet, path = 1, False, None
     it = iter(argv)
@@ -91,6 +132,12 @@ def main(argv):
                 off += 4
                 etype = struct.unpack('>H', d[off:off + 2])[0]
             off += 2
+            if etype == 0x86DD:
+                if check_ipv6(n, d, off, problems):
+                    roce += 1
+                else:
+                    other += 1
+                continue
             if etype != 0x0800:
                 other += 1
                 continue

@@ -290,7 +290,7 @@ TEST(NetNextHop, OnLinkOrClearError) {
     ASSERT_FALSE(r);
     EXPECT_EQ(r.status().code(), ENETUNREACH);
     EXPECT_EQ(r.status().message(),
-              "destination 10.78.0.2 is not on 10.77.0.0/24 and droce has no gateway support yet");
+              "destination 10.78.0.2 is not on 10.77.0.0/24 and no gateway is configured");
     EXPECT_FALSE(next_hop(iface(), kOurIp));
 }
 

@@ -127,6 +127,9 @@ const Expect kFiles[] = {
     {"rxe/atomic_cas.pcap", 245, 200, 0, 0},
     {"rxe/atomic_fadd.pcap", 244, 200, 0, 0},
     {"rxe/rc_pingpong.pcap", 137, 124, 0, 0},
+    /* rxe to rxe over an IPv6 GID and a VLAN GID (PCP 3): droce speaks both now. */
+    {"rxe-features/rc_pingpong_ipv6.pcap", 533, 516, 0, 0},
+    {"rxe-features/rc_pingpong_vlan_pcp3.pcap", 519, 500, 0, 0},
     {"rxe/read_bw.pcap", 543, 500, 0, 0},
     {"rxe/rping.pcap", 65, 65, 0, 0},
     {"rxe/send_lat.pcap", 451, 418, 0, 0},
