@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include "config_device.h"
 
+#include <arpa/inet.h>
+
 #include <cstring>
 #include <sstream>
 
@@ -162,8 +164,36 @@ const std::vector<Key> &schema() {
         num("port", "mtu", 576, 9600,
             [](DeviceOptions &o, uint64_t u) { o.eth_mtu = static_cast<uint32_t>(u); }),
         {"port", "gid_index", nullptr, true},
-        unsupported("port", "gateway", "no next-hop routing yet: peers must be on the subnet"),
-        unsupported("port", "vlan", "droce does not send VLAN-tagged RoCE yet"),
+        {"port", "ip6", /* repeatable: GIDs 2.. (--ip X:Y::Z/P) */
+         [](const std::string &v, DeviceOptions &o) -> std::string {
+             const size_t slash = v.find('/');
+             in6_addr a{};
+             uint64_t p = 0;
+             if (slash == std::string::npos ||
+                 inet_pton(AF_INET6, v.substr(0, slash).c_str(), &a) != 1 ||
+                 !parse_u64(v.substr(slash + 1).c_str(), 128, p))
+                 return "want X:Y::Z/P";
+             o.ip6.push_back(v);
+             return "";
+         }},
+        {"port", "gateway",
+         [](const std::string &v, DeviceOptions &o) -> std::string {
+             in6_addr a6{};
+             in_addr a4{};
+             if (v.find(':') != std::string::npos && inet_pton(AF_INET6, v.c_str(), &a6) == 1)
+                 o.gateway6 = v;
+             else if (inet_pton(AF_INET, v.c_str(), &a4) == 1)
+                 o.gateway = v;
+             else
+                 return "want an IPv4 or IPv6 address";
+             return "";
+         }},
+        num("port", "vlan", 1, 4094,
+            [](DeviceOptions &o, uint64_t u) { o.vlan = static_cast<uint16_t>(u); }),
+        num("port", "force_dscp", 0, 63,
+            [](DeviceOptions &o, uint64_t u) { o.force_dscp = static_cast<int>(u); }),
+        num("port", "force_ttl", 1, 255,
+            [](DeviceOptions &o, uint64_t u) { o.force_ttl = static_cast<int>(u); }),
         // ---- [qp]: the RC attributes the tools set at RTR/RTS ----
         num("qp", "timeout", 0, 31,
             [](DeviceOptions &o, uint64_t u) { o.qp.timeout = static_cast<uint8_t>(u); }),
@@ -277,7 +307,7 @@ bool find_config_option(int argc, char *const *argv, std::string &path, std::str
 std::string apply_device_config(const std::string &path, DeviceOptions &o, const char *tool,
                                 const std::vector<ToolConfigKey> &tool_keys) {
     ConfigFile cf;
-    if (std::string err = load_config_file(path, cf, {"eal.vdev"}); !err.empty())
+    if (std::string err = load_config_file(path, cf, {"eal.vdev", "port.ip6", "port.gateway"}); !err.empty())
         return err;
     o.config_path = path;
     for (const auto &sec : cf.sections) {

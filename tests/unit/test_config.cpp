@@ -48,6 +48,8 @@ TEST(ConfigFile, EveryKeyReachesItsField) {
     TempConf f("[engine]\nmode = worker\nbusy_poll = on\ncounters = yes\ntimeout = 7.5\n"
                "log_level = debug\n"
                "[port]\ndevice = net_memif0\nip = 10.1.2.3/16\nmac = 02:00:00:00:00:09\n"
+               "ip6 = fd00::7/64\nip6 = fd01::7/64\ngateway = 10.0.0.254\n"
+               "gateway = fd00::fe\nvlan = 100\nforce_dscp = 26\nforce_ttl = 9\n"
                "mtu = 4000\n"
                "[qp]\ntimeout = 20\nretry_cnt = 3\nrnr_retry = 2\nmin_rnr_timer = 5\n"
                "[dcqcn]\nenabled = off\necn = ect1\nrp_enabled = off\nnp_enabled = off\n"
@@ -59,7 +61,8 @@ TEST(ConfigFile, EveryKeyReachesItsField) {
                "rate_to_set_on_first_cnp_bps = 55\nmin_time_between_cnps_ns = 66\n"
                "cnp_dscp = 26\ncnp_802p_prio = 3\n"
                "[pfc]\npriority = 3\nstorm_ms = 250\n"
-               "[capture]\nfile = /tmp/x.pcapng\nsnaplen = 200\n");
+               "[capture]\nfile = /tmp/x.pcapng\nsnaplen = 200\n"
+               );
     DeviceOptions o(60);
     const std::vector<ToolConfigKey> keys = {};
     ASSERT_EQ(apply_device_config(f.path(), o, "test", keys), "");
@@ -105,6 +108,12 @@ TEST(ConfigFile, EveryKeyReachesItsField) {
     EXPECT_EQ(o.pfc_storm_ms, 250u);
     EXPECT_EQ(o.capture, "/tmp/x.pcapng");
     EXPECT_EQ(o.capture_snaplen, 200u);
+    EXPECT_EQ(o.ip6, (std::vector<std::string>{"fd00::7/64", "fd01::7/64"}));
+    EXPECT_EQ(o.gateway, "10.0.0.254");
+    EXPECT_EQ(o.gateway6, "fd00::fe");
+    EXPECT_EQ(o.vlan, 100u);
+    EXPECT_EQ(o.force_dscp, 26);
+    EXPECT_EQ(o.force_ttl, 9);
 }
 
 TEST(ConfigFile, ToolKeysGoToTheTool) {
