@@ -209,12 +209,30 @@ Result<std::unique_ptr<Runtime>> Runtime::create(int argc, char **argv, int *con
     return rt;
 }
 
+namespace {
+/* Commands allocated by exec_detached and not yet freed (Runtime::detached_live). */
+std::atomic<uint64_t> g_detached_live{0};
+} // namespace
+
 Runtime::~Runtime() {
     telemetry_detach(this);
     stop();
     {
         std::lock_guard<std::mutex> lk(telemetry_mutex());
         devs_.clear(); /* stops and closes the ports */
+    }
+    /* Detached commands still queued were sent after the last drain (a link watch's
+     * gratuitous-ARP request, a telemetry read that timed out): freed unrun, their device
+     * and worker are gone. Waited-for commands cannot be here: their callers wait. */
+    for (auto &w : workers_) {
+        void *obj = nullptr;
+        while (rte_ring_sc_dequeue(w->mailbox, &obj) == 0) {
+            auto *c = static_cast<Command *>(obj);
+            if (c->detached && c->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+                delete c;
+                g_detached_live.fetch_sub(1);
+            }
+        }
     }
     for (rte_ring *r : pair_rings_)
         rte_ring_free(r);
@@ -689,10 +707,6 @@ int Runtime::worker_main(void *arg) {
         }
     }
     return 0;
-}
-
-namespace {
-std::atomic<uint64_t> g_detached_live{0};
 }
 
 uint64_t Runtime::detached_live() { return g_detached_live.load(); }
