@@ -13,27 +13,25 @@
 #include <droce/droce.h>
 
 #include "api_ud.h"
+#include "api_wr_ring.h"
 #include "engine.h"
 
 namespace droce {
 
 namespace {
 
+using api::check_num_sge;
+using api::enqueue_wr;
+using api::make_elem_ring;
+using api::recv_ring;
+using api::send_ring;
+using api::WrRing;
+
 using engine::CqCtx;
 using engine::Dev;
 using engine::QpCtx;
 using engine::Runtime;
 using engine::SrqCtx;
-
-/* Ring capacity for n entries (at least 1). */
-unsigned ring_size(uint32_t n) { return n == 0 ? 1 : n; }
-
-/* SPSC rings from the heap (not memzones: see engine::ring_alloc). */
-rte_ring *make_elem_ring(Runtime &rt, const char *prefix, unsigned esize, uint32_t n) {
-    const std::string name = rt.unique_name(prefix);
-    return engine::ring_alloc(name.c_str(), esize, ring_size(n),
-                              RING_F_SP_ENQ | RING_F_SC_DEQ | RING_F_EXACT_SZ);
-}
 
 /* Live children of a PD, shared so that children outliving a PD (a misuse we report)
  * do not touch freed memory. */
@@ -206,26 +204,16 @@ class QpImpl final : public QueuePair {
         if (state_ == QpState::Reset || state_ == QpState::Init || state_ == QpState::Rtr)
             return Status(EINVAL, "post_send: QP " + std::to_string(qpn_) + " is in " +
                                       qp_state_str(state_) + ", needs RTS");
-        if (wr.num_sge < 0 || wr.num_sge > kMaxSge ||
-            static_cast<uint32_t>(wr.num_sge) > cap_.max_send_sge)
-            return Status(EINVAL,
-                          "post_send: num_sge " + std::to_string(wr.num_sge) + " out of range");
+        if (Status s = check_num_sge(wr.num_sge, cap_.max_send_sge, "post_send"); !s)
+            return s;
         if (wr.opcode == WrOpcode::AtomicCmpAndSwp || wr.opcode == WrOpcode::AtomicFetchAndAdd) {
             if (wr.num_sge != 1 || wr.sg_list[0].length != 8)
                 return Status(EINVAL, "post_send: atomics take exactly one 8-byte SGE");
             if (wr.remote_addr & 7)
                 return Status(EINVAL, "post_send: atomic remote_addr must be 8-byte aligned");
         }
-        /* Exactly max_send_wr outstanding, counting what the ring and the worker's
-         * queue hold together (the worker publishes what has left). */
-        if (ctx_->sq_posted - ctx_->sq_retired.load(std::memory_order_acquire) >=
-                cap_.max_send_wr ||
-            rte_ring_sp_enqueue_elem(ctx_->sq, const_cast<SendWr *>(&wr), sizeof(SendWr)) != 0)
-            return Status(ENOMEM, "post_send: send queue full (" +
-                                      std::to_string(cap_.max_send_wr) + " WRs)");
-        ++ctx_->sq_posted;
-        ring_doorbell();
-        return {};
+        return enqueue_wr(dev_, send_ring(*ctx_, qpn_), cap_.max_send_wr, wr,
+                          "post_send: send queue");
     }
 
     Status post_recv(const RecvWr &wr) override {
@@ -238,27 +226,13 @@ class QpImpl final : public QueuePair {
                 dev_.touch(*ctx_);
             return s;
         }
-        if (wr.num_sge < 0 || wr.num_sge > kMaxSge ||
-            static_cast<uint32_t>(wr.num_sge) > cap_.max_recv_sge)
-            return Status(EINVAL,
-                          "post_recv: num_sge " + std::to_string(wr.num_sge) + " out of range");
-        if (ctx_->rq_posted - ctx_->rq_retired.load(std::memory_order_acquire) >=
-                cap_.max_recv_wr ||
-            rte_ring_sp_enqueue_elem(ctx_->rq, const_cast<RecvWr *>(&wr), sizeof(RecvWr)) != 0)
-            return Status(ENOMEM, "post_recv: receive queue full (" +
-                                      std::to_string(cap_.max_recv_wr) + " WRs)");
-        ++ctx_->rq_posted;
-        ring_doorbell();
-        return {};
+        if (Status s = check_num_sge(wr.num_sge, cap_.max_recv_sge, "post_recv"); !s)
+            return s;
+        return enqueue_wr(dev_, recv_ring(*ctx_, qpn_), cap_.max_recv_wr, wr,
+                          "post_recv: receive queue");
     }
 
   private:
-    /* The worker learns of posted WRs through its doorbell ring, once per drain: the
-     * flag is cleared (exchange) by the worker before it drains the rings. */
-    void ring_doorbell() {
-        if (!ctx_->doorbell.exchange(true, std::memory_order_acq_rel))
-            dev_.shard(ctx_->worker).ring_doorbell(qpn_);
-    }
 
     Status resolve_path(const AhAttr &ah, uint32_t dest_qpn, rc::Path *path) {
         const Gid *sgid = dev_.gids().at(ah.sgid_index);
@@ -378,18 +352,11 @@ class SrqImpl final : public SharedReceiveQueue {
                 dev_.shard(ctx_->worker).publish_srq(*ctx_);
             return s;
         }
-        if (wr.num_sge < 0 || wr.num_sge > kMaxSge ||
-            static_cast<uint32_t>(wr.num_sge) > attr_.max_sge)
-            return Status(EINVAL,
-                          "post_srq_recv: num_sge " + std::to_string(wr.num_sge) + " out of range");
-        if (ctx_->posted - ctx_->retired.load(std::memory_order_acquire) >= attr_.max_wr ||
-            rte_ring_sp_enqueue_elem(ctx_->ring, const_cast<RecvWr *>(&wr), sizeof(RecvWr)) != 0)
-            return Status(ENOMEM, "post_srq_recv: shared receive queue full (" +
-                                      std::to_string(attr_.max_wr) + " WRs)");
-        ++ctx_->posted;
-        if (!ctx_->doorbell.exchange(true, std::memory_order_acq_rel))
-            dev_.shard(ctx_->worker).ring_doorbell(engine::kDoorbellSrq | ctx_->index);
-        return {};
+        if (Status s = check_num_sge(wr.num_sge, attr_.max_sge, "post_srq_recv"); !s)
+            return s;
+        const WrRing r{ctx_->ring,     ctx_->posted, ctx_->retired, ctx_->doorbell,
+                       ctx_->worker, engine::kDoorbellSrq | ctx_->index};
+        return enqueue_wr(dev_, r, attr_.max_wr, wr, "post_srq_recv: shared receive queue");
     }
     SrqCtx *ctx() const { return ctx_; }
 

@@ -12,6 +12,7 @@
 #include <rte_ring_elem.h>
 #include <spdlog/spdlog.h>
 
+#include "api_wr_ring.h"
 #include "engine_ud.h"
 
 namespace droce::api {
@@ -81,10 +82,8 @@ class UdQpImpl final : public QueuePair {
             return Status(EINVAL, "post_send: a UD QP sends only SEND and SEND_WITH_IMM");
         if (wr.ah == nullptr)
             return Status(EINVAL, "post_send: UD WR without an address handle");
-        if (wr.num_sge < 0 || wr.num_sge > kMaxSge ||
-            static_cast<uint32_t>(wr.num_sge) > cap_.max_send_sge)
-            return Status(EINVAL,
-                          "post_send: num_sge " + std::to_string(wr.num_sge) + " out of range");
+        if (Status s = check_num_sge(wr.num_sge, cap_.max_send_sge, "post_send"); !s)
+            return s;
         uint64_t len = 0;
         for (int i = 0; i < wr.num_sge; ++i)
             len += wr.sg_list[i].length;
@@ -93,14 +92,8 @@ class UdQpImpl final : public QueuePair {
                                         " bytes exceeds the path MTU (" +
                                         std::to_string(dev_.active_mtu()) +
                                         " bytes): UD is one packet");
-        if (ctx_->sq_posted - ctx_->sq_retired.load(std::memory_order_acquire) >=
-                cap_.max_send_wr ||
-            rte_ring_sp_enqueue_elem(ctx_->sq, const_cast<SendWr *>(&wr), sizeof(SendWr)) != 0)
-            return Status(ENOMEM, "post_send: send queue full (" +
-                                      std::to_string(cap_.max_send_wr) + " WRs)");
-        ++ctx_->sq_posted;
-        ring_doorbell();
-        return {};
+        return enqueue_wr(dev_, send_ring(*ctx_, qpn_), cap_.max_send_wr, wr,
+                          "post_send: send queue");
     }
 
     Status post_recv(const RecvWr &wr) override {
@@ -110,25 +103,13 @@ class UdQpImpl final : public QueuePair {
                 dev_.touch(*ctx_);
             return s;
         }
-        if (wr.num_sge < 0 || wr.num_sge > kMaxSge ||
-            static_cast<uint32_t>(wr.num_sge) > cap_.max_recv_sge)
-            return Status(EINVAL,
-                          "post_recv: num_sge " + std::to_string(wr.num_sge) + " out of range");
-        if (ctx_->rq_posted - ctx_->rq_retired.load(std::memory_order_acquire) >=
-                cap_.max_recv_wr ||
-            rte_ring_sp_enqueue_elem(ctx_->rq, const_cast<RecvWr *>(&wr), sizeof(RecvWr)) != 0)
-            return Status(ENOMEM, "post_recv: receive queue full (" +
-                                      std::to_string(cap_.max_recv_wr) + " WRs)");
-        ++ctx_->rq_posted;
-        ring_doorbell();
-        return {};
+        if (Status s = check_num_sge(wr.num_sge, cap_.max_recv_sge, "post_recv"); !s)
+            return s;
+        return enqueue_wr(dev_, recv_ring(*ctx_, qpn_), cap_.max_recv_wr, wr,
+                          "post_recv: receive queue");
     }
 
   private:
-    void ring_doorbell() {
-        if (!ctx_->doorbell.exchange(true, std::memory_order_acq_rel))
-            dev_.shard(ctx_->worker).ring_doorbell(qpn_);
-    }
 
     Runtime &rt_;
     Dev &dev_;
@@ -140,12 +121,6 @@ class UdQpImpl final : public QueuePair {
     QpState state_ = QpState::Reset; /* as of the last control call (worker mode checks) */
 };
 
-rte_ring *make_ring(Runtime &rt, const char *prefix, unsigned esize, uint32_t n) {
-    const std::string name = rt.unique_name(prefix);
-    return engine::ring_alloc(name.c_str(), esize, n == 0 ? 1 : n,
-                              RING_F_SP_ENQ | RING_F_SC_DEQ | RING_F_EXACT_SZ);
-}
-
 } // namespace
 
 Result<std::unique_ptr<QueuePair>> create_ud_qp(Runtime &rt, Dev &dev, uint32_t pd,
@@ -153,8 +128,8 @@ Result<std::unique_ptr<QueuePair>> create_ud_qp(Runtime &rt, Dev &dev, uint32_t 
                                                 const QpInitAttr &attr, CqCtx *scq, CqCtx *rcq) {
     rte_ring *sq = nullptr, *rq = nullptr;
     if (!rt.embedded()) {
-        sq = make_ring(rt, "dq_us", sizeof(SendWr), attr.cap.max_send_wr);
-        rq = make_ring(rt, "dq_ur", sizeof(RecvWr), attr.cap.max_recv_wr);
+        sq = make_elem_ring(rt, "dq_us", sizeof(SendWr), attr.cap.max_send_wr);
+        rq = make_elem_ring(rt, "dq_ur", sizeof(RecvWr), attr.cap.max_recv_wr);
         if (sq == nullptr || rq == nullptr) {
             engine::ring_release(sq);
             engine::ring_release(rq);

@@ -581,6 +581,11 @@ class Dev final {
 
   private:
     friend class Shard;
+    /* The end of create_qp and create_ud_qp: the rings, CQs and worker into the built
+     * QpCtx, CQ references taken, and the QPN's table slot filled. Returns qpn. */
+    uint32_t install_qp(std::unique_ptr<QpCtx> ctx, uint32_t qpn, uint32_t w,
+                        const QpInitAttr &attr, CqCtx *scq, CqCtx *rcq, rte_ring *sq,
+                        rte_ring *rq, QpCtx **out);
     void send_arp_request(uint32_t ip);
     void send_ns(const uint8_t ip[16]);
 

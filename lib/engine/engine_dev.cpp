@@ -370,6 +370,13 @@ Result<uint32_t> Dev::create_qp(uint32_t pd, const QpInitAttr &attr, CqCtx *scq,
     ctx->srq = srq;
     if (srq)
         ++srq->refs;
+    return install_qp(std::move(ctx), qpn, w, attr, scq, rcq, sq, rq, out);
+}
+
+uint32_t Dev::install_qp(std::unique_ptr<QpCtx> ctx, uint32_t qpn, uint32_t w,
+                         const QpInitAttr &attr, CqCtx *scq, CqCtx *rcq, rte_ring *sq,
+                         rte_ring *rq, QpCtx **out) {
+    Shard &sh = *shards_[w];
     ctx->sq = sq;
     ctx->rq = rq;
     ctx->scq = scq;

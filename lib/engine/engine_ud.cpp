@@ -60,20 +60,7 @@ Result<uint32_t> Dev::create_ud_qp(uint32_t pd, const QpInitAttr &attr, CqCtx *s
     cfg.pkey_table = pkeys_.data();
     cfg.pkey_table_len = static_cast<uint32_t>(pkeys_.size());
     ctx->ud = std::make_unique<ud::Qp>(cfg);
-    ctx->sq = sq;
-    ctx->rq = rq;
-    ctx->scq = scq;
-    ctx->rcq = rcq;
-    ctx->worker = w;
-    ctx->max_send_wr = attr.cap.max_send_wr;
-    ctx->max_recv_wr = attr.cap.max_recv_wr;
-    ctx->timer.qp = ctx.get();
-    ++scq->refs;
-    ++rcq->refs;
-    ++sh.nqps_;
-    *out = ctx.get();
-    qps_[qpn] = std::move(ctx);
-    return qpn;
+    return install_qp(std::move(ctx), qpn, w, attr, scq, rcq, sq, rq, out);
 }
 
 void Shard::rx_ud(QpCtx &q, const wire::ParsedPacket &pp, uint64_t now) {

@@ -125,6 +125,32 @@ il_wait_host_listen() {
   done
 }
 
+# il_run_pair ROLE DIR GUEST_NAME: runs the caller's arrays droce[] and guest[] as one
+# case, droce in ROLE. server: droce first, the guest (in the VM) once droce listens on TCP
+# IL_PORT; client: the guest first, droce once the guest listens. Both in the background,
+# logs DIR/droce.log and DIR/guest.log; once one side has failed the other gets 10 s.
+# Sets IL_DRC and IL_GRC (exit codes, -1: not run) and IL_PAIR_WHY ("" or why a side did
+# not start, naming GUEST_NAME).
+il_run_pair() {
+  local role=$1 dir=$2 gname=$3 gpid dpid
+  IL_DRC=-1; IL_GRC=-1; IL_PAIR_WHY=""
+  if [ "$role" = server ]; then
+    il_bg "$dir/droce.log" "${droce[@]}"; dpid=$IL_BG
+    if il_wait_host_listen "$IL_PORT" 30 "$dpid"; then
+      il_bg "$dir/guest.log" "$IL_PEER" exec "$IL_VM" --timeout "$CASE_TIMEOUT" -- "${guest[@]}"; gpid=$IL_BG
+      il_wait_pid "$gpid" $((CASE_TIMEOUT + 15)); IL_GRC=$IL_RC
+    else IL_PAIR_WHY="droce not listening on TCP $IL_PORT; "; fi
+    il_wait_pid "$dpid" "$( [ "$IL_GRC" = 0 ] && echo 30 || echo 10 )"; IL_DRC=$IL_RC
+  else
+    il_bg "$dir/guest.log" "$IL_PEER" exec "$IL_VM" --timeout "$CASE_TIMEOUT" -- "${guest[@]}"; gpid=$IL_BG
+    if il_wait_guest_listen "$IL_PORT" 20 >/dev/null 2>&1; then
+      il_bg "$dir/droce.log" "${droce[@]}"; dpid=$IL_BG
+      il_wait_pid "$dpid" $((CASE_TIMEOUT + 10)); IL_DRC=$IL_RC
+    else IL_PAIR_WHY="guest $gname did not listen; "; fi
+    il_wait_pid "$gpid" "$( [ "$IL_DRC" = 0 ] && echo 30 || echo 10 )"; IL_GRC=$IL_RC
+  fi
+}
+
 # il_capture_start FILE: full-snaplen capture on the tap; sets IL_CAP (pid) once tcpdump listens
 il_capture_start() {
   # --immediate-mode: without it packets still in the kernel ring's current block when tcpdump

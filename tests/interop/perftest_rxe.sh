@@ -75,22 +75,8 @@ run_case() { # MODE SIZE ROLE -> CASE_OK, CASE_WHY
   [ "$role" = client ] && droce+=("$IL_VM_IP") || guest+=("$IL_HOST_IP")
   printf '%q ' "${droce[@]}" > "$dir/droce.cmd"; printf '%q ' "${guest[@]}" > "$dir/guest.cmd"
   il_capture_start "$dir/capture.pcap" || true
-  local cap=${IL_CAP:-} gpid dpid grc=-1 drc=-1 t0; t0=$(date +%s)
-  if [ "$role" = server ]; then
-    il_bg "$dir/droce.log" "${droce[@]}"; dpid=$IL_BG
-    if il_wait_host_listen "$IL_PORT" 30 "$dpid"; then
-      il_bg "$dir/guest.log" "$IL_PEER" exec "$IL_VM" --timeout "$CASE_TIMEOUT" -- "${guest[@]}"; gpid=$IL_BG
-      il_wait_pid "$gpid" $((CASE_TIMEOUT + 15)); grc=$IL_RC
-    else CASE_WHY="droce-perf not listening; "; fi
-    il_wait_pid "$dpid" "$( [ "$grc" = 0 ] && echo 30 || echo 10 )"; drc=$IL_RC
-  else
-    il_bg "$dir/guest.log" "$IL_PEER" exec "$IL_VM" --timeout "$CASE_TIMEOUT" -- "${guest[@]}"; gpid=$IL_BG
-    if il_wait_guest_listen "$IL_PORT" 20 >/dev/null 2>&1; then
-      il_bg "$dir/droce.log" "${droce[@]}"; dpid=$IL_BG
-      il_wait_pid "$dpid" $((CASE_TIMEOUT + 10)); drc=$IL_RC
-    else CASE_WHY="guest ib_$mode did not listen; "; fi
-    il_wait_pid "$gpid" "$( [ "$drc" = 0 ] && echo 30 || echo 10 )"; grc=$IL_RC
-  fi
+  local cap=${IL_CAP:-} grc=-1 drc=-1 t0; t0=$(date +%s)
+  il_run_pair "$role" "$dir" "ib_$mode"; drc=$IL_DRC grc=$IL_GRC CASE_WHY+=$IL_PAIR_WHY
   [ -n "$cap" ] && { il_capture_stop "$cap" "$dir/capture.pcap" || true; }
   [ "$drc" = 0 ] || CASE_WHY+="droce-perf exit $drc; "
   [ "$grc" = 0 ] || CASE_WHY+="guest ib_$mode exit $grc; "
