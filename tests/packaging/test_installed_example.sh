@@ -39,7 +39,7 @@ bad=$(grep -h '^#include' "$incdir"/droce/*.h | grep -Ev '^#include (<(c[a-z]+|m
 [ -z "$bad" ] || fail "public headers include more than the standard library: $bad"
 [ "$(ls "$incdir/droce")" = "$(printf 'cm.h\ncm_device.h\ndcqcn.h\ndroce.h\nstatus.h\nverbs.h')" ] ||
     fail "unexpected files in include/droce: $(ls "$incdir/droce" | tr '\n' ' ')"
-for app in droce-pingpong droce-perf droce-info; do
+for app in droce-pingpong droce-perf droce-info droce-rping; do
     [ -x "$(find "$root" -path "*/bin/$app" | head -1)" ] || fail "$app not installed"
 done
 echo "ok: library, headers (standard includes only), apps"
