@@ -16,7 +16,9 @@
  *
  * Active side: cm->connect(ip, port, *qp, param) (the QP may be in RESET or INIT); the
  * QP is in RTS when the Established event is polled. Passive side: cm->accept() moves the
- * QP to RTS before the REP leaves. A QP the hook failed to move is counted
+ * QP to RTS before the REP leaves; when a receive completes on that QP before the
+ * Established event (the RTU was lost or is late), tell the CM so (verbs' COMM_EST):
+ * channel().notify_comm_est(id, now_ns()). A QP the hook failed to move is counted
  * (cm_qp_modify_failed) and its connection disconnected.
  *
  * Threading: one control thread calls everything here (as for CmChannel). Works in both
