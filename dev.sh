@@ -198,6 +198,18 @@ run_tests() {
             fail=$((fail + ${ifail:-0}))
             [ -n "${ipass:-}" ] || broken+=("UD interop exit $irc without a summary")
 
+            stage "interop: RDMA-CM — droce-rping vs rping (-v -V -C 10), both roles"
+            # ~20 s: one VM boot, two runs (tests/interop/rping_rxe.sh)
+            ilog=$BUILD_DIR/interop-rping.out
+            ipass="" ifail=""
+            timeout 300 bash tests/interop/rping_rxe.sh --out "$BUILD_DIR/interop-rping" \
+                --budget 200 "$BUILD_DIR" 2>&1 | tee "$ilog"
+            irc=${PIPESTATUS[0]}
+            read -r ipass _ ifail _ < <(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$ilog" | tail -1) || true
+            pass=$((pass + ${ipass:-0}))
+            fail=$((fail + ${ifail:-0}))
+            [ -n "${ipass:-}" ] || broken+=("rping interop exit $irc without a summary")
+
             local mtu
             for mtu in 1024 4096; do
                 stage "interop: droce-perf vs perftest (every ib_*_bw/lat mode), path MTU $mtu"

@@ -12,6 +12,7 @@
 
 #include <droce/droce.h>
 
+#include "api_internal.h"
 #include "api_ud.h"
 #include "api_wr_ring.h"
 #include "engine.h"
@@ -478,6 +479,7 @@ class PdImpl final : public ProtectionDomain {
 class DeviceImpl final : public Device {
   public:
     DeviceImpl(Runtime &rt, Dev &dev) : rt_(rt), dev_(dev) {}
+    Dev &engine_dev() const { return dev_; } /* for api::engine_of */
     const std::string &name() const override { return dev_.name(); }
     uint16_t port_id() const override { return dev_.port_id(); }
     std::string mac() const override { return net::mac_str(dev_.iface().mac); }
@@ -569,6 +571,14 @@ class EngineImpl final : public Engine {
     }
     void stop() override { rt_->stop(); }
     bool embedded() const override { return rt_->embedded(); }
+    /* api::engine_of: dev's engine device when dev is one of ours. */
+    Dev *find(const Device &dev) const {
+        for (const auto &d : devs_)
+            if (d.get() == &dev)
+                return &d->engine_dev();
+        return nullptr;
+    }
+    Runtime &runtime() const { return *rt_; }
 
   private:
     std::unique_ptr<Runtime> rt_;
@@ -576,6 +586,13 @@ class EngineImpl final : public Engine {
 };
 
 } // namespace
+
+bool api::engine_of(Engine &engine, Device &dev, Runtime **rt, Dev **d) {
+    auto *e = dynamic_cast<EngineImpl *>(&engine);
+    *d = e ? e->find(dev) : nullptr;
+    *rt = e ? &e->runtime() : nullptr;
+    return *d != nullptr;
+}
 
 Result<std::unique_ptr<Engine>> Engine::create(int argc, char **argv, int *consumed,
                                                const EngineOptions &opts) {

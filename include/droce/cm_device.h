@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/** @file
+ * A CmChannel (droce/cm.h) bound to a droce device: the device's QP1 carries its MADs,
+ * the engine's clock drives its timers, and its QP hook brings each connection's RC QP
+ * from RESET/INIT through RTR to RTS with what the CM settled on (the peer's QPN and
+ * PSN, path MTU, timeouts, READ resources, the peer's GID resolved through droce's ARP).
+ *
+ *     auto cm = CmDevice::open(engine, *dev);        // binds QP1 of dev
+ *     cm->channel().listen(7174);
+ *     for (;;) {
+ *         engine.poll();                             // embedded mode only
+ *         cm->poll();                                // MADs in, timers
+ *         CmEventInfo ev;
+ *         while (cm->channel().poll_event(ev)) ...   // ConnectRequest: create a QP, then
+ *     }                                              //   cm->accept(ev.id, *qp, param)
+ *
+ * Active side: cm->connect(ip, port, *qp, param) (the QP may be in RESET or INIT); the
+ * QP is in RTS when the Established event is polled. Passive side: cm->accept() moves the
+ * QP to RTS before the REP leaves; when a receive completes on that QP before the
+ * Established event (the RTU was lost or is late), tell the CM so (verbs' COMM_EST):
+ * channel().notify_comm_est(id, now_ns()). A QP the hook failed to move is counted
+ * (cm_qp_modify_failed) and its connection disconnected.
+ *
+ * Threading: one control thread calls everything here (as for CmChannel). Works in both
+ * engine modes; in embedded mode that thread also calls Engine::poll(). The RTR step waits
+ * for ARP like QueuePair::modify (up to the device's arp_timeout_ms, usually already
+ * resolved: the peer's REQ or REP just came from that address). */
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "cm.h"
+#include "droce.h"
+
+namespace droce {
+
+struct CmDeviceOptions {
+    CmChannelConfig channel;     /**< local_ipv4 and ca_guid are filled from the device */
+    uint32_t gsi_slots = 64;     /**< QP1 receive buffers */
+    uint32_t access_flags = 0x7; /**< INIT: local write, remote write, remote read */
+};
+
+class CmDevice {
+  public:
+    /** Binds QP1 of dev (EBUSY: already bound). dev must come from engine. */
+    static Result<std::unique_ptr<CmDevice>> open(Engine &engine, Device &dev,
+                                                  const CmDeviceOptions &opt = {});
+    virtual ~CmDevice() = default;
+
+    virtual CmChannel &channel() = 0;
+    /** Receives MADs and runs the CM's timers; returns the MADs handled. */
+    virtual int poll() = 0;
+    /** The clock the channel runs on (monotonic ns). */
+    virtual uint64_t now_ns() const = 0;
+
+    /** CmChannel::connect for qp (param.qpn is taken from qp). 0 on failure. */
+    virtual uint32_t connect(uint32_t dst_ip, uint16_t dst_port, QueuePair &qp,
+                             CmConnectParam param) = 0;
+    /** CmChannel::accept with qp, which is in RTS when this returns true. */
+    virtual bool accept(uint32_t id, QueuePair &qp, CmAcceptParam param) = 0;
+    virtual bool reject(uint32_t id) = 0;
+    virtual bool disconnect(uint32_t id) = 0;
+    /** Forget the QP of a connection (call before destroying the QP). */
+    virtual void release(uint32_t id) = 0;
+
+    /** The channel's counters, then the glue's (MADs in/out, send failures, QP moves). */
+    virtual bool counter(size_t i, const char *&name, uint64_t &value) const = 0;
+};
+
+} // namespace droce

@@ -1,0 +1,269 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* droce::CmDevice (include/droce/cm_device.h): the glue between lib/cm's sans-I/O
+ * CmChannel and a droce device. MADs go out and come in through the device's QP1
+ * (engine::Gsi), time is the engine's clock, and the QP hook drives the RC QP's state
+ * changes through the public QueuePair::modify, so address resolution and every check
+ * are the ones an application's own modify gets. */
+#include <droce/cm_device.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <spdlog/spdlog.h>
+
+#include "api_internal.h"
+#include "engine.h"
+#include "engine_gsi.h"
+
+namespace droce {
+
+namespace {
+
+/* The device's IPv4-mapped GID: the CM speaks RoCEv2 over IPv4 (cm.h). */
+int ipv4_gid_index(const Device &dev, uint32_t *ip) {
+    const auto gids = dev.gids();
+    for (size_t i = 0; i < gids.size(); ++i) {
+        const uint8_t *g = gids[i].gid.raw;
+        static constexpr uint8_t kPrefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF};
+        if (std::memcmp(g, kPrefix, 12) == 0) {
+            *ip = static_cast<uint32_t>(g[12]) << 24 | static_cast<uint32_t>(g[13]) << 16 |
+                  static_cast<uint32_t>(g[14]) << 8 | g[15];
+            return static_cast<int>(i);
+        }
+    }
+    return -1;
+}
+
+enum GlueCtr : size_t {
+    kMadsIn,
+    kMadsOut,
+    kMadSendFailed,
+    kQpReady,
+    kQpModifyFailed,
+    kQpUnknown,
+    kGlueCtrs
+};
+constexpr const char *kGlueCtrNames[kGlueCtrs] = {
+    "cm_mads_in",  "cm_mads_out",         "cm_mad_send_failed",
+    "cm_qp_ready", "cm_qp_modify_failed", "cm_qp_unknown",
+};
+
+class CmDeviceImpl final : public CmDevice, CmQp1Transport, CmQpHook {
+  public:
+    CmDeviceImpl(engine::Runtime &rt, Device &dev, std::unique_ptr<engine::Gsi> gsi,
+                 const CmDeviceOptions &opt, uint8_t sgid_index)
+        : rt_(rt), dev_(dev), gsi_(std::move(gsi)), opt_(opt), sgid_index_(sgid_index),
+          ch_(opt.channel, *this, this) {}
+
+    CmChannel &channel() override { return ch_; }
+    uint64_t now_ns() const override { return rt_.now_ns(); }
+
+    int poll() override {
+        int total = 0;
+        for (;;) {
+            const int n = gsi_->poll(in_, kBatch);
+            for (int i = 0; i < n; ++i) {
+                ++ctr_[kMadsIn];
+                ch_.on_mad(in_[i].src_gid.raw, in_[i].data, in_[i].len, rt_.now_ns());
+            }
+            total += n;
+            if (n < kBatch)
+                break;
+        }
+        const uint64_t now = rt_.now_ns();
+        if (ch_.next_deadline() <= now)
+            ch_.on_time(now);
+        /* Connections whose QP could not be readied: the hook runs inside the channel,
+         * which must not be re-entered, so they are disconnected here. */
+        for (uint32_t id : failed_)
+            ch_.disconnect(id, rt_.now_ns());
+        failed_.clear();
+        return total;
+    }
+
+    uint32_t connect(uint32_t dst_ip, uint16_t dst_port, QueuePair &qp,
+                     CmConnectParam param) override {
+        param.qpn = qp.qp_num();
+        const uint32_t id = ch_.connect(dst_ip, dst_port, param, rt_.now_ns());
+        if (id != 0)
+            bind(id, qp);
+        return id;
+    }
+
+    bool accept(uint32_t id, QueuePair &qp, CmAcceptParam param) override {
+        param.qpn = qp.qp_num();
+        bind(id, qp);
+        const uint64_t fails = ctr_[kQpModifyFailed];
+        if (!ch_.accept(id, param, rt_.now_ns())) {
+            release(id);
+            return false;
+        }
+        return ctr_[kQpModifyFailed] == fails;
+    }
+
+    bool reject(uint32_t id) override {
+        release(id);
+        return ch_.reject(id, nullptr, 0, rt_.now_ns());
+    }
+    bool disconnect(uint32_t id) override { return ch_.disconnect(id, rt_.now_ns()); }
+    void release(uint32_t id) override {
+        for (auto &b : qps_)
+            if (b.id == id)
+                b = Binding{};
+    }
+
+    bool counter(size_t i, const char *&name, uint64_t &value) const override {
+        if (ch_.counter(i, name, value))
+            return true;
+        size_t n = 0;
+        while (ch_.counter(n, name, value))
+            ++n;
+        if (i - n >= kGlueCtrs)
+            return false;
+        name = kGlueCtrNames[i - n];
+        value = ctr_[i - n];
+        return true;
+    }
+
+  private:
+    struct Binding {
+        uint32_t id = 0;
+        QueuePair *qp = nullptr;
+    };
+    static constexpr int kBatch = 16;
+
+    void bind(uint32_t id, QueuePair &qp) {
+        for (auto &b : qps_)
+            if (b.id == id || b.qp == nullptr) {
+                b = Binding{id, &qp};
+                return;
+            }
+        qps_.push_back(Binding{id, &qp});
+    }
+
+    bool send_mad(const uint8_t dst_gid[16], const uint8_t *mad, size_t len) override {
+        AhAttr to;
+        std::memcpy(to.dgid.raw, dst_gid, 16);
+        to.sgid_index = sgid_index_;
+        Status s = gsi_->send(to, 1 /* the peer's QP1 */, mad, static_cast<uint32_t>(len));
+        if (!s) {
+            /* The CM resends on its timer, as for a MAD lost on the wire. */
+            ++ctr_[kMadSendFailed];
+            spdlog::debug("{}: CM MAD not sent: {}", dev_.name(), s.message());
+            return false;
+        }
+        ++ctr_[kMadsOut];
+        return true;
+    }
+
+    void ready_qp(uint32_t id, const CmQpParams &p) override {
+        QueuePair *qp = nullptr;
+        for (const auto &b : qps_)
+            if (b.id == id && b.qp)
+                qp = b.qp;
+        if (qp == nullptr || qp->qp_num() != p.local_qpn) {
+            ++ctr_[kQpUnknown];
+            spdlog::warn("{}: CM connection {:#x}: no QP {} bound", dev_.name(), id, p.local_qpn);
+            return;
+        }
+        Status s = ready(*qp, p);
+        if (!s) {
+            ++ctr_[kQpModifyFailed];
+            failed_.push_back(id);
+            spdlog::error("{}: CM connection {:#x}: QP {}: {}", dev_.name(), id, p.local_qpn,
+                          s.message());
+            return;
+        }
+        ++ctr_[kQpReady];
+    }
+
+    Status ready(QueuePair &qp, const CmQpParams &p) {
+        QpAttr cur;
+        if (Status s = qp.query(cur); !s)
+            return s;
+        if (cur.cur_qp_state == QpState::Reset) {
+            QpAttr a;
+            a.qp_state = QpState::Init;
+            a.pkey_index = 0;
+            a.port_num = 1;
+            a.qp_access_flags = opt_.access_flags;
+            if (Status s = qp.modify(a, kQpState | kQpPkeyIndex | kQpPort | kQpAccessFlags); !s)
+                return s;
+        } else if (cur.cur_qp_state != QpState::Init) {
+            return Status(EINVAL, std::string("QP is in ") + qp_state_str(cur.cur_qp_state) +
+                                      ", not RESET or INIT");
+        }
+        QpAttr r;
+        r.qp_state = QpState::Rtr;
+        /* The CM offers the path MTU the REQ named; no more than this port carries. */
+        uint8_t mtu = p.path_mtu;
+        while (mtu > 1 && mtu_bytes(static_cast<Mtu>(mtu)) > dev_.active_mtu())
+            --mtu;
+        r.path_mtu = static_cast<Mtu>(mtu);
+        r.dest_qp_num = p.remote_qpn;
+        r.rq_psn = p.rq_psn;
+        r.max_dest_rd_atomic = p.max_dest_rd_atomic;
+        r.min_rnr_timer = 12; /* rdma_cm's default */
+        std::memcpy(r.ah_attr.dgid.raw, p.remote_gid, 16);
+        r.ah_attr.sgid_index = sgid_index_;
+        r.ah_attr.traffic_class = p.traffic_class;
+        r.ah_attr.hop_limit = p.hop_limit;
+        if (Status s = qp.modify(r, kQpState | kQpAv | kQpPathMtu | kQpDestQpn | kQpRqPsn |
+                                        kQpMaxDestRdAtomic | kQpMinRnrTimer);
+            !s)
+            return s;
+        QpAttr t;
+        t.qp_state = QpState::Rts;
+        t.sq_psn = p.sq_psn;
+        t.timeout = p.timeout;
+        t.retry_cnt = p.retry_cnt;
+        t.rnr_retry = p.rnr_retry;
+        t.max_rd_atomic = p.max_rd_atomic;
+        return qp.modify(t, kQpState | kQpSqPsn | kQpTimeout | kQpRetryCnt | kQpRnrRetry |
+                                kQpMaxQpRdAtomic);
+    }
+
+    engine::Runtime &rt_;
+    Device &dev_;
+    std::unique_ptr<engine::Gsi> gsi_;
+    CmDeviceOptions opt_;
+    uint8_t sgid_index_;
+    std::vector<Binding> qps_;
+    std::vector<uint32_t> failed_;
+    uint64_t ctr_[kGlueCtrs] = {};
+    engine::MadIn in_[kBatch];
+    CmChannel ch_; /* last: it holds references to this object's transport and hook */
+};
+
+} // namespace
+
+Result<std::unique_ptr<CmDevice>> CmDevice::open(Engine &engine, Device &dev,
+                                                 const CmDeviceOptions &opt) {
+    engine::Runtime *rt = nullptr;
+    engine::Dev *d = nullptr;
+    if (!api::engine_of(engine, dev, &rt, &d))
+        return Status(EINVAL, "CmDevice::open: not a device of this droce engine");
+    uint32_t ip = 0;
+    const int idx = ipv4_gid_index(dev, &ip);
+    if (idx < 0)
+        return Status(EINVAL, "CmDevice::open: " + dev.name() + " has no IPv4 address");
+    auto gsi = engine::Gsi::open(*rt, *d, opt.gsi_slots);
+    if (!gsi)
+        return gsi.status();
+    CmDeviceOptions o = opt;
+    o.channel.local_ipv4 = ip;
+    if (o.channel.ca_guid == 0) {
+        /* EUI-64 from the MAC, as the node GUID of a RoCE port is. */
+        const auto g = dev.gids();
+        uint64_t guid = 0;
+        if (!g.empty())
+            for (int i = 8; i < 16; ++i)
+                guid = guid << 8 | g[0].gid.raw[i];
+        o.channel.ca_guid = guid ? guid : (0x02000000ull << 32 | ip);
+    }
+    return std::unique_ptr<CmDevice>(
+        new CmDeviceImpl(*rt, dev, std::move(*gsi), o, static_cast<uint8_t>(idx)));
+}
+
+} // namespace droce

@@ -1,0 +1,262 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* droce::CmDevice (include/droce/cm_device.h): two droce devices over a net_ring pair
+ * connect through the CM on their QP1s, rping's way (listen, connect with private data,
+ * accept with private data naming a buffer), then use the RC QPs the CM brought to RTS:
+ * a SEND one way and an RDMA WRITE into the buffer the accept named, then disconnect.
+ * In both threading modes. Its own binary: it needs EAL lcores of its own. */
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include <droce/cm_device.h>
+#include <droce/droce.h>
+
+using namespace droce;
+using namespace std::chrono_literals;
+
+namespace {
+
+std::unique_ptr<Engine> make_engine(bool embedded) {
+    static const char *args[] = {"test_engine_cm", "--no-huge",   "-m",       "1024",
+                                 "--no-pci",       "--no-shconf", "--lcores", "0@0,1@1",
+                                 "--log-level",    "*:warning",   "--",       nullptr};
+    EngineOptions o;
+    o.embedded = embedded;
+    o.workers = 1;
+    o.idle_polls_before_sleep = 200;
+    o.idle_sleep_us = 50;
+    int consumed = 0;
+    auto e = Engine::create(11, const_cast<char **>(args), &consumed, o);
+    EXPECT_TRUE(e) << e.status().message();
+    return e ? std::move(*e) : nullptr;
+}
+
+constexpr uint32_t kBuf = 4096;
+constexpr uint16_t kPort = 7174;
+
+struct Side {
+    Device *dev = nullptr;
+    std::unique_ptr<CmDevice> cm;
+    std::unique_ptr<ProtectionDomain> pd;
+    std::vector<uint8_t> buf = std::vector<uint8_t>(4 * kBuf);
+    std::unique_ptr<MemoryRegion> mr;
+    std::unique_ptr<CompletionQueue> cq;
+    std::unique_ptr<QueuePair> qp;
+    std::vector<CmEventInfo> events;
+    std::vector<Wc> wcs;
+    Sge sge(uint32_t slot, uint32_t len) {
+        return Sge{reinterpret_cast<uint64_t>(buf.data() + slot * kBuf), len, mr->lkey()};
+    }
+    uint8_t *at(uint32_t slot) { return buf.data() + slot * kBuf; }
+    std::map<std::string, uint64_t> cm_counters() const {
+        std::map<std::string, uint64_t> m;
+        const char *n;
+        uint64_t v;
+        for (size_t i = 0; cm->counter(i, n, v); ++i)
+            m[n] = v;
+        return m;
+    }
+};
+
+/* What the passive side tells the active one in its accept (rping's buffer advert). */
+struct BufAdvert {
+    uint64_t addr;
+    uint32_t rkey;
+    uint32_t len;
+};
+
+class EngineCm : public ::testing::TestWithParam<bool> {
+  protected:
+    void SetUp() override {
+        engine = make_engine(GetParam());
+        ASSERT_TRUE(engine);
+        auto ports = engine->create_ring_pair();
+        ASSERT_TRUE(ports) << ports.status().message();
+        DeviceConfig ca;
+        ca.port = ports->first;
+        ca.ipv4_cidr = "10.79.0.1/24";
+        ca.mac = "02:00:00:00:03:01";
+        ca.mtu = 1500;
+        DeviceConfig cb = ca;
+        cb.port = ports->second;
+        cb.ipv4_cidr = "10.79.0.2/24";
+        cb.mac = "02:00:00:00:03:02";
+        auto da = engine->open_device(ca);
+        auto db = engine->open_device(cb);
+        ASSERT_TRUE(da && db);
+        ASSERT_TRUE(engine->start());
+        a.dev = *da;
+        b.dev = *db;
+        for (Side *s : {&a, &b}) {
+            auto cm = CmDevice::open(*engine, *s->dev);
+            ASSERT_TRUE(cm) << cm.status().message();
+            s->cm = std::move(*cm);
+            s->pd = std::move(*s->dev->alloc_pd());
+            s->mr = std::move(
+                *s->pd->reg_mr(s->buf.data(), s->buf.size(),
+                               kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead));
+            s->cq = std::move(*s->dev->create_cq(64));
+            QpInitAttr qa;
+            qa.send_cq = qa.recv_cq = s->cq.get();
+            qa.sq_sig_all = true;
+            s->qp = std::move(*s->pd->create_qp(qa));
+        }
+    }
+    void TearDown() override {
+        for (Side *s : {&a, &b}) {
+            s->qp.reset();
+            s->cm.reset();
+            s->cq.reset();
+            s->mr.reset();
+            s->pd.reset();
+        }
+        engine.reset();
+    }
+
+    /* One turn of everything the application drives: the engine (embedded mode), both
+     * CMs, their events and completions. */
+    void drive() {
+        if (engine->embedded())
+            engine->poll();
+        else
+            std::this_thread::sleep_for(50us);
+        for (Side *s : {&a, &b}) {
+            s->cm->poll();
+            CmEventInfo ev;
+            while (s->cm->channel().poll_event(ev))
+                s->events.push_back(ev);
+            Wc wc[8];
+            const int n = s->cq->poll(wc, 8);
+            for (int i = 0; i < n; ++i)
+                s->wcs.push_back(wc[i]);
+        }
+    }
+    template <typename F> bool until(F done, std::chrono::milliseconds limit = 5000ms) {
+        for (auto end = std::chrono::steady_clock::now() + limit;
+             std::chrono::steady_clock::now() < end;) {
+            drive();
+            if (done())
+                return true;
+        }
+        return false;
+    }
+    static const CmEventInfo *find(const Side &s, CmEventKind k) {
+        for (const auto &e : s.events)
+            if (e.kind == k)
+                return &e;
+        return nullptr;
+    }
+
+    std::unique_ptr<Engine> engine;
+    Side a, b; /* a: active (client), b: passive (server) */
+};
+
+TEST_P(EngineCm, ConnectSendWriteDisconnect) {
+    ASSERT_TRUE(b.cm->channel().listen(kPort));
+    /* The server's receive for the client's first SEND, posted before it accepts. */
+    RecvWr rw;
+    rw.sg_list[0] = b.sge(0, kBuf);
+    rw.num_sge = 1;
+    rw.wr_id = 7;
+
+    CmConnectParam cp;
+    cp.rq_psn = 0x123456;
+    const char hello[] = "rping?";
+    cp.private_data = hello;
+    cp.private_data_len = sizeof hello;
+    const uint32_t cid = a.cm->connect(0x0A4F0002, kPort, *a.qp, cp);
+    ASSERT_NE(cid, 0u);
+
+    ASSERT_TRUE(until([&] { return find(b, CmEventKind::ConnectRequest) != nullptr; }));
+    const CmEventInfo req = *find(b, CmEventKind::ConnectRequest);
+    EXPECT_EQ(req.listen_port, kPort);
+    EXPECT_EQ(req.peer_ip, 0x0A4F0001u);
+    EXPECT_STREQ(reinterpret_cast<const char *>(req.private_data), "rping?");
+    EXPECT_EQ(req.qp.remote_qpn, a.qp->qp_num());
+    ASSERT_TRUE(b.qp->post_recv(rw));
+    BufAdvert adv{reinterpret_cast<uint64_t>(b.at(1)), b.mr->rkey(), kBuf};
+    CmAcceptParam ap;
+    ap.rq_psn = 0x654321;
+    ap.private_data = &adv;
+    ap.private_data_len = sizeof adv;
+    ASSERT_TRUE(b.cm->accept(req.id, *b.qp, ap));
+    QpAttr qa;
+    ASSERT_TRUE(b.qp->query(qa));
+    EXPECT_EQ(qa.cur_qp_state, QpState::Rts); /* before the REP left */
+
+    ASSERT_TRUE(until(
+        [&] { return find(a, CmEventKind::Established) && find(b, CmEventKind::Established); }));
+    const CmEventInfo est = *find(a, CmEventKind::Established);
+    EXPECT_EQ(est.id, cid);
+    ASSERT_GE(est.private_data_len, sizeof adv);
+    BufAdvert got;
+    std::memcpy(&got, est.private_data, sizeof got);
+    EXPECT_EQ(got.addr, adv.addr);
+    EXPECT_EQ(got.rkey, adv.rkey);
+    ASSERT_TRUE(a.qp->query(qa));
+    EXPECT_EQ(qa.cur_qp_state, QpState::Rts);
+    EXPECT_EQ(qa.dest_qp_num, b.qp->qp_num());
+    EXPECT_EQ(qa.sq_psn, 0x654321u); /* what the passive side expects (its accept)... */
+    EXPECT_EQ(qa.rq_psn, 0x123456u); /* ...and what it sends first (our connect) */
+
+    /* SEND: the client's greeting into the receive the server posted. */
+    std::strcpy(reinterpret_cast<char *>(a.at(0)), "ping over the CM's QP");
+    SendWr sw;
+    sw.wr_id = 1;
+    sw.opcode = WrOpcode::Send;
+    sw.sg_list[0] = a.sge(0, 22);
+    sw.num_sge = 1;
+    ASSERT_TRUE(a.qp->post_send(sw));
+    ASSERT_TRUE(until([&] { return !a.wcs.empty() && !b.wcs.empty(); }));
+    EXPECT_EQ(a.wcs[0].status, WcStatus::Success);
+    EXPECT_EQ(b.wcs[0].status, WcStatus::Success);
+    EXPECT_EQ(b.wcs[0].wr_id, 7u);
+    EXPECT_EQ(b.wcs[0].byte_len, 22u);
+    EXPECT_STREQ(reinterpret_cast<const char *>(b.at(0)), "ping over the CM's QP");
+
+    /* RDMA WRITE into the buffer the accept's private data named. */
+    for (uint32_t i = 0; i < kBuf; ++i)
+        a.at(2)[i] = static_cast<uint8_t>(i * 7 + 1);
+    SendWr ww;
+    ww.wr_id = 2;
+    ww.opcode = WrOpcode::RdmaWrite;
+    ww.sg_list[0] = a.sge(2, kBuf);
+    ww.num_sge = 1;
+    ww.remote_addr = got.addr;
+    ww.rkey = got.rkey;
+    ASSERT_TRUE(a.qp->post_send(ww));
+    ASSERT_TRUE(until([&] { return a.wcs.size() == 2; }));
+    EXPECT_EQ(a.wcs[1].status, WcStatus::Success);
+    EXPECT_EQ(std::memcmp(a.at(2), b.at(1), kBuf), 0);
+
+    ASSERT_TRUE(a.cm->disconnect(cid));
+    ASSERT_TRUE(until(
+        [&] { return find(a, CmEventKind::Disconnected) && find(b, CmEventKind::Disconnected); }));
+    auto ca = a.cm_counters(), cb = b.cm_counters();
+    EXPECT_EQ(ca["cm_qp_ready"], 1u);
+    EXPECT_EQ(cb["cm_qp_ready"], 1u);
+    EXPECT_EQ(ca["cm_qp_modify_failed"] + cb["cm_qp_modify_failed"], 0u);
+    EXPECT_GE(ca["cm_mads_out"], 3u); /* REQ, RTU, DREQ */
+    EXPECT_GE(cb["cm_mads_in"], 3u);
+}
+
+/* A REQ to a port nobody listens on: rejected, the client's QP untouched. */
+TEST_P(EngineCm, ConnectToClosedPortIsRejected) {
+    CmConnectParam cp;
+    const uint32_t cid = a.cm->connect(0x0A4F0002, 9999, *a.qp, cp);
+    ASSERT_NE(cid, 0u);
+    ASSERT_TRUE(until([&] { return find(a, CmEventKind::Rejected) != nullptr; }));
+    QpAttr qa;
+    ASSERT_TRUE(a.qp->query(qa));
+    EXPECT_EQ(qa.cur_qp_state, QpState::Reset);
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, EngineCm, ::testing::Values(true, false),
+                         [](const auto &i) { return i.param ? "embedded" : "worker"; });
+
+} // namespace
