@@ -234,7 +234,6 @@ class QpImpl final : public QueuePair {
     }
 
   private:
-
     Status resolve_path(const AhAttr &ah, uint32_t dest_qpn, rc::Path *path) {
         const Gid *sgid = dev_.gids().at(ah.sgid_index);
         if (sgid == nullptr)

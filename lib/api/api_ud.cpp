@@ -110,7 +110,6 @@ class UdQpImpl final : public QueuePair {
     }
 
   private:
-
     Runtime &rt_;
     Dev &dev_;
     std::shared_ptr<uint32_t> pd_qps_;
