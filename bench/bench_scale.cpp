@@ -57,6 +57,8 @@ struct Args {
     std::vector<uint32_t> qps = {1, 16, 256, 1024, 16384, 65536};
     uint32_t window = 128; /* qps: total outstanding WRs; workers: per QP */
     uint32_t depth = 2;    /* qps: max_send_wr of QPs beyond the window */
+    uint32_t per_qp = 0;   /* qps: 0 = `window` WRs in total over N QPs; D = perftest's
+                              -q N -t D: every QP keeps D (at least window/N) outstanding */
     uint32_t rounds = 5;
     double seconds = 1.0;         /* per measured setting */
     uint32_t idle = 65536;        /* idle: idle QP pairs */
@@ -288,9 +290,9 @@ struct alignas(64) Driver {
     CompletionQueue *cq;
     const Side *src, *dst;
     uint32_t window;
+    bool fill = false;         /* perftest's order: fill a QP to its depth, then the next */
     std::vector<uint32_t> out; /* outstanding per QP */
     uint32_t outstanding = 0;
-    size_t cursor = 0;
     uint64_t completed = 0;
     uint64_t posted = 0;
 
@@ -301,31 +303,74 @@ struct alignas(64) Driver {
             engine->poll(static_cast<uint32_t>(worker));
     }
 
+    /* QPs with room for another WR, in round-robin order, each at most once: a post
+     * never scans QPs that are full (at 65,536 QPs a scan would cost more than the
+     * engine). */
+    std::vector<uint32_t> room;
+    std::vector<uint8_t> queued;
+    size_t room_head = 0, room_count = 0;
+
+    void room_push(uint32_t i) {
+        if (queued[i] || out[i] >= depth[i])
+            return;
+        queued[i] = 1;
+        room[(room_head + room_count++) % room.size()] = i;
+    }
+
+    void reset() {
+        out.assign(qps.size(), 0);
+        queued.assign(qps.size(), 0);
+        room.assign(qps.size(), 0);
+        room_head = room_count = 0;
+        outstanding = 0;
+        for (uint32_t i = 0; i < qps.size(); ++i)
+            room_push(i);
+    }
+
+    void post_to(uint32_t i) {
+        SendWr w;
+        w.wr_id = i;
+        w.opcode = WrOpcode::RdmaWrite;
+        w.send_flags = kSendSignaled;
+        w.num_sge = 1;
+        const size_t off = (i % 256) * kMsg;
+        w.sg_list[0] = Sge{src->addr(off), kMsg, src->mr->lkey()};
+        w.remote_addr = dst->addr(off);
+        w.rkey = dst->mr->rkey();
+        Status s = qps[i]->post_send(w);
+        if (!s)
+            die("post_send on QP " + std::to_string(qps[i]->qp_num()) + ": " + s.message());
+        ++out[i];
+        ++outstanding;
+        ++posted;
+    }
+
+    /* Posts one WR to the next QP with room (fill: as many as the QP and the window
+     * take, as perftest fills each QP to its depth). False when no QP has room. */
     bool post_one() {
-        const size_t n = qps.size();
-        for (size_t tries = 0; tries < n; ++tries) {
-            const size_t i = cursor;
-            cursor = cursor + 1 == n ? 0 : cursor + 1;
-            if (out[i] >= depth[i])
-                continue;
-            SendWr w;
-            w.wr_id = i;
-            w.opcode = WrOpcode::RdmaWrite;
-            w.send_flags = kSendSignaled;
-            w.num_sge = 1;
-            const size_t off = (i % 256) * kMsg;
-            w.sg_list[0] = Sge{src->addr(off), kMsg, src->mr->lkey()};
-            w.remote_addr = dst->addr(off);
-            w.rkey = dst->mr->rkey();
-            Status s = qps[i]->post_send(w);
-            if (!s)
-                die("post_send on QP " + std::to_string(qps[i]->qp_num()) + ": " + s.message());
-            ++out[i];
-            ++outstanding;
-            ++posted;
-            return true;
+        if (room_count == 0)
+            return false;
+        const uint32_t i = room[room_head];
+        room_head = room_head + 1 == room.size() ? 0 : room_head + 1;
+        --room_count;
+        queued[i] = 0;
+        do
+            post_to(i);
+        while (fill && out[i] < depth[i] && outstanding < window);
+        room_push(i);
+        return true;
+    }
+
+    void reap(const Wc *wc, int k) {
+        for (int j = 0; j < k; ++j) {
+            if (wc[j].status != WcStatus::Success)
+                die("completion " + std::string(wc_status_str(wc[j].status)) + " on QP " +
+                    std::to_string(wc[j].qp_num));
+            --out[wc[j].wr_id];
+            room_push(static_cast<uint32_t>(wc[j].wr_id));
         }
-        return false;
+        outstanding -= static_cast<uint32_t>(k);
+        completed += static_cast<uint64_t>(k);
     }
 
     /* One loop iteration: top the window up, poll, reap. */
@@ -334,23 +379,13 @@ struct alignas(64) Driver {
         }
         poll_engine();
         Wc wc[64];
-        const int k = cq->poll(wc, 64);
-        for (int j = 0; j < k; ++j) {
-            if (wc[j].status != WcStatus::Success)
-                die("completion " + std::string(wc_status_str(wc[j].status)) + " on QP " +
-                    std::to_string(wc[j].qp_num));
-            --out[wc[j].wr_id];
-        }
-        outstanding -= static_cast<uint32_t>(k);
-        completed += static_cast<uint64_t>(k);
+        reap(wc, cq->poll(wc, 64));
     }
 
     /* Runs for `seconds` after `warmup` seconds; returns messages per second. A stall of
      * 10 s (no completion) is an engine bug: report and exit. */
     double run(double warmup, double seconds, const Device *da, const Device *db) {
-        out.assign(qps.size(), 0);
-        outstanding = 0;
-        cursor = 0;
+        reset();
         const double t_start = now_s();
         double t0 = 0, last_progress = t_start;
         uint64_t c0 = 0, seen = 0;
@@ -389,14 +424,7 @@ struct alignas(64) Driver {
         while (outstanding > 0) {
             poll_engine();
             Wc wc[64];
-            const int k = cq->poll(wc, 64);
-            for (int j = 0; j < k; ++j) {
-                if (wc[j].status != WcStatus::Success)
-                    die("completion " + std::string(wc_status_str(wc[j].status)));
-                --out[wc[j].wr_id];
-            }
-            outstanding -= static_cast<uint32_t>(k);
-            completed += static_cast<uint64_t>(k);
+            reap(wc, cq->poll(wc, 64));
             if (now_s() - t0 > 10) {
                 std::fprintf(stderr, "bench_scale: drain stuck with %u outstanding\n", outstanding);
                 print_counters(*da);
@@ -416,7 +444,12 @@ int run_qps(const Args &args) {
     uint32_t max_qps = 1024;
     while (max_qps < nmax + 0x11)
         max_qps *= 2;
-    bed.open(1, 1, max_qps, 2 * args.window + 64);
+    const uint32_t qp_depth = std::max(args.depth, args.per_qp);
+    /* The CQ holds every outstanding WR's completion (droce caps a CQ at 2^20 entries). */
+    bed.open(
+        1, 1, max_qps,
+        std::min<uint32_t>(
+            std::max<uint32_t>(2 * args.window, args.per_qp ? nmax * qp_depth : 0) + 64, 1u << 20));
     FILE *csv = open_csv(args);
 
     const uint64_t rss0 = rss_bytes();
@@ -427,14 +460,14 @@ int run_qps(const Args &args) {
     for (uint32_t i = 0; i < nmax; ++i)
         /* The first `window` QPs also serve the small N, where one QP holds up to the
          * whole window; the rest need room for one or two. */
-        p.add(bed, 0, i < args.window ? args.window : args.depth);
+        p.add(bed, 0, i < args.window ? args.window : qp_depth);
     const double t_connect = now_s() - t0;
     const uint64_t rss1 = rss_bytes();
     const double idle_per_qp = static_cast<double>(rss1 - rss0) / (2.0 * static_cast<double>(nmax));
     std::printf("connected %u QP pairs (%u QPs) in %.1f s (%.0f QPs/s); RSS +%.1f MiB = %.0f "
                 "B per idle connected QP (depth %u/%u, both sides counted)\n",
                 nmax, 2 * nmax, t_connect, 2.0 * nmax / t_connect,
-                static_cast<double>(rss1 - rss0) / (1 << 20), idle_per_qp, args.depth, 2u);
+                static_cast<double>(rss1 - rss0) / (1 << 20), idle_per_qp, qp_depth, 2u);
     std::fflush(stdout);
 
     std::vector<std::vector<double>> rate(args.qps.size());
@@ -442,10 +475,18 @@ int run_qps(const Args &args) {
     for (uint32_t r = 0; r < args.rounds; ++r) {
         for (size_t k = 0; k < args.qps.size(); ++k) {
             const uint32_t n = args.qps[k];
-            Driver d(bed.engine.get(), -1, bed.a.cqs[0].get(), &bed.a, &bed.b, args.window);
+            /* per_qp: each QP keeps its own depth outstanding, as ib_write_bw -q N does. */
+            const uint32_t each =
+                args.per_qp ? std::max(args.per_qp, (args.window + n - 1) / n) : 0;
+            Driver d(bed.engine.get(), -1, bed.a.cqs[0].get(), &bed.a, &bed.b,
+                     args.per_qp ? std::min(n * each, n == 1 ? args.window : ~0u) : args.window);
+            d.fill = args.per_qp != 0;
             for (uint32_t i = 0; i < n; ++i) {
                 d.qps.push_back(p.a[i].get());
-                d.depth.push_back(i < args.window ? args.window : args.depth);
+                d.depth.push_back(args.per_qp
+                                      ? std::min(each, i < args.window ? args.window : qp_depth)
+                                  : i < args.window ? args.window
+                                                    : args.depth);
             }
             /* Warm-up: at least one pass over every QP (first touch of its state). */
             const double warm = 0.2 + (n > 4096 ? 0.3 : 0.0);
@@ -462,7 +503,10 @@ int run_qps(const Args &args) {
             std::printf("round %u N=%u: %.3f Mpps (%u idle QP pairs alongside)\n", r + 1, n, mpps,
                         nmax - n);
             std::fflush(stdout);
-            csv_row(csv, "qps,loopback,%u,%u,%.4f", n, r + 1, mpps);
+            /* Transport label: "loopback", or "loopback-tD" for perftest's -t D per QP. */
+            csv_row(csv, "qps,loopback%s,%u,%u,%.4f",
+                    args.per_qp ? ("-t" + std::to_string(args.per_qp)).c_str() : "", n, r + 1,
+                    mpps);
             if (n == nmax && rss_active == 0)
                 rss_active = rss_bytes();
         }
@@ -471,9 +515,14 @@ int run_qps(const Args &args) {
                                                         (2.0 * static_cast<double>(nmax))
                                                   : 0.0;
 
-    std::printf("\n64 B RDMA WRITE, window %u WRs over N QPs, loopback (net_ring), 1 worker, "
-                "%u rounds x %.1f s\n",
-                args.window, args.rounds, args.seconds);
+    if (args.per_qp)
+        std::printf("\n64 B RDMA WRITE, %u WRs outstanding per QP (at least %u in total; "
+                    "ib_write_bw -q N -t %u), loopback (net_ring), 1 worker, %u rounds x %.1f s\n",
+                    args.per_qp, args.window, args.per_qp, args.rounds, args.seconds);
+    else
+        std::printf("\n64 B RDMA WRITE, window %u WRs over N QPs, loopback (net_ring), 1 worker, "
+                    "%u rounds x %.1f s\n",
+                    args.window, args.rounds, args.seconds);
     /* Ratios are taken within each round (same-run), then summarised: a round slowed by
      * another job on the machine slows its 1-QP setting as well. */
     size_t base = args.qps.size();
@@ -772,6 +821,8 @@ void usage() {
         "  --qps=LIST        qps: QP pair counts (default 1,16,256,1024,16384,65536)\n"
         "  --window=N        qps: total outstanding WRs (default 128); workers: per QP (64)\n"
         "  --depth=N         qps: max_send_wr of QPs beyond the first window (default 2)\n"
+        "  --per-qp=D        qps: every QP keeps D WRs outstanding (at least window/N), filled\n"
+        "                    QP by QP as ib_write_bw -q N -t D does (default 0: window in total)\n"
         "  --idle=N          idle: idle connected QP pairs (default 65536)\n"
         "  --iters=N         idle: ping-pongs per round (default 20000)\n"
         "  --rounds=N        rounds (default 5)\n"
@@ -802,6 +853,8 @@ int main(int argc, char **argv) {
             args.qps = parse_list(v);
         else if ((v = val("--window")))
             args.window = static_cast<uint32_t>(std::atoi(v)), window_given = true;
+        else if ((v = val("--per-qp")))
+            args.per_qp = static_cast<uint32_t>(std::atoi(v));
         else if ((v = val("--depth")))
             args.depth = static_cast<uint32_t>(std::atoi(v));
         else if ((v = val("--idle")))

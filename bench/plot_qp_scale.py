@@ -3,7 +3,7 @@
 """Plots the QP-scaling curve of issue 8 from the CSV rows that bench_scale (--csv) and
 qp_scale_memif.sh append:
 
-    qps,<loopback|memif>,<N>,<round>,<Mpps>
+    qps,<loopback|memif>[-tD],<N>,<round>,<Mpps>   (-tD: D WRs outstanding per QP)
     (other rows - rss, idle, workers - are skipped here)
 
 Left: message rate vs QPs (median, min-max bars) per transport; right: the rate relative
@@ -42,7 +42,12 @@ def main():
     if not rates:
         sys.exit(f"no qps rows in {src}")
     fig, (ax, axr) = plt.subplots(1, 2, figsize=(11, 4.2))
-    styles = {"loopback": ("o-", "net_ring, 1 process"), "memif": ("s-", "net_memif, 2 processes")}
+    styles = {
+        "loopback": ("o-", "net_ring, 1 process, 128 WRs in total"),
+        "memif": ("s-", "net_memif, 2 processes, 128 WRs in total"),
+        "loopback-t16": ("o--", "net_ring, 1 process, -t 16 per QP"),
+        "memif-t16": ("s--", "net_memif, 2 processes, -t 16 per QP"),
+    }
     for transport, by_n in sorted(rates.items()):
         ns = sorted(by_n)
         vals = [list(by_n[n].values()) for n in ns]

@@ -14,6 +14,8 @@
 #
 # Usage: bench/qp_scale_memif.sh [droce-perf] [rounds] [seconds] [csv]
 #   env QPS="1 16 256 1024 16384" overrides the QP counts.
+#   env T=D: every QP keeps -t D WRs outstanding (ib_write_bw -q N -t D; N = 1 keeps 128),
+#   CSV transport "memif-tD"; unset: the total window stays near 128 as above.
 # Run it under the heavy-job lock: flock /tmp/droce-heavy.lock bench/qp_scale_memif.sh
 set -u
 perf=${1:-build/apps/droce-perf/droce-perf}
@@ -29,9 +31,18 @@ trap 'rm -rf "$work" "$sock"' EXIT
 eal=(--no-huge -m 1024 --no-pci --no-shconf --log-level=*:warning)
 
 # One run: prints the client's MsgRate in Mpps (or "fail").
-run_one() {
+# -t for N QPs: T per QP when set (at least 128 in total), else max(1, 128 / N).
+t_for() {
     local n=$1 t=$((128 / $1))
     [ "$t" -lt 1 ] && t=1
+    [ -n "${T:-}" ] && [ "$t" -lt "$T" ] && t=$T
+    echo "$t"
+}
+label=memif${T:+-t$T}
+
+run_one() {
+    local n=$1 t
+    t=$(t_for "$n")
     rm -f "$sock"
     "$perf" write_bw -l 0 "${eal[@]}" --file-prefix "qsm-s$$" \
         --vdev="net_memif0,role=server,socket=$sock" -- \
@@ -62,8 +73,8 @@ for r in $(seq 1 "$rounds"); do
     for n in $qps; do
         m=$(run_one "$n")
         echo "round $r N=$n: $m Mpps"
-        echo "csv,qps,memif,$n,$r,$m"
-        [ -n "$csv" ] && [ "$m" != fail ] && echo "qps,memif,$n,$r,$m" >>"$csv"
+        echo "csv,qps,$label,$n,$r,$m"
+        [ -n "$csv" ] && [ "$m" != fail ] && echo "qps,$label,$n,$r,$m" >>"$csv"
         res[$n]="${res[$n]:-} $m"
         byround[$n,$r]=$m
     done
@@ -74,8 +85,7 @@ echo "64 B write_bw, two processes over net_memif, $rounds rounds x $secs s"
 echo "| QPs   | -t | Mpps min | Mpps median | Mpps max | ratio to 1 QP, same round: min / median / max |"
 echo "|-------|----|----------|-------------|----------|-----------------------------------------------|"
 for n in $qps; do
-    t=$((128 / n))
-    [ "$t" -lt 1 ] && t=1
+    t=$(t_for "$n")
     read -r mn md mx < <(echo "${res[$n]}" | tr ' ' '\n' | grep -E '^[0-9.]+$' | sort -g |
         awk '{ v[NR] = $1 } END { if (NR == 0) { print "- - -"; exit }
                m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2

@@ -278,6 +278,11 @@ bool Side::start(uint64_t size) {
     target_ = timed ? std::numeric_limits<uint64_t>::max() : uint64_t{cfg_.iters} * cfg_.num_qps;
     std::fill(qp_scnt_.begin(), qp_scnt_.end(), 0);
     std::fill(qp_ccnt_.begin(), qp_ccnt_.end(), 0);
+    room_.assign(qp_scnt_.size(), 0);
+    queued_.assign(qp_scnt_.size(), 0);
+    room_head_ = room_count_ = 0;
+    for (uint32_t q = 0; q < qp_scnt_.size(); ++q)
+        room_push(q);
     tposted_.clear();
     tcompleted_.clear();
     if (!timed && target_ <= kMaxStamps) {
@@ -341,8 +346,16 @@ bool Side::poll_cq(Wc *wc, int max, int &n) {
     return true;
 }
 
+void Side::room_push(uint32_t q) {
+    if (queued_[q] || qp_scnt_[q] >= qp_target_ || qp_scnt_[q] - qp_ccnt_[q] >= cfg_.tx_depth)
+        return;
+    queued_[q] = 1;
+    room_[(room_head_ + room_count_++) % room_.size()] = q;
+}
+
 // perftest's run_iter_bw: fill each QP's send queue up to tx_depth in turn (every QP
-// runs qp_target_ iterations), then poll; a completion's wr_id names its QP.
+// runs qp_target_ iterations), then poll; a completion's wr_id names its QP. The QPs
+// with room come from room_ instead of a pass over all of them.
 Side::Step Side::step_bw_client() {
     Wc wc[32];
     int n = 0;
@@ -353,12 +366,18 @@ Side::Step Side::step_bw_client() {
             continue;
         if (tcompleted_.size() < tcompleted_.capacity())
             tcompleted_.push_back(now_ns());
-        ++qp_ccnt_[wrid_qp(wc[i])];
+        const uint32_t q = wrid_qp(wc[i]);
+        ++qp_ccnt_[q];
         ++ccnt_;
+        room_push(q);
     }
     const bool stop = duration_over();
     bool posted = false;
-    for (uint32_t q = 0; !stop && q < cfg_.num_qps; ++q) {
+    while (!stop && room_count_ > 0) {
+        const uint32_t q = room_[room_head_];
+        room_head_ = room_head_ + 1 == room_.size() ? 0 : room_head_ + 1;
+        --room_count_;
+        queued_[q] = 0;
         while (qp_scnt_[q] < qp_target_ && qp_scnt_[q] - qp_ccnt_[q] < cfg_.tx_depth) {
             if (tposted_.size() < tposted_.capacity())
                 tposted_.push_back(now_ns());
