@@ -140,7 +140,10 @@ run_case() { # KIND -> CASE_OK, CASE_WHY
   fi
   [ -n "$NVPID" ] && kill -0 "$NVPID" 2>/dev/null && il_kill "$NVPID"
   guest "$g" "nvme disconnect-all" || true
-  [ -n "$cap" ] && { il_capture_stop "$cap" "$dir/capture.pcap" || CASE_WHY+="$IL_CAPMSG; "; }
+  # A capture the kernel dropped frames of (a loaded 2-core machine; ~33k frames a case) is
+  # noted, not failed: the check that matters here is the data's SHA-256.
+  local capnote=""
+  [ -n "$cap" ] && { il_capture_stop "$cap" "$dir/capture.pcap" || capnote="; $IL_CAPMSG"; }
   local chk
   if [ -f "$dir/capture.pcap" ] && ! chk=$(il_pcap_check "$dir/capture.pcap" 2>&1); then
     echo "$chk" > "$dir/pcap_check.txt"; CASE_WHY+="capture: $(head -1 <<<"$chk"); "
@@ -149,21 +152,25 @@ run_case() { # KIND -> CASE_OK, CASE_WHY
     CASE_OK=1
     CASE_WHY="$(( $(date +%s) - t0 ))s; $MIB MiB + 1 MiB of 4 KiB blocks verified"
     [ "$kind" = file ] && CASE_WHY+=", still there after a restart"
+    CASE_WHY+=$capnote
     rm -f "$dir/capture.pcap" "$dir/disk.img"
   else
     CASE_WHY="${CASE_WHY%; } [logs: $dir]"
   fi
 }
 
-# bench DIR KIND: BENCH timed runs each of 4 KiB direct reads and writes (dd, 256 blocks)
+# bench DIR KIND: BENCH timed runs each of 1024 4 KiB direct reads, then writes (dd: one
+# command in flight). busybox date has no %N: time with /proc/uptime (10 ms ticks, so 1024
+# I/Os a run give the per-I/O time to 10 us).
 bench() {
   local dir=$1 kind=$2 op
   for op in read write; do
     local cmd
-    if [ $op = read ]; then cmd="dd if=\$d of=/dev/null bs=4k count=256 iflag=direct"
-    else cmd="dd if=/tmp/q of=\$d bs=4k count=256 seek=8192 oflag=direct"; fi
-    guest "$dir/bench.log" "$GUEST_DEV; for i in \$(seq $BENCH); do
-      s=\$(date +%s%N); $cmd 2>/dev/null; e=\$(date +%s%N); echo \"bench $kind $op 4k x256 ns \$((e - s))\"; done"
+    if [ $op = read ]; then cmd="dd if=\$d of=/dev/null bs=4k count=1024 iflag=direct"
+    else cmd="dd if=/tmp/p of=\$d bs=4k count=1024 seek=8192 oflag=direct"; fi
+    guest "$dir/bench.log" "$GUEST_DEV; t() { read a b < /proc/uptime; echo \${a%.*}\${a#*.}; }
+      for i in \$(seq $BENCH); do s=\$(t); $cmd 2>/dev/null || echo dd failed; e=\$(t)
+      echo \"bench $kind $op 4k x1024 cs \$((e - s))\"; done"
   done
 }
 
