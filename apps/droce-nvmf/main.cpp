@@ -93,10 +93,20 @@ bool parse_size(const char *s, uint64_t &out) {
     uint64_t mul = 1;
     if (!v.empty()) {
         switch (v.back()) {
-        case 'k': case 'K': mul = 1ull << 10; break;
-        case 'm': case 'M': mul = 1ull << 20; break;
-        case 'g': case 'G': mul = 1ull << 30; break;
-        default: break;
+        case 'k':
+        case 'K':
+            mul = 1ull << 10;
+            break;
+        case 'm':
+        case 'M':
+            mul = 1ull << 20;
+            break;
+        case 'g':
+        case 'G':
+            mul = 1ull << 30;
+            break;
+        default:
+            break;
         }
         if (mul != 1)
             v.pop_back();
@@ -256,6 +266,7 @@ void print_counters(const nvmf::Counters &c, const nvmf::RdmaCounters &r) {
         {"rdma_setup_failures", r.setup_failures},
         {"rdma_accept_failures", r.accept_failures},
         {"rdma_wc_errors", r.wc_errors},
+        {"rdma_read_errors", r.read_errors},
         {"rdma_wc_flushed", r.wc_flushed},
         {"rdma_wc_unexpected", r.wc_unexpected},
         {"rdma_recv_repost_failures", r.recv_repost_failures},
@@ -372,8 +383,8 @@ int main(int argc, char **argv) {
                 rt.disconnect_all();
                 stop_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
             }
-            if (stopping && (rt.connections() == 0 ||
-                             std::chrono::steady_clock::now() >= stop_deadline))
+            if (stopping &&
+                (rt.connections() == 0 || std::chrono::steady_clock::now() >= stop_deadline))
                 break;
             busy ? backoff.progress() : backoff.idle();
         }

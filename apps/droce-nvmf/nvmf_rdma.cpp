@@ -99,8 +99,8 @@ struct RdmaTransport::Conn final : TransportActions {
     uint32_t id;
     Queue *q = nullptr;
     bool established = false;
-    bool q_dead = false;    /* the core's queue was told the connection is gone */
-    bool cm_done = false;   /* the CM reported Disconnected / ConnectError (or never accepted) */
+    bool q_dead = false;  /* the core's queue was told the connection is gone */
+    bool cm_done = false; /* the CM reported Disconnected / ConnectError (or never accepted) */
     bool disc_asked = false;
     std::unique_ptr<CompletionQueue> cq;
     std::unique_ptr<QueuePair> qp;
@@ -310,9 +310,9 @@ void RdmaTransport::on_wc(Conn &c, const Wc &wc, uint64_t now) {
          * retry exhausted...: the QP is in ERR, nothing more can be answered on it. The
          * host sees the connection drop and recovers (reconnect), as with nvmet. */
         ++cnt_.wc_errors;
-        if (kind == kWrRead && c.q && !c.q_dead)
-            c.q->on_read_done(static_cast<uint16_t>(idx), false, now);
-        teardown(c);
+        if (kind == kWrRead)
+            ++cnt_.read_errors;
+        teardown(c); /* frees the slots: no response goes out on a QP in ERR */
         c.disconnect();
         return;
     }

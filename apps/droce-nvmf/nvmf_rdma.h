@@ -24,11 +24,12 @@ namespace droce::nvmf {
 struct RdmaCounters {
     uint64_t connect_requests = 0, accepted = 0, rejected = 0;
     uint64_t established = 0, disconnected = 0, queues_freed = 0;
-    uint64_t setup_failures = 0;   /* CQ/QP/MR/receive set-up failed: REJ NoResources */
-    uint64_t accept_failures = 0;  /* the CM could not accept (QP not readied) */
-    uint64_t wc_errors = 0;        /* completions in error (not flushes): queue torn down */
-    uint64_t wc_flushed = 0;       /* flushed after the QP went to ERR */
-    uint64_t wc_unexpected = 0;    /* a completion nobody asked for */
+    uint64_t setup_failures = 0;  /* CQ/QP/MR/receive set-up failed: REJ NoResources */
+    uint64_t accept_failures = 0; /* the CM could not accept (QP not readied) */
+    uint64_t wc_errors = 0;       /* completions in error (not flushes): queue torn down */
+    uint64_t read_errors = 0;     /* of which RDMA READs (a bad host key or range) */
+    uint64_t wc_flushed = 0;      /* flushed after the QP went to ERR */
+    uint64_t wc_unexpected = 0;   /* a completion nobody asked for */
     uint64_t recv_repost_failures = 0;
     uint64_t capsules_dropped = 0; /* too short, no slot, dead queue (core counts by kind) */
     uint64_t post_failures = 0;    /* a READ/WRITE/SEND the QP refused */
