@@ -5,7 +5,9 @@
 #   tests/interop/nvmf_rxe.sh [options] PATH/TO/BUILD_DIR
 #
 # Cases (path MTU 1024; RDMA-CM on QP1 of both sides; port 4420):
-#   nvmf-ram   droce-nvmf --ram: in the guest `nvme discover` lists the subsystem, `nvme connect`
+#   nvmf-ram   droce-nvmf --ram --host H: in the guest `nvme discover` lists the subsystem, a host
+#              NQN not H is refused (`nvme connect` fails, the target counts Connect Invalid
+#              Host), `nvme connect -q H`
 #              makes /dev/nvmeXnY, a random pattern is written with dd oflag=direct and read
 #              back with iflag=direct (SHA-256 equal, plus a 4 KiB-block pass at an offset),
 #              `nvme disconnect` is clean; then droce-nvmf gets SIGTERM and must exit 0 with
@@ -34,6 +36,7 @@ IL_TSHARK_FILTER="($IL_TSHARK_FILTER) && !(infiniband.rwh.etype == 0x0800 && ip.
 
 OUT="" CASES="ram file" MIB=8 BENCH=0 CASE_TIMEOUT=90 BUDGET=300 BUILD="" PORT=4420
 NQN=nqn.2026-11.io.droce:interop
+HOSTNQN=nqn.2014-08.org.nvmexpress:uuid:0d0c0e00-0000-4000-8000-00000000d0ce
 while (($#)); do case $1 in
   --out) OUT=$2; shift 2;; --cases) CASES=$2; shift 2;; --mib) MIB=$2; shift 2;;
   --bench) BENCH=$2; shift 2;;
@@ -42,6 +45,7 @@ while (($#)); do case $1 in
   -*) il_die "unknown option $1";;
   *) [ -z "$BUILD" ] || il_die "one build directory only"; BUILD=$1; shift;;
 esac; done
+CONNECT="nvme connect -t rdma -a $IL_DROCE_IP -s $PORT -n $NQN"
 DROCE_EAL=${DROCE_EAL:--l 0 --no-huge -m 512 --no-pci --no-shconf}
 trap il_cleanup EXIT
 trap 'exit 130' INT TERM
@@ -98,7 +102,7 @@ run_case() { # KIND -> CASE_OK, CASE_WHY
   local kind=$1 name=nvmf-$1 dir; dir=$OUT/$name; mkdir -p "$dir"
   CASE_OK=0; CASE_WHY=""
   local backend t0; t0=$(date +%s)
-  if [ "$kind" = ram ]; then backend=(--ram 64M)
+  if [ "$kind" = ram ]; then backend=(--ram 64M --host "$HOSTNQN")  # an allow list of one
   else rm -f "$dir/disk.img"; backend=(--file "$dir/disk.img" --size 64M); fi
   il_capture_start "$dir/capture.pcap" || true
   local cap=${IL_CAP:-} g=$dir/guest.log
@@ -108,7 +112,9 @@ run_case() { # KIND -> CASE_OK, CASE_WHY
   else
     if ! guest "$g" "nvme discover -t rdma -a $IL_DROCE_IP -s $PORT"; then CASE_WHY+="nvme discover failed; "
     elif ! grep -q "subnqn: *$NQN" "$g"; then CASE_WHY+="discovery log does not list $NQN; "
-    elif ! guest "$g" "nvme connect -t rdma -a $IL_DROCE_IP -s $PORT -n $NQN"; then CASE_WHY+="nvme connect failed; "
+    elif [ "$kind" = ram ] && guest "$g" "$CONNECT -q nqn.2026-11.io.droce:stranger"; then
+      CASE_WHY+="a host not on the allow list connected; "
+    elif ! guest "$g" "$CONNECT -q $HOSTNQN"; then CASE_WHY+="nvme connect failed; "
     else
       # The pattern, written and read back whole with 1 MiB direct I/O, then a 4 KiB-block pass
       # at an offset (many small commands, in-capsule writes) read back with 64 KiB blocks.
@@ -126,9 +132,11 @@ run_case() { # KIND -> CASE_OK, CASE_WHY
       guest "$g" "nvme disconnect -n $NQN" || CASE_WHY+="nvme disconnect failed; "
     fi
     stop_target "$dir" droce
+    [ "$kind" = ram ] && ! grep -q '^  st_connect_host 1$' "$dir/droce.log" &&
+      CASE_WHY+="the stranger's Connect was not refused with Connect Invalid Host; "
     if [ "$kind" = file ] && [ -z "$CASE_WHY" ]; then  # the data outlives the target
       if ! start_target "$dir" droce2 "${backend[@]}"; then CASE_WHY+="restarted droce-nvmf did not listen; "
-      elif ! guest "$g" "nvme connect -t rdma -a $IL_DROCE_IP -s $PORT -n $NQN"; then CASE_WHY+="nvme connect after restart failed; "
+      elif ! guest "$g" "$CONNECT -q $HOSTNQN"; then CASE_WHY+="nvme connect after restart failed; "
       else
         guest "$g" "$GUEST_DEV; dd if=\$d of=/tmp/r2 bs=1M count=$MIB iflag=direct 2>&1 | tail -1;
           a=\$(sha256sum < /tmp/p) && b=\$(sha256sum < /tmp/r2) && echo \"sha-restart \$a \$b\" && [ \"\$a\" = \"\$b\" ]" ||
