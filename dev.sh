@@ -210,6 +210,18 @@ run_tests() {
             fail=$((fail + ${ifail:-0}))
             [ -n "${ipass:-}" ] || broken+=("rping interop exit $irc without a summary")
 
+            stage "interop: NVMe-oF — Linux nvme-rdma discovers, connects, verified dd on droce-nvmf (RAM, file)"
+            # ~1 min: one VM boot, two cases (tests/interop/nvmf_rxe.sh)
+            ilog=$BUILD_DIR/interop-nvmf.out
+            ipass="" ifail=""
+            timeout 300 bash tests/interop/nvmf_rxe.sh --out "$BUILD_DIR/interop-nvmf" \
+                --budget 200 "$BUILD_DIR" 2>&1 | tee "$ilog"
+            irc=${PIPESTATUS[0]}
+            read -r ipass _ ifail _ < <(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$ilog" | tail -1) || true
+            pass=$((pass + ${ipass:-0}))
+            fail=$((fail + ${ifail:-0}))
+            [ -n "${ipass:-}" ] || broken+=("nvmf interop exit $irc without a summary")
+
             local mtu
             for mtu in 1024 4096; do
                 stage "interop: droce-perf vs perftest (every ib_*_bw/lat mode), path MTU $mtu"

@@ -1,0 +1,279 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* droce-nvmf's RDMA glue (apps/droce-nvmf/nvmf_rdma.cpp) against a hostile host: two droce
+ * devices over a net_ring pair, the target (lib/nvmf core on a RAM disk + RdmaTransport) on
+ * one, a hand-made NVMe-oF host (CmDevice + one RC QP) on the other. Cases: CM private data
+ * the target must refuse (each with its NVMe-oF REJ status), a truncated command capsule
+ * (dropped, counted, the queue keeps answering), a keyed SGL with a key the host never
+ * registered (the target's RDMA READ fails: the queue is torn down, counted, and freed).
+ * Embedded mode: one thread drives both sides. */
+#include <chrono>
+#include <cstring>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include <droce/cm_device.h>
+#include <droce/droce.h>
+
+#include "nvmf.h"
+#include "nvmf_capsule.h"
+#include "nvmf_cm_priv.h"
+#include "nvmf_rdma.h"
+#include "nvmf_spec.h"
+
+using namespace droce;
+using namespace droce::nvmf;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr uint16_t kPort = 4420;
+constexpr uint32_t kTargetIp = 0x0A580001; /* 10.88.0.1 */
+constexpr uint32_t kBuf = 8192;
+
+std::unique_ptr<Engine> make_engine() {
+    static const char *args[] = {"test_nvmf_rdma", "--no-huge",   "-m",       "1024",
+                                 "--no-pci",       "--no-shconf", "--lcores", "0@0",
+                                 "--log-level",    "*:warning",   "--",       nullptr};
+    EngineOptions o;
+    o.embedded = true;
+    o.workers = 1;
+    int consumed = 0;
+    auto e = Engine::create(11, const_cast<char **>(args), &consumed, o);
+    EXPECT_TRUE(e) << e.status().message();
+    return e ? std::move(*e) : nullptr;
+}
+
+class NvmfRdma : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        engine = make_engine();
+        ASSERT_TRUE(engine);
+        auto ports = engine->create_ring_pair();
+        ASSERT_TRUE(ports) << ports.status().message();
+        DeviceConfig ct;
+        ct.port = ports->first;
+        ct.ipv4_cidr = "10.88.0.1/24";
+        ct.mac = "02:00:00:00:08:81";
+        ct.mtu = 1500;
+        DeviceConfig ch = ct;
+        ch.port = ports->second;
+        ch.ipv4_cidr = "10.88.0.2/24";
+        ch.mac = "02:00:00:00:08:82";
+        auto dt = engine->open_device(ct);
+        auto dh = engine->open_device(ch);
+        ASSERT_TRUE(dt && dh);
+        ASSERT_TRUE(engine->start());
+        tdev = *dt;
+        hdev = *dh;
+
+        bdev = make_ram_bdev(1 << 20, 512);
+        TargetConfig tc;
+        SubsystemConfig sc;
+        sc.nqn = "nqn.2026-11.io.droce:test";
+        sc.allow_any_host = true;
+        NamespaceConfig nc;
+        nc.bdev = bdev.get();
+        sc.namespaces.push_back(nc);
+        tc.subsystems.push_back(sc);
+        std::string err;
+        target = Target::create(tc, err);
+        ASSERT_TRUE(target) << err;
+        CmDeviceOptions cmo;
+        cmo.access_flags = kAccessLocalWrite;
+        auto tcm = CmDevice::open(*engine, *tdev, cmo);
+        ASSERT_TRUE(tcm) << tcm.status().message();
+        target_cm = std::move(*tcm);
+        rt = std::make_unique<RdmaTransport>(*tdev, *target_cm, *target, RdmaOptions{});
+        ASSERT_TRUE(rt->start(err)) << err;
+
+        auto hcm = CmDevice::open(*engine, *hdev);
+        ASSERT_TRUE(hcm) << hcm.status().message();
+        host_cm = std::move(*hcm);
+        pd = std::move(*hdev->alloc_pd());
+        mr = std::move(*pd->reg_mr(buf.data(), buf.size(),
+                                   kAccessLocalWrite | kAccessRemoteRead | kAccessRemoteWrite));
+        cq = std::move(*hdev->create_cq(64));
+        QpInitAttr qa;
+        qa.send_cq = qa.recv_cq = cq.get();
+        qa.sq_sig_all = true;
+        qp = std::move(*pd->create_qp(qa));
+    }
+    void TearDown() override {
+        qp.reset();
+        host_cm.reset();
+        cq.reset();
+        mr.reset();
+        pd.reset();
+        rt.reset();
+        target_cm.reset();
+        target.reset();
+        engine.reset();
+    }
+
+    void drive() {
+        engine->poll();
+        rt->poll();
+        host_cm->poll();
+        CmEventInfo ev;
+        while (host_cm->channel().poll_event(ev))
+            events.push_back(ev);
+        Wc wc[8];
+        const int n = cq->poll(wc, 8);
+        for (int i = 0; i < n; ++i)
+            wcs.push_back(wc[i]);
+    }
+    template <typename F> bool until(F done, std::chrono::milliseconds limit = 5000ms) {
+        for (auto end = std::chrono::steady_clock::now() + limit;
+             std::chrono::steady_clock::now() < end;) {
+            drive();
+            if (done())
+                return true;
+        }
+        return false;
+    }
+    const CmEventInfo *find(CmEventKind k) const {
+        for (const auto &e : events)
+            if (e.kind == k)
+                return &e;
+        return nullptr;
+    }
+    const Wc *find_wc(WcOpcode op) const {
+        for (const auto &w : wcs)
+            if (w.opcode == op)
+                return &w;
+        return nullptr;
+    }
+    uint32_t connect(uint16_t qid, uint16_t hrqsize, uint16_t hsqsize, uint16_t recfmt = 0) {
+        CmReqPriv rp;
+        rp.recfmt = recfmt;
+        rp.qid = qid;
+        rp.hrqsize = hrqsize;
+        rp.hsqsize = hsqsize;
+        rp.cntlid = 0xFFFF;
+        uint8_t priv[kCmReqPrivLen];
+        encode_cm_req_priv(rp, priv, sizeof priv);
+        CmConnectParam cp;
+        cp.rq_psn = 0x1234;
+        cp.responder_resources = 16; /* the target READs our buffers */
+        cp.initiator_depth = 0;
+        cp.private_data = priv;
+        cp.private_data_len = sizeof priv;
+        return host_cm->connect(kTargetIp, kPort, *qp, cp);
+    }
+    /* Admin queue up: REP received, receives posted for the responses. */
+    void connect_admin() {
+        ASSERT_NE(connect(0, 32, 31), 0u);
+        ASSERT_TRUE(until([&] { return find(CmEventKind::Established) != nullptr; }));
+        for (uint32_t i = 0; i < 4; ++i) {
+            RecvWr r;
+            r.wr_id = 100 + i;
+            r.sg_list[0] = sge(i * 64, 64);
+            r.num_sge = 1;
+            ASSERT_TRUE(qp->post_recv(r));
+        }
+    }
+    Sge sge(uint32_t off, uint32_t len) {
+        return Sge{reinterpret_cast<uint64_t>(buf.data() + off), len, mr->lkey()};
+    }
+    void send(uint32_t off, uint32_t len) {
+        SendWr w;
+        w.wr_id = 1;
+        w.opcode = WrOpcode::Send;
+        w.sg_list[0] = sge(off, len);
+        w.num_sge = 1;
+        ASSERT_TRUE(qp->post_send(w));
+    }
+
+    std::unique_ptr<Engine> engine;
+    Device *tdev = nullptr, *hdev = nullptr;
+    std::unique_ptr<Bdev> bdev;
+    std::unique_ptr<Target> target;
+    std::unique_ptr<CmDevice> target_cm, host_cm;
+    std::unique_ptr<RdmaTransport> rt;
+    std::unique_ptr<ProtectionDomain> pd;
+    std::vector<uint8_t> buf = std::vector<uint8_t>(kBuf);
+    std::unique_ptr<MemoryRegion> mr;
+    std::unique_ptr<CompletionQueue> cq;
+    std::unique_ptr<QueuePair> qp;
+    std::vector<CmEventInfo> events;
+    std::vector<Wc> wcs;
+};
+
+struct RejCase {
+    uint16_t qid, hrqsize, hsqsize, recfmt;
+    CmRejStatus want;
+};
+
+/* Each refused REQ: a consumer REJ (reason 28) carrying the NVMe-oF REJ status, no queue. */
+TEST_F(NvmfRdma, BadPrivateDataIsRejectedWithItsStatus) {
+    const RejCase cases[] = {
+        {0, 32, 0, 0, CmRejStatus::InvalidHsqsize},   /* SQ of one entry */
+        {0, 32, 200, 0, CmRejStatus::InvalidHsqsize}, /* beyond the admin depth */
+        {0, 16, 31, 0, CmRejStatus::InvalidHrqsize},  /* fewer responses than commands */
+        {99, 128, 127, 0, CmRejStatus::InvalidQid},   /* beyond max_io_queues */
+        {0, 32, 31, 7, CmRejStatus::InvalidRecfmt},
+    };
+    uint64_t n = 0;
+    for (const RejCase &c : cases) {
+        SCOPED_TRACE(static_cast<int>(c.want));
+        events.clear();
+        ASSERT_NE(connect(c.qid, c.hrqsize, c.hsqsize, c.recfmt), 0u);
+        ASSERT_TRUE(until([&] { return find(CmEventKind::Rejected) != nullptr; }));
+        const CmEventInfo &ev = *find(CmEventKind::Rejected);
+        EXPECT_EQ(ev.reason, 28u);
+        CmRejPriv rej;
+        ASSERT_EQ(parse_cm_rej_priv(ev.private_data, ev.private_data_len, rej), CmPrivError::Ok);
+        EXPECT_EQ(rej.status, c.want);
+        EXPECT_EQ(rt->counters().rejected, ++n);
+        EXPECT_EQ(rt->connections(), 0u);
+        QpAttr a;
+        ASSERT_TRUE(qp->query(a));
+        ASSERT_TRUE(a.cur_qp_state == QpState::Reset || a.cur_qp_state == QpState::Init);
+    }
+    EXPECT_EQ(target->counters().cm_accepts, 0u);
+}
+
+/* A SEND shorter than an SQE: dropped and counted (there is no CID to answer); the queue
+ * goes on answering the next, well-formed capsule. */
+TEST_F(NvmfRdma, TruncatedCapsuleIsDroppedAndTheQueueLives) {
+    connect_admin();
+    std::memset(buf.data() + 4096, 0xAB, 10);
+    send(4096, 10);
+    ASSERT_TRUE(until([&] { return target->counters().capsule_too_short == 1; }));
+    EXPECT_EQ(rt->counters().capsules_dropped, 1u);
+    /* Identify before Connect: a Command Sequence Error, answered with our CID. */
+    uint8_t *s = buf.data() + 4096;
+    build_sqe(s, kAdminIdentify, 0x77, 0);
+    set_keyed_sgl(s, reinterpret_cast<uint64_t>(buf.data() + 4096 + 64), 0, mr->rkey(), false);
+    send(4096, kSqeLen);
+    ASSERT_TRUE(until([&] { return find_wc(WcOpcode::Recv) != nullptr; }));
+    const Wc &w = *find_wc(WcOpcode::Recv);
+    ASSERT_EQ(w.status, WcStatus::Success);
+    ASSERT_EQ(w.byte_len, kCqeLen);
+    const Cqe c = decode_cqe(buf.data() + (w.wr_id - 100) * 64);
+    EXPECT_EQ(c.cid, 0x77);
+    EXPECT_EQ(status_sc(c.status), kScCmdSeqError);
+    EXPECT_EQ(rt->counters().wc_errors, 0u);
+    EXPECT_EQ(rt->connections(), 1u);
+}
+
+/* A keyed SGL naming a key the host never registered: the target's RDMA READ comes back
+ * with a remote access error; the queue is torn down and freed, the host disconnected. */
+TEST_F(NvmfRdma, BadSglKeyTearsTheQueueDown) {
+    connect_admin();
+    uint8_t *s = buf.data() + 4096;
+    build_sqe(s, kOpcFabrics, 0x42, 0);
+    s[4] = kFcConnect;
+    st16(s + 44, 31); /* SQSIZE */
+    set_keyed_sgl(s, reinterpret_cast<uint64_t>(buf.data()), kConnectDataLen, 0xBAD0BAD0u, false);
+    send(4096, kSqeLen);
+    ASSERT_TRUE(until([&] { return find(CmEventKind::Disconnected) != nullptr; }));
+    ASSERT_TRUE(until([&] { return rt->connections() == 0; }));
+    EXPECT_EQ(rt->counters().read_errors, 1u);
+    EXPECT_EQ(rt->counters().wc_errors, 1u);
+    EXPECT_EQ(rt->counters().queues_freed, 1u);
+    EXPECT_EQ(target->counters().responses, 0u); /* nothing answered on a QP in error */
+}
+
+} // namespace
