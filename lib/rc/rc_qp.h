@@ -177,7 +177,7 @@ class Qp {
         bool is_atomic;
         uint64_t atomic_orig; /* replay value of an executed atomic */
         bool valid;
-        bool replayed;   /* an atomic replayed at replayed_at (duplicate limit) */
+        bool replayed; /* an atomic replayed at replayed_at (duplicate limit) */
         Time replayed_at;
     };
 
