@@ -271,6 +271,16 @@ void CmManager::expire(Conn &c, uint64_t now) {
             return;
         }
         break;
+    case ConnState::ReqRcvd:
+    case ConnState::MraReqSent:
+        /* The application never answered (req_answer_timeout_ns): the slot goes back,
+         * the active side learns it with a REJ "timeout" for its REQ, the application
+         * with ConnectError on the handle it was given (accept/reject now refused). */
+        ctr_.inc(CmCtr::timeout_req_unanswered);
+        send_rej(c, RejReason::Timeout, 0, nullptr, 0);
+        enter_timewait(c, now);
+        emit(c, CmEventType::ConnectError, nullptr, 0, static_cast<uint16_t>(RejReason::Timeout));
+        return;
     case ConnState::Timewait: {
         ctr_.inc(CmCtr::timewait_exit);
         const Conn gone = c;
@@ -305,14 +315,14 @@ void CmManager::on_time(uint64_t now) {
 
 /* ---- API ---- */
 
-bool CmManager::listen(uint64_t sid, uint64_t ctx) {
+bool CmManager::listen(uint64_t sid, uint64_t ctx, uint32_t backlog) {
     if (find_listener(sid) >= 0) {
         ctr_.inc(CmCtr::api_refused);
         return false;
     }
     for (Listener &l : listeners_)
         if (!l.used) {
-            l = Listener{true, sid, ctx};
+            l = Listener{true, sid, ctx, backlog ? backlog : cfg_.listen_backlog};
             return true;
         }
     ctr_.inc(CmCtr::api_refused);
@@ -507,6 +517,27 @@ void CmManager::on_mad(const MadAddr &from, const uint8_t *p, size_t len, uint64
     }
 }
 
+bool CmManager::req_over_limit(const MadAddr &from, const CmMad &m, size_t listener) {
+    const Listener &l = listeners_[listener];
+    uint32_t for_sid = 0, from_src = 0;
+    for (const Conn &o : conns_) {
+        if (o.active || (o.st != ConnState::ReqRcvd && o.st != ConnState::MraReqSent))
+            continue;
+        for_sid += o.service_id == l.sid;
+        from_src += std::memcmp(o.peer.gid, from.gid, 16) == 0;
+    }
+    CmCtr why;
+    if (for_sid >= l.backlog)
+        why = CmCtr::drop_req_backlog;
+    else if (cfg_.max_pending_per_source && from_src >= cfg_.max_pending_per_source)
+        why = CmCtr::drop_req_source_limit;
+    else
+        return false;
+    ctr_.inc(why);
+    stateless_rej(from, m.hdr.tid, m.req.local_comm_id, RejReason::NoResources, 0);
+    return true;
+}
+
 void CmManager::on_req(const MadAddr &from, const CmMad &m, uint64_t now) {
     ctr_.inc(CmCtr::rx_req);
     const Req &r = m.req;
@@ -562,6 +593,8 @@ void CmManager::on_req(const MadAddr &from, const CmMad &m, uint64_t now) {
             stateless_rej(from, m.hdr.tid, r.local_comm_id, RejReason::StaleConn, 0);
             return;
         }
+    if (req_over_limit(from, m, static_cast<size_t>(li)))
+        return;
     Conn *c = alloc();
     if (!c) {
         ctr_.inc(CmCtr::drop_req_no_resources);
@@ -599,7 +632,7 @@ void CmManager::on_req(const MadAddr &from, const CmMad &m, uint64_t now) {
     c->peer_wait_ns = clamp_wait(r.remote_cm_response_timeout);
     c->max_retries = r.max_cm_retries;
     enter(*c, ConnState::ReqRcvd, CmCtr::st_req_rcvd);
-    (void)now;
+    c->deadline = cfg_.req_answer_timeout_ns ? now + cfg_.req_answer_timeout_ns : 0;
     emit(*c, CmEventType::ConnectRequest, r.private_data, kReqPrivLen);
 }
 

@@ -47,6 +47,16 @@ struct CmConfig {
     /* A hostile REQ may ask for 2^31 * 4 us per retry: no wait beyond this exponent. */
     uint8_t max_response_timeout = 24; /* 68.7 s */
     uint32_t comm_id_seed = 0x5eed;    /* mixed into local comm IDs so reboots differ */
+    /* REQ floods (issue 15): connection requests the application has not answered yet
+     * (ReqRcvd, MraReqSent) hold a slot each. Beyond a listener's backlog, or beyond
+     * this many from one source GID, a REQ is rejected with reason 3 "no resources"
+     * (IBTA 12.6.7, ib_cm's IB_CM_REJ_NO_RESOURCES) and counted; so one source cannot
+     * take the whole table from the others. A request never answered is rejected with
+     * reason 4 "timeout" after req_answer_timeout_ns and its slot freed (Timewait):
+     * the active side (rdma_cm: 16 tries of 4.8 s) has given up on it by then anyway. */
+    uint32_t listen_backlog = 128;        /* default for listen(); its own value wins */
+    uint32_t max_pending_per_source = 64; /* 0 = no per-source limit */
+    uint64_t req_answer_timeout_ns = 30'000'000'000ull; /* 0 = wait for ever */
 };
 
 struct ConnectParams {
@@ -84,8 +94,9 @@ class CmManager {
     CmManager(const CmConfig &cfg, MadSink &out, CmEventSink &events);
 
     /* Passive side: take REQs for this service ID (user_ctx comes back in their
-     * ConnectRequest events). False: already listened, or the table is full. */
-    bool listen(uint64_t service_id, uint64_t user_ctx = 0);
+     * ConnectRequest events), at most `backlog` of them unanswered at a time (0 = the
+     * config's listen_backlog). False: already listened, or the table is full. */
+    bool listen(uint64_t service_id, uint64_t user_ctx = 0, uint32_t backlog = 0);
     bool unlisten(uint64_t service_id);
 
     /* Active side: sends a REQ. Returns the connection handle (its local comm ID), 0 when
@@ -158,6 +169,8 @@ class CmManager {
     void expire(Conn &c, uint64_t now);
 
     void on_req(const MadAddr &from, const CmMad &m, uint64_t now);
+    /* A REQ over the listener's backlog or its source's limit: counted, REJ sent. */
+    bool req_over_limit(const MadAddr &from, const CmMad &m, size_t listener);
     void on_mra(const CmMad &m, uint64_t now);
     void on_rej(const CmMad &m, uint64_t now);
     void on_rep(const MadAddr &from, const CmMad &m, uint64_t now);
@@ -169,6 +182,7 @@ class CmManager {
         bool used = false;
         uint64_t sid = 0;
         uint64_t ctx = 0;
+        uint32_t backlog = 0;
     };
 
     CmConfig cfg_;

@@ -37,7 +37,9 @@ namespace droce::cm {
                             X(timeout_dreq) X(disc_local) X(disc_remote) X(timewait_enter)                                                                                                                                                             \
                                 X(timewait_exit) /* API calls refused (wrong state, bad handle,                                                                                                                                                        \
                                                     bad argument) */                                                                                                                                                                                   \
-        X(api_refused)
+        X(api_refused) /* REQ floods (CmConfig): over a listener's backlog, over one source's */  \
+        /* pending limit (both REJ no resources), unanswered until req_answer_timeout_ns */   \
+        X(drop_req_backlog) X(drop_req_source_limit) X(timeout_req_unanswered)
 
 enum class CmCtr : uint16_t {
 #define X(n) n,

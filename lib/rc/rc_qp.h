@@ -45,6 +45,14 @@ struct QpTuning {
     uint32_t max_inflight_pkts = 128; /* unacked PSNs the requester keeps (rxe: 128) */
     uint32_t ackreq_every = 64;       /* request an ACK at least every N packets (rxe: 64) */
     uint32_t ack_every = 64; /* responder ACKs unasked after N packets (0 = only on AckReq) */
+    /* Duplicate requests re-ACKed (SEND/WRITE) or replayed (atomic, per saved result) at
+     * most once per this interval (0 = every one): a forged old PSN must not make the
+     * responder answer 1:1 towards the real peer. A genuine retry still gets its answer
+     * as long as the interval is below the peer's retransmission timeout (rxe's is at
+     * least a jiffy, perftest's 67 ms): each re-ACK names the current ePSN - 1, so the
+     * one that does leave acknowledges every duplicate it stood in for. Capped at a
+     * quarter of the QP's own local ACK timeout for peers configured like this QP. */
+    uint64_t dup_ack_interval_ns = 50'000;
 };
 
 /** Everything a QP is created with. Pointers must outlive the QP. */
@@ -169,6 +177,8 @@ class Qp {
         bool is_atomic;
         uint64_t atomic_orig; /* replay value of an executed atomic */
         bool valid;
+        bool replayed; /* an atomic replayed at replayed_at (duplicate limit) */
+        Time replayed_at;
     };
 
     /* rc_qp.cpp */
@@ -226,11 +236,14 @@ class Qp {
 
     /* rc_responder.cpp */
     void responder_on_packet(const wire::ParsedPacket &p, Time now);
-    void responder_duplicate(const wire::ParsedPacket &p);
+    void responder_duplicate(const wire::ParsedPacket &p, Time now);
     void responder_progress();
     bool send_ack(uint8_t syndrome, uint32_t psn);
     bool transmit_ack(uint8_t syndrome, uint32_t psn);
     void owe_ack(uint32_t psn);
+    /* Duplicate limit: true when a duplicate answered at (`*done`, `*at`) may be answered
+     * again at `now`, and then records `now`. */
+    bool dup_answer_allowed(bool *done, Time *at, Time now) const;
     void flush_owed_ack();
     bool read_responses_pending() const;
     bool overlaps_pending_read(uint64_t va, uint64_t len) const;
@@ -296,6 +309,9 @@ class Qp {
     bool ack_owed_ = false;
     uint8_t ack_owed_syndrome_ = 0;
     uint32_t ack_owed_psn_ = 0;
+    /* the last duplicate re-ACK (QpTuning::dup_ack_interval_ns) */
+    bool dup_acked_ = false;
+    Time dup_ack_at_ = 0;
     std::vector<ReadResource> rd_res_;
     uint32_t rd_res_next_ = 0;
     /* Some rd_res_ entry may still owe responses. A hint, set wherever an entry becomes

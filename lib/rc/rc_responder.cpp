@@ -242,12 +242,30 @@ bool Qp::conflicts_with_pending_read(const wire::ParsedPacket &p) const {
     return false;
 }
 
-void Qp::responder_duplicate(const wire::ParsedPacket &p) {
+bool Qp::dup_answer_allowed(bool *done, Time *at, Time now) const {
+    uint64_t gap = cfg_.tuning.dup_ack_interval_ns;
+    const Time own_timeout = ack_timeout_ns(attr_.timeout);
+    if (own_timeout != 0)
+        gap = std::min<uint64_t>(gap, own_timeout / 4);
+    /* A clock that went backwards (a driver reset) must not silence the QP. */
+    if (*done && gap != 0 && now >= *at && now - *at < gap)
+        return false;
+    *done = true;
+    *at = now;
+    return true;
+}
+
+void Qp::responder_duplicate(const wire::ParsedPacket &p, Time now) {
     ++cfg_.counters->duplicate_request;
     const uint32_t psn = p.bth.psn;
     if (p.op->is(wire::kOpSend) || p.op->is(wire::kOpWrite)) {
         /* The ACK was lost: say again how far we are (C9-105); coalesced with the
-         * other duplicates of this burst. */
+         * other duplicates of this burst, and at most once per interval: the re-ACK
+         * that leaves answers every duplicate until ePSN - 1. */
+        if (!dup_answer_allowed(&dup_acked_, &dup_ack_at_, now)) {
+            ++cfg_.counters->duplicate_ack_suppressed;
+            return;
+        }
         owe_ack(wire::psn_add(epsn_, wire::kPsnMask));
         return;
     }
@@ -255,6 +273,10 @@ void Qp::responder_duplicate(const wire::ParsedPacket &p) {
         if (!r.valid)
             continue;
         if (p.op->is(wire::kOpAtomic) && r.is_atomic && r.psn == psn) {
+            if (!dup_answer_allowed(&r.replayed, &r.replayed_at, now)) {
+                ++cfg_.counters->duplicate_ack_suppressed;
+                return;
+            }
             flush_owed_ack();
             r.sent_pkts = 0; /* replay the saved result; never execute twice */
             rd_maybe_pending_ = true;
@@ -289,7 +311,6 @@ void Qp::responder_duplicate(const wire::ParsedPacket &p) {
 }
 
 void Qp::responder_on_packet(const wire::ParsedPacket &p, Time now) {
-    (void)now;
     const uint32_t psn = p.bth.psn;
     const int32_t d = wire::psn_diff(psn, epsn_);
     if (d > 0) {
@@ -301,7 +322,7 @@ void Qp::responder_on_packet(const wire::ParsedPacket &p, Time now) {
         return;
     }
     if (d < 0) {
-        responder_duplicate(p);
+        responder_duplicate(p, now);
         return;
     }
     if (read_responses_pending() && conflicts_with_pending_read(p)) {

@@ -755,6 +755,47 @@ TEST(Hostile, ForgedDuplicateReadAndAtomicAreNotServed) {
     EXPECT_TRUE(w.legit_write(*w.qa, w.scq_a, w.mr_a, w.va(kOffAll), w.mr_all.key, 100, 1));
 }
 
+/* A flood of forged duplicate WRITEs (old PSN) is re-ACKed at most once per
+ * QpTuning::dup_ack_interval_ns, not once per frame: no 1:1 amplification towards the
+ * real peer. Each frame arrives in its own RX burst (one per link delay, 1 us), so ACK
+ * coalescing alone would answer every one. After a quiet interval a duplicate is
+ * answered again (a genuinely lost ACK still gets its re-ACK), and the QP goes on. */
+TEST(Hostile, ForgedDuplicateFloodIsReAckedOncePerInterval) {
+    World w;
+    const uint32_t e = w.epsn();
+    const uint64_t gap = rc::QpTuning{}.dup_ack_interval_ns;
+    ASSERT_GE(gap, 10'000u);
+    const Time t0 = w.fab.now;
+    while (w.fab.now - t0 < 10 * gap) {
+        w.inject(w.write(wire::kRcWriteOnly, wire::psn_add(e, 0xFFFFF0), w.va(kOffAll),
+                         w.mr_all.key, 64, 64));
+        w.settle(1);
+    }
+    w.settle();
+    const uint64_t dups = w.b.counters.duplicate_request;
+    EXPECT_GT(dups, 10 * gap / 2000) << "the flood ran (one frame per link delay)";
+    auto acks = w.acks_from_b();
+    EXPECT_GE(acks.size(), 9u);
+    EXPECT_LE(acks.size(), 11u) << "one re-ACK per interval, not one per forged frame";
+    for (const auto &a : acks) {
+        EXPECT_EQ(a.syndrome, 0x1F);
+        EXPECT_EQ(a.psn, wire::psn_add(e, wire::kPsnMask)) << "ACK of epsn - 1";
+    }
+    EXPECT_EQ(w.b.counters.duplicate_ack_suppressed, dups - acks.size());
+
+    w.fab.now += gap; /* quiet (the fabric's clock only moves with events) */
+    w.inject(w.write(wire::kRcWriteOnly, wire::psn_add(e, 0xFFFFFF), w.va(kOffAll), w.mr_all.key,
+                     64, 64));
+    w.settle();
+    const size_t n = acks.size();
+    acks = w.acks_from_b();
+    ASSERT_EQ(acks.size(), n + 1) << "answered again once the interval has passed";
+    EXPECT_EQ(acks.back().psn, wire::psn_add(e, wire::kPsnMask));
+    EXPECT_EQ(w.arena_damage(), "");
+    EXPECT_EQ(w.qb->state(), QpState::Rts);
+    EXPECT_TRUE(w.legit_write(*w.qa, w.scq_a, w.mr_a, w.va(kOffAll), w.mr_all.key, 100, 1));
+}
+
 /* Forged responses at a requester: nothing outstanding, so nothing may be written. */
 TEST(Hostile, ForgedResponsesAtIdleRequester) {
     World w;

@@ -1,0 +1,487 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Soak (issue 15): a long mixed RC workload that must lose nothing. Two droce devices A
+ * and B in one process (embedded engine, a net_ring pair: bench/flood.h's set-up), N QP
+ * pairs, one WR outstanding per QP, each WR a random op (RDMA WRITE, RDMA READ, SEND,
+ * FETCH_ADD, CMP_SWAP) of a random size (log-uniform 1 B .. --max-size; atomics 8 B),
+ * every byte checked at completion:
+ *   WRITE  A's source pattern must be in B's window (B ACKs after placing it);
+ *   READ   B's window is filled with a fresh pattern first, A's sink must hold it;
+ *   SEND   B's posted receive must hold A's pattern, with the right byte_len;
+ *   atomic the returned value must be the one the driver tracks for B's 8-byte word,
+ *          and the word must hold the new value afterwards.
+ * Every --interval seconds one CSV row: WRs completed, data and WR errors, RSS, engine
+ * mbufs in use, latency (post to completion) p50/p99 of the interval, retransmissions.
+ * Exit status 1 on any data error, WR error or a WR that never completes.
+ *
+ *   bench_soak [--minutes=M] [--seconds=S] [--qps=1024] [--max-size=65536]
+ *              [--interval=60] [--csv=FILE] [--seed=N]
+ *
+ * Not run by CI (./dev.sh soak [minutes]). */
+#include <algorithm>
+#include <chrono>
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+#include "flood.h"
+
+using namespace droce;
+
+namespace {
+
+enum class Op : uint8_t { Write, Read, Send, FetchAdd, CmpSwap, Count_ };
+const char *op_name(Op o) {
+    static const char *n[] = {"write", "read", "send", "fetch_add", "cmp_swap"};
+    return n[static_cast<size_t>(o)];
+}
+
+struct Args {
+    double seconds = 60;
+    uint32_t qps = 1024;
+    uint32_t max_size = 65536;
+    double interval = 60;
+    std::string csv;
+    uint64_t seed = 1;
+};
+
+[[noreturn]] void die(const std::string &what) {
+    std::fprintf(stderr, "bench_soak: %s\n", what.c_str());
+    std::exit(2);
+}
+
+uint64_t now_ns() {
+    return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                     std::chrono::steady_clock::now().time_since_epoch())
+                                     .count());
+}
+
+uint64_t rss_kib() {
+    FILE *f = std::fopen("/proc/self/statm", "r");
+    if (!f)
+        return 0;
+    unsigned long size = 0, res = 0;
+    const int n = std::fscanf(f, "%lu %lu", &size, &res);
+    std::fclose(f);
+    return n == 2 ? res * static_cast<uint64_t>(sysconf(_SC_PAGESIZE)) / 1024 : 0;
+}
+
+uint64_t counter(const Device &d, const char *name) {
+    uint64_t v = 0;
+    for (const auto &[k, x] : d.counters())
+        if (k == name)
+            v += x;
+    return v;
+}
+
+uint8_t pat(uint64_t seed, uint32_t i) {
+    const uint64_t x = (seed * 0x9E3779B97F4A7C15ull) ^ (i * 0xBF58476D1CE4E5B9ull);
+    return static_cast<uint8_t>(x >> 29);
+}
+
+/* One side's memory: per QP a window of max_size bytes in each of three regions
+ * (src: what this side sends or lets be read, dst: what it receives or has read, and
+ * 8-byte atomic words). */
+struct Mem {
+    std::vector<uint8_t> src, dst;
+    std::vector<uint64_t> words;
+    std::unique_ptr<MemoryRegion> mr_src, mr_dst, mr_words;
+};
+
+struct Track {
+    Op op = Op::Write;
+    uint32_t len = 0;
+    uint64_t seed = 0;
+    uint64_t posted_at = 0;
+    uint64_t expect_word = 0; /* B's atomic word as the driver knows it */
+    uint64_t new_word = 0;
+    bool send_done = false, recv_done = false; /* SEND: both completions seen */
+    bool busy = false;
+};
+
+Args parse(int argc, char **argv) {
+    Args a;
+    for (int i = 1; i < argc; ++i) {
+        const std::string s = argv[i];
+        auto val = [&](const char *k) -> const char * {
+            const size_t n = std::strlen(k);
+            return s.compare(0, n, k) == 0 && s.size() > n && s[n] == '=' ? s.c_str() + n + 1
+                                                                          : nullptr;
+        };
+        const char *v;
+        if ((v = val("--minutes")))
+            a.seconds = 60 * std::atof(v);
+        else if ((v = val("--seconds")))
+            a.seconds = std::atof(v);
+        else if ((v = val("--qps")))
+            a.qps = static_cast<uint32_t>(std::atoi(v));
+        else if ((v = val("--max-size")))
+            a.max_size = static_cast<uint32_t>(std::atoi(v));
+        else if ((v = val("--interval")))
+            a.interval = std::atof(v);
+        else if ((v = val("--csv")))
+            a.csv = v;
+        else if ((v = val("--seed")))
+            a.seed = std::strtoull(v, nullptr, 0);
+        else
+            die("usage: bench_soak [--minutes=M | --seconds=S] [--qps=N] [--max-size=B] "
+                "[--interval=S] [--csv=FILE] [--seed=N]");
+    }
+    if (a.qps == 0 || a.qps > 4096 || a.max_size < 8 || a.max_size > (1u << 20) || a.seconds <= 0 ||
+        a.interval <= 0)
+        die("bad argument (qps 1..4096, max-size 8..1048576)");
+    return a;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+    const Args args = parse(argc, argv);
+    static std::string prefix = "--file-prefix=bench_soak_" + std::to_string(getpid());
+    static const char *eal[] = {
+        "bench_soak",  "-l",        "0",           "--no-huge",      "-m",
+        "2048",        "--no-pci",  "--no-shconf", "--no-telemetry", prefix.c_str(),
+        "--log-level", "*:warning", "--",          nullptr};
+    EngineOptions eo;
+    eo.embedded = true;
+    eo.mbufs = 32767;
+    eo.log_level = "warn";
+    int consumed = 0;
+    auto er = Engine::create(13, const_cast<char **>(eal), &consumed, eo);
+    if (!er)
+        die("Engine::create: " + er.status().message());
+    std::unique_ptr<Engine> engine = std::move(*er);
+    auto ports = engine->create_ring_pair();
+    if (!ports)
+        die("create_ring_pair: " + ports.status().message());
+    DeviceConfig ca;
+    ca.port = ports->first;
+    ca.ipv4_cidr = "10.77.0.1/24";
+    ca.mac = "02:00:00:00:01:01";
+    ca.mtu = 1500;
+    ca.max_qps = args.qps + args.qps / 4 + 64; /* QPNs reserved by the device too */
+    DeviceConfig cb = ca;
+    cb.port = ports->second;
+    cb.ipv4_cidr = "10.77.0.2/24";
+    cb.mac = "02:00:00:00:01:02";
+    auto da = engine->open_device(ca);
+    auto db = engine->open_device(cb);
+    if (!da || !db)
+        die("open_device");
+    if (Status s = engine->start(); !s)
+        die("start: " + s.message());
+    Device *dev[2] = {*da, *db};
+
+    const uint32_t n = args.qps, win = args.max_size;
+    std::unique_ptr<ProtectionDomain> pd[2];
+    std::unique_ptr<CompletionQueue> cq[2];
+    Mem mem[2];
+    std::vector<std::unique_ptr<QueuePair>> qp[2];
+    for (int s = 0; s < 2; ++s) {
+        auto p = dev[s]->alloc_pd();
+        if (!p)
+            die("alloc_pd");
+        pd[s] = std::move(*p);
+        auto c = dev[s]->create_cq(2 * n + 64);
+        if (!c)
+            die("create_cq: " + c.status().message());
+        cq[s] = std::move(*c);
+        Mem &m = mem[s];
+        m.src.assign(static_cast<size_t>(n) * win, 0);
+        m.dst.assign(static_cast<size_t>(n) * win, 0);
+        m.words.assign(n, 0);
+        /* Least privilege: B lets A write (dst), read (src) and do atomics (words); A
+         * grants nothing remote. */
+        const uint32_t lw = kAccessLocalWrite;
+        auto r1 = pd[s]->reg_mr(m.src.data(), m.src.size(), s ? lw | kAccessRemoteRead : lw);
+        auto r2 = pd[s]->reg_mr(m.dst.data(), m.dst.size(), s ? lw | kAccessRemoteWrite : lw);
+        auto r3 =
+            pd[s]->reg_mr(m.words.data(), m.words.size() * 8, s ? lw | kAccessRemoteAtomic : lw);
+        if (!r1 || !r2 || !r3)
+            die("reg_mr");
+        m.mr_src = std::move(*r1);
+        m.mr_dst = std::move(*r2);
+        m.mr_words = std::move(*r3);
+        for (uint32_t q = 0; q < n; ++q) {
+            QpInitAttr at;
+            at.send_cq = at.recv_cq = cq[s].get();
+            at.cap.max_send_wr = 4;
+            at.cap.max_recv_wr = 4;
+            auto x = pd[s]->create_qp(at);
+            if (!x)
+                die("create_qp: " + x.status().message());
+            qp[s].push_back(std::move(*x));
+        }
+    }
+    const Gid ga = dev[0]->gids().at(1).gid, gb = dev[1]->gids().at(1).gid;
+    for (uint32_t q = 0; q < n; ++q) {
+        std::string e = flood::connect_qp(*qp[0][q], gb, qp[1][q]->qp_num(), 0x900, 0x100, 0);
+        if (e.empty())
+            e = flood::connect_qp(*qp[1][q], ga, qp[0][q]->qp_num(), 0x100, 0x900,
+                                  kAccessRemoteWrite | kAccessRemoteRead | kAccessRemoteAtomic);
+        if (!e.empty())
+            die("connect: " + e);
+    }
+
+    std::mt19937_64 rng(args.seed);
+    std::vector<Track> st(n);
+    uint64_t completed = 0, data_errors = 0, wr_errors = 0, by_op[5] = {}, bytes = 0;
+    std::string first_error;
+    auto fail = [&](uint32_t q, const std::string &why) {
+        ++data_errors;
+        if (first_error.empty())
+            first_error = "QP " + std::to_string(q) + " " + op_name(st[q].op) + " len " +
+                          std::to_string(st[q].len) + ": " + why;
+    };
+
+    auto post = [&](uint32_t q) {
+        Track &s = st[q];
+        const uint64_t word = s.expect_word;
+        s = Track{};
+        s.expect_word = word;
+        s.op = static_cast<Op>(rng() % static_cast<uint64_t>(Op::Count_));
+        /* log-uniform 1 .. win */
+        const double lg = std::uniform_real_distribution<double>(0, std::log2(win))(rng);
+        s.len = std::clamp<uint32_t>(static_cast<uint32_t>(std::exp2(lg)), 1, win);
+        s.seed = rng();
+        const size_t off = static_cast<size_t>(q) * win;
+        SendWr wr;
+        wr.wr_id = q;
+        wr.send_flags = kSendSignaled;
+        wr.num_sge = 1;
+        switch (s.op) {
+        case Op::Write:
+        case Op::Send:
+            for (uint32_t i = 0; i < s.len; ++i)
+                mem[0].src[off + i] = pat(s.seed, i);
+            wr.opcode = s.op == Op::Write ? WrOpcode::RdmaWrite : WrOpcode::Send;
+            wr.sg_list[0] = {reinterpret_cast<uint64_t>(&mem[0].src[off]), s.len,
+                             mem[0].mr_src->lkey()};
+            wr.remote_addr = reinterpret_cast<uint64_t>(&mem[1].dst[off]);
+            wr.rkey = mem[1].mr_dst->rkey();
+            if (s.op == Op::Send) {
+                RecvWr rw;
+                rw.wr_id = q;
+                rw.num_sge = 1;
+                rw.sg_list[0] = {reinterpret_cast<uint64_t>(&mem[1].dst[off]), win,
+                                 mem[1].mr_dst->lkey()};
+                if (!qp[1][q]->post_recv(rw))
+                    die("post_recv");
+            }
+            break;
+        case Op::Read:
+            for (uint32_t i = 0; i < s.len; ++i)
+                mem[1].src[off + i] = pat(s.seed, i);
+            wr.opcode = WrOpcode::RdmaRead;
+            wr.sg_list[0] = {reinterpret_cast<uint64_t>(&mem[0].dst[off]), s.len,
+                             mem[0].mr_dst->lkey()};
+            wr.remote_addr = reinterpret_cast<uint64_t>(&mem[1].src[off]);
+            wr.rkey = mem[1].mr_src->rkey();
+            break;
+        case Op::FetchAdd:
+        case Op::CmpSwap:
+            s.len = 8;
+            wr.sg_list[0] = {reinterpret_cast<uint64_t>(&mem[0].dst[off]), 8,
+                             mem[0].mr_dst->lkey()};
+            wr.remote_addr = reinterpret_cast<uint64_t>(&mem[1].words[q]);
+            wr.rkey = mem[1].mr_words->rkey();
+            if (s.op == Op::FetchAdd) {
+                wr.opcode = WrOpcode::AtomicFetchAndAdd;
+                wr.compare_add = s.seed;
+                s.new_word = s.expect_word + s.seed;
+            } else {
+                wr.opcode = WrOpcode::AtomicCmpAndSwp;
+                wr.compare_add = s.expect_word;
+                wr.swap = s.seed;
+                s.new_word = s.seed;
+            }
+            break;
+        default:
+            break;
+        }
+        s.busy = true;
+        s.posted_at = now_ns();
+        if (!qp[0][q]->post_send(wr))
+            die("post_send");
+    };
+
+    std::vector<uint64_t> lat;
+    lat.reserve(1 << 20);
+    auto finish = [&](uint32_t q) {
+        Track &s = st[q];
+        const size_t off = static_cast<size_t>(q) * win;
+        switch (s.op) {
+        case Op::Write:
+        case Op::Send:
+            for (uint32_t i = 0; i < s.len; ++i)
+                if (mem[1].dst[off + i] != pat(s.seed, i)) {
+                    fail(q, "byte " + std::to_string(i) + " wrong at B");
+                    break;
+                }
+            break;
+        case Op::Read:
+            for (uint32_t i = 0; i < s.len; ++i)
+                if (mem[0].dst[off + i] != pat(s.seed, i)) {
+                    fail(q, "byte " + std::to_string(i) + " wrong at A");
+                    break;
+                }
+            break;
+        case Op::FetchAdd:
+        case Op::CmpSwap: {
+            uint64_t got;
+            std::memcpy(&got, &mem[0].dst[off], 8);
+            if (got != s.expect_word)
+                fail(q, "atomic returned the wrong value");
+            if (mem[1].words[q] != s.new_word)
+                fail(q, "atomic word at B wrong");
+            s.expect_word = mem[1].words[q];
+            break;
+        }
+        default:
+            break;
+        }
+        lat.push_back(now_ns() - s.posted_at);
+        ++by_op[static_cast<size_t>(s.op)];
+        bytes += s.len;
+        ++completed;
+        s.busy = false;
+    };
+
+    FILE *csv = args.csv.empty() ? nullptr : std::fopen(args.csv.c_str(), "w");
+    if (!args.csv.empty() && !csv)
+        die("cannot write " + args.csv);
+    if (csv)
+        std::fprintf(csv, "t_s,wrs,wrs_per_s,data_errors,wr_errors,rss_kib,mbufs_in_use,"
+                          "lat_p50_us,lat_p99_us,lat_max_us,retransmitted_packets,"
+                          "timeouts\n");
+
+    for (uint32_t q = 0; q < n; ++q)
+        post(q);
+    const uint64_t t0 = now_ns();
+    const uint64_t end = t0 + static_cast<uint64_t>(args.seconds * 1e9);
+    const uint64_t every = static_cast<uint64_t>(args.interval * 1e9);
+    uint64_t next_sample = t0 + every, last_completed = 0, last_t = t0;
+    std::vector<uint64_t> rss_s, mbuf_s;
+    Wc wc[64];
+    bool draining = false;
+    uint64_t last_progress = t0;
+    for (;;) {
+        engine->poll();
+        const uint64_t t = now_ns();
+        for (int s = 0; s < 2; ++s) {
+            const int got = cq[s]->poll(wc, 64);
+            for (int i = 0; i < got; ++i) {
+                const uint32_t q = static_cast<uint32_t>(wc[i].wr_id);
+                last_progress = t;
+                if (wc[i].status != WcStatus::Success) {
+                    ++wr_errors;
+                    if (first_error.empty())
+                        first_error = "QP " + std::to_string(q) + " " + op_name(st[q].op) +
+                                      ": completion status " +
+                                      std::to_string(static_cast<int>(wc[i].status));
+                    st[q].busy = false;
+                    continue;
+                }
+                Track &x = st[q];
+                if (x.op == Op::Send) {
+                    if (s == 0)
+                        x.send_done = true;
+                    else {
+                        x.recv_done = true;
+                        if (wc[i].byte_len != x.len)
+                            fail(q, "byte_len " + std::to_string(wc[i].byte_len));
+                    }
+                    if (!(x.send_done && x.recv_done))
+                        continue;
+                }
+                finish(q);
+                if (!draining && wr_errors == 0)
+                    post(q);
+            }
+        }
+        if (t >= next_sample) {
+            std::sort(lat.begin(), lat.end());
+            auto pct = [&](double p) {
+                return lat.empty()
+                           ? 0.0
+                           : lat[std::min(lat.size() - 1, static_cast<size_t>(p * lat.size()))] /
+                                 1e3;
+            };
+            const uint64_t rss = rss_kib();
+            const uint64_t mb = counter(*dev[0], "mbufs_in_use");
+            rss_s.push_back(rss);
+            mbuf_s.push_back(mb);
+            const double el = (t - last_t) / 1e9;
+            const uint64_t retx = counter(*dev[0], "retransmitted_packets") +
+                                  counter(*dev[1], "retransmitted_packets");
+            const uint64_t tmo = counter(*dev[0], "local_ack_timeout_err");
+            std::printf("[%6.0f s] %" PRIu64 " WRs (%.0f/s), errors %" PRIu64 "/%" PRIu64
+                        ", RSS %" PRIu64 " KiB, mbufs %" PRIu64 ", latency p50 %.1f p99 %.1f "
+                        "max %.1f us, retx %" PRIu64 "\n",
+                        (t - t0) / 1e9, completed, (completed - last_completed) / el, data_errors,
+                        wr_errors, rss, mb, pct(0.5), pct(0.99), pct(1.0 - 1e-12), retx);
+            std::fflush(stdout);
+            if (csv) {
+                std::fprintf(csv,
+                             "%.1f,%" PRIu64 ",%.0f,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
+                             ",%.2f,%.2f,%.2f,%" PRIu64 ",%" PRIu64 "\n",
+                             (t - t0) / 1e9, completed, (completed - last_completed) / el,
+                             data_errors, wr_errors, rss, mb, pct(0.5), pct(0.99),
+                             lat.empty() ? 0.0 : lat.back() / 1e3, retx, tmo);
+                std::fflush(csv);
+            }
+            lat.clear();
+            last_completed = completed;
+            last_t = t;
+            next_sample += every;
+        }
+        if (!draining && (t >= end || wr_errors))
+            draining = true;
+        if (draining) {
+            bool any = false;
+            for (const Track &x : st)
+                any |= x.busy;
+            if (!any)
+                break;
+            if (t - last_progress > 10'000'000'000ull) {
+                ++wr_errors;
+                first_error = "WRs never completed (10 s without a completion)";
+                break;
+            }
+        }
+    }
+    const double secs = (now_ns() - t0) / 1e9;
+    std::printf("\nsoak summary: %.0f s, %u QP pairs, sizes 1..%u B, %" PRIu64 " WRs (", secs, n,
+                win, completed);
+    for (size_t i = 0; i < 5; ++i)
+        std::printf("%s%s %" PRIu64, i ? ", " : "", op_name(static_cast<Op>(i)), by_op[i]);
+    std::printf("), %.2f GB moved, data errors %" PRIu64 ", WR errors %" PRIu64
+                ", retransmitted packets %" PRIu64 "\n",
+                bytes / 1e9, data_errors, wr_errors,
+                counter(*dev[0], "retransmitted_packets") +
+                    counter(*dev[1], "retransmitted_packets"));
+    if (!rss_s.empty()) {
+        auto span = [](const std::vector<uint64_t> &v) {
+            const auto [lo, hi] = std::minmax_element(v.begin() + (v.size() > 1), v.end());
+            return std::make_pair(*lo, *hi);
+        };
+        const auto [rlo, rhi] = span(rss_s);
+        const auto [mlo, mhi] = span(mbuf_s);
+        std::printf("RSS %" PRIu64 "..%" PRIu64 " KiB (%+.2f%% after the first sample), mbufs in "
+                    "use %" PRIu64 "..%" PRIu64 "\n",
+                    rlo, rhi, rlo ? 100.0 * (double(rhi) - double(rlo)) / double(rlo) : 0.0, mlo,
+                    mhi);
+    }
+    if (!first_error.empty())
+        std::printf("first error: %s\n", first_error.c_str());
+    if (csv)
+        std::fclose(csv);
+    for (int s = 0; s < 2; ++s)
+        qp[s].clear();
+    return data_errors || wr_errors ? 1 : 0;
+}
