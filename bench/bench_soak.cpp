@@ -477,6 +477,20 @@ int main(int argc, char **argv) {
                     rlo, rhi, rlo ? 100.0 * (double(rhi) - double(rlo)) / double(rlo) : 0.0, mlo,
                     mhi);
     }
+    /* What the retransmissions and drops were: every non-zero counter of a drop, error,
+     * NAK, retry or timeout, per side (a soak without faults should show why it retried). */
+    for (int s = 0; s < 2; ++s) {
+        std::printf("side %c:", 'A' + s);
+        for (const auto &[k, x] : dev[s]->counters()) {
+            static const char *const kinds[] = {"drop", "err",     "nak",      "retr",  "rnr",
+                                                "timeout", "dup", "sequence", "refused"};
+            if (x != 0 && std::any_of(std::begin(kinds), std::end(kinds), [&](const char *w) {
+                    return k.find(w) != std::string::npos;
+                }))
+                std::printf(" %s=%" PRIu64, k.c_str(), x);
+        }
+        std::printf("\n");
+    }
     if (!first_error.empty())
         std::printf("first error: %s\n", first_error.c_str());
     if (csv)
