@@ -58,6 +58,7 @@ const std::vector<struct option> kLongOptions = app::with_device_options({
     {"rx-depth", required_argument, nullptr, 'r'},
     {"post_list", required_argument, nullptr, 'l'},
     {"connection", required_argument, nullptr, 'c'},
+    {"rdma_cm", no_argument, nullptr, 'R'},
     {"events", no_argument, nullptr, 'e'},
     {"atomic_type", required_argument, nullptr, 'A'},
     {"outs", required_argument, nullptr, 'o'},
@@ -69,7 +70,7 @@ const std::vector<struct option> kLongOptions = app::with_device_options({
     {"workers", required_argument, nullptr, kOptWorkers},
 });
 
-const char kShortOptions[] = ":p:d:i:s:an:D:q:m:x:Ft:r:l:c:eA:o:h";
+const char kShortOptions[] = ":p:d:i:s:an:D:q:m:x:Ft:r:l:c:RA:eo:h";
 
 ParseResult bad(const char *argv0, const std::string &msg) {
     std::fprintf(stderr, "%s: %s (see %s --help)\n", argv0, msg.c_str(), argv0);
@@ -148,6 +149,9 @@ void print_usage(const char *argv0, FILE *out) {
         "  -l, --post_list=<n>      accepted (WRs are posted one at a time)\n"
         "  -c, --connection=RC|UD   connection type (UD: send_bw and send_lat, messages of\n"
         "                           at most the MTU, as perftest)\n"
+        "  -R, --rdma_cm            connect the QPs through RDMA-CM and exchange perftest's\n"
+        "                           records over an RDMA-CM control connection to -p (no TCP;\n"
+        "                           the server is given by its IPv4 address)\n"
         "  -e, --events             accepted (droce-perf polls)\n"
         "  -A, --atomic_type=<t>    FETCH_AND_ADD (default) or CMP_AND_SWAP\n"
         "  -o, --outs=<n>           outstanding reads/atomics (default 16, max 16)\n"
@@ -306,6 +310,9 @@ ParseResult parse_command_line(int argc, char **argv, Options &opt) {
         case 'F':
         case 'e':
             break;
+        case 'R':
+            opt.rdma_cm = true;
+            break;
         case 't':
             if (!parse_u64(optarg, 16384, u) || u == 0)
                 return bad_value(argv0, c, optarg, "1..16384");
@@ -388,6 +395,10 @@ ParseResult parse_command_line(int argc, char **argv, Options &opt) {
     }
     if (opt.ud && opt.verb != Verb::Send)
         return bad(argv0, "-c UD applies to send_bw and send_lat only (UD has no RDMA)");
+    if (opt.rdma_cm && opt.ud)
+        return bad(argv0, "-R with -c UD is not supported (RC QPs only)");
+    if (opt.rdma_cm && opt.loopback)
+        return bad(argv0, "-R and --loopback exclude each other");
     if (opt.iters == 0)
         opt.iters = opt.kind == Kind::Lat ? 1000 : 5000;
     if (opt.kind == Kind::Lat && !tx_given)

@@ -48,6 +48,7 @@ struct Options : app::DeviceOptions {
     bool atomic_cas = false;                         /**< -A CMP_AND_SWAP (default FETCH_AND_ADD) */
     uint32_t out_reads = 16;                         /**< -o */
     bool ud = false; /**< -c UD (send_bw, send_lat): messages of at most the MTU */
+    bool rdma_cm = false; /**< -R: connect (and exchange) through RDMA-CM (cm_run.h) */
 
     // ---- droce's own (beyond the DeviceOptions) ----
     /** --workers: EngineOptions::workers (0 = one per EAL worker lcore); != 1 means
