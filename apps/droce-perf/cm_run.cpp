@@ -383,8 +383,10 @@ class CmPerf {
     }
 
     bool recv_msg(Msg &m, const char *what) {
-        if (!wait(what, [&] { return !inbox_.empty(); }))
+        if (!wait(what, [&] { return !inbox_.empty() || ctrl_gone_; }))
             return false;
+        if (inbox_.empty())
+            return fail(std::string("The peer disconnected (") + what + ")");
         m = inbox_.front();
         inbox_.pop_front();
         return true;

@@ -9,16 +9,16 @@
 # -p P [DROCE_IP]`, droce-perf the same mode with the same flags (`... [VM_IP]`). A case passes
 # when both exit 0, the guest printed its result row, droce printed its connect times, and the
 # capture passes il_pcap_check (tshark decodes every CM MAD, ICRCs). With --loss, the guest drops
-# its first CM MADs on egress (a REP or RTU from the guest is lost; see --loss) and the case must
-# still pass: the CM's retries recover. One PASS/FAIL line per case, then "N passed, N failed";
+# some of its CM MADs on egress (a REP or RTUs; see --loss) and the case must still pass: the CM's
+# retries and COMM_EST recover. One PASS/FAIL line per case, then "N passed, N failed";
 # exit 1 on any failure. One VM boot; own tap/subnet/VM name (tap-pcm, 10.81.0.0/24, pcmvm).
 # Options:
 #   --out DIR           artifacts (default: a new /tmp/droce-perfcm-interop.XXXXXX)
 #   --modes LIST        default "write_bw send_bw read_bw"; also write_lat send_lat read_lat,
 #                       and MODE_qN (-q N on both sides)
 #   --roles LIST        droce roles, default "server client"
-#   --loss              also run each case with the guest's first CM MADs dropped (cases
-#                       named ...-lossy): droce server: the guest's RTU; droce client: the REP
+#   --loss              also run each case with some of the guest's CM MADs dropped (cases
+#                       named ...-lossy): droce server: its first 2 RTUs; droce client: its REP
 #   --size S            message size (default 4096)
 #   --iters N           default 200
 #   --case-timeout S    per process (default 60)
@@ -55,21 +55,25 @@ il_log "artifacts in $OUT; binary $BIN"
 VDEV="net_af_packet0,iface=$IL_TAP,qdisc_bypass=0"
 PORT=$IL_PORT
 
-# Guest egress loss of CM MADs only (RoCEv2 UDP 4791 with BTH destination QP 1): `tc` drops the
-# first N of them, whatever else flows. A u32 match on the BTH's dest QP (UDP payload bytes 5..7 =
-# IP offset 20 + 8 + 5) and a netem loss of 100% on that class, removed after N have been dropped
-# would need a counter: instead the qdisc is put on before the run and taken off by a guest
-# background job once the count of dropped packets reaches N (tc -s shows it).
-# droce server: the guest (client) sends REQ, RTU(s): dropping 2 loses the control REQ once and
-# then ... (see loss_plan).
-loss_on() { # N: drop the guest's next N CM MADs
-  il_vm_exec --timeout 20 -- "tc qdisc add dev eth0 root handle 1: prio bands 3 priomap 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 &&
+# Guest egress loss of chosen CM MADs: a prio qdisc whose band 3 is a netem with 100% loss, and a
+# u32 filter sending RoCEv2 (UDP 4791) packets whose MAD attribute ID (IP offset 20 + UDP 8 + BTH
+# 12 + DETH 8 + 16 = 64; the guest sends no IP options) is ATTR to that band. A guest background
+# job removes the qdisc once netem counted N drops, so the retransmission gets through.
+# ATTR: 0x0013 REP, 0x0014 RTU.
+loss_on() { # ATTR N
+  il_vm_exec --timeout 20 -- "tc qdisc del dev eth0 root 2>/dev/null
+    tc qdisc add dev eth0 root handle 1: prio bands 3 priomap 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 &&
     tc qdisc add dev eth0 parent 1:3 handle 30: netem loss 100% &&
-    tc filter add dev eth0 parent 1: protocol ip prio 1 u32 match ip protocol 17 0xff match ip dport 4791 0xffff match u32 0x00000001 0x00ffffff at 32 flowid 1:3 &&
-    (i=0; while [ \$i -lt 600 ]; do d=\$(tc -s qdisc show dev eth0 | awk '/netem/{f=1} f&&/dropped/{gsub(\",\",\"\"); print \$7; exit}'); [ \"\${d:-0}\" -ge $1 ] && break; usleep 50000; i=\$((i+1)); done; tc qdisc del dev eth0 root) >/dev/null 2>&1 &
+    tc filter add dev eth0 parent 1: protocol ip prio 1 u32 match ip protocol 17 0xff match ip dport 4791 0xffff match u32 $(printf '0x%04x0000' "$1") 0xffff0000 at 64 flowid 1:3 || exit 1
+    (i=0; while [ \$i -lt 1200 ]; do d=\$(tc -s qdisc show dev eth0 | awk '/netem/{f=1} f&&/dropped/{gsub(\",\",\"\"); print \$7; exit}'); [ \"\${d:-0}\" -ge $2 ] && break; usleep 50000; i=\$((i+1)); done; tc qdisc del dev eth0 root) </dev/null >/dev/null 2>&1 &
     exit 0" >/dev/null 2>&1
 }
 loss_off() { il_vm_exec --timeout 10 -- "tc qdisc del dev eth0 root 2>/dev/null; true" >/dev/null 2>&1 || true; }
+# What the guest's netem drops in a lossy case: droce server: the guest's first 2 RTUs (the control
+# and the test connection: droce takes the client's first message on each as COMM_EST); droce
+# client: the guest's first REP (droce's REQ is resent after its CM response timeout, the guest
+# answers the duplicate REQ with its REP again).
+loss_plan() { [ "$1" = server ] && echo "0x0014 2" || echo "0x0013 1"; }
 
 run_case() { # MODE ROLE LOSSY -> CASE_OK, CASE_WHY
   local mode=$1 role=$2 lossy=$3 name dir; name=cm-$1-droce_$2; [ "$lossy" = 1 ] && name+=-lossy
@@ -86,8 +90,8 @@ run_case() { # MODE ROLE LOSSY -> CASE_OK, CASE_WHY
   printf '%q ' "${droce[@]}" > "$dir/droce.cmd"; printf '%q ' "${guest[@]}" > "$dir/guest.cmd"
   il_capture_start "$dir/capture.pcap" || true
   local cap=${IL_CAP:-} gpid dpid grc=-1 drc=-1 t0 i; t0=$(date +%s)
-  # 2 lost MADs: droce server: the guest's REQ... see loss_on; droce client: the guest's REP twice
-  [ "$lossy" = 1 ] && loss_on 2
+  # shellcheck disable=SC2046
+  [ "$lossy" = 1 ] && { loss_on $(loss_plan "$role") || CASE_WHY+="netem setup failed; "; }
   if [ "$role" = server ]; then
     il_bg "$dir/droce.log" "${droce[@]}"; dpid=$IL_BG
     for i in $(seq 300); do  # until the CM listens (EAL and device bring-up first)
@@ -112,10 +116,17 @@ run_case() { # MODE ROLE LOSSY -> CASE_OK, CASE_WHY
   [ -n "$cap" ] && { il_capture_stop "$cap" "$dir/capture.pcap" || CASE_WHY+="$IL_CAPMSG; "; }
   [ "$drc" = 0 ] || CASE_WHY+="droce-perf exit $drc; "
   [ "$grc" = 0 ] || CASE_WHY+="guest ib_$mode exit $grc; "
-  if [ "$grc" = 0 ] && ! grep -Eq '^ [0-9]+ +[0-9]+ +([0-9]+\.[0-9]{2}|inf)' "$dir/guest.log"; then
+  # perftest's read_lat server prints no row (as in perftest_rxe.sh)
+  if [ "$grc" = 0 ] && ! grep -Eq '^ [0-9]+ +[0-9]+ +([0-9]+\.[0-9]{2}|inf)' "$dir/guest.log" && ! { [ "$role" = client ] && [ "$mode" = read_lat ]; }; then
     CASE_WHY+="guest printed no result row; "
   fi
   grep -q '^ rdma_cm connect : ' "$dir/droce.log" || CASE_WHY+="droce printed no connect times; "
+  # a lossy case must have lost what it meant to (droce's CM counters, --counters)
+  if [ "$lossy" = 1 ]; then
+    local want; [ "$role" = server ] && want="est_comm_est 2" || want="resend_req 1"
+    awk -v n="${want% *}" -v m="${want#* }" '$1==n && $2>=m {ok=1} END {exit !ok}' "$dir/droce.log" ||
+      CASE_WHY+="no loss seen (droce counter ${want% *} < ${want#* }); "
+  fi
   local chk
   if [ -f "$dir/capture.pcap" ] && ! chk=$(il_pcap_check "$dir/capture.pcap" 2>&1); then
     echo "$chk" > "$dir/pcap_check.txt"; CASE_WHY+="capture: $(head -1 <<<"$chk"); "
