@@ -769,7 +769,10 @@ class CmPerf {
 } // namespace
 
 int run_cm(app::EngineRun &run, const Options &opt, Device &dev, const CmRunArgs &args) {
-    auto cm = CmDevice::open(run.engine, dev);
+    CmDeviceOptions o;
+    o.channel.cm_response_timeout = opt.cm_response_timeout;
+    o.channel.max_cm_retries = opt.cm_retries;
+    auto cm = CmDevice::open(run.engine, dev, o);
     if (!cm) {
         std::fprintf(stderr, " Couldn't open the RDMA-CM of %s: %s\n", dev.name().c_str(),
                      cm.status().message().c_str());

@@ -40,6 +40,8 @@ enum LongOnly : int {
     kOptOutJsonFile,
     kOptRunInfinitely,
     kOptWorkers,
+    kOptCmResponseTimeout,
+    kOptCmRetries,
 };
 
 const std::vector<struct option> kLongOptions = app::with_device_options({
@@ -68,6 +70,8 @@ const std::vector<struct option> kLongOptions = app::with_device_options({
     {"out_json_file", required_argument, nullptr, kOptOutJsonFile},
     {"run_infinitely", no_argument, nullptr, kOptRunInfinitely},
     {"workers", required_argument, nullptr, kOptWorkers},
+    {"cm-response-timeout", required_argument, nullptr, kOptCmResponseTimeout},
+    {"cm-retries", required_argument, nullptr, kOptCmRetries},
 });
 
 const char kShortOptions[] = ":p:d:i:s:an:D:q:m:x:Ft:r:l:c:RA:eo:h";
@@ -185,6 +189,9 @@ void print_usage(const char *argv0, FILE *out) {
         "  --workers=<n>            worker lcores (default 1; 0 = one per EAL worker lcore);\n"
         "                           n != 1 runs in worker mode and needs n worker lcores in\n"
         "                           -l; QP i and its CQ live on worker i %% n\n"
+        "  --cm-response-timeout=<n> -R: the CM's response timeout, 4.096 us x 2^n (default\n"
+        "                           20: ~4.3 s, as Linux rdma_cm)\n"
+        "  --cm-retries=<n>         -R: CM MAD retries before giving up (default 15)\n"
         "  --timeout=<sec>          give up after <sec> seconds (default 120; 0 = never)\n"
         "  --log-level=<lvl>        droce log level: trace..off (default warn)\n"
         "  --config=<file>          settings from a configuration file (config/droce.conf);\n"
@@ -365,6 +372,16 @@ ParseResult parse_command_line(int argc, char **argv, Options &opt) {
             break;
         case kOptRunInfinitely:
             opt.run_infinitely = true;
+            break;
+        case kOptCmResponseTimeout:
+            if (!parse_u64(optarg, 31, u))
+                return bad_value(argv0, c, optarg, "0..31 (4.096 us x 2^n)");
+            opt.cm_response_timeout = static_cast<uint8_t>(u);
+            break;
+        case kOptCmRetries:
+            if (!parse_u64(optarg, 15, u))
+                return bad_value(argv0, c, optarg, "0..15");
+            opt.cm_retries = static_cast<uint8_t>(u);
             break;
         case kOptWorkers:
             if (!parse_u64(optarg, kMaxWorkers, u))

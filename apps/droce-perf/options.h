@@ -54,6 +54,10 @@ struct Options : app::DeviceOptions {
     /** --workers: EngineOptions::workers (0 = one per EAL worker lcore); != 1 means
      * worker mode. QP i runs on worker i % workers (its CQ is created there). */
     uint32_t workers = 1;
+    /** -R: the CM's response timeout exponent and retries (--cm-response-timeout,
+     * --cm-retries; Linux rdma_cm's 20 and 15 by default). */
+    uint8_t cm_response_timeout = 20;
+    uint8_t cm_retries = 15;
 
     std::string servername;
 };

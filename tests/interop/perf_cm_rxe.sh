@@ -18,7 +18,9 @@
 #                       and MODE_qN (-q N on both sides)
 #   --roles LIST        droce roles, default "server client"
 #   --loss              also run each case with some of the guest's CM MADs dropped (cases
-#                       named ...-lossy): droce server: its first 2 RTUs; droce client: its REP
+#                       named ...-lossy): droce server: its first 2 RTUs; droce client: its REP;
+#                       and a droce client case with every REP and REJ lost (...-unreachable): droce-perf
+#                       must fail within 30 s reporting the CM's "unreachable" event
 #   --size S            message size (default 4096)
 #   --iters N           default 200
 #   --case-timeout S    per process (default 60)
@@ -60,11 +62,11 @@ PORT=$IL_PORT
 # 12 + DETH 8 + 16 = 64; the guest sends no IP options) is ATTR to that band. A guest background
 # job removes the qdisc once netem counted N drops, so the retransmission gets through.
 # ATTR: 0x0013 REP, 0x0014 RTU.
-loss_on() { # ATTR N
+loss_on() { # ATTR N [MASK]
   il_vm_exec --timeout 20 -- "tc qdisc del dev eth0 root 2>/dev/null
     tc qdisc add dev eth0 root handle 1: prio bands 3 priomap 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 &&
     tc qdisc add dev eth0 parent 1:3 handle 30: netem loss 100% &&
-    tc filter add dev eth0 parent 1: protocol ip prio 1 u32 match ip protocol 17 0xff match ip dport 4791 0xffff match u32 $(printf '0x%04x0000' "$1") 0xffff0000 at 64 flowid 1:3 || exit 1
+    tc filter add dev eth0 parent 1: protocol ip prio 1 u32 match ip protocol 17 0xff match ip dport 4791 0xffff match u32 $(printf '0x%04x0000' "$1") ${3:-0xffff}0000 at 64 flowid 1:3 || exit 1
     (i=0; while [ \$i -lt 1200 ]; do d=\$(tc -s qdisc show dev eth0 | awk '/netem/{f=1} f&&/dropped/{gsub(\",\",\"\"); print \$7; exit}'); [ \"\${d:-0}\" -ge $2 ] && break; usleep 50000; i=\$((i+1)); done; tc qdisc del dev eth0 root) </dev/null >/dev/null 2>&1 &
     exit 0" >/dev/null 2>&1
 }
@@ -75,8 +77,12 @@ loss_off() { il_vm_exec --timeout 10 -- "tc qdisc del dev eth0 root 2>/dev/null;
 # answers the duplicate REQ with its REP again).
 loss_plan() { [ "$1" = server ] && echo "0x0014 2" || echo "0x0013 1"; }
 
-run_case() { # MODE ROLE LOSSY -> CASE_OK, CASE_WHY
-  local mode=$1 role=$2 lossy=$3 name dir; name=cm-$1-droce_$2; [ "$lossy" = 1 ] && name+=-lossy
+case_name() { # MODE ROLE LOSSY
+  case $3 in 1) echo "cm-$1-droce_$2-lossy";; 2) echo "cm-$1-droce_$2-unreachable";; *) echo "cm-$1-droce_$2";; esac
+}
+
+run_case() { # MODE ROLE LOSSY(0, 1, 2: every REP lost) -> CASE_OK, CASE_WHY
+  local mode=$1 role=$2 lossy=$3 name dir; name=$(case_name "$1" "$2" "$3")
   dir=$OUT/$name; mkdir -p "$dir"
   local extra=()
   if [[ $mode =~ ^(.*)_q([0-9]+)$ ]]; then mode=${BASH_REMATCH[1]}; extra+=(-q "${BASH_REMATCH[2]}"); fi
@@ -86,12 +92,17 @@ run_case() { # MODE ROLE LOSSY -> CASE_OK, CASE_WHY
   # shellcheck disable=SC2206
   local droce=("$BIN" "$mode" $DROCE_EAL --vdev "$VDEV" -- --ip "$IL_DROCE_IP/$IL_PREFIX" --mac "$IL_DROCE_MAC"
                --eth-mtu "$IL_ETH_MTU" --timeout "$CASE_TIMEOUT" --counters "${common[@]}")
+  # every REP lost: droce's CM must give up (Unreachable) after its retries, here 4 x ~0.7 s
+  [ "$lossy" = 2 ] && droce+=(--cm-response-timeout 15 --cm-retries 3)
   [ "$role" = client ] && droce+=("$IL_VM_IP") || guest+=("$IL_DROCE_IP")
   printf '%q ' "${droce[@]}" > "$dir/droce.cmd"; printf '%q ' "${guest[@]}" > "$dir/guest.cmd"
   il_capture_start "$dir/capture.pcap" || true
   local cap=${IL_CAP:-} gpid dpid grc=-1 drc=-1 t0 i; t0=$(date +%s)
   # shellcheck disable=SC2046
   [ "$lossy" = 1 ] && { loss_on $(loss_plan "$role") || CASE_WHY+="netem setup failed; "; }
+  # every REP and REJ (0x0012/0x0013): once the guest's own REP retries run out, it answers
+  # droce's resent REQ with a REJ (its listener is gone), which must not come through either
+  [ "$lossy" = 2 ] && { loss_on 0x0012 1000000 0xfffe || CASE_WHY+="netem setup failed; "; }
   if [ "$role" = server ]; then
     il_bg "$dir/droce.log" "${droce[@]}"; dpid=$IL_BG
     for i in $(seq 300); do  # until the CM listens (EAL and device bring-up first)
@@ -112,7 +123,18 @@ run_case() { # MODE ROLE LOSSY -> CASE_OK, CASE_WHY
     else CASE_WHY="guest ib_$mode did not listen; "; fi
     il_wait_pid "$gpid" "$( [ "$drc" = 0 ] && echo 20 || echo 5 )"; grc=$IL_RC
   fi
-  [ "$lossy" = 1 ] && loss_off
+  [ "$lossy" = 0 ] || loss_off
+  if [ "$lossy" = 2 ]; then  # the expected failure, quickly and with the right event
+    CASE_WHY=""
+    [ "$drc" = 1 ] || CASE_WHY+="droce-perf exit $drc, expected 1; "
+    grep -q 'RDMA-CM: unreachable on the control connection' "$dir/droce.log" || CASE_WHY+="no 'unreachable' event reported; "
+    [ $(( $(date +%s) - t0 )) -le 30 ] || CASE_WHY+="took $(( $(date +%s) - t0 ))s; "
+    [ -n "$cap" ] && il_capture_stop "$cap" "$dir/capture.pcap"
+    il_vm_exec --timeout 10 -- "p=\$(pidof ib_$mode) && kill -9 \$p; true" >/dev/null 2>&1 || true
+    if [ -z "$CASE_WHY" ]; then CASE_OK=1; CASE_WHY="$(( $(date +%s) - t0 ))s; droce: $(grep 'RDMA-CM:' "$dir/droce.log" | head -1 | sed 's/^ *//')"; rm -f "$dir/capture.pcap"
+    else CASE_WHY="${CASE_WHY%; } [logs: $dir]"; fi
+    return
+  fi
   [ -n "$cap" ] && { il_capture_stop "$cap" "$dir/capture.pcap" || CASE_WHY+="$IL_CAPMSG; "; }
   [ "$drc" = 0 ] || CASE_WHY+="droce-perf exit $drc; "
   [ "$grc" = 0 ] || CASE_WHY+="guest ib_$mode exit $grc; "
@@ -122,10 +144,15 @@ run_case() { # MODE ROLE LOSSY -> CASE_OK, CASE_WHY
   fi
   grep -q '^ rdma_cm connect : ' "$dir/droce.log" || CASE_WHY+="droce printed no connect times; "
   # a lossy case must have lost what it meant to (droce's CM counters, --counters)
-  if [ "$lossy" = 1 ]; then
-    local want; [ "$role" = server ] && want="est_comm_est 2" || want="resend_req 1"
-    awk -v n="${want% *}" -v m="${want#* }" '$1==n && $2>=m {ok=1} END {exit !ok}' "$dir/droce.log" ||
-      CASE_WHY+="no loss seen (droce counter ${want% *} < ${want#* }); "
+  # (server: both connections established by COMM_EST; client: the control connection took a
+  # CM retry, ~4 s: the guest's REP resent on its timer, or droce's REQ on its own)
+  if [ "$lossy" = 1 ] && [ "$role" = server ] &&
+     ! awk '$1=="est_comm_est" && $2>=2 {ok=1} END {exit !ok}' "$dir/droce.log"; then
+    CASE_WHY+="no loss seen (droce's est_comm_est < 2); "
+  fi
+  if [ "$lossy" = 1 ] && [ "$role" = client ] &&
+     ! awk '/^ rdma_cm connect : control/ && $5+0 >= 1000 {ok=1} END {exit !ok}' "$dir/droce.log"; then
+    CASE_WHY+="no loss seen (control connection in < 1 s); "
   fi
   local chk
   if [ -f "$dir/capture.pcap" ] && ! chk=$(il_pcap_check "$dir/capture.pcap" 2>&1); then
@@ -145,9 +172,10 @@ il_log "booting VM (path MTU 1024)"
 vm_ok=1
 il_vm_up 1024 > "$OUT/vm.log" 2>&1 || vm_ok=0
 il_log "VM up: $vm_ok"
-LOSSES=0; [ "$LOSS" = 1 ] && LOSSES="0 1"
+LOSSES=0; [ "$LOSS" = 1 ] && LOSSES="0 1 2"
 for m in $MODES; do for r in $ROLES; do for l in $LOSSES; do
-  name=cm-$m-droce_$r; [ "$l" = 1 ] && name+=-lossy
+  [ "$l" = 2 ] && [ "$r" = server ] && continue  # every REP lost: the droce client's case
+  name=$(case_name "$m" "$r" "$l")
   if [ $vm_ok = 0 ]; then il_result "$name" fail "VM boot failed (see $OUT/vm.log)"; continue; fi
   if [ "$(il_elapsed)" -ge "$BUDGET" ]; then il_result "$name" fail "not run: budget ${BUDGET}s used up"; continue; fi
   run_case "$m" "$r" "$l"
