@@ -21,6 +21,7 @@
 #                       named ...-lossy): droce server: its first 2 RTUs; droce client: its REP;
 #                       and a droce client case with every REP and REJ lost (...-unreachable): droce-perf
 #                       must fail within 30 s reporting the CM's "unreachable" event
+#   --loss-modes LIST   --loss for these modes only (default: every mode)
 #   --size S            message size (default 4096)
 #   --iters N           default 200
 #   --case-timeout S    per process (default 60)
@@ -31,11 +32,11 @@ export IL_VM_IP=${IL_VM_IP:-10.81.0.2} IL_DROCE_IP=${IL_DROCE_IP:-10.81.0.100}
 export IL_DROCE_MAC=${IL_DROCE_MAC:-02:00:00:00:05:00}
 . "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/lib.sh"
 
-OUT="" MODES="write_bw send_bw read_bw" ROLES="server client" LOSS=0
+OUT="" MODES="write_bw send_bw read_bw" ROLES="server client" LOSS=0 LOSS_MODES=""
 SIZE=4096 ITERS=200 CASE_TIMEOUT=60 BUDGET=240 BIN=""
 while (($#)); do case $1 in
   --out) OUT=$2; shift 2;; --modes) MODES=$2; shift 2;; --roles) ROLES=$2; shift 2;;
-  --loss) LOSS=1; shift;; --size) SIZE=$2; shift 2;; --iters) ITERS=$2; shift 2;;
+  --loss) LOSS=1; shift;; --loss-modes) LOSS_MODES=$2; LOSS=1; shift 2;; --size) SIZE=$2; shift 2;; --iters) ITERS=$2; shift 2;;
   --case-timeout) CASE_TIMEOUT=$2; shift 2;; --budget) BUDGET=$2; shift 2;;
   -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0;;
   -*) il_die "unknown option $1";;
@@ -175,6 +176,7 @@ il_log "VM up: $vm_ok"
 LOSSES=0; [ "$LOSS" = 1 ] && LOSSES="0 1 2"
 for m in $MODES; do for r in $ROLES; do for l in $LOSSES; do
   [ "$l" = 2 ] && [ "$r" = server ] && continue  # every REP lost: the droce client's case
+  [ "$l" != 0 ] && [ -n "$LOSS_MODES" ] && [[ " $LOSS_MODES " != *" $m "* ]] && continue
   name=$(case_name "$m" "$r" "$l")
   if [ $vm_ok = 0 ]; then il_result "$name" fail "VM boot failed (see $OUT/vm.log)"; continue; fi
   if [ "$(il_elapsed)" -ge "$BUDGET" ]; then il_result "$name" fail "not run: budget ${BUDGET}s used up"; continue; fi
