@@ -225,6 +225,31 @@ run_tests() {
             fail=$((fail + ${ifail:-0}))
             [ -n "${ipass:-}" ] || broken+=("nvmf interop exit $irc without a summary")
 
+            stage "interop: RDMA-CM — droce-cmatose vs ucmatose (4 connections x 10 messages), both roles"
+            # ~20 s: one VM boot, two runs (tests/interop/cmatose_rxe.sh)
+            ilog=$BUILD_DIR/interop-cmatose.out
+            ipass="" ifail=""
+            timeout 300 bash tests/interop/cmatose_rxe.sh --out "$BUILD_DIR/interop-cmatose" \
+                --budget 200 "$BUILD_DIR" 2>&1 | tee "$ilog"
+            irc=${PIPESTATUS[0]}
+            read -r ipass _ ifail _ < <(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$ilog" | tail -1) || true
+            pass=$((pass + ${ipass:-0}))
+            fail=$((fail + ${ifail:-0}))
+            [ -n "${ipass:-}" ] || broken+=("ucmatose interop exit $irc without a summary")
+
+            stage "interop: RDMA-CM — droce-perf -R vs ib_{write,send,read}_bw -R, both roles, lost REP/RTU"
+            # ~1.5-2 minutes: one VM boot, 6 runs, 3 with lost CM MADs (tests/interop/perf_cm_rxe.sh)
+            ilog=$BUILD_DIR/interop-perfcm.out
+            ipass="" ifail=""
+            timeout 400 bash tests/interop/perf_cm_rxe.sh --out "$BUILD_DIR/interop-perfcm" \
+                --budget 240 --modes "write_bw send_bw read_bw" --loss-modes write_bw \
+                "$BUILD_DIR/apps/droce-perf/droce-perf" 2>&1 | tee "$ilog"
+            irc=${PIPESTATUS[0]}
+            read -r ipass _ ifail _ < <(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$ilog" | tail -1) || true
+            pass=$((pass + ${ipass:-0}))
+            fail=$((fail + ${ifail:-0}))
+            [ -n "${ipass:-}" ] || broken+=("perftest -R interop exit $irc without a summary")
+
             local mtu
             for mtu in 1024 4096; do
                 stage "interop: droce-perf vs perftest (every ib_*_bw/lat mode), path MTU $mtu"

@@ -22,6 +22,7 @@
 #include <droce/droce.h>
 
 #include "app_engine.h"
+#include "cm_run.h"
 #include "eal_args.h"
 #include "options.h"
 #include "proto.h"
@@ -525,7 +526,18 @@ int run_tcp(Run &run) {
     }
     if (!app::start_engine(run.engine))
         return 1;
-    const int rc = opt.servername.empty() ? run_server(run, *dev) : run_client(run, *dev);
+    int rc;
+    if (opt.rdma_cm) {
+        CmRunArgs a;
+        a.side = side_config(opt, !opt.servername.empty(), "");
+        a.mtu_enum = local_mtu_enum(opt, *dev);
+        a.sizes = sizes(opt);
+        a.pre_test_handshakes = pre_test_handshakes(opt);
+        a.stop = &g_stop;
+        rc = run_cm(run, opt, *dev, a);
+    } else {
+        rc = opt.servername.empty() ? run_server(run, *dev) : run_client(run, *dev);
+    }
     if (opt.counters)
         app::print_device_counters(dev, "");
     return rc;

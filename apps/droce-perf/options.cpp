@@ -40,6 +40,8 @@ enum LongOnly : int {
     kOptOutJsonFile,
     kOptRunInfinitely,
     kOptWorkers,
+    kOptCmResponseTimeout,
+    kOptCmRetries,
 };
 
 const std::vector<struct option> kLongOptions = app::with_device_options({
@@ -58,6 +60,7 @@ const std::vector<struct option> kLongOptions = app::with_device_options({
     {"rx-depth", required_argument, nullptr, 'r'},
     {"post_list", required_argument, nullptr, 'l'},
     {"connection", required_argument, nullptr, 'c'},
+    {"rdma_cm", no_argument, nullptr, 'R'},
     {"events", no_argument, nullptr, 'e'},
     {"atomic_type", required_argument, nullptr, 'A'},
     {"outs", required_argument, nullptr, 'o'},
@@ -67,9 +70,11 @@ const std::vector<struct option> kLongOptions = app::with_device_options({
     {"out_json_file", required_argument, nullptr, kOptOutJsonFile},
     {"run_infinitely", no_argument, nullptr, kOptRunInfinitely},
     {"workers", required_argument, nullptr, kOptWorkers},
+    {"cm-response-timeout", required_argument, nullptr, kOptCmResponseTimeout},
+    {"cm-retries", required_argument, nullptr, kOptCmRetries},
 });
 
-const char kShortOptions[] = ":p:d:i:s:an:D:q:m:x:Ft:r:l:c:eA:o:h";
+const char kShortOptions[] = ":p:d:i:s:an:D:q:m:x:Ft:r:l:c:RA:eo:h";
 
 ParseResult bad(const char *argv0, const std::string &msg) {
     std::fprintf(stderr, "%s: %s (see %s --help)\n", argv0, msg.c_str(), argv0);
@@ -148,6 +153,9 @@ void print_usage(const char *argv0, FILE *out) {
         "  -l, --post_list=<n>      accepted (WRs are posted one at a time)\n"
         "  -c, --connection=RC|UD   connection type (UD: send_bw and send_lat, messages of\n"
         "                           at most the MTU, as perftest)\n"
+        "  -R, --rdma_cm            connect the QPs through RDMA-CM and exchange perftest's\n"
+        "                           records over an RDMA-CM control connection to -p (no TCP;\n"
+        "                           the server is given by its IPv4 address)\n"
         "  -e, --events             accepted (droce-perf polls)\n"
         "  -A, --atomic_type=<t>    FETCH_AND_ADD (default) or CMP_AND_SWAP\n"
         "  -o, --outs=<n>           outstanding reads/atomics (default 16, max 16)\n"
@@ -181,6 +189,9 @@ void print_usage(const char *argv0, FILE *out) {
         "  --workers=<n>            worker lcores (default 1; 0 = one per EAL worker lcore);\n"
         "                           n != 1 runs in worker mode and needs n worker lcores in\n"
         "                           -l; QP i and its CQ live on worker i %% n\n"
+        "  --cm-response-timeout=<n> -R: the CM's response timeout, 4.096 us x 2^n (default\n"
+        "                           20: ~4.3 s, as Linux rdma_cm)\n"
+        "  --cm-retries=<n>         -R: CM MAD retries before giving up (default 15)\n"
         "  --timeout=<sec>          give up after <sec> seconds (default 120; 0 = never)\n"
         "  --log-level=<lvl>        droce log level: trace..off (default warn)\n"
         "  --config=<file>          settings from a configuration file (config/droce.conf);\n"
@@ -306,6 +317,9 @@ ParseResult parse_command_line(int argc, char **argv, Options &opt) {
         case 'F':
         case 'e':
             break;
+        case 'R':
+            opt.rdma_cm = true;
+            break;
         case 't':
             if (!parse_u64(optarg, 16384, u) || u == 0)
                 return bad_value(argv0, c, optarg, "1..16384");
@@ -359,6 +373,16 @@ ParseResult parse_command_line(int argc, char **argv, Options &opt) {
         case kOptRunInfinitely:
             opt.run_infinitely = true;
             break;
+        case kOptCmResponseTimeout:
+            if (!parse_u64(optarg, 31, u))
+                return bad_value(argv0, c, optarg, "0..31 (4.096 us x 2^n)");
+            opt.cm_response_timeout = static_cast<uint8_t>(u);
+            break;
+        case kOptCmRetries:
+            if (!parse_u64(optarg, 15, u))
+                return bad_value(argv0, c, optarg, "0..15");
+            opt.cm_retries = static_cast<uint8_t>(u);
+            break;
         case kOptWorkers:
             if (!parse_u64(optarg, kMaxWorkers, u))
                 return bad_value(argv0, c, optarg, "0..128 (0 = one per EAL worker lcore)");
@@ -388,6 +412,10 @@ ParseResult parse_command_line(int argc, char **argv, Options &opt) {
     }
     if (opt.ud && opt.verb != Verb::Send)
         return bad(argv0, "-c UD applies to send_bw and send_lat only (UD has no RDMA)");
+    if (opt.rdma_cm && opt.ud)
+        return bad(argv0, "-R with -c UD is not supported (RC QPs only)");
+    if (opt.rdma_cm && opt.loopback)
+        return bad(argv0, "-R and --loopback exclude each other");
     if (opt.iters == 0)
         opt.iters = opt.kind == Kind::Lat ? 1000 : 5000;
     if (opt.kind == Kind::Lat && !tx_given)

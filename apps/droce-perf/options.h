@@ -48,11 +48,16 @@ struct Options : app::DeviceOptions {
     bool atomic_cas = false;                         /**< -A CMP_AND_SWAP (default FETCH_AND_ADD) */
     uint32_t out_reads = 16;                         /**< -o */
     bool ud = false; /**< -c UD (send_bw, send_lat): messages of at most the MTU */
+    bool rdma_cm = false; /**< -R: connect (and exchange) through RDMA-CM (cm_run.h) */
 
     // ---- droce's own (beyond the DeviceOptions) ----
     /** --workers: EngineOptions::workers (0 = one per EAL worker lcore); != 1 means
      * worker mode. QP i runs on worker i % workers (its CQ is created there). */
     uint32_t workers = 1;
+    /** -R: the CM's response timeout exponent and retries (--cm-response-timeout,
+     * --cm-retries; Linux rdma_cm's 20 and 15 by default). */
+    uint8_t cm_response_timeout = 20;
+    uint8_t cm_retries = 15;
 
     std::string servername;
 };

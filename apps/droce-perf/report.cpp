@@ -45,8 +45,10 @@ void print_banner(const Options &opt, const std::string &dev, uint32_t mtu, bool
     if (opt.verb == Verb::Read || opt.verb == Verb::Atomic)
         std::printf(" Outstand reads  : %u\n", opt.out_reads);
     std::printf(" Max inline data : 0[B]\n");
-    std::printf(" rdma_cm QPs\t : OFF\n");
-    std::printf(" Data ex. method : %s\n", opt.loopback ? "in-process (--loopback)" : "Ethernet");
+    std::printf(" rdma_cm QPs\t : %s\n", opt.rdma_cm ? "ON" : "OFF");
+    std::printf(" Data ex. method : %s\n", opt.loopback  ? "in-process (--loopback)"
+                                           : opt.rdma_cm ? "rdma_cm"
+                                                         : "Ethernet");
     std::fputs(kResultLine, stdout);
 }
 

@@ -62,6 +62,9 @@ class Side {
     bool setup(Device &dev, uint32_t workers);
     /** RTR + RTS of QP i towards remote[i] with path MTU mtu (one Dest per QP). */
     bool connect(const std::vector<Dest> &remote, Mtu mtu);
+    /** -R: the QPs were connected by RDMA-CM (RTS already); only the peer's records
+     * (rkey, vaddr) are taken. */
+    void attach(const std::vector<Dest> &remote) { remote_ = remote; }
     /** Arms a run of `size`-byte messages. */
     bool start(uint64_t size);
     Step step();

@@ -6,6 +6,7 @@
  * are the ones an application's own modify gets. */
 #include <droce/cm_device.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -34,6 +35,9 @@ int ipv4_gid_index(const Device &dev, uint32_t *ip) {
     }
     return -1;
 }
+
+/* lib/rc's limit on READs/atomics in flight per QP, either way (QueuePair::modify). */
+constexpr uint8_t kQpRdAtomicMax = 16;
 
 enum GlueCtr : size_t {
     kMadsIn,
@@ -203,7 +207,9 @@ class CmDeviceImpl final : public CmDevice, CmQp1Transport, CmQpHook {
         r.path_mtu = static_cast<Mtu>(mtu);
         r.dest_qp_num = p.remote_qpn;
         r.rq_psn = p.rq_psn;
-        r.max_dest_rd_atomic = p.max_dest_rd_atomic;
+        /* A Linux peer's REP names its own device's limit as its initiator depth (rxe: 128)
+         * whatever our REQ offered; an RC QP here serves at most kQpRdAtomicMax. */
+        r.max_dest_rd_atomic = std::min(p.max_dest_rd_atomic, kQpRdAtomicMax);
         r.min_rnr_timer = 12; /* rdma_cm's default */
         std::memcpy(r.ah_attr.dgid.raw, p.remote_gid, 16);
         r.ah_attr.sgid_index = sgid_index_;
@@ -219,7 +225,7 @@ class CmDeviceImpl final : public CmDevice, CmQp1Transport, CmQpHook {
         t.timeout = p.timeout;
         t.retry_cnt = p.retry_cnt;
         t.rnr_retry = p.rnr_retry;
-        t.max_rd_atomic = p.max_rd_atomic;
+        t.max_rd_atomic = std::min(p.max_rd_atomic, kQpRdAtomicMax);
         return qp.modify(t, kQpState | kQpSqPsn | kQpTimeout | kQpRetryCnt | kQpRnrRetry |
                                 kQpMaxQpRdAtomic);
     }

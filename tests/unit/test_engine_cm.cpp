@@ -256,6 +256,30 @@ TEST_P(EngineCm, ConnectToClosedPortIsRejected) {
     EXPECT_EQ(qa.cur_qp_state, QpState::Reset);
 }
 
+/* READ resources beyond what an RC QP here serves (a Linux rxe peer's REP names its
+ * device's 128 as its initiator depth): both QPs still reach RTS, capped at 16. */
+TEST_P(EngineCm, ReadResourcesAboveTheQpLimitAreCapped) {
+    ASSERT_TRUE(b.cm->channel().listen(kPort));
+    CmConnectParam cp;
+    cp.responder_resources = cp.initiator_depth = 128;
+    const uint32_t cid = a.cm->connect(0x0A4F0002, kPort, *a.qp, cp);
+    ASSERT_NE(cid, 0u);
+    ASSERT_TRUE(until([&] { return find(b, CmEventKind::ConnectRequest) != nullptr; }));
+    CmAcceptParam ap;
+    ap.responder_resources = ap.initiator_depth = 128;
+    ASSERT_TRUE(b.cm->accept(find(b, CmEventKind::ConnectRequest)->id, *b.qp, ap));
+    ASSERT_TRUE(until(
+        [&] { return find(a, CmEventKind::Established) && find(b, CmEventKind::Established); }));
+    for (Side *s : {&a, &b}) {
+        QpAttr qa;
+        ASSERT_TRUE(s->qp->query(qa));
+        EXPECT_EQ(qa.cur_qp_state, QpState::Rts);
+        EXPECT_EQ(qa.max_rd_atomic, 16);
+        EXPECT_EQ(qa.max_dest_rd_atomic, 16);
+        EXPECT_EQ(s->cm_counters()["cm_qp_modify_failed"], 0u);
+    }
+}
+
 INSTANTIATE_TEST_SUITE_P(Modes, EngineCm, ::testing::Values(true, false),
                          [](const auto &i) { return i.param ? "embedded" : "worker"; });
 
