@@ -14,9 +14,9 @@
 # leaves with DSCP 0 here).
 # Usage: flock /tmp/droce-heavy.lock bench/cc_fabric_incast.sh [build dir] [rounds] [secs]
 #        [rate Gb/s] [out dir] [modes, default "off on"; also pfc, pfc+on] [XOFF,XON bytes,
-#        default 80000,77800] [droce-perf port flags, default "--line-rate=RATEg --tx-burst=4":
+#        default 80000,77800] [droce-perf port flags, default "--line-rate=RATEg --tx-burst=32":
 #        memif reports no speed and has no wire, so each droce port is told the link's rate
-#        (DCQCN's maximum) and holds its QPs to it in bursts of 4 frames; "" = neither]
+#        (DCQCN's maximum) and holds its QPs to it in bursts of 32 frames (4 starved the senders here: a sleeping poll loop wakes late); "" = neither]
 set -u
 build=${1:-build}
 rounds=${2:-3}
@@ -25,7 +25,7 @@ rate=${4:-1}
 out=${5:-bench/cc}
 modes=${6:-off on}
 pfcth=${7:-80000,77800}
-portflags=${8---line-rate=${rate}g --tx-burst=4}
+portflags=${8---line-rate=${rate}g --tx-burst=32}
 read -r -a pf <<<"$portflags" 
 fab=$build/apps/droce-fabric/droce-fabric
 perf=$build/apps/droce-perf/droce-perf
