@@ -14,7 +14,9 @@
 # leaves with DSCP 0 here).
 # Usage: flock /tmp/droce-heavy.lock bench/cc_fabric_incast.sh [build dir] [rounds] [secs]
 #        [rate Gb/s] [out dir] [modes, default "off on"; also pfc, pfc+on] [XOFF,XON bytes,
-#        default 80000,77800]
+#        default 80000,77800] [droce-perf port flags, default "--line-rate=RATEg --tx-burst=32":
+#        memif reports no speed and has no wire, so each droce port is told the link's rate
+#        (DCQCN's maximum) and holds its QPs to it in bursts of 32 frames (4 starved the senders here: a sleeping poll loop wakes late); "" = neither]
 set -u
 build=${1:-build}
 rounds=${2:-3}
@@ -23,6 +25,8 @@ rate=${4:-1}
 out=${5:-bench/cc}
 modes=${6:-off on}
 pfcth=${7:-80000,77800}
+portflags=${8---line-rate=${rate}g --tx-burst=32}
+read -r -a pf <<<"$portflags" 
 fab=$build/apps/droce-fabric/droce-fabric
 perf=$build/apps/droce-perf/droce-perf
 mkdir -p "$out"
@@ -54,14 +58,14 @@ for r in $(seq "$rounds"); do
     for k in 0 1; do
         timeout $((secs + 40)) "$perf" write_bw -l 1 "${eal[@]}" --file-prefix "fis$k$$" \
             "$(vdev $((k + 2)))" -- --ip 10.80.0.$((k + 1))/24 --mac 02:00:00:00:03:0$((k + 1)) \
-            -s 65536 -D "$secs" -p $((base + k)) --timeout 30 --dcqcn="$dcqcn" "${perfpfc[@]}" --counters >"$work/srv$k" 2>&1 &
+            -s 65536 -D "$secs" -p $((base + k)) --timeout 30 --dcqcn="$dcqcn" "${perfpfc[@]}" ${pf[@]+"${pf[@]}"} --counters >"$work/srv$k" 2>&1 &
         spid[$k]=$!
     done
     sleep 1
     for k in 0 1; do
         timeout $((secs + 40)) "$perf" write_bw -l 1 "${eal[@]}" --file-prefix "fic$k$$" \
             "$(vdev "$k")" -- --ip 10.80.0.$((k + 11))/24 --mac 02:00:00:00:03:1$k \
-            -s 65536 -D "$secs" -p $((base + k)) --timeout 30 --dcqcn="$dcqcn" "${perfpfc[@]}" --counters 127.0.0.1 >"$work/cli$k" 2>&1 &
+            -s 65536 -D "$secs" -p $((base + k)) --timeout 30 --dcqcn="$dcqcn" "${perfpfc[@]}" ${pf[@]+"${pf[@]}"} --counters 127.0.0.1 >"$work/cli$k" 2>&1 &
         cpid[$k]=$!
     done
     ok=1
@@ -78,14 +82,15 @@ for r in $(seq "$rounds"); do
     m0=$(awk '$1 == 65536 && NF >= 5 { v = $4 } END { print v + 0 }' "$work/cli0")
     m1=$(awk '$1 == 65536 && NF >= 5 { v = $4 } END { print v + 0 }' "$work/cli1")
     qmax=$(awk -F, 'NR > 1 && $3 > m { m = $3 } END { print m + 0 }' "$work/depth.csv")
+    qmean=$(awk -F, 'NR > 1 { s += $3; n++ } END { print n ? int(s / n) : 0 }' "$work/depth.csv")
     drops=$(awk '$1 == "port" && $2 == "2:" { for (i = 1; i < NF; ++i) if ($i ~ /^dropped_/) d += $(i + 1) } END { print d + 0 }' "$work/fab")
     cnps=$(awk '$1 == "rp_cnp_handled" { c += $2 } END { print c + 0 }' "$work"/cli0 "$work"/cli1)
     pauses=$(awk '$1 == "port" { for (i = 1; i < NF; ++i) if ($i ~ /^pfc_(xoff|xon|refresh)$/) c += $(i + 1) } END { print c + 0 }' "$work/fab")
     paused=$(awk '$1 == "port" { for (i = 1; i < NF; ++i) if ($i == "paused_us") c += $(i + 1) } END { print c + 0 }' "$work/fab")
     rxpause=$(awk '$1 ~ /^rx_prio[0-7]_pause$/ { c += $2 } END { print c + 0 }' "$work"/cli0 "$work"/cli1)
     awk -v a="$m0" -v b="$m1" -v q="$qmax" -v d="$drops" -v r="$r" -v g="$rate" -v m="$mode" -v c="$cnps" \
-        -v pf="$pauses" -v pu="$paused" -v rp="$rxpause" 'BEGIN {
+        -v pf="$pauses" -v pu="$paused" -v rp="$rxpause" -v qm="$qmean" 'BEGIN {
         j = (a + b) * (a + b) / (2 * (a * a + b * b));
-        printf "round %d: 2:1 through %s Gb/s, mode %s: client MB/s %.1f %.1f (sum %.1f), Jain %.3f, queue max %d B, drops %d, CNPs handled %d, pause frames sent %d (senders counted %d), paused ms %.1f\n", r, g, m, a, b, a + b, j, q, d, c, pf, rp, pu / 1000 }'
+        printf "round %d: 2:1 through %s Gb/s, mode %s: client MB/s %.1f %.1f (sum %.1f), Jain %.3f, queue mean %d max %d B, drops %d, CNPs handled %d, pause frames sent %d (senders counted %d), paused ms %.1f\n", r, g, m, a, b, a + b, j, qm, q, d, c, pf, rp, pu / 1000 }'
   done
 done

@@ -46,6 +46,7 @@ struct Opts {
     uint32_t kmin = 5'000, kmax = 200'000, buffer = 2'000'000;
     uint32_t pfc_xoff = 80'000, pfc_xon = 77'800; /* per ingress port; xon = xoff - 2 MTU */
     Time duration = 30 * kMs;
+    std::vector<std::string> cc_set; /* --cc KEY=VALUE, applied after --params */
 };
 
 [[noreturn]] void usage(int code) {
@@ -61,6 +62,10 @@ struct Opts {
         "  --mark enqueue|dequeue   where RED looks at the queue (default dequeue)\n"
         "  --kmin B --kmax B --buffer B   bottleneck bytes (5000, 200000, 2000000)\n"
         "  --duration-ms N  length of a, c, d and e (default 30)\n"
+        "  --cc KEY=VALUE   one DCQCN parameter over --params (repeatable): dce_tcp_rtt_ns,\n"
+        "                   rate_reduce_monitor_period_ns, rpg_byte_reset, rpg_time_reset_ns,\n"
+        "                   rpg_threshold, clamp_tgt_rate, clamp_tgt_rate_after_time_inc,\n"
+        "                   min_time_between_cnps_ns, dce_tcp_g, rpg_ai_rate_bps\n"
         "  --pfc-xoff B --pfc-xon B   e's PFC thresholds per ingress port (80000, 77800)\n");
     std::exit(code);
 }
@@ -118,6 +123,8 @@ Opts parse(int argc, char **argv) {
             o.pfc_xoff = static_cast<uint32_t>(num(1, 2.5e8));
         else if (a == "--pfc-xon")
             o.pfc_xon = static_cast<uint32_t>(num(0, 2.5e8));
+        else if (a == "--cc")
+            o.cc_set.push_back(val());
         else if (a == "--duration-ms")
             o.duration = static_cast<Time>(num(1, 1000)) * kMs;
         else {
@@ -418,6 +425,36 @@ int main(int argc, char **argv) {
         params.min_time_between_cnps_ns = 50'000;
         params.rpg_ai_rate_bps = 40'000'000;
         params.rpg_hai_rate_bps = 100'000'000;
+    }
+    for (const std::string &kv : o.cc_set) {
+        const size_t eq = kv.find('=');
+        const std::string k = kv.substr(0, eq);
+        const uint64_t v =
+            eq == std::string::npos ? 0 : std::strtoull(kv.c_str() + eq + 1, nullptr, 0);
+        if (k == "dce_tcp_rtt_ns")
+            params.dce_tcp_rtt_ns = v;
+        else if (k == "rate_reduce_monitor_period_ns")
+            params.rate_reduce_monitor_period_ns = v;
+        else if (k == "rpg_byte_reset")
+            params.rpg_byte_reset = static_cast<uint32_t>(v);
+        else if (k == "rpg_time_reset_ns")
+            params.rpg_time_reset_ns = v;
+        else if (k == "rpg_threshold")
+            params.rpg_threshold = static_cast<uint32_t>(v);
+        else if (k == "clamp_tgt_rate")
+            params.clamp_tgt_rate = v != 0;
+        else if (k == "clamp_tgt_rate_after_time_inc")
+            params.clamp_tgt_rate_after_time_inc = v != 0;
+        else if (k == "min_time_between_cnps_ns")
+            params.min_time_between_cnps_ns = v;
+        else if (k == "dce_tcp_g")
+            params.dce_tcp_g = static_cast<uint32_t>(v);
+        else if (k == "rpg_ai_rate_bps")
+            params.rpg_ai_rate_bps = v;
+        else {
+            std::fprintf(stderr, "cc_sim: --cc %s: unknown parameter\n", kv.c_str());
+            return 2;
+        }
     }
     if (const char *err = cc::validate(params, 10'000'000'000)) {
         std::fprintf(stderr, "cc_sim: %s\n", err);

@@ -30,6 +30,26 @@ bool parse_i64(const char *s, int64_t min, int64_t max, int64_t &out) {
     return true;
 }
 
+bool parse_rate_bps(const char *s, uint64_t &out) {
+    if (s == nullptr || *s == '\0' || *s == '-' || *s == '+')
+        return false;
+    errno = 0;
+    char *end = nullptr;
+    double v = std::strtod(s, &end);
+    if (errno != 0 || end == s)
+        return false;
+    if (*end == 'k' || *end == 'K')
+        v *= 1e3, ++end;
+    else if (*end == 'm' || *end == 'M')
+        v *= 1e6, ++end;
+    else if (*end == 'g' || *end == 'G')
+        v *= 1e9, ++end;
+    if (*end != '\0' || !(v >= 1) || v > 1e13)
+        return false;
+    out = static_cast<uint64_t>(v + 0.5);
+    return true;
+}
+
 bool parse_seconds(const char *s, double &out) {
     if (s == nullptr)
         return false;

@@ -14,6 +14,10 @@ bool parse_u64(const char *s, uint64_t max, uint64_t &out);
 /** Signed, decimal, 0x hex or 0 octal (as strtoll(..., 0)); min..max. */
 bool parse_i64(const char *s, int64_t min, int64_t max, int64_t &out);
 
+/** A rate in bit/s: a decimal number with an optional suffix k, m or g (10^3, 10^6,
+ * 10^9; "1g" = 1 Gb/s, "2.5g" allowed), 1 bit/s .. 10 Tb/s (--line-rate). */
+bool parse_rate_bps(const char *s, uint64_t &out);
+
 /** Seconds as a decimal or floating-point number, 0..1e6 (--timeout). */
 bool parse_seconds(const char *s, double &out);
 

@@ -190,6 +190,14 @@ const std::vector<Key> &schema() {
          }},
         num("port", "vlan", 1, 4094,
             [](DeviceOptions &o, uint64_t u) { o.vlan = static_cast<uint16_t>(u); }),
+        {"port", "line_rate",
+         [](const std::string &v, DeviceOptions &o) -> std::string {
+             if (!parse_rate_bps(v.c_str(), o.line_rate_bps))
+                 return "want a rate in bit/s, suffix k, m or g (e.g. 1g)";
+             return "";
+         }},
+        num("port", "tx_burst", 0, 4096,
+            [](DeviceOptions &o, uint64_t u) { o.tx_burst = static_cast<uint32_t>(u); }),
         num("port", "force_dscp", 0, 63,
             [](DeviceOptions &o, uint64_t u) { o.force_dscp = static_cast<int>(u); }),
         num("port", "force_ttl", 1, 255,
@@ -226,6 +234,7 @@ const std::vector<Key> &schema() {
         DCQCN_NUM(initial_alpha_value, 0, 1024),
         DCQCN_NUM(rpg_gd, 1, 15),
         DCQCN_NUM(rpg_min_dec_fac, 1, 100),
+        DCQCN_NUM(rate_reduce_monitor_period_ns, 0, kMaxNs),
         DCQCN_NUM(rpg_time_reset_ns, 1, kMaxNs),
         DCQCN_NUM(rpg_byte_reset, 1, kU32),
         DCQCN_NUM(rpg_threshold, 1, 31),

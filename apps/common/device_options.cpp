@@ -37,6 +37,8 @@ const struct option kDeviceLongOptions[] = {
     {"gateway", required_argument, nullptr, kOptGateway},
     {"force-dscp", required_argument, nullptr, kOptForceDscp},
     {"force-ttl", required_argument, nullptr, kOptForceTtl},
+    {"line-rate", required_argument, nullptr, kOptLineRate},
+    {"tx-burst", required_argument, nullptr, kOptTxBurst},
 };
 
 bool valid_ipv4_cidr(const char *s) {
@@ -154,6 +156,15 @@ const char *take(int c, const char *arg, DeviceOptions &o, const DeviceOptionRul
         if (!parse_u64(arg, 7, u))
             return "a priority 0..7";
         o.pfc = static_cast<int>(u);
+        return "";
+    case kOptLineRate:
+        if (!parse_rate_bps(arg, o.line_rate_bps))
+            return "a rate in bit/s, suffix k, m or g (e.g. 1g)";
+        return "";
+    case kOptTxBurst:
+        if (!parse_u64(arg, 4096, u))
+            return "frames 0..4096 (0 = off)";
+        o.tx_burst = static_cast<uint32_t>(u);
         return "";
     case kOptConfig:
         return ""; /* read before the command line (load_config_option) */

@@ -51,6 +51,8 @@ struct DeviceOptions {
     bool dcqcn = true;              /**< --dcqcn on|off (DeviceConfig::dcqcn) */
     int ecn = -1;                   /**< --ecn off|ect0|ect1 (EcnMode); -1 = the default */
     int pfc = -1;                   /**< --pfc PRIO (DeviceConfig::pfc_priority); -1 = none */
+    uint64_t line_rate_bps = 0;     /**< --line-rate (DeviceConfig::line_rate_bps); 0 = link's */
+    uint32_t tx_burst = 0;          /**< --tx-burst N (DeviceConfig::tx_burst_frames) */
     std::vector<std::string> ip6;   /**< --ip X:Y::Z/P, repeatable (DeviceConfig::ipv6_cidrs) */
     std::string gateway, gateway6;  /**< --gateway A.B.C.D | X:Y::Z */
     uint16_t vlan = 0;              /**< --vlan VID */
@@ -104,6 +106,8 @@ enum DeviceOption : int {
     kOptGateway,
     kOptForceDscp,
     kOptForceTtl,
+    kOptLineRate,
+    kOptTxBurst,
     kFirstToolOption = 1100,
 };
 

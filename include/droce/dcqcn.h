@@ -24,7 +24,8 @@ struct DcqcnParams {
     bool np_enabled = true;
     /** (1 − g) in 1/1024 of the alpha update (0..1023; 1019: g ≈ 1/205). */
     uint32_t dce_tcp_g = 1019;
-    /** Alpha decays every this many ns without a CNP (> 0). */
+    /** Alpha update period (> 0): once per period alpha rises if a CNP arrived in it,
+     * else decays. Default the paper's 55 µs (ConnectX documents 1 µs; see cc_params.h). */
     uint64_t dce_tcp_rtt_ns = 55'000;
     /** Alpha on a flow's first CNP, in 1/1024 (0..1024). */
     uint32_t initial_alpha_value = 1023;
@@ -32,6 +33,8 @@ struct DcqcnParams {
     uint32_t rpg_gd = 11;
     /** A cut never leaves less than this percentage of the rate (1..100). */
     uint32_t rpg_min_dec_fac = 50;
+    /** At most one rate cut per QP in this period; 0 = one per CNP (ConnectX: 4 µs). */
+    uint64_t rate_reduce_monitor_period_ns = 4'000;
     /** Increase stage period of the timer (> 0). */
     uint64_t rpg_time_reset_ns = 300'000;
     /** Increase stage every this many bytes sent (> 0). */

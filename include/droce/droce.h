@@ -97,6 +97,16 @@ struct DeviceConfig {
      * port's ECN mode; QueuePair::set_dcqcn changes one QP. The line rate (the maximum
      * rate) is the port's link speed. */
     DcqcnParams dcqcn_params;
+    /** The port's line rate in bit/s: DCQCN's maximum rate (where a limited QP recovers
+     * to and where its first cut starts) and the length of a PFC pause quantum. 0 = the
+     * link's speed; a port that reports none (memif, net_ring, vhost) is then taken as
+     * 100 Gb/s, so set it where a virtual port stands for a slower link. */
+    uint64_t line_rate_bps = 0;
+    /** > 0: every QP is held to the line rate by its pacer, with bursts of at most this
+     * many frames, even when DCQCN does not limit it (and with DCQCN off, then without
+     * ECN). A real port's wire does this; a virtual port would take a whole RC window in
+     * one go. 0 = off: a QP at line rate is not paced (pays nothing). */
+    uint32_t tx_burst_frames = 0;
     /** PFC (802.1Qbb): the priority to make lossless on the port through the PMD's
      * rte_eth_dev_priority_flow_ctrl_set (0..7); -1 = do not ask. Where the PMD does not
      * implement it (the vdevs, mlx5), open_device says so in one line (and droce-info).

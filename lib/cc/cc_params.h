@@ -28,7 +28,11 @@ struct CcParams {
     /* (1 - g) in 1/1024: alpha = (dce_tcp_g/1024)·alpha [+ (1 - dce_tcp_g/1024) on a CNP].
      * 1019 gives g = 5/1024 ≈ 1/205 (paper: 1/256). 0..1023. */
     uint32_t dce_tcp_g = 1019;
-    /* Alpha decay period without CNP (paper K = 55 µs; WIRE.md). > 0. */
+    /* Alpha update period: once per period, alpha = (1 − g)·alpha + g if a CNP arrived in
+     * it, else (1 − g)·alpha (ConnectX's DcQcnDceAlphaUpdatePeriod). Default the paper's K,
+     * 55 µs. ConnectX documents 1 µs: with its 32 KB byte counter that leaves alpha near
+     * g·(CNP interval in µs)^-1 and cuts of 1-2% (bench/README.md, "alpha period"), so the
+     * RC window, not DCQCN, bounds an incast. > 0. */
     uint64_t dce_tcp_rtt_ns = 55'000;
     /* Alpha set on the first CNP of a flow (out of 1024). 0..1024. */
     uint32_t initial_alpha_value = 1023;
@@ -37,6 +41,9 @@ struct CcParams {
     uint32_t rpg_gd = 11;
     /* One cut never leaves less than this percentage of the current rate. 1..100. */
     uint32_t rpg_min_dec_fac = 50;
+    /* At most one cut per this period (ConnectX rate_reduce_monitor_period, 4 µs): CNPs
+     * inside it are folded into one cut at its end. 0 = every CNP cuts (the paper). */
+    uint64_t rate_reduce_monitor_period_ns = 4'000;
 
     /* --- reaction point: increase --- */
     uint64_t rpg_time_reset_ns = 300'000; /* timer stage period T (paper 55 µs). > 0 */

@@ -5,14 +5,20 @@
  * reads a clock, allocates or logs; `now` is ns and must not go backwards.
  *
  * A QP starts unlimited at the maximum rate (line rate), with no deadline: it costs nothing
- * until its first CNP. Then:
- *  - CNP: Rt = Rc (always if clamp_tgt_rate; else only if a timer stage raised the rate
- *    since the last CNP and clamp_tgt_rate_after_time_inc); Rc = Rc·(1 − alpha·1024/2^gd),
- *    never below Rc·rpg_min_dec_fac % nor rpg_min_rate; then alpha = (1 − g)·alpha + g;
- *    the stage counters T, BC, the byte count and both timers restart. The first CNP of an
- *    unlimited flow first sets alpha = initial_alpha_value/1024 and Rc = Rt =
- *    rate_to_set_on_first_cnp (0: the current rate).
- *  - alpha timer, every dce_tcp_rtt without CNP: alpha = (1 − g)·alpha.
+ * until its first CNP. Then (ConnectX's model; the paper's is the special case of a CNP
+ * at most every alpha period and rate_reduce_monitor_period 0):
+ *  - cut, at a CNP, or at the end of the monitor period a CNP arrived in when the last cut
+ *    was less than rate_reduce_monitor_period ago (so at most one cut per period): Rt = Rc
+ *    (always if clamp_tgt_rate; else only if a timer stage raised the rate since the last
+ *    cut and clamp_tgt_rate_after_time_inc); Rc = Rc·(1 − alpha·1024/2^gd), never below
+ *    Rc·rpg_min_dec_fac % nor rpg_min_rate; the stage counters T, BC, the byte count and
+ *    the increase timer restart. The first CNP of an unlimited flow first sets alpha =
+ *    initial_alpha_value/1024 and Rc = Rt = rate_to_set_on_first_cnp (0: the current rate)
+ *    and starts the alpha periods.
+ *  - alpha, once per dce_tcp_rtt: alpha = (1 − g)·alpha + g if a CNP arrived in that
+ *    period, else (1 − g)·alpha. Evaluated lazily (closed form over the periods passed) at
+ *    each event, so alpha never needs a wake-up of its own: alpha() is its value at the
+ *    last event.
  *  - increase stage, every rpg_time_reset (T += 1) or every rpg_byte_reset bytes sent
  *    (BC += 1): with F = rpg_threshold, after the increment
  *      max(T, BC) <= F      fast recovery   Rc = (Rt + Rc)/2
@@ -40,7 +46,9 @@ struct RpCounters {
     uint64_t rp_hyper_increase = 0;
     uint64_t rp_timer_stages = 0; /* what triggered the stages */
     uint64_t rp_byte_stages = 0;
-    uint64_t rp_alpha_decays = 0;
+    uint64_t rp_alpha_decays = 0;    /* alpha periods without a CNP */
+    uint64_t rp_alpha_increases = 0; /* alpha periods with one */
+    uint64_t rp_cuts_deferred = 0;   /* CNPs inside the monitor period (cut at its end) */
     uint64_t rp_released = 0; /* returns to line rate */
 };
 
@@ -65,10 +73,12 @@ class Rp {
     /** Run every alpha/increase period due by `now` (call when now >= next_deadline();
      * calling early is harmless). */
     void on_timer(uint64_t now);
-    /** Earliest time on_timer() has work, kNoDeadline when unlimited. */
+    /** Earliest time on_timer() has work (an increase stage or a held cut), kNoDeadline
+     * when unlimited. */
     uint64_t next_deadline() const {
-        return limited_ ? (alpha_deadline_ < inc_deadline_ ? alpha_deadline_ : inc_deadline_)
-                        : kNoDeadline;
+        if (!limited_)
+            return kNoDeadline;
+        return cut_pending_ && next_cut_ok_ < inc_deadline_ ? next_cut_ok_ : inc_deadline_;
     }
 
     /** Current rate Rc, bit/s (the pacer's rate). */
@@ -77,6 +87,8 @@ class Rp {
     double target_rate() const { return rt_; }
     double alpha() const { return alpha_; }
     bool limited() const { return limited_; }
+    /** A CNP arrived inside the monitor period: a cut is due at its end. */
+    bool cut_pending() const { return cut_pending_; }
     uint32_t timer_stage() const { return t_; }
     uint32_t byte_stage() const { return bc_; }
     /** The kind of the last increase stage (fast recovery right after a cut). */
@@ -87,6 +99,8 @@ class Rp {
   private:
     enum class Trigger : uint8_t { timer, bytes };
     void increase(Trigger why);
+    void cut(uint64_t now);
+    void advance_alpha(uint64_t now);
     void release();
 
     CcParams p_;
@@ -96,10 +110,13 @@ class Rp {
     double rc_, rt_; /* bit/s */
     double alpha_ = 1.0;
     uint64_t bytes_ = 0; /* since the last byte stage */
-    uint64_t alpha_deadline_ = kNoDeadline;
+    uint64_t alpha_period_start_ = 0; /* start of the alpha period in progress */
     uint64_t inc_deadline_ = kNoDeadline;
+    uint64_t next_cut_ok_ = 0; /* no cut before (the monitor period of the last cut) */
     uint32_t t_ = 0, bc_ = 0;
     bool limited_ = false;
+    bool alpha_cnp_ = false;   /* a CNP arrived in the alpha period in progress */
+    bool cut_pending_ = false; /* a CNP arrived inside the monitor period */
     RpCounters c_;
 };
 

@@ -451,6 +451,8 @@ class Dev final {
         line_rate_bps_ = line_rate_bps;
     }
     uint64_t line_rate_bps() const { return line_rate_bps_; }
+    /** DeviceConfig::tx_burst_frames for QPs created from now on (0 = off). */
+    void set_tx_burst(uint32_t frames) { tx_burst_frames_ = frames; }
     /** PFC as configured at open: the lossless priority (-1: none asked), the pause-storm
      * watchdog, and what the PMD said to rte_eth_dev_priority_flow_ctrl_set (droce-info). */
     void set_pfc(int lossless_prio, uint64_t storm_ns, std::string status) {
@@ -608,6 +610,7 @@ class Dev final {
     bool cc_on_ = false;
     cc::CcParams cc_;
     uint64_t line_rate_bps_ = 0;
+    uint32_t tx_burst_frames_ = 0;
     int pfc_prio_ = -1;
     uint64_t pfc_storm_ns_ = kPfcStormNsDefault;
     std::string pfc_status_ = "not requested";

@@ -14,6 +14,7 @@ cc::CcParams to_cc_params(const DcqcnParams &d) {
     p.initial_alpha_value = d.initial_alpha_value;
     p.rpg_gd = d.rpg_gd;
     p.rpg_min_dec_fac = d.rpg_min_dec_fac;
+    p.rate_reduce_monitor_period_ns = d.rate_reduce_monitor_period_ns;
     p.rpg_time_reset_ns = d.rpg_time_reset_ns;
     p.rpg_byte_reset = d.rpg_byte_reset;
     p.rpg_threshold = d.rpg_threshold;

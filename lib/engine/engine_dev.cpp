@@ -366,6 +366,9 @@ Result<uint32_t> Dev::create_qp(uint32_t pd, const QpInitAttr &attr, CqCtx *scq,
     cfg.pkey_table_len = static_cast<uint32_t>(pkeys_.size());
     cfg.cc = cc_on_ ? &cc_ : nullptr;
     cfg.line_rate_bps = line_rate_bps_;
+    cfg.tx_burst_frames = tx_burst_frames_;
+    if (!cc_on_ && tx_burst_frames_ != 0)
+        cfg.cc = &rc::kShapeOnlyCc; /* held to the line rate, but DCQCN stays off */
     ctx->qp = std::make_unique<rc::Qp>(cfg);
     ctx->srq = srq;
     if (srq)

@@ -557,11 +557,13 @@ Result<Dev *> Runtime::open_device(const DeviceConfig &cfg) {
         if (rc != 0 && rc != -ENOTSUP)
             spdlog::warn("{}: promiscuous mode: {}", name, errstr(rc));
     }
-    /* The reaction point's maximum. The link may still be coming up: a speed not known
-     * yet is taken as 100 Gb/s (line_rate_from_link). */
+    /* The reaction point's maximum: the configured line rate, else the link's. The link
+     * may still be coming up: a speed not known yet is taken as 100 Gb/s
+     * (line_rate_from_link). */
     rte_eth_link link{};
     rte_eth_link_get_nowait(port, &link);
-    const uint64_t line = line_rate_from_link(link.link_speed);
+    const uint64_t line =
+        cfg.line_rate_bps != 0 ? cfg.line_rate_bps : line_rate_from_link(link.link_speed);
     if (const char *e = cc::validate(ccp, line)) {
         rte_eth_dev_stop(port);
         return Status(EINVAL, name + ": DCQCN parameter " + e + " (link " +
@@ -589,8 +591,13 @@ Result<Dev *> Runtime::open_device(const DeviceConfig &cfg) {
         cfg.pfc_priority, uint64_t{cfg.pfc_storm_ms} * 1'000'000,
         pfc_enable(port, name, info.driver_name ? info.driver_name : "?", cfg.pfc_priority));
     dev->set_cc(cfg.dcqcn ? &ccp : nullptr, line);
-    spdlog::info("{}: DCQCN {} (line rate {} Mb/s, data ECN {})", name, cfg.dcqcn ? "on" : "off",
-                 line / 1'000'000, cfg.dcqcn ? static_cast<int>(cc::ecn_bits(ccp.ecn_mode)) : 0);
+    dev->set_tx_burst(cfg.tx_burst_frames);
+    spdlog::info("{}: DCQCN {} (line rate {} Mb/s{}, data ECN {}, TX burst {})", name,
+                 cfg.dcqcn ? "on" : "off", line / 1'000'000,
+                 cfg.line_rate_bps != 0 ? " as configured" : "",
+                 cfg.dcqcn ? static_cast<int>(cc::ecn_bits(ccp.ecn_mode)) : 0,
+                 cfg.tx_burst_frames != 0 ? std::to_string(cfg.tx_burst_frames) + " frames"
+                                          : std::string("unlimited"));
     if (conf.rxmode.mq_mode == RTE_ETH_MQ_RX_RSS) {
         /* The key the port really uses (a PMD may keep its own). */
         uint8_t key[64] = {};

@@ -18,10 +18,13 @@ constexpr uint32_t kMaxFrameOverhead = 128;
 /* The pacer's bucket: one frame plus what the rate earns in one tick of the engine's
  * timer wheel (1.024 us: the wake-up is up to one tick late, and credit beyond the bucket
  * would be lost), and never below two frames (cc_pacer.h). */
-uint32_t pacer_burst(uint64_t rate_bps, uint32_t mtu) {
+uint32_t pacer_burst(uint64_t rate_bps, uint32_t mtu, uint32_t tx_burst_frames) {
     const uint64_t frame = mtu + kMaxFrameOverhead;
     const uint64_t tick_bytes = rate_bps * 1024 / 8'000'000'000;
-    return static_cast<uint32_t>(std::max(2 * frame, frame + tick_bytes));
+    /* QpConfig::tx_burst_frames: the burst a QP may send back to back (never below the
+     * pacer's own minimum, which its accuracy needs). */
+    return static_cast<uint32_t>(
+        std::max({2 * frame, frame + tick_bytes, uint64_t{tx_burst_frames} * frame}));
 }
 
 } // namespace
@@ -121,11 +124,15 @@ void Qp::cc_after_rp(Time now) {
     rp_limited_ = c.rp.limited();
 
     /* At line rate the pacer is off (rate 0), so the QP pays one test. Below it — a CNP
-     * limits the QP, or rpg_max_rate caps it under the port's rate — it is paced. */
-    const uint64_t rate = c.rp.rate() < c.line_rate_bps ? c.rp.rate() : 0;
+     * limits the QP, or rpg_max_rate caps it under the port's rate — it is paced; with a
+     * TX burst limit it is paced at the line rate too. */
+    const uint32_t shape = cfg_.tx_burst_frames;
+    const uint64_t rate = c.rp.rate() < c.line_rate_bps ? c.rp.rate()
+                          : shape != 0                  ? c.line_rate_bps
+                                                        : 0;
     if (rate == c.pacer.rate())
         return;
-    c.pacer.set_burst(pacer_burst(rate, mtu()));
+    c.pacer.set_burst(pacer_burst(rate, mtu(), shape));
     c.pacer.set_rate(rate, now);
     paced_ = rate != 0;
     if (pace_until_ != 0) {
@@ -149,7 +156,7 @@ bool Qp::cc_pace_admit(uint32_t wire_bytes, Time now) {
     if (wire_bytes > pc.burst()) {
         /* A bucket shallower than the frame would never fill: the path MTU grew since the
          * rate was set (it is sized when the rate changes). */
-        pc.set_burst(pacer_burst(pc.rate(), std::max(mtu(), wire_bytes)));
+        pc.set_burst(pacer_burst(pc.rate(), std::max(mtu(), wire_bytes), cfg_.tx_burst_frames));
     }
     if (pc.can_send(wire_bytes, now)) {
         pace_until_ = 0;

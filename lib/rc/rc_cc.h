@@ -23,6 +23,16 @@ inline constexpr uint64_t kDefaultLineRateBps = 100'000'000'000;
  * the line rate fills the link exactly (the simulator's links count the same). */
 inline constexpr uint32_t kEthWireOverhead = 24;
 
+/** Parameters of a QP that is only held to the line rate (QpConfig::tx_burst_frames)
+ * with DCQCN off: no reaction, no notification, data not-ECT. */
+inline const cc::CcParams kShapeOnlyCc = [] {
+    cc::CcParams p;
+    p.rp_enabled = false;
+    p.np_enabled = false;
+    p.ecn_mode = cc::EcnMode::off;
+    return p;
+}();
+
 /** A QP's DCQCN state as the API, telemetry and droce-info show it. */
 struct CcState {
     bool enabled = false;    /* the QP has DCQCN (QpConfig::cc or set_cc_params) */

@@ -79,6 +79,10 @@ struct QpConfig {
      * not looked at, CNPs are counted as ignored (the behaviour before DCQCN). */
     const cc::CcParams *cc = nullptr;
     uint64_t line_rate_bps = 0;
+    /* > 0 (and cc set): the pacer holds the QP to the line rate even when the RP does not
+     * limit it, with a bucket of this many full frames: a port without a wire of its own
+     * (memif) otherwise takes a whole window at once. 0: a QP at line rate is unpaced. */
+    uint32_t tx_burst_frames = 0;
 };
 
 /** IBTA 10.9.3 P_Key match: same partition (low 15 bits, never 0) and at least one of

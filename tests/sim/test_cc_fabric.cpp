@@ -51,6 +51,7 @@ IncastConfig incast(size_t n, const cc::CcParams *cc, uint64_t seed) {
 
 cc::CcParams paper_params() {
     cc::CcParams p;
+    p.rate_reduce_monitor_period_ns = 0; /* a cut per CNP (they are 50 µs apart anyway) */
     p.rpg_time_reset_ns = 55 * kUs;
     p.rpg_byte_reset = 10'000'000;
     p.clamp_tgt_rate = true;
@@ -121,8 +122,10 @@ TEST(CcFabric, EightToOneFairNoDropPaperParameters) {
     }
 }
 
-/* ConnectX defaults: no drop and the queue below Kmax, fairness looser (0.92-1.0 at 2:1,
- * 0.86-0.95 at 8:1 over the last 10 ms). */
+/* ConnectX defaults: no drop and the queue below Kmax, fairness looser (0.977-1.0 at 2:1,
+ * 0.82-0.85 at 8:1 over the last 10 ms, seeds 1-3). With alpha raised once per alpha
+ * period (ConnectX) rather than once per CNP, 8:1 fell from 0.86-0.95: alpha stays lower,
+ * so cuts are smaller and the flows' rates drift apart more slowly back together. */
 TEST(CcFabric, ConnectXDefaultsNoDropQueueBelowKmax) {
     const cc::CcParams p;
     for (size_t n : {2u, 8u})
@@ -131,7 +134,7 @@ TEST(CcFabric, ConnectXDefaultsNoDropQueueBelowKmax) {
             const Figures f = run(n, &p, seed);
             EXPECT_GT(f.r.cnps, 0u);
             EXPECT_EQ(f.drops, 0u);
-            EXPECT_GE(f.jain, 0.85);
+            EXPECT_GE(f.jain, n == 2 ? 0.95 : 0.8);
             EXPECT_LT(f.q_after_10ms, 200'000u);
             EXPECT_FALSE(f.r.qp_error);
         }

@@ -32,13 +32,17 @@ constexpr double kM = 1e6;
  * so 1 bit/s is a generous tolerance. */
 #define EXPECT_RATE(actual, expected) EXPECT_NEAR((actual), (expected), 1.0)
 
-/* Paper-like parameters for readable sequences: alpha starts at 1, Rt = Rc on every CNP,
- * the rate cap (100G) far above the rates used, so the additive steps are not clamped. */
+/* Paper-like parameters for readable sequences: alpha starts at 1 and stays there (an
+ * alpha period of 1 s never ends inside these tests), every CNP cuts (no monitor period),
+ * Rt = Rc on every CNP, the rate cap (100G) far above the rates used, so the additive
+ * steps are not clamped. The alpha and monitor-period tests set their own. */
 CcParams paper() {
     CcParams p;
     p.initial_alpha_value = 1024;
     p.clamp_tgt_rate = true;
     p.rate_to_set_on_first_cnp_bps = 10'000'000'000;
+    p.dce_tcp_rtt_ns = 1'000'000'000;
+    p.rate_reduce_monitor_period_ns = 0;
     return p;
 }
 constexpr uint64_t kLine100G = 100'000'000'000;
@@ -48,6 +52,8 @@ TEST(CcParams, DefaultsAreConnectX) {
     EXPECT_EQ(validate(p), nullptr);
     EXPECT_EQ(validate(p, 10'000'000'000), nullptr);
     EXPECT_EQ(p.dce_tcp_g, 1019u);
+    EXPECT_EQ(p.dce_tcp_rtt_ns, 55 * kUs); /* the paper's K (ConnectX documents 1 µs) */
+    EXPECT_EQ(p.rate_reduce_monitor_period_ns, 4 * kUs);
     EXPECT_EQ(p.rpg_time_reset_ns, 300 * kUs);
     EXPECT_EQ(p.rpg_byte_reset, 32767u);
     EXPECT_EQ(p.rpg_threshold, 5u);
@@ -122,45 +128,111 @@ TEST(CcRp, OneCnpWithAlphaOneHalvesTheRate) {
     rp.on_cnp(0);
     EXPECT_RATE(rp.rate_exact(), 5 * kG);
     EXPECT_RATE(rp.target_rate(), 10 * kG);
-    EXPECT_DOUBLE_EQ(rp.alpha(), 1.0); /* (1 - g)·1 + g */
+    EXPECT_DOUBLE_EQ(rp.alpha(), 1.0); /* the initial value is this period's alpha */
     EXPECT_TRUE(rp.limited());
     EXPECT_EQ(rp.counters().rp_cnp_handled, 1u);
     EXPECT_EQ(rp.counters().rp_first_cnp, 1u);
     EXPECT_EQ(rp.counters().rp_rate_cuts, 1u);
-    EXPECT_EQ(rp.next_deadline(), 55 * kUs); /* alpha period first, then 300 µs */
+    EXPECT_EQ(rp.next_deadline(), 300 * kUs); /* the timer stage: alpha needs no wake-up */
 }
 
-TEST(CcRp, CutUsesAlphaAndAlphaMovesTowardOne) {
+TEST(CcRp, CutUsesAlphaAndAlphaMovesOncePerPeriod) {
     CcParams p = paper();
     p.initial_alpha_value = 512; /* alpha 0.5 */
     p.dce_tcp_g = 1020;          /* g = 4/1024 = 1/256, the paper's */
+    p.dce_tcp_rtt_ns = 10 * kUs; /* alpha periods [0, 10), [10, 20), ... */
     Rp rp(p, kLine100G);
     rp.on_cnp(0);
-    /* Rc = 10G·(1 − 0.25) = 7.5G; alpha = (255/256)·0.5 + 1/256 = 128.5/256 */
+    /* Rc = 10G·(1 − 0.25) = 7.5G; the initial alpha is the first period's. */
     EXPECT_RATE(rp.rate_exact(), 7.5 * kG);
-    EXPECT_DOUBLE_EQ(rp.alpha(), 128.5 / 256);
-    rp.on_cnp(10 * kUs);
-    /* Rt = Rc = 7.5G (clamp); Rc = 7.5G·(1 − 128.5/512); alpha again */
+    EXPECT_DOUBLE_EQ(rp.alpha(), 0.5);
+    rp.on_cnp(12 * kUs);
+    /* [0, 10) ended without another CNP: alpha = (255/256)·0.5 = 127.5/256, and the cut at
+     * 12 µs uses it. Rt = Rc = 7.5G (clamp). */
+    const double a1 = 127.5 / 256;
+    EXPECT_DOUBLE_EQ(rp.alpha(), a1);
     EXPECT_RATE(rp.target_rate(), 7.5 * kG);
-    EXPECT_RATE(rp.rate_exact(), 7.5 * kG * (1 - 128.5 / 512));
-    EXPECT_DOUBLE_EQ(rp.alpha(), (255.0 / 256) * (128.5 / 256) + 1.0 / 256);
+    const double rc = 7.5 * kG * (1 - a1 / 2);
+    EXPECT_RATE(rp.rate_exact(), rc);
+    /* A second CNP in the same period counts once. [10, 20) had CNPs: one increase. */
+    rp.on_cnp(15 * kUs);
+    rp.on_timer(20 * kUs);
+    const double a2 = (255.0 / 256) * a1 + 1.0 / 256;
+    EXPECT_DOUBLE_EQ(rp.alpha(), a2);
+    /* [20, 50): three periods without CNP, in one call. */
+    rp.on_timer(50 * kUs);
+    EXPECT_DOUBLE_EQ(rp.alpha(), a2 * std::pow(255.0 / 256, 3));
+    EXPECT_EQ(rp.counters().rp_alpha_increases, 1u);
+    EXPECT_EQ(rp.counters().rp_alpha_decays, 4u);
 }
 
 TEST(CcRp, AlphaDecaysEveryPeriodWithoutCnp) {
-    Rp rp(paper(), kLine100G);
+    CcParams p = paper();
+    p.dce_tcp_rtt_ns = 1 * kUs; /* ConnectX */
+    Rp rp(p, kLine100G);
     rp.on_cnp(0);
     const double g = 5.0 / 1024;
-    rp.on_timer(54 * kUs); /* not yet */
+    rp.on_timer(kUs - 1); /* not yet */
     EXPECT_DOUBLE_EQ(rp.alpha(), 1.0);
-    rp.on_timer(55 * kUs);
+    rp.on_timer(1 * kUs);
     EXPECT_DOUBLE_EQ(rp.alpha(), 1 - g);
-    rp.on_timer(280 * kUs); /* 110, 165, 220, 275 */
+    rp.on_timer(5 * kUs + 500); /* 2, 3, 4, 5 */
     EXPECT_DOUBLE_EQ(rp.alpha(), std::pow(1 - g, 5));
     EXPECT_EQ(rp.counters().rp_alpha_decays, 5u);
     EXPECT_RATE(rp.rate_exact(), 5 * kG); /* alpha alone never moves the rate */
-    /* A CNP restarts the alpha period. */
-    rp.on_cnp(300 * kUs - 1);
-    EXPECT_EQ(rp.next_deadline(), 300 * kUs - 1 + 55 * kUs);
+    /* A CNP inside [6, 7) raises alpha at 7 µs, after [5, 6) decayed it. */
+    rp.on_cnp(6 * kUs + 200);
+    EXPECT_DOUBLE_EQ(rp.alpha(), std::pow(1 - g, 6));
+    rp.on_timer(7 * kUs);
+    EXPECT_DOUBLE_EQ(rp.alpha(), (1 - g) * std::pow(1 - g, 6) + g);
+    /* After 1 ms without CNP alpha is (1 - g)^1000 of that: below 1%. */
+    rp.on_timer(1007 * kUs);
+    EXPECT_LT(rp.alpha(), 0.01);
+}
+
+/* ConnectX's rate_reduce_monitor_period: at most one cut per 4 µs; CNPs inside the period
+ * are folded into one cut at its end, through next_deadline(). rpg_gd 10 makes a full-alpha
+ * cut 100%, so rpg_min_dec_fac (50%) sets every cut exactly while alpha >= 0.5. */
+TEST(CcRp, AtMostOneCutPerMonitorPeriod) {
+    CcParams p = paper();
+    p.rpg_gd = 10;
+    p.dce_tcp_rtt_ns = 1 * kUs;
+    p.rate_reduce_monitor_period_ns = 4 * kUs;
+    Rp rp(p, kLine100G);
+    rp.on_cnp(0);
+    EXPECT_RATE(rp.rate_exact(), 5 * kG);
+    rp.on_cnp(1 * kUs);
+    rp.on_cnp(2 * kUs);
+    EXPECT_RATE(rp.rate_exact(), 5 * kG); /* held */
+    EXPECT_TRUE(rp.cut_pending());
+    EXPECT_EQ(rp.next_deadline(), 4 * kUs);
+    rp.on_timer(4 * kUs - 1);
+    EXPECT_RATE(rp.rate_exact(), 5 * kG);
+    rp.on_timer(4 * kUs); /* one cut for both */
+    EXPECT_RATE(rp.rate_exact(), 2.5 * kG);
+    EXPECT_FALSE(rp.cut_pending());
+    EXPECT_EQ(rp.next_deadline(), 4 * kUs + 300 * kUs);
+    rp.on_cnp(9 * kUs); /* 8 µs passed: at once */
+    EXPECT_RATE(rp.rate_exact(), 1.25 * kG);
+    rp.on_cnp(10 * kUs);
+    EXPECT_EQ(rp.next_deadline(), 13 * kUs);
+    /* A late timer call (a tick late) cuts at the period's end: the increase timer restarts
+     * from there. */
+    rp.on_timer(14 * kUs);
+    EXPECT_RATE(rp.rate_exact(), 0.625 * kG);
+    EXPECT_EQ(rp.next_deadline(), 13 * kUs + 300 * kUs);
+    const RpCounters &c = rp.counters();
+    EXPECT_EQ(c.rp_cnp_handled, 5u);
+    EXPECT_EQ(c.rp_rate_cuts, 4u);
+    EXPECT_EQ(c.rp_cuts_deferred, 3u);
+    /* Period 0: every CNP cuts (the paper). */
+    p.rate_reduce_monitor_period_ns = 0;
+    Rp each(p, kLine100G);
+    each.on_cnp(0);
+    each.on_cnp(1);
+    each.on_cnp(2);
+    EXPECT_RATE(each.rate_exact(), 1.25 * kG);
+    EXPECT_EQ(each.counters().rp_cuts_deferred, 0u);
 }
 
 TEST(CcRp, FastRecoveryThenAdditiveThenHyper) {
@@ -353,7 +425,7 @@ TEST(CcRp, RateToSetOnFirstCnp) {
     Rp cx(CcParams{}, 10'000'000'000);
     cx.on_cnp(0);
     EXPECT_RATE(cx.rate_exact(), 10 * kG * (1 - 1023.0 / 2048));
-    EXPECT_DOUBLE_EQ(cx.alpha(), (1019.0 / 1024) * (1023.0 / 1024) + 5.0 / 1024);
+    EXPECT_DOUBLE_EQ(cx.alpha(), 1023.0 / 1024);
 }
 
 TEST(CcRp, DisabledIgnoresCnpsAtLineRate) {
@@ -381,7 +453,7 @@ TEST(CcRp, HugeGapCatchUpIsBounded) {
     rp.on_timer(3600ull * 1000 * kMs); /* an hour later, one call */
     EXPECT_FALSE(rp.limited());
     EXPECT_EQ(rp.rate(), 10'000'000'000u);
-    EXPECT_LE(rp.counters().rp_alpha_decays, 1024u);
+    EXPECT_LE(rp.counters().rp_timer_stages, 1024u);
 }
 
 TEST(CcNp, OneCnpPerMinTimeBetweenCnps) {

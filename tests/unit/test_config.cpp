@@ -13,6 +13,8 @@
 
 #include <gtest/gtest.h>
 
+#include "cli_numbers.h"
+
 #include "config_device.h"
 #include "config_file.h"
 #include "device_options.h"
@@ -50,19 +52,19 @@ TEST(ConfigFile, EveryKeyReachesItsField) {
                "[port]\ndevice = net_memif0\nip = 10.1.2.3/16\nmac = 02:00:00:00:00:09\n"
                "ip6 = fd00::7/64\nip6 = fd01::7/64\ngateway = 10.0.0.254\n"
                "gateway = fd00::fe\nvlan = 100\nforce_dscp = 26\nforce_ttl = 9\n"
-               "mtu = 4000\n"
+               "mtu = 4000\nline_rate = 2.5g\ntx_burst = 16\n"
                "[qp]\ntimeout = 20\nretry_cnt = 3\nrnr_retry = 2\nmin_rnr_timer = 5\n"
                "[dcqcn]\nenabled = off\necn = ect1\nrp_enabled = off\nnp_enabled = off\n"
                "dce_tcp_g = 1000\ndce_tcp_rtt_ns = 1234\ninitial_alpha_value = 512\n"
-               "rpg_gd = 9\nrpg_min_dec_fac = 20\nrpg_time_reset_ns = 4567\n"
+               "rpg_gd = 9\nrpg_min_dec_fac = 20\nrate_reduce_monitor_period_ns = 77\n"
+               "rpg_time_reset_ns = 4567\n"
                "rpg_byte_reset = 999\nrpg_threshold = 7\nrpg_ai_rate_bps = 11\n"
                "rpg_hai_rate_bps = 22\nrpg_min_rate_bps = 3\nrpg_max_rate_bps = 44\n"
                "clamp_tgt_rate = on\nclamp_tgt_rate_after_time_inc = off\n"
                "rate_to_set_on_first_cnp_bps = 55\nmin_time_between_cnps_ns = 66\n"
                "cnp_dscp = 26\ncnp_802p_prio = 3\n"
                "[pfc]\npriority = 3\nstorm_ms = 250\n"
-               "[capture]\nfile = /tmp/x.pcapng\nsnaplen = 200\n"
-               );
+               "[capture]\nfile = /tmp/x.pcapng\nsnaplen = 200\n");
     DeviceOptions o(60);
     const std::vector<ToolConfigKey> keys = {};
     ASSERT_EQ(apply_device_config(f.path(), o, "test", keys), "");
@@ -114,6 +116,22 @@ TEST(ConfigFile, EveryKeyReachesItsField) {
     EXPECT_EQ(o.vlan, 100u);
     EXPECT_EQ(o.force_dscp, 26);
     EXPECT_EQ(o.force_ttl, 9);
+    EXPECT_EQ(o.line_rate_bps, 2'500'000'000u);
+    EXPECT_EQ(o.tx_burst, 16u);
+    EXPECT_EQ(o.dcqcn_params.rate_reduce_monitor_period_ns, 77u);
+}
+
+/* --line-rate and [port] line_rate: k/m/g suffixes, nothing else after the number. */
+TEST(ConfigFile, LineRateParsing) {
+    uint64_t v = 0;
+    EXPECT_TRUE(parse_rate_bps("1g", v));
+    EXPECT_EQ(v, 1'000'000'000u);
+    EXPECT_TRUE(parse_rate_bps("100M", v));
+    EXPECT_EQ(v, 100'000'000u);
+    EXPECT_TRUE(parse_rate_bps("25000000000", v));
+    EXPECT_EQ(v, 25'000'000'000u);
+    for (const char *bad : {"", "0", "-1g", "1x", "1gb", "g", "20t", "1e14"})
+        EXPECT_FALSE(parse_rate_bps(bad, v)) << bad;
 }
 
 TEST(ConfigFile, ToolKeysGoToTheTool) {
