@@ -588,19 +588,20 @@ uint32_t crc32_bitwise(const uint8_t *p, size_t n) {
 } // namespace
 
 /* Every kernel the CPU has, forced (not just where crc32_eth picks it): every length up
- * to 1100 (each residue mod 16 and each lane/step boundary of both folds: 64 and 128
- * bytes per step), then sparser to 9000, at start alignments that cross 16 and 32. */
+ * to 1700 (each residue mod 16 and each lane/step boundary of the folds: 64, 128 and
+ * 256 bytes per step), then sparser to 9000, at start alignments that cross 16 and 32. */
 TEST(WireCrc, EveryKernelEveryLengthAndAlignment) {
     std::mt19937 rng(99);
     std::vector<uint8_t> buf(9100);
     for (auto &c : buf)
         c = static_cast<uint8_t>(rng());
     int kernels = 0;
-    for (CrcKernel k : {CrcKernel::Auto, CrcKernel::Dpdk, CrcKernel::Fold128, CrcKernel::Fold256}) {
+    for (CrcKernel k : {CrcKernel::Auto, CrcKernel::Dpdk, CrcKernel::Fold128, CrcKernel::Fold256,
+                        CrcKernel::Fold512}) {
         if (!crc_kernel_available(k))
             continue;
         ++kernels;
-        for (size_t len = 0; len <= 9000; len += (len < 1100 ? 1 : 53))
+        for (size_t len = 0; len <= 9000; len += (len < 1700 ? 1 : 53))
             for (size_t off : {0u, 1u, 7u, 16u, 31u, 33u})
                 ASSERT_EQ(crc32_eth_kernel(buf.data() + off, len, k),
                           crc32_bitwise(buf.data() + off, len))
