@@ -43,7 +43,7 @@ uint32_t icrc_compute_segments(const uint8_t *l3, size_t l3_len, const ByteSpan 
                                uint32_t nsegs, bool ipv6);
 
 /* CRC-32 (Ethernet/zlib) of p[0..len): rte_net_crc below 512 bytes, carry-less multiply
- *  * folding from there (512-bit VPCLMULQDQ with AVX-512 from 2 KiB, 256-bit with AVX2, else
+ * folding from there (512-bit VPCLMULQDQ with AVX-512 from 2 KiB, 256-bit with AVX2, else
  * 128-bit PCLMULQDQ; whichever the CPU has). */
 uint32_t crc32_eth(const uint8_t *p, size_t len);
 
