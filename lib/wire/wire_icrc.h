@@ -42,8 +42,22 @@ struct ByteSpan {
 uint32_t icrc_compute_segments(const uint8_t *l3, size_t l3_len, const ByteSpan *segs,
                                uint32_t nsegs, bool ipv6);
 
-/* CRC-32 (Ethernet/zlib) of p[0..len) with rte_net_crc. */
+/* CRC-32 (Ethernet/zlib) of p[0..len): rte_net_crc below 512 bytes, carry-less multiply
+ * folding from there (512-bit VPCLMULQDQ with AVX-512 from 2 KiB, 256-bit with AVX2, else
+ * 128-bit PCLMULQDQ; whichever the CPU has). */
 uint32_t crc32_eth(const uint8_t *p, size_t len);
+
+/* Copies src[0..len) to dst (no overlap) and returns crc32_eth(src, len), reading src
+ * once where the 256-bit kernel runs (the stores ride in the fold loop); elsewhere
+ * memcpy then crc32_eth. */
+uint32_t crc32_eth_copy(uint8_t *dst, const uint8_t *src, size_t len);
+
+/* crc32_eth with a chosen kernel, for tests and benchmarks: Auto is crc32_eth's own
+ * choice; a kernel the CPU lacks (crc_kernel_available) or a length below its minimum
+ * falls back to the next slower one. */
+enum class CrcKernel : uint8_t { Auto, Dpdk, Fold128, Fold256, Fold512 };
+uint32_t crc32_eth_kernel(const uint8_t *p, size_t len, CrcKernel k);
+bool crc_kernel_available(CrcKernel k);
 /* zlib's crc32_combine: the CRC of A||B from crc(A), crc(B) and len(B), by multiplying
  * crc(A) with x^(8*len(B)) mod P (table of x^(8n) for n < 2^14, square-and-multiply
  * beyond). */

@@ -572,3 +572,83 @@ TEST(WireParse, HeadersOnlyOfAScatteredFrame) {
     EXPECT_EQ(icrc_compute_segments(whole.data() + l3, hdr.size() - l3, rest, 3, false),
               icrc_load(whole.data() + whole.size() - 4));
 }
+
+/* ---- CRC kernels (issue 9): each against a bitwise CRC-32 ---- */
+
+namespace {
+uint32_t crc32_bitwise(const uint8_t *p, size_t n) {
+    uint32_t st = 0xFFFFFFFF;
+    for (size_t i = 0; i < n; ++i) {
+        st ^= p[i];
+        for (int k = 0; k < 8; ++k)
+            st = (st & 1) ? (0xEDB88320u ^ (st >> 1)) : (st >> 1);
+    }
+    return ~st;
+}
+} // namespace
+
+/* Every kernel the CPU has, forced (not just where crc32_eth picks it): every length up
+ * to 1700 (each residue mod 16 and each lane/step boundary of the folds: 64, 128 and
+ * 256 bytes per step), then sparser to 9000, at start alignments that cross 16 and 32. */
+TEST(WireCrc, EveryKernelEveryLengthAndAlignment) {
+    std::mt19937 rng(99);
+    std::vector<uint8_t> buf(9100);
+    for (auto &c : buf)
+        c = static_cast<uint8_t>(rng());
+    int kernels = 0;
+    for (CrcKernel k : {CrcKernel::Auto, CrcKernel::Dpdk, CrcKernel::Fold128, CrcKernel::Fold256,
+                        CrcKernel::Fold512}) {
+        if (!crc_kernel_available(k))
+            continue;
+        ++kernels;
+        for (size_t len = 0; len <= 9000; len += (len < 1700 ? 1 : 53))
+            for (size_t off : {0u, 1u, 7u, 16u, 31u, 33u})
+                ASSERT_EQ(crc32_eth_kernel(buf.data() + off, len, k),
+                          crc32_bitwise(buf.data() + off, len))
+                    << "kernel " << static_cast<int>(k) << " len " << len << " off " << off;
+    }
+    EXPECT_GE(kernels, 2);
+}
+
+/* crc32_eth_copy: the CRC of the source, every byte copied, nothing written outside the
+ * destination, source untouched; source and destination at different alignments. */
+TEST(WireCrc, CopyWithCrcEveryLengthAndAlignment) {
+    std::mt19937 rng(5);
+    std::vector<uint8_t> src(9100);
+    for (auto &c : src)
+        c = static_cast<uint8_t>(rng());
+    const std::vector<uint8_t> src_copy = src;
+    std::vector<uint8_t> dst(9200);
+    for (size_t len = 0; len <= 9000; len += (len < 1100 ? 1 : 41)) {
+        for (auto [so, doff] :
+             {std::pair<size_t, size_t>{0, 0}, {1, 0}, {0, 5}, {15, 17}, {32, 1}, {7, 64}}) {
+            std::fill(dst.begin(), dst.end(), uint8_t{0xC3});
+            ASSERT_EQ(crc32_eth_copy(dst.data() + doff, src.data() + so, len),
+                      crc32_bitwise(src.data() + so, len))
+                << "len " << len << " src+" << so << " dst+" << doff;
+            ASSERT_EQ(std::memcmp(dst.data() + doff, src.data() + so, len), 0) << len;
+            for (size_t i = 0; i < doff; ++i)
+                ASSERT_EQ(dst[i], 0xC3) << "wrote before dst, len " << len;
+            for (size_t i = doff + len; i < dst.size(); ++i)
+                ASSERT_EQ(dst[i], 0xC3) << "wrote past dst, len " << len;
+        }
+    }
+    EXPECT_EQ(src, src_copy);
+}
+
+/* crc32_combine (carry-less multiply) at every split of random buffers: each length
+ * class (< 128, table product < 16 KiB, square-and-multiply beyond). */
+TEST(WireCrc, Crc32CombineRandomSplits) {
+    std::mt19937 rng(11);
+    std::vector<uint8_t> d(70000);
+    for (auto &x : d)
+        x = static_cast<uint8_t>(rng());
+    for (int i = 0; i < 3000; ++i) {
+        const size_t n = 1 + rng() % (i < 1000 ? 300 : i < 2000 ? 20000 : 70000);
+        const size_t split = rng() % (n + 1);
+        const uint32_t a = crc32_bitwise(d.data(), split);
+        const uint32_t b = crc32_bitwise(d.data() + split, n - split);
+        ASSERT_EQ(crc32_combine(a, b, n - split), crc32_bitwise(d.data(), n))
+            << "n " << n << " split " << split;
+    }
+}
