@@ -151,8 +151,8 @@ run_tests() {
             fail=$((fail + ${ifail:-0}))
             [ -n "${ipass:-}" ] || broken+=("interop exit $irc without a summary")
 
-            stage "interop: IPv6 GIDs and a VLAN (PCP 3, DSCP 26) against rxe, both roles"
-            # ~30 s on an idle machine: one VM boot, four 200-iteration pingpongs
+            stage "interop: IPv6 GIDs and a VLAN (PCP 3, DSCP 26) against rxe, pingpong and write_bw, both roles"
+            # ~45 s on an idle machine: one VM boot, four 200-iteration pingpongs, four ib_write_bw
             ilog=$BUILD_DIR/interop-l3.out
             ipass="" ifail=""
             timeout 600 bash tests/interop/l3_rxe.sh --out "$BUILD_DIR/interop-l3" \

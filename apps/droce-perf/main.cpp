@@ -147,6 +147,7 @@ SideConfig side_config(const Options &opt, bool client, std::string prefix) {
     c.rx_depth = opt.rx_depth;
     c.out_reads = opt.out_reads;
     c.gid_idx = opt.gid_idx;
+    c.sl = opt.sl;
     c.atomic_cas = opt.atomic_cas;
     c.duration_s = opt.run_infinitely ? 0 : opt.duration_s;
     c.prefix = std::move(prefix);

@@ -55,6 +55,7 @@ const std::vector<struct option> kLongOptions = app::with_device_options({
     {"qp", required_argument, nullptr, 'q'},
     {"mtu", required_argument, nullptr, 'm'},
     {"gid-index", required_argument, nullptr, 'x'},
+    {"sl", required_argument, nullptr, 'S'},
     {"CPU-freq", no_argument, nullptr, 'F'},
     {"tx-depth", required_argument, nullptr, 't'},
     {"rx-depth", required_argument, nullptr, 'r'},
@@ -74,7 +75,7 @@ const std::vector<struct option> kLongOptions = app::with_device_options({
     {"cm-retries", required_argument, nullptr, kOptCmRetries},
 });
 
-const char kShortOptions[] = ":p:d:i:s:an:D:q:m:x:Ft:r:l:c:RA:eo:h";
+const char kShortOptions[] = ":p:d:i:s:an:D:q:m:x:S:Ft:r:l:c:RA:eo:h";
 
 ParseResult bad(const char *argv0, const std::string &msg) {
     std::fprintf(stderr, "%s: %s (see %s --help)\n", argv0, msg.c_str(), argv0);
@@ -147,6 +148,7 @@ void print_usage(const char *argv0, FILE *out) {
         "  -m, --mtu=<mtu>          path MTU 256..4096 (default the port's active MTU)\n"
         "  -x, --gid-index=<idx>    GID index (default 1: the IPv4-mapped GID; 0 link-local\n"
         "                           IPv6, 2.. the --ip IPv6 addresses)\n"
+        "  -S, --sl=<sl>            service level 0..15 (on a --vlan the PCP is SL & 7)\n"
         "  -F, --CPU-freq           accepted (droce-perf times with the steady clock)\n"
         "  -t, --tx-depth=<n>       send queue depth (default bw 128, lat 1)\n"
         "  -r, --rx-depth=<n>       receive queue depth for send tests (default 512)\n"
@@ -317,6 +319,11 @@ ParseResult parse_command_line(int argc, char **argv, Options &opt) {
             if (!parse_u64(optarg, 255, u))
                 return bad_value(argv0, c, optarg, "0..255");
             opt.gid_idx = static_cast<int>(u);
+            break;
+        case 'S':
+            if (!parse_u64(optarg, 15, u))
+                return bad_value(argv0, c, optarg, "0..15");
+            opt.sl = static_cast<uint8_t>(u);
             break;
         case 'F':
         case 'e':

@@ -38,6 +38,7 @@ struct Options : app::DeviceOptions {
     uint32_t num_qps = 1;                            /**< -q (bw tests; 1..16384 as perftest) */
     uint32_t mtu = 0;                                /**< -m bytes; 0 = the port's active MTU */
     int gid_idx = 1;                                 /**< -x (default 1: the IPv4-mapped GID) */
+    uint8_t sl = 0; /**< -S: service level; on a VLAN it is the PCP (SL & 7) */
     uint32_t tx_depth = 128;                         /**< -t */
     uint32_t rx_depth = 512;                         /**< -r */
     uint32_t post_list = 1;                          /**< -l (accepted) */

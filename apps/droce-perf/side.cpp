@@ -176,6 +176,7 @@ bool Side::connect(const std::vector<Dest> &remote, Mtu mtu) {
         a.ah_attr.dgid = r.gid;
         a.ah_attr.sgid_index = static_cast<uint8_t>(cfg_.gid_idx);
         a.ah_attr.hop_limit = 64;
+        a.ah_attr.sl = cfg_.sl;
         a.ah_attr.port_num = 1;
         if (Status st = qps_[i]->modify(a, kQpState | kQpAv | kQpPathMtu | kQpDestQpn | kQpRqPsn |
                                                kQpMaxDestRdAtomic | kQpMinRnrTimer);
@@ -204,6 +205,7 @@ bool Side::connect_ud(size_t i, const Dest &r) {
     ah.dgid = r.gid;
     ah.sgid_index = static_cast<uint8_t>(cfg_.gid_idx);
     ah.hop_limit = 64;
+    ah.sl = cfg_.sl;
     auto h = pd_->create_ah(ah);
     if (!h)
         return fail("Failed to create AH for UD: %s", h.status().message().c_str());

@@ -43,6 +43,7 @@ struct SideConfig {
     uint32_t rx_depth = 512;
     uint32_t out_reads = 16;
     int gid_idx = 1;
+    uint8_t sl = 0; /**< -S: the address handle's SL (VLAN PCP = SL & 7) */
     bool atomic_cas = false;
     double duration_s = 0; /**< > 0: run for this long (iters ignored) */
     bool ud = false;       /**< -c UD: UD QPs, Q_Key 0x11111111, receives with the GRH area */

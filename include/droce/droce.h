@@ -147,6 +147,11 @@ struct DeviceConfig {
      * per-port traffic_class / ttl settings; -1 = the address handle's. */
     int force_tclass = -1;
     int force_hop_limit = -1;
+    /** RoCEv1 GIDs too (ethertype 0x8915, GRH, not routable; droce <-> droce only, rxe
+     * has no RoCEv1): the table gets, after its RoCE v2 entries (indexes unchanged), one
+     * "IB/RoCE v1" entry per v2 one, same GIDs in the same order. A QP whose sgid_index
+     * names such an entry sends RoCEv1; RoCEv1 frames are accepted for those GIDs. */
+    bool rocev1_gids = false;
 };
 
 /** The engine: EAL, mempool, worker loop. Create once per process (the EAL can be
@@ -213,7 +218,7 @@ struct AsyncEvent {
 struct GidEntry {
     /** The GID: an IPv6 address, or an IPv4-mapped one (::ffff:a.b.c.d). */
     Gid gid;
-    /** "RoCE v2" for every entry droce makes. */
+    /** "RoCE v2", or "IB/RoCE v1" (DeviceConfig::rocev1_gids), as Linux's gid_attrs/types. */
     const char *type;
 };
 

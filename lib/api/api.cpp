@@ -295,6 +295,8 @@ class QpImpl final : public QueuePair {
         path->eth.vlan_tci = static_cast<uint16_t>(((ah.sl & 7u) << 13) | dev_.vlan());
         path->eth.ethertype = v4 ? wire::kEtherTypeIpv4 : wire::kEtherTypeIpv6;
         path->ipv6 = !v4;
+        /* A RoCEv1 source GID: GRH framing (next hop resolved as for v2 above). */
+        path->rocev1 = dev_.gids().is_v1(ah.sgid_index);
         std::memcpy(path->sgid, sgid->raw, 16);
         std::memcpy(path->dgid, ah.dgid.raw, 16);
         path->tos =

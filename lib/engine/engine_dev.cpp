@@ -26,6 +26,7 @@
 
 #include "engine.h"
 #include "engine_rss.h"
+#include "wire_rocev1.h"
 
 namespace droce::engine {
 
@@ -1132,7 +1133,9 @@ int Shard::transmit_zc(const wire::FrameSpec &f, wire::HeaderTemplate &tmpl) {
     std::memset(tp, 0, pad);
     spans[f.nsegs] = {tp, pad};
     const size_t l2 = wire::encoded_len(f.eth);
-    wire::icrc_store(wire::icrc_compute_segments(p + l2, hl - l2, spans, f.nsegs + 1, f.ipv6),
+    wire::icrc_store(f.rocev1
+                         ? wire::icrc_v1_compute_segments(p + l2, hl - l2, spans, f.nsegs + 1)
+                         : wire::icrc_compute_segments(p + l2, hl - l2, spans, f.nsegs + 1, f.ipv6),
                      tp + pad);
     t->data_len = static_cast<uint16_t>(pad + wire::kIcrcLen);
     prev->next = t;
@@ -1295,8 +1298,10 @@ wire::ParseResult Shard::parse_chain(rte_mbuf *m, wire::ParsedPacket &pp, wire::
         ++npay;
     }
     const uint32_t first_end = contig < crc_end ? contig : crc_end;
-    if (wire::icrc_compute_segments(p + pp.l3_off, first_end - pp.l3_off, crc, ncrc, pp.ipv6) !=
-        pp.icrc)
+    const size_t l3_len = first_end - pp.l3_off;
+    if ((pp.rocev1
+             ? wire::icrc_v1_compute_segments(p + pp.l3_off, l3_len, crc, ncrc)
+             : wire::icrc_compute_segments(p + pp.l3_off, l3_len, crc, ncrc, pp.ipv6)) != pp.icrc)
         return wire::ParseResult::BadIcrc;
     pp.payload_segs = pay;
     pp.payload_nsegs = npay;
@@ -1452,7 +1457,8 @@ template <bool Cap> void Shard::rx_one_t(rte_mbuf *m, uint64_t now) {
         rte_pktmbuf_free(m);
         return;
     }
-    if (et != net::kEtherTypeIpv4 && et != RTE_ETHER_TYPE_IPV6 && et != net::kEtherTypeVlan) {
+    if (et != net::kEtherTypeIpv4 && et != RTE_ETHER_TYPE_IPV6 && et != net::kEtherTypeVlan &&
+        et != wire::kEtherTypeRoceV1) {
         ++ec.rx_drop_unknown_ethertype;
         rte_pktmbuf_free(m);
         return;
@@ -1475,7 +1481,10 @@ template <bool Cap> void Shard::rx_one_t(rte_mbuf *m, uint64_t now) {
         rte_pktmbuf_free(m);
         return;
     }
-    if (pp.ipv6 ? dev_.ifc6_.find(pp.dst_gid) < 0 : pp.ip4.dst != ifc.ip) {
+    /* RoCEv1 frames are ours only for a GID the table holds as RoCEv1 (rocev1_gids). */
+    if (pp.rocev1 ? !dev_.gids_.has_v1(pp.dst_gid)
+        : pp.ipv6 ? dev_.ifc6_.find(pp.dst_gid) < 0
+                  : pp.ip4.dst != ifc.ip) {
         ++ec.rx_drop_not_our_ip;
         rte_pktmbuf_free(m);
         return;

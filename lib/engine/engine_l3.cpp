@@ -61,7 +61,7 @@ Status Dev::set_l3(const DeviceConfig &cfg) {
     f.vlan_tci = cfg.vlan;
     ifc6_ = f;
     ifc_.gateway = gw4;
-    gids_ = net::GidTable(ifc_.mac, {ifc_.ip}, gids6);
+    gids_ = net::GidTable(ifc_.mac, {ifc_.ip}, gids6, cfg.rocev1_gids);
     vlan_ = cfg.vlan;
     force_tclass_ = cfg.force_tclass;
     force_hop_limit_ = cfg.force_hop_limit;

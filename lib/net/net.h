@@ -172,9 +172,15 @@ uint16_t inet_checksum(const uint8_t *p, size_t len);
 class GidTable {
   public:
     GidTable() = default;
-    GidTable(const Mac &mac, const std::vector<uint32_t> &ipv4s,
-             const std::vector<Gid> &ipv6s = {});
+    /** rocev1: after the RoCE v2 entries, one RoCEv1 entry per v2 entry (same order), so
+     * the v2 indexes are the same with or without. */
+    GidTable(const Mac &mac, const std::vector<uint32_t> &ipv4s, const std::vector<Gid> &ipv6s = {},
+             bool rocev1 = false);
     uint32_t size() const { return static_cast<uint32_t>(gids_.size()); }
+    /** Entry idx is RoCEv1 (false when out of range). */
+    bool is_v1(uint32_t idx) const { return idx < gids_.size() && idx >= v1_from_; }
+    /** gid is in the table as a RoCEv1 entry. */
+    bool has_v1(const uint8_t gid[16]) const;
     /** nullptr when idx is out of range. */
     const Gid *at(uint32_t idx) const { return idx < gids_.size() ? &gids_[idx] : nullptr; }
     /** Index of gid, or -1. */
@@ -187,6 +193,7 @@ class GidTable {
 
   private:
     std::vector<Gid> gids_;
+    uint32_t v1_from_ = UINT32_MAX; /* first RoCEv1 index; none when >= size() */
 };
 
 } // namespace droce::net

@@ -63,13 +63,28 @@ Result<uint32_t> next_hop(const Iface &ifc, uint32_t dst) {
 /* ---- GID table ---- */
 
 GidTable::GidTable(const Mac &mac, const std::vector<uint32_t> &ipv4s,
-                   const std::vector<Gid> &ipv6s) {
+                   const std::vector<Gid> &ipv6s, bool rocev1) {
     gids_.push_back(link_local(mac));
     for (uint32_t ip : ipv4s)
         gids_.push_back(ipv4_mapped(ip));
     /* After the IPv4 one, as rxe lists a port's addresses (the vectors' IPv6 GID is 2). */
     for (const Gid &g : ipv6s)
         gids_.push_back(g);
+    if (rocev1) {
+        /* Linux interleaves v1 and v2 per address; appending keeps the v2 indexes that
+         * tools and peers (rxe, perftest's -x 1 default) rely on. */
+        const size_t n = gids_.size();
+        v1_from_ = static_cast<uint32_t>(n);
+        for (size_t i = 0; i < n; ++i)
+            gids_.push_back(gids_[i]);
+    }
+}
+
+bool GidTable::has_v1(const uint8_t gid[16]) const {
+    for (size_t i = v1_from_; i < gids_.size(); ++i)
+        if (std::memcmp(gids_[i].raw, gid, 16) == 0)
+            return true;
+    return false;
 }
 
 Gid GidTable::link_local(const Mac &mac) {
@@ -118,8 +133,8 @@ int GidTable::find(const uint8_t gid[16]) const {
 
 std::vector<GidEntry> GidTable::entries() const {
     std::vector<GidEntry> v;
-    for (const auto &g : gids_)
-        v.push_back(GidEntry{g, "RoCE v2"});
+    for (size_t i = 0; i < gids_.size(); ++i)
+        v.push_back(GidEntry{gids_[i], is_v1(static_cast<uint32_t>(i)) ? "IB/RoCE v1" : "RoCE v2"});
     return v;
 }
 

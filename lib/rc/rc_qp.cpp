@@ -471,6 +471,7 @@ void Qp::base_frame(wire::FrameSpec &f, uint8_t opcode, uint32_t psn) const {
     f.payload_len = 0;
     f.eth = path_.eth;
     f.ipv6 = path_.ipv6;
+    f.rocev1 = path_.rocev1;
     for (int i = 0; i < 16; ++i) {
         f.src_gid[i] = path_.sgid[i];
         f.dst_gid[i] = path_.dgid[i];

@@ -29,6 +29,7 @@ namespace droce::rc {
 struct Path {
     wire::EthHdr eth{}; /* dst = next hop MAC, src = port MAC, optional VLAN */
     bool ipv6 = false;
+    bool rocev1 = false; /* GRH framing, ethertype 0x8915 (the sgid is a RoCEv1 GID) */
     uint8_t sgid[16] = {};
     uint8_t dgid[16] = {};
     uint8_t tos = 0;

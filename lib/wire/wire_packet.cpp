@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "wire_icrc.h"
+#include "wire_rocev1.h"
 
 namespace droce::wire {
 
@@ -14,9 +15,9 @@ constexpr uint16_t kEtherTypeQinQ = 0x88A8;
 constexpr uint16_t kIpv4Df = 0x4000;
 constexpr uint16_t kIpv4MfOffset = 0x3FFF; /* MF flag + fragment offset */
 
-/* Ethertype policy: IPv4 / IPv6 are parsed; a stacked or 802.1ad tag, or a value that is
- * an 802.3 length (< 0x0600) rather than an Ethernet II type, is BadEthertype; every
- * other type (ARP, RoCEv1 0x8915, LLDP, ...) is well-formed traffic that is simply
+/* Ethertype policy: IPv4 / IPv6 / RoCEv1 (0x8915) are parsed; a stacked or 802.1ad tag,
+ * or a value that is an 802.3 length (< 0x0600) rather than an Ethernet II type, is
+ * BadEthertype; every other type (ARP, LLDP, ...) is well-formed traffic that is simply
  * not ours: NotRoce. */
 inline bool bad_ethertype(uint16_t et) {
     return et < 0x0600 || et == kEtherTypeVlan || et == kEtherTypeQinQ;
@@ -68,7 +69,7 @@ ParseResult parse_impl(const uint8_t *frame, size_t contig, size_t len, ParsedPa
     if (l2 == 0)
         return ParseResult::TooShort;
     const uint16_t et = out.eth.ethertype;
-    if (et != kEtherTypeIpv4 && et != kEtherTypeIpv6)
+    if (et != kEtherTypeIpv4 && et != kEtherTypeIpv6 && et != kEtherTypeRoceV1)
         return bad_ethertype(et) ? ParseResult::BadEthertype : ParseResult::NotRoce;
 
     const uint8_t *l3 = frame + l2;
@@ -76,6 +77,31 @@ ParseResult parse_impl(const uint8_t *frame, size_t contig, size_t len, ParsedPa
     size_t l4_off;  /* from l3 */
     size_t ip_end;  /* from l3: end of the IP datagram */
     size_t udp_len; /* as the IP header declares it */
+    const uint8_t *udp;
+    const uint8_t *bth;
+    size_t roce_len; /* BTH .. ICRC */
+    if (et == kEtherTypeRoceV1) {
+        /* GRH: an IPv6 header in layout; a version other than 6 or a next header other
+         * than BTH is a malformed RoCEv1 frame (nothing else uses this ethertype). */
+        out.ipv6 = out.rocev1 = true;
+        if (avail < kGrhLen || contig - l2 < kGrhLen)
+            return ParseResult::TooShort;
+        if (!decode_ipv6(l3, avail, out.ip6) || out.ip6.next_hdr != kGrhNextHdrBth)
+            return ParseResult::BadIpHeader;
+        if (kGrhLen + size_t{out.ip6.payload_len} > avail)
+            return ParseResult::TooShort;
+        ip_end = kGrhLen + out.ip6.payload_len;
+        roce_len = out.ip6.payload_len;
+        bth = l3 + kGrhLen;
+        std::memcpy(out.src_gid, out.ip6.src, 16);
+        std::memcpy(out.dst_gid, out.ip6.dst, 16);
+        out.ecn = out.ip6.tclass & 3;
+        out.dscp = out.ip6.tclass >> 2;
+        out.ttl = out.ip6.hop_limit;
+        out.l3_off = static_cast<uint16_t>(l2);
+        out.bth_off = static_cast<uint16_t>(l2 + kGrhLen);
+        goto transport; /* the BTH onwards is parsed as for RoCEv2 */
+    }
     if (et == kEtherTypeIpv4) {
         out.ipv6 = false;
         if (avail < kIpv4Len || contig - l2 < kIpv4Len)
@@ -114,7 +140,7 @@ ParseResult parse_impl(const uint8_t *frame, size_t contig, size_t len, ParsedPa
         return ParseResult::BadUdpLength;
     if (l2 + l4_off + kUdpLen > contig)
         return ParseResult::TooShort;
-    const uint8_t *udp = l3 + l4_off;
+    udp = l3 + l4_off;
     out.udp = decode_udp(udp);
     if (out.udp.dport != kRoceV2UdpPort)
         return ParseResult::NotRoce;
@@ -138,11 +164,13 @@ ParseResult parse_impl(const uint8_t *frame, size_t contig, size_t len, ParsedPa
     out.l3_off = static_cast<uint16_t>(l2);
     out.bth_off = static_cast<uint16_t>(l2 + l4_off + kUdpLen);
 
+    roce_len = udp_len - kUdpLen;
+    bth = udp + kUdpLen;
+
+transport:
     /* BTH. */
-    const size_t roce_len = udp_len - kUdpLen; /* BTH .. ICRC */
     if (roce_len < kBthLen + kIcrcLen || out.bth_off + kBthLen > contig)
         return ParseResult::TooShort;
-    const uint8_t *bth = udp + kUdpLen;
     out.bth = decode_bth(bth);
     if (out.bth.tver != 0)
         return ParseResult::BadTver;
@@ -180,7 +208,8 @@ ParseResult parse_impl(const uint8_t *frame, size_t contig, size_t len, ParsedPa
     out.payload = bth + op.hdr_len;
     out.icrc = icrc_load(l3 + ip_end - kIcrcLen);
 
-    if (verify_icrc && icrc_compute(l3, ip_end - kIcrcLen, out.ipv6) != out.icrc)
+    if (verify_icrc && (out.rocev1 ? icrc_v1_compute(l3, ip_end - kIcrcLen)
+                                   : icrc_compute(l3, ip_end - kIcrcLen, out.ipv6)) != out.icrc)
         return ParseResult::BadIcrc;
     return ParseResult::Ok;
 }
@@ -206,6 +235,8 @@ size_t headers_len(const FrameSpec &s) {
     const OpcodeInfo &op = opcode_info(s.bth.opcode);
     if (!op.valid())
         return 0;
+    if (s.rocev1)
+        return encoded_len(s.eth) + kGrhLen + op.hdr_len;
     return encoded_len(s.eth) + (s.ipv6 ? kIpv6Len : kIpv4Len) + kUdpLen + op.hdr_len;
 }
 
@@ -259,7 +290,8 @@ size_t finish_frame(const FrameSpec &s, uint8_t *l3, uint8_t *p) {
         return 0;
     std::memset(p, 0, pad);
     p += pad;
-    icrc_store(icrc_compute_inplace(l3, static_cast<size_t>(p - l3), s.ipv6), p);
+    const auto n = static_cast<size_t>(p - l3);
+    icrc_store(s.rocev1 ? icrc_v1_compute(l3, n) : icrc_compute_inplace(l3, n, s.ipv6), p);
     return static_cast<size_t>(p - start) + kIcrcLen;
 }
 } // namespace detail
@@ -273,9 +305,14 @@ uint8_t *write_headers(const FrameSpec &s, uint8_t *out) {
     const size_t udp_len = kUdpLen + op.hdr_len + s.payload_len + pad + kIcrcLen;
 
     EthHdr eth = s.eth;
-    eth.ethertype = s.ipv6 ? kEtherTypeIpv6 : kEtherTypeIpv4;
+    eth.ethertype = s.rocev1 ? kEtherTypeRoceV1 : s.ipv6 ? kEtherTypeIpv6 : kEtherTypeIpv4;
     const size_t l2 = encode(eth, out);
     uint8_t *l3 = out + l2;
+    if (s.rocev1) {
+        write_grh(s.tos, s.flow_label, static_cast<uint16_t>(udp_len - kUdpLen), s.ttl, s.src_gid,
+                  s.dst_gid, l3);
+        return detail::write_transport_headers(s, op, pad, l3 + kGrhLen);
+    }
 
     if (s.ipv6) {
         Ipv6Hdr ip{};

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Whole-frame parse and build for RoCEv2 (Ethernet [802.1Q] / IPv4|IPv6 / UDP 4791 /
- * BTH / extended headers / payload / pad / ICRC). The parser never reads outside
+ * BTH / extended headers / payload / pad / ICRC), and RoCEv1 (ethertype 0x8915, GRH
+ * instead of IP/UDP: wire_rocev1.h). The parser never reads outside
  * [frame, frame+len) and reports every rejection as a named reason, which the
  * engine turns into a drop counter. */
 #pragma once
@@ -35,7 +36,8 @@ struct ParsedPacket {
     /* L2 */
     EthHdr eth;
     /* L3: addresses kept in GID form (IPv4 as ::ffff:a.b.c.d) */
-    bool ipv6;
+    bool ipv6;   /* IPv6 header, or a RoCEv1 GRH (decoded into ip6 too) */
+    bool rocev1; /* ethertype 0x8915: GRH, no UDP (udp is zero) */
     uint8_t src_gid[16];
     uint8_t dst_gid[16];
     uint8_t ecn; /* 0..3 (3 = CE) */
@@ -125,6 +127,9 @@ struct FrameSpec {
     const Seg *segs;
     uint32_t nsegs;
     uint32_t payload_len; /* sum of segs[].len */
+    /* RoCEv1: a GRH (from src_gid, dst_gid, tos, ttl, flow_label) instead of IP/UDP;
+     * ipv6, ip_id and udp_sport are then ignored. */
+    bool rocev1 = false;
 };
 
 /* Bytes of headers (L2..last extended header) for this spec. */

@@ -4,6 +4,8 @@
 #include <cstddef>
 #include <cstring>
 
+#include "wire_rocev1.h"
+
 namespace droce::wire {
 
 namespace {
@@ -21,10 +23,11 @@ HeaderTemplate::Key HeaderTemplate::key_of(const FrameSpec &s) {
     k.vlan_tci = s.eth.has_vlan ? s.eth.vlan_tci : 0; /* not on the wire without a tag */
     k.has_vlan = s.eth.has_vlan;
     k.ipv6 = s.ipv6;
+    k.rocev1 = s.rocev1;
     k.tos = s.tos;
     k.ttl = s.ttl;
     k.udp_sport = s.udp_sport;
-    k.flow_label = s.ipv6 ? s.flow_label : 0; /* IPv4 has no flow label */
+    k.flow_label = s.ipv6 || s.rocev1 ? s.flow_label : 0; /* IPv4 has no flow label */
     std::memcpy(k.gids, s.src_gid, 16);
     std::memcpy(k.gids + 16, s.dst_gid, 16);
     return k;
@@ -43,8 +46,9 @@ bool HeaderTemplate::matches(const FrameSpec &s) const {
     return valid_ && std::memcmp(macs, key_.macs, 12) == 0 &&
            std::memcmp(gids, key_.gids, 32) == 0 && s.eth.has_vlan == key_.has_vlan &&
            (!s.eth.has_vlan || s.eth.vlan_tci == key_.vlan_tci) && s.ipv6 == key_.ipv6 &&
-           s.tos == key_.tos && s.ttl == key_.ttl && s.udp_sport == key_.udp_sport &&
-           (!s.ipv6 || s.flow_label == key_.flow_label);
+           s.rocev1 == key_.rocev1 && s.tos == key_.tos && s.ttl == key_.ttl &&
+           s.udp_sport == key_.udp_sport &&
+           (!(s.ipv6 || s.rocev1) || s.flow_label == key_.flow_label);
 }
 
 void HeaderTemplate::rebuild(const FrameSpec &s) {
@@ -54,6 +58,7 @@ void HeaderTemplate::rebuild(const FrameSpec &s) {
     FrameSpec t{};
     t.eth = s.eth;
     t.ipv6 = s.ipv6;
+    t.rocev1 = s.rocev1;
     std::memcpy(t.src_gid, s.src_gid, 16);
     std::memcpy(t.dst_gid, s.dst_gid, 16);
     t.tos = s.tos;
@@ -64,10 +69,12 @@ void HeaderTemplate::rebuild(const FrameSpec &s) {
     uint8_t buf[kMaxL4 + 64];
     wire::build_headers(t, buf, sizeof(buf)); /* an ACK's headers always fit buf */
     l2_len_ = static_cast<uint8_t>(encoded_len(s.eth));
-    l4_end_ = static_cast<uint8_t>(l2_len_ + (s.ipv6 ? kIpv6Len : kIpv4Len) + kUdpLen);
+    rocev1_ = s.rocev1;
+    l4_end_ = static_cast<uint8_t>(l2_len_ +
+                                   (s.rocev1 ? kGrhLen : (s.ipv6 ? kIpv6Len : kIpv4Len) + kUdpLen));
     std::memcpy(hdr_, buf, l4_end_);
     ip4_sum_ = 0;
-    if (!s.ipv6) {
+    if (!s.ipv6 && !s.rocev1) {
         const uint8_t *ip = hdr_ + l2_len_;
         for (size_t i = 0; i < kIpv4Len; i += 2)
             if (i != 2 && i != 4 && i != 10) /* total length, id, checksum */
@@ -108,6 +115,10 @@ uint8_t *HeaderTemplate::write(const FrameSpec &s, const OpcodeInfo &op, uint32_
     const uint32_t udp_len =
         static_cast<uint32_t>(kUdpLen + op.hdr_len + s.payload_len + pad + kIcrcLen);
     uint8_t *l3 = out + l2_len_;
+    if (rocev1_) { /* GRH payload length: BTH .. ICRC; no UDP */
+        st16(static_cast<uint16_t>(udp_len - kUdpLen), l3 + 4);
+        return detail::write_transport_headers(s, op, pad, out + l4_end_);
+    }
     uint8_t *udp = out + l4_end_ - kUdpLen;
     if (s.ipv6) {
         st16(static_cast<uint16_t>(udp_len), l3 + 4);

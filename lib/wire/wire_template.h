@@ -41,6 +41,7 @@ class HeaderTemplate {
         uint16_t vlan_tci;
         uint8_t has_vlan;
         uint8_t ipv6;
+        uint8_t rocev1;
         uint8_t tos;
         uint8_t ttl;
         uint16_t udp_sport;
@@ -61,7 +62,8 @@ class HeaderTemplate {
     Key key_{};
     bool valid_ = false;
     uint8_t l2_len_ = 0;   /* 14 or 18 */
-    uint8_t l4_end_ = 0;   /* L2 + IP + UDP header bytes */
+    uint8_t l4_end_ = 0;   /* L2 + IP + UDP header bytes (RoCEv1: L2 + GRH) */
+    bool rocev1_ = false;
     uint32_t ip4_sum_ = 0; /* IPv4: unfolded sum of the 16-bit words other than total
                               length, id and checksum */
     uint64_t rebuilds_ = 0;

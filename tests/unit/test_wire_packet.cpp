@@ -395,8 +395,8 @@ TEST(WireParse, RejectionReasons) {
     f = b.frame;
     f[12] = 0x08, f[13] = 0x06; /* ARP */
     EXPECT_EQ(parse(f), ParseResult::NotRoce);
-    f[12] = 0x89, f[13] = 0x15; /* RoCEv1 */
-    EXPECT_EQ(parse(f), ParseResult::NotRoce);
+    f[12] = 0x89, f[13] = 0x15; /* RoCEv1 whose "GRH" is this IPv4 header (test_wire_rocev1) */
+    EXPECT_EQ(parse(f), ParseResult::BadIpHeader);
     f[12] = 0x05, f[13] = 0xDC; /* 802.3 length */
     EXPECT_EQ(parse(f), ParseResult::BadEthertype);
     f[12] = 0x88, f[13] = 0xA8; /* 802.1ad */
