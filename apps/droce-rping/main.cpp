@@ -519,7 +519,12 @@ int main(int argc, char **argv) {
     Device *dev = app::open_port_device(*engine, o);
     if (dev == nullptr || !app::start_engine(*engine))
         return 1;
-    auto cm = CmDevice::open(*engine, *dev);
+    /* rping's server RDMA READs the client's start buffer and RDMA WRITEs its rdma
+     * buffer: only the client's QP needs remote rights (its MRs say which buffers). */
+    CmDeviceOptions cmo;
+    cmo.access_flags =
+        kAccessLocalWrite | (o.server == 1 ? 0u : kAccessRemoteRead | kAccessRemoteWrite);
+    auto cm = CmDevice::open(*engine, *dev, cmo);
     if (!cm) {
         std::fprintf(stderr, "Couldn't open the CM of %s: %s\n", dev->name().c_str(),
                      cm.status().message().c_str());

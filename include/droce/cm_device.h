@@ -36,9 +36,13 @@
 namespace droce {
 
 struct CmDeviceOptions {
-    CmChannelConfig channel;     /**< local_ipv4 and ca_guid are filled from the device */
-    uint32_t gsi_slots = 64;     /**< QP1 receive buffers */
-    uint32_t access_flags = 0x7; /**< INIT: local write, remote write, remote read */
+    CmChannelConfig channel; /**< local_ipv4 and ca_guid are filled from the device */
+    uint32_t gsi_slots = 64; /**< QP1 receive buffers */
+    /** INIT access of a QP the CM takes from RESET. Local write only by default (least
+     * privilege): grant the remote rights the application's protocol uses (librdmacm
+     * grants remote write, plus read and atomic with responder resources). A QP already
+     * in INIT keeps its own flags. */
+    uint32_t access_flags = kAccessLocalWrite;
 };
 
 class CmDevice {

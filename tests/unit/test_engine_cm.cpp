@@ -93,7 +93,11 @@ class EngineCm : public ::testing::TestWithParam<bool> {
         a.dev = *da;
         b.dev = *db;
         for (Side *s : {&a, &b}) {
-            auto cm = CmDevice::open(*engine, *s->dev);
+            /* A keeps the default (no remote right); B, the passive side, is written. */
+            CmDeviceOptions cmo;
+            if (s == &b)
+                cmo.access_flags = kAccessLocalWrite | kAccessRemoteWrite;
+            auto cm = CmDevice::open(*engine, *s->dev, cmo);
             ASSERT_TRUE(cm) << cm.status().message();
             s->cm = std::move(*cm);
             s->pd = std::move(*s->dev->alloc_pd());
@@ -203,6 +207,11 @@ TEST_P(EngineCm, ConnectSendWriteDisconnect) {
     EXPECT_EQ(qa.dest_qp_num, b.qp->qp_num());
     EXPECT_EQ(qa.sq_psn, 0x654321u); /* what the passive side expects (its accept)... */
     EXPECT_EQ(qa.rq_psn, 0x123456u); /* ...and what it sends first (our connect) */
+    /* Least privilege: the CM's default grants no remote right; B's options grant WRITE. */
+    EXPECT_EQ(qa.qp_access_flags, kAccessLocalWrite);
+    QpAttr qb;
+    ASSERT_TRUE(b.qp->query(qb));
+    EXPECT_EQ(qb.qp_access_flags, kAccessLocalWrite | kAccessRemoteWrite);
 
     /* SEND: the client's greeting into the receive the server posted. */
     std::strcpy(reinterpret_cast<char *>(a.at(0)), "ping over the CM's QP");

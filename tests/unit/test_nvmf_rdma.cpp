@@ -87,7 +87,9 @@ class NvmfRdma : public ::testing::Test {
         rt = std::make_unique<RdmaTransport>(*tdev, *target_cm, *target, RdmaOptions{});
         ASSERT_TRUE(rt->start(err)) << err;
 
-        auto hcm = CmDevice::open(*engine, *hdev);
+        CmDeviceOptions hco; /* the target READs and WRITEs the host's buffers */
+        hco.access_flags = kAccessLocalWrite | kAccessRemoteRead | kAccessRemoteWrite;
+        auto hcm = CmDevice::open(*engine, *hdev, hco);
         ASSERT_TRUE(hcm) << hcm.status().message();
         host_cm = std::move(*hcm);
         pd = std::move(*hdev->alloc_pd());
