@@ -51,7 +51,9 @@ struct QpTuning {
      * as long as the interval is below the peer's retransmission timeout (rxe's is at
      * least a jiffy, perftest's 67 ms): each re-ACK names the current ePSN - 1, so the
      * one that does leave acknowledges every duplicate it stood in for. Capped at a
-     * quarter of the QP's own local ACK timeout for peers configured like this QP. */
+     * quarter of the QP's own local ACK timeout for peers configured like this QP.
+     * The same interval limits PSN sequence error NAKs for ahead PSNs (a forged one
+     * between legitimate packets would send the peer back N each time). */
     uint64_t dup_ack_interval_ns = 50'000;
 };
 
@@ -312,6 +314,9 @@ class Qp {
     /* the last duplicate re-ACK (QpTuning::dup_ack_interval_ns) */
     bool dup_acked_ = false;
     Time dup_ack_at_ = 0;
+    /* the last PSN sequence error NAK for an ahead PSN (same interval) */
+    bool seq_naked_ = false;
+    Time seq_nak_at_ = 0;
     std::vector<ReadResource> rd_res_;
     uint32_t rd_res_next_ = 0;
     /* Some rd_res_ entry may still owe responses. A hint, set wherever an entry becomes

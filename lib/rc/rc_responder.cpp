@@ -316,6 +316,15 @@ void Qp::responder_on_packet(const wire::ParsedPacket &p, Time now) {
     if (d > 0) {
         ++cfg_.counters->out_of_sequence;
         if (!nak_sent_) {
+            /* One NAK per sequence error (what IBTA asks), and at most one per interval:
+             * a legitimate packet clears nak_sent_, so forged ahead-PSN frames between
+             * legitimate ones would otherwise each send the real peer back N. Left
+             * unset when suppressed: a genuine gap is NAKed by its next packet after
+             * the interval, or covered by the requester's own timeout. */
+            if (!dup_answer_allowed(&seq_naked_, &seq_nak_at_, now)) {
+                ++cfg_.counters->nak_seq_suppressed;
+                return;
+            }
             nak_sent_ = true;
             send_ack(wire::kAethNakPsnSeqErr, epsn_);
         }

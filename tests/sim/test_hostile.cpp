@@ -796,6 +796,51 @@ TEST(Hostile, ForgedDuplicateFloodIsReAckedOncePerInterval) {
     EXPECT_TRUE(w.legit_write(*w.qa, w.scq_a, w.mr_a, w.va(kOffAll), w.mr_all.key, 100, 1));
 }
 
+/* Forged ahead-PSN frames between legitimate requests: each legitimate one clears the
+ * one-NAK-per-gap flag, so without a limit every forged frame sends a PSN sequence
+ * error NAK and the real requester resends everything outstanding. At most one NAK per
+ * QpTuning::dup_ack_interval_ns leaves; the legitimate WRITEs all land and are ACKed;
+ * after a quiet interval an ahead PSN is NAKed again (a genuine gap is still reported). */
+TEST(Hostile, ForgedAheadPsnBetweenLegitIsNakedOncePerInterval) {
+    World w;
+    const uint64_t gap = rc::QpTuning{}.dup_ack_interval_ns;
+    ASSERT_GE(gap, 10'000u);
+    auto naks = [&] {
+        size_t n = 0;
+        for (const auto &a : w.acks_from_b())
+            n += a.syndrome == wire::kAethNakPsnSeqErr;
+        return n;
+    };
+    const Time t0 = w.fab.now;
+    uint32_t legit = 0;
+    uint32_t e = w.epsn(); /* counted here: frames are still in flight when the next is sent */
+    while (w.fab.now - t0 < 10 * gap) {
+        w.inject(
+            w.write(wire::kRcWriteOnly, wire::psn_add(e, 5), w.va(kOffAll), w.mr_all.key, 64, 64));
+        w.settle(1);
+        /* the legitimate next request (as A would send it): accepted, clears nak_sent_ */
+        w.inject(w.write(wire::kRcWriteOnly, e, w.va(kOffAll), w.mr_all.key, 64, 64));
+        w.settle(1);
+        e = wire::psn_add(e, 1);
+        ++legit;
+    }
+    w.settle();
+    EXPECT_GT(legit, 10 * gap / 4000) << "the flood ran (two frames per round)";
+    EXPECT_EQ(w.b.counters.rx_write_requests, legit) << "every legitimate WRITE executed";
+    EXPECT_EQ(w.b.counters.out_of_sequence, legit);
+    const size_t n = naks();
+    EXPECT_GE(n, 9u);
+    EXPECT_LE(n, 11u) << "one sequence NAK per interval, not one per forged frame";
+    EXPECT_EQ(w.b.counters.nak_seq_suppressed, legit - n);
+
+    w.fab.now += gap; /* quiet */
+    w.inject(w.write(wire::kRcWriteOnly, wire::psn_add(w.epsn(), 3), w.va(kOffAll), w.mr_all.key,
+                     64, 64));
+    w.settle();
+    ASSERT_EQ(naks(), n + 1) << "NAKed again once the interval has passed";
+    EXPECT_EQ(w.qb->state(), QpState::Rts);
+}
+
 /* Forged responses at a requester: nothing outstanding, so nothing may be written. */
 TEST(Hostile, ForgedResponsesAtIdleRequester) {
     World w;
