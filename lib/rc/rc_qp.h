@@ -45,7 +45,8 @@ struct QpTuning {
     uint32_t max_inflight_pkts = 128; /* unacked PSNs the requester keeps (rxe: 128) */
     uint32_t ackreq_every = 64;       /* request an ACK at least every N packets (rxe: 64) */
     uint32_t ack_every = 64; /* responder ACKs unasked after N packets (0 = only on AckReq) */
-    /* Duplicate requests re-ACKed (SEND/WRITE) or replayed (atomic, per saved result) at
+    /* Duplicate requests re-ACKed (SEND/WRITE), replayed (atomic) or re-served (READ,
+     * per resource) at
      * most once per this interval (0 = every one): a forged old PSN must not make the
      * responder answer 1:1 towards the real peer. A genuine retry still gets its answer
      * as long as the interval is below the peer's retransmission timeout (rxe's is at
@@ -179,7 +180,7 @@ class Qp {
         bool is_atomic;
         uint64_t atomic_orig; /* replay value of an executed atomic */
         bool valid;
-        bool replayed; /* an atomic replayed at replayed_at (duplicate limit) */
+        bool replayed; /* replayed (atomic) or re-served (READ) at replayed_at: the limit */
         Time replayed_at;
     };
 

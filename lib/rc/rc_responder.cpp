@@ -295,6 +295,13 @@ void Qp::responder_duplicate(const wire::ParsedPacket &p, Time now) {
                 ++cfg_.counters->resp_remote_access_error;
                 return;
             }
+            /* Re-served at most once per interval, as atomics are replayed: a forged
+             * old READ must not make us send up to 2 GiB per frame towards the peer. A
+             * genuine retry comes after the peer's timeout, far beyond the interval. */
+            if (!dup_answer_allowed(&r.replayed, &r.replayed_at, now)) {
+                ++cfg_.counters->duplicate_read_suppressed;
+                return;
+            }
             flush_owed_ack();
             r.psn = psn;
             r.va = p.reth.va;

@@ -796,6 +796,48 @@ TEST(Hostile, ForgedDuplicateFloodIsReAckedOncePerInterval) {
     EXPECT_TRUE(w.legit_write(*w.qa, w.scq_a, w.mr_a, w.va(kOffAll), w.mr_all.key, 100, 1));
 }
 
+/* A flood of replayed READ requests (the PSN of one B already served) is re-served at
+ * most once per QpTuning::dup_ack_interval_ns, as atomics are replayed: each re-serve
+ * reads memory and sends the whole response again, so 1:1 would let a forger make B
+ * stream to the real peer. After a quiet interval a retry is served again. */
+TEST(Hostile, ReplayedReadFloodIsReServedOncePerInterval) {
+    World w;
+    const uint32_t e = w.epsn();
+    const uint64_t gap = rc::QpTuning{}.dup_ack_interval_ns;
+    ASSERT_GE(gap, 10'000u);
+    const Forge rd = w.write(wire::kRcReadRequest, e, w.va(kOffAll), w.mr_all.key, 64, 0);
+    auto responses = [&] {
+        size_t n = 0;
+        for (const auto &a : w.acks_from_b())
+            n += a.opcode == wire::kRcReadResponseOnly && a.psn == e;
+        return n;
+    };
+    w.inject(rd);
+    w.settle();
+    ASSERT_EQ(w.b.counters.rx_read_requests, 1u);
+    ASSERT_EQ(responses(), 1u) << "the original READ is served";
+    const Time t0 = w.fab.now;
+    while (w.fab.now - t0 < 10 * gap) {
+        w.inject(rd);
+        w.settle(1);
+    }
+    w.settle();
+    const uint64_t dups = w.b.counters.duplicate_request;
+    EXPECT_GT(dups, 10 * gap / 2000) << "the flood ran (one frame per link delay)";
+    const size_t n = responses() - 1;
+    EXPECT_GE(n, 9u);
+    EXPECT_LE(n, 11u) << "one re-serve per interval, not one per replayed request";
+    EXPECT_EQ(w.b.counters.duplicate_read_suppressed, dups - n);
+    EXPECT_EQ(w.b.counters.rx_read_requests, 1u);
+
+    w.fab.now += gap; /* quiet */
+    w.inject(rd);
+    w.settle();
+    EXPECT_EQ(responses(), n + 2) << "served again once the interval has passed";
+    EXPECT_EQ(w.arena_damage(), "");
+    EXPECT_EQ(w.qb->state(), QpState::Rts); /* (A's PSN e was taken by the forged READ) */
+}
+
 /* Forged ahead-PSN frames between legitimate requests: each legitimate one clears the
  * one-NAK-per-gap flag, so without a limit every forged frame sends a PSN sequence
  * error NAK and the real requester resends everything outstanding. At most one NAK per
