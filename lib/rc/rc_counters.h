@@ -24,6 +24,8 @@ namespace droce::rc {
     X(resp_cqe_error)                                                                              \
     X(resp_busy_drop) /* new request while READ responses were queued: dropped, NAKed after */     \
     X(duplicate_ack_suppressed) /* duplicate not re-ACKed/replayed: one answered < interval ago */ \
+    X(duplicate_read_suppressed) /* duplicate READ not re-served: served < interval ago */         \
+    X(nak_seq_suppressed)        /* ahead PSN not NAKed: a sequence NAK left < interval ago */     \
     /* requester / completer */                                                                    \
     X(packet_seq_err)             /* NAK PSN sequence error received */                            \
     X(implied_nak_seq_err)        /* READ/atomic response implies earlier packets lost */          \

@@ -222,7 +222,8 @@ Status Qp::modify(const QpAttr &a, uint32_t mask, const Path *path) {
         sq_head_ = sq_cur_ = sq_tail_ = 0;
         rq_.clear();
         cur_off_ = 0;
-        in_send_ = in_write_ = nak_sent_ = ack_owed_ = busy_dropped_ = dup_acked_ = false;
+        in_send_ = in_write_ = nak_sent_ = ack_owed_ = busy_dropped_ = dup_acked_ = seq_naked_ =
+            false;
         retrans_deadline_ = rnr_deadline_ = 0;
         rd_atomic_inflight_ = 0;
         msn_ = 0;

@@ -46,13 +46,16 @@ struct QpTuning {
     uint32_t max_inflight_pkts = 128; /* unacked PSNs the requester keeps (rxe: 128) */
     uint32_t ackreq_every = 64;       /* request an ACK at least every N packets (rxe: 64) */
     uint32_t ack_every = 64; /* responder ACKs unasked after N packets (0 = only on AckReq) */
-    /* Duplicate requests re-ACKed (SEND/WRITE) or replayed (atomic, per saved result) at
+    /* Duplicate requests re-ACKed (SEND/WRITE), replayed (atomic) or re-served (READ,
+     * per resource) at
      * most once per this interval (0 = every one): a forged old PSN must not make the
      * responder answer 1:1 towards the real peer. A genuine retry still gets its answer
      * as long as the interval is below the peer's retransmission timeout (rxe's is at
      * least a jiffy, perftest's 67 ms): each re-ACK names the current ePSN - 1, so the
      * one that does leave acknowledges every duplicate it stood in for. Capped at a
-     * quarter of the QP's own local ACK timeout for peers configured like this QP. */
+     * quarter of the QP's own local ACK timeout for peers configured like this QP.
+     * The same interval limits PSN sequence error NAKs for ahead PSNs (a forged one
+     * between legitimate packets would send the peer back N each time). */
     uint64_t dup_ack_interval_ns = 50'000;
 };
 
@@ -182,7 +185,7 @@ class Qp {
         bool is_atomic;
         uint64_t atomic_orig; /* replay value of an executed atomic */
         bool valid;
-        bool replayed; /* an atomic replayed at replayed_at (duplicate limit) */
+        bool replayed; /* replayed (atomic) or re-served (READ) at replayed_at: the limit */
         Time replayed_at;
     };
 
@@ -317,6 +320,9 @@ class Qp {
     /* the last duplicate re-ACK (QpTuning::dup_ack_interval_ns) */
     bool dup_acked_ = false;
     Time dup_ack_at_ = 0;
+    /* the last PSN sequence error NAK for an ahead PSN (same interval) */
+    bool seq_naked_ = false;
+    Time seq_nak_at_ = 0;
     std::vector<ReadResource> rd_res_;
     uint32_t rd_res_next_ = 0;
     /* Some rd_res_ entry may still owe responses. A hint, set wherever an entry becomes

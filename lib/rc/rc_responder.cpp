@@ -295,6 +295,13 @@ void Qp::responder_duplicate(const wire::ParsedPacket &p, Time now) {
                 ++cfg_.counters->resp_remote_access_error;
                 return;
             }
+            /* Re-served at most once per interval, as atomics are replayed: a forged
+             * old READ must not make us send up to 2 GiB per frame towards the peer. A
+             * genuine retry comes after the peer's timeout, far beyond the interval. */
+            if (!dup_answer_allowed(&r.replayed, &r.replayed_at, now)) {
+                ++cfg_.counters->duplicate_read_suppressed;
+                return;
+            }
             flush_owed_ack();
             r.psn = psn;
             r.va = p.reth.va;
@@ -316,6 +323,15 @@ void Qp::responder_on_packet(const wire::ParsedPacket &p, Time now) {
     if (d > 0) {
         ++cfg_.counters->out_of_sequence;
         if (!nak_sent_) {
+            /* One NAK per sequence error (what IBTA asks), and at most one per interval:
+             * a legitimate packet clears nak_sent_, so forged ahead-PSN frames between
+             * legitimate ones would otherwise each send the real peer back N. Left
+             * unset when suppressed: a genuine gap is NAKed by its next packet after
+             * the interval, or covered by the requester's own timeout. */
+            if (!dup_answer_allowed(&seq_naked_, &seq_nak_at_, now)) {
+                ++cfg_.counters->nak_seq_suppressed;
+                return;
+            }
             nak_sent_ = true;
             send_ack(wire::kAethNakPsnSeqErr, epsn_);
         }

@@ -796,6 +796,93 @@ TEST(Hostile, ForgedDuplicateFloodIsReAckedOncePerInterval) {
     EXPECT_TRUE(w.legit_write(*w.qa, w.scq_a, w.mr_a, w.va(kOffAll), w.mr_all.key, 100, 1));
 }
 
+/* A flood of replayed READ requests (the PSN of one B already served) is re-served at
+ * most once per QpTuning::dup_ack_interval_ns, as atomics are replayed: each re-serve
+ * reads memory and sends the whole response again, so 1:1 would let a forger make B
+ * stream to the real peer. After a quiet interval a retry is served again. */
+TEST(Hostile, ReplayedReadFloodIsReServedOncePerInterval) {
+    World w;
+    const uint32_t e = w.epsn();
+    const uint64_t gap = rc::QpTuning{}.dup_ack_interval_ns;
+    ASSERT_GE(gap, 10'000u);
+    const Forge rd = w.write(wire::kRcReadRequest, e, w.va(kOffAll), w.mr_all.key, 64, 0);
+    auto responses = [&] {
+        size_t n = 0;
+        for (const auto &a : w.acks_from_b())
+            n += a.opcode == wire::kRcReadResponseOnly && a.psn == e;
+        return n;
+    };
+    w.inject(rd);
+    w.settle();
+    ASSERT_EQ(w.b.counters.rx_read_requests, 1u);
+    ASSERT_EQ(responses(), 1u) << "the original READ is served";
+    const Time t0 = w.fab.now;
+    while (w.fab.now - t0 < 10 * gap) {
+        w.inject(rd);
+        w.settle(1);
+    }
+    w.settle();
+    const uint64_t dups = w.b.counters.duplicate_request;
+    EXPECT_GT(dups, 10 * gap / 2000) << "the flood ran (one frame per link delay)";
+    const size_t n = responses() - 1;
+    EXPECT_GE(n, 9u);
+    EXPECT_LE(n, 11u) << "one re-serve per interval, not one per replayed request";
+    EXPECT_EQ(w.b.counters.duplicate_read_suppressed, dups - n);
+    EXPECT_EQ(w.b.counters.rx_read_requests, 1u);
+
+    w.fab.now += gap; /* quiet */
+    w.inject(rd);
+    w.settle();
+    EXPECT_EQ(responses(), n + 2) << "served again once the interval has passed";
+    EXPECT_EQ(w.arena_damage(), "");
+    EXPECT_EQ(w.qb->state(), QpState::Rts); /* (A's PSN e was taken by the forged READ) */
+}
+
+/* Forged ahead-PSN frames between legitimate requests: each legitimate one clears the
+ * one-NAK-per-gap flag, so without a limit every forged frame sends a PSN sequence
+ * error NAK and the real requester resends everything outstanding. At most one NAK per
+ * QpTuning::dup_ack_interval_ns leaves; the legitimate WRITEs all land and are ACKed;
+ * after a quiet interval an ahead PSN is NAKed again (a genuine gap is still reported). */
+TEST(Hostile, ForgedAheadPsnBetweenLegitIsNakedOncePerInterval) {
+    World w;
+    const uint64_t gap = rc::QpTuning{}.dup_ack_interval_ns;
+    ASSERT_GE(gap, 10'000u);
+    auto naks = [&] {
+        size_t n = 0;
+        for (const auto &a : w.acks_from_b())
+            n += a.syndrome == wire::kAethNakPsnSeqErr;
+        return n;
+    };
+    const Time t0 = w.fab.now;
+    uint32_t legit = 0;
+    uint32_t e = w.epsn(); /* counted here: frames are still in flight when the next is sent */
+    while (w.fab.now - t0 < 10 * gap) {
+        w.inject(
+            w.write(wire::kRcWriteOnly, wire::psn_add(e, 5), w.va(kOffAll), w.mr_all.key, 64, 64));
+        w.settle(1);
+        /* the legitimate next request (as A would send it): accepted, clears nak_sent_ */
+        w.inject(w.write(wire::kRcWriteOnly, e, w.va(kOffAll), w.mr_all.key, 64, 64));
+        w.settle(1);
+        e = wire::psn_add(e, 1);
+        ++legit;
+    }
+    w.settle();
+    EXPECT_GT(legit, 10 * gap / 4000) << "the flood ran (two frames per round)";
+    EXPECT_EQ(w.b.counters.rx_write_requests, legit) << "every legitimate WRITE executed";
+    EXPECT_EQ(w.b.counters.out_of_sequence, legit);
+    const size_t n = naks();
+    EXPECT_GE(n, 9u);
+    EXPECT_LE(n, 11u) << "one sequence NAK per interval, not one per forged frame";
+    EXPECT_EQ(w.b.counters.nak_seq_suppressed, legit - n);
+
+    w.fab.now += gap; /* quiet */
+    w.inject(w.write(wire::kRcWriteOnly, wire::psn_add(w.epsn(), 3), w.va(kOffAll), w.mr_all.key,
+                     64, 64));
+    w.settle();
+    ASSERT_EQ(naks(), n + 1) << "NAKed again once the interval has passed";
+    EXPECT_EQ(w.qb->state(), QpState::Rts);
+}
+
 /* Forged responses at a requester: nothing outstanding, so nothing may be written. */
 TEST(Hostile, ForgedResponsesAtIdleRequester) {
     World w;
