@@ -24,6 +24,7 @@
 #include <droce/cm_device.h>
 #include <droce/droce.h>
 
+#include "app_cm.h"
 #include "app_engine.h"
 #include "cli_numbers.h"
 #include "device_options.h"
@@ -454,28 +455,21 @@ int main(int argc, char **argv) {
     Device *dev = app::open_port_device(*engine, o);
     if (dev == nullptr || !app::start_engine(*engine))
         return 1;
-    auto cm = CmDevice::open(*engine, *dev);
-    if (!cm) {
-        std::fprintf(stderr, "Couldn't open the CM of %s: %s\n", dev->name().c_str(),
-                     cm.status().message().c_str());
+    auto cm = app::open_cm(*engine, *dev);
+    if (!cm)
         return 1;
-    }
     int rc;
     {
-        Cmatose t(o, run, *dev, **cm);
+        Cmatose t(o, run, *dev, *cm);
         rc = t.run();
     }
     std::fflush(stdout);
     if (o.counters) {
-        const char *n;
-        uint64_t v;
-        for (size_t i = 0; (*cm)->counter(i, n, v); ++i)
-            if (v)
-                std::printf("  %s %" PRIu64 "\n", n, v);
+        app::print_cm_counters(*cm);
         app::print_device_counters(dev, "");
     }
     std::fflush(stdout);
-    cm->reset();
+    cm.reset();
     engine->stop();
     return rc;
 }

@@ -22,6 +22,7 @@
 #include <droce/cm_device.h>
 #include <droce/droce.h>
 
+#include "app_cm.h"
 #include "app_engine.h"
 #include "cli_numbers.h"
 #include "device_options.h"
@@ -341,17 +342,14 @@ int main(int argc, char **argv) {
         return 1;
     CmDeviceOptions cmo;
     cmo.access_flags = kAccessLocalWrite; /* QP1's hook: no remote rights either */
-    auto cm = CmDevice::open(*engine, *dev, cmo);
-    if (!cm) {
-        std::fprintf(stderr, "Couldn't open the CM of %s: %s\n", dev->name().c_str(),
-                     cm.status().message().c_str());
+    auto cm = app::open_cm(*engine, *dev, cmo);
+    if (!cm)
         return 1;
-    }
     int rc = 0;
     {
         nvmf::RdmaOptions ro;
         ro.port = o.port;
-        nvmf::RdmaTransport rt(*dev, **cm, *target, ro);
+        nvmf::RdmaTransport rt(*dev, *cm, *target, ro);
         if (!rt.start(err)) {
             std::fprintf(stderr, "%s\n", err.c_str());
             return 1;
@@ -396,15 +394,11 @@ int main(int argc, char **argv) {
             print_counters(target->counters(), rt.counters());
     }
     if (o.counters) {
-        const char *n;
-        uint64_t v;
-        for (size_t i = 0; (*cm)->counter(i, n, v); ++i)
-            if (v)
-                std::printf("  %s %" PRIu64 "\n", n, v);
+        app::print_cm_counters(*cm);
         app::print_device_counters(dev, "");
     }
     std::fflush(stdout);
-    cm->reset();
+    cm.reset();
     engine->stop();
     return rc;
 }

@@ -18,6 +18,7 @@
 
 #include <droce/cm_device.h>
 
+#include "app_cm.h"
 #include "proto.h"
 #include "qp_resources.h"
 #include "report.h"
@@ -157,11 +158,7 @@ class CmPerf {
         while (cm_.now_ns() < until)
             tick();
         if (opt_.counters) {
-            const char *n;
-            uint64_t v;
-            for (size_t i = 0; cm_.counter(i, n, v); ++i)
-                if (v)
-                    std::printf("  %s %" PRIu64 "\n", n, v);
+            app::print_cm_counters(cm_);
         }
         return ok ? 0 : 1;
     }

@@ -24,6 +24,7 @@
 #include <droce/cm_device.h>
 #include <droce/droce.h>
 
+#include "app_cm.h"
 #include "app_engine.h"
 #include "cli_numbers.h"
 #include "device_options.h"
@@ -524,27 +525,20 @@ int main(int argc, char **argv) {
     CmDeviceOptions cmo;
     cmo.access_flags =
         kAccessLocalWrite | (o.server == 1 ? 0u : kAccessRemoteRead | kAccessRemoteWrite);
-    auto cm = CmDevice::open(*engine, *dev, cmo);
-    if (!cm) {
-        std::fprintf(stderr, "Couldn't open the CM of %s: %s\n", dev->name().c_str(),
-                     cm.status().message().c_str());
+    auto cm = app::open_cm(*engine, *dev, cmo);
+    if (!cm)
         return 1;
-    }
     int rc;
     {
-        Rping r(o, run, *dev, **cm);
+        Rping r(o, run, *dev, *cm);
         rc = r.run();
     }
     if (o.counters) {
-        const char *n;
-        uint64_t v;
-        for (size_t i = 0; (*cm)->counter(i, n, v); ++i)
-            if (v)
-                std::printf("  %s %" PRIu64 "\n", n, v);
+        app::print_cm_counters(*cm);
         app::print_device_counters(dev, "");
     }
     std::fflush(stdout);
-    cm->reset();
+    cm.reset();
     engine->stop();
     return rc;
 }

@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include "app_cm.h"
+
+#include <cinttypes>
+#include <cstdio>
+
+namespace droce::app {
+
+std::unique_ptr<CmDevice> open_cm(Engine &engine, Device &dev, const CmDeviceOptions &opt) {
+    auto cm = CmDevice::open(engine, dev, opt);
+    if (!cm) {
+        std::fprintf(stderr, "Couldn't open the CM of %s: %s\n", dev.name().c_str(),
+                     cm.status().message().c_str());
+        return nullptr;
+    }
+    return std::move(*cm);
+}
+
+void print_cm_counters(const CmDevice &cm) {
+    const char *n;
+    uint64_t v;
+    for (size_t i = 0; cm.counter(i, n, v); ++i)
+        if (v)
+            std::printf("  %s %" PRIu64 "\n", n, v);
+}
+
+} // namespace droce::app
