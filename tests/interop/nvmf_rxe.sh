@@ -9,7 +9,8 @@
 #              NQN not H is refused (`nvme connect` fails, the target counts Connect Invalid
 #              Host), `nvme connect -q H`
 #              makes /dev/nvmeXnY, a random pattern is written with dd oflag=direct and read
-#              back with iflag=direct (SHA-256 equal, plus a 4 KiB-block pass at an offset),
+#              back with iflag=direct (SHA-256 equal, plus a 4 KiB-block pass at an offset, and
+#              4 concurrent dd streams of random 4 KiB blocks each read back at once),
 #              `nvme disconnect` is clean; then droce-nvmf gets SIGTERM and must exit 0 with
 #              no RDMA error, READ failure or post failure in its counters.
 #   nvmf-file  the same on --file (O_DIRECT worker), then droce-nvmf is restarted on the same
@@ -128,6 +129,17 @@ run_case() { # KIND -> CASE_OK, CASE_WHY
         dd if=\$d of=/tmp/s bs=64k skip=256 count=16 iflag=direct 2>&1 | tail -1 &&
         a=\$(sha256sum < /tmp/q) && b=\$(sha256sum < /tmp/s) && echo \"sha4k \$a \$b\" && [ \"\$a\" = \"\$b\" ]"
       guest "$g" "$io" || CASE_WHY+="data written and read back differ (or dd failed); "
+      # Four concurrent dd streams, each 16 random 4 KiB blocks in its own 4 MiB region (past
+      # the pattern), every block read back at once and compared.
+      local conc="$GUEST_DEV; pids=''; for j in 0 1 2 3; do (
+          i=0; while [ \$i -lt 16 ]; do b=\$((8192 + j * 1024 + RANDOM % 1024))
+            dd if=/dev/urandom of=/tmp/w\$j bs=4k count=1 2>/dev/null &&
+            dd if=/tmp/w\$j of=\$d bs=4k seek=\$b oflag=direct 2>/dev/null &&
+            dd if=\$d of=/tmp/v\$j bs=4k skip=\$b count=1 iflag=direct 2>/dev/null &&
+            [ \"\$(sha256sum < /tmp/w\$j)\" = \"\$(sha256sum < /tmp/v\$j)\" ] || { echo \"stream \$j block \$b differs\"; exit 1; }
+            i=\$((i + 1)); done ) & pids=\"\$pids \$!\"; done
+        rc=0; for p in \$pids; do wait \$p || rc=1; done; echo \"concurrent 4x16 4k rc \$rc\"; exit \$rc"
+      guest "$g" "$conc" || CASE_WHY+="concurrent random 4 KiB writes did not read back; "
       [ "$BENCH" -gt 0 ] && bench "$dir" "$kind"
       guest "$g" "nvme disconnect -n $NQN" || CASE_WHY+="nvme disconnect failed; "
     fi
@@ -158,7 +170,7 @@ run_case() { # KIND -> CASE_OK, CASE_WHY
   fi
   if [ -z "$CASE_WHY" ]; then
     CASE_OK=1
-    CASE_WHY="$(( $(date +%s) - t0 ))s; $MIB MiB + 1 MiB of 4 KiB blocks verified"
+    CASE_WHY="$(( $(date +%s) - t0 ))s; $MIB MiB + 1 MiB of 4 KiB blocks + 4 concurrent streams verified"
     [ "$kind" = file ] && CASE_WHY+=", still there after a restart"
     CASE_WHY+=$capnote
     rm -f "$dir/capture.pcap" "$dir/disk.img"
