@@ -119,8 +119,8 @@ int parse(int argc, char **argv, Options &o) {
     });
     /* --config first (its [nvmf] section too): the command line then overrides it. */
     nvmf::NvmfSettings file;
-    if (std::string err = app::load_config_option(split.ours_argc(), ours.data(), o,
-                                                  "droce-nvmf", {}, {nvmf_config_section(file)});
+    if (std::string err = app::load_config_option(split.ours_argc(), ours.data(), o, "droce-nvmf",
+                                                  {}, {nvmf::nvmf_config_section(file)});
         !err.empty()) {
         std::fprintf(stderr, "%s: %s\n", argv0, err.c_str());
         return 1;
@@ -224,8 +224,10 @@ int parse(int argc, char **argv, Options &o) {
     cl.insert(cl.end(), o.namespaces.begin(), o.namespaces.end());
     o.namespaces = cl.empty() ? file.namespaces : cl;
     if (o.namespaces.empty()) {
-        std::fprintf(stderr, "%s: no namespace: give --ram SIZE, --file PATH, --namespace SPEC "
-                             "or [nvmf] namespace in --config\n", argv0);
+        std::fprintf(stderr,
+                     "%s: no namespace: give --ram SIZE, --file PATH, --namespace SPEC "
+                     "or [nvmf] namespace in --config\n",
+                     argv0);
         return 1;
     }
     if (o.namespaces.size() > nvmf::kMaxNamespaces) {

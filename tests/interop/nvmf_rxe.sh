@@ -49,6 +49,9 @@ while (($#)); do case $1 in
   -*) il_die "unknown option $1";;
   *) [ -z "$BUILD" ] || il_die "one build directory only"; BUILD=$1; shift;;
 esac; done
+# The 64 MiB namespace: the pattern, then 1 MiB of 4 KiB blocks, then 4 x 4 MiB of streams
+[ "$MIB" -ge 1 ] && [ "$MIB" -le 47 ] || il_die "--mib: 1..47 (the namespace is 64 MiB)"
+P4K=$((MIB * 256)) # the first 4 KiB block past the pattern
 CONNECT="nvme connect -t rdma -a $IL_DROCE_IP -s $PORT -n $NQN"
 DROCE_EAL=${DROCE_EAL:--l 0 --no-huge -m 512 --no-pci --no-shconf}
 trap il_cleanup EXIT
@@ -126,7 +129,7 @@ run_case() { # KIND -> CASE_OK, CASE_WHY
       # The ram case's config file: its serial and its second namespace reach the guest.
       [ "$kind" = ram ] && { guest "$g" "$GUEST_DEV; n2=\${d%n1}n2; for i in \$(seq 50); do
           [ -b \$n2 ] && break; usleep 100000; done; ls -l \$n2; echo serial \$(cat /sys/class/nvme/nvme*/serial)
-          [ -b \$n2 ] && grep -qx $SERIAL /sys/class/nvme/nvme*/serial" ||
+          [ -b \$n2 ] && grep -q \"^$SERIAL *\$\" /sys/class/nvme/nvme*/serial" ||
         CASE_WHY+="the guest does not see namespace 2 or serial $SERIAL from the config file; "; }
       # The pattern, written and read back whole with 1 MiB direct I/O, then a 4 KiB-block pass
       # at an offset (many small commands, in-capsule writes) read back with 64 KiB blocks.
@@ -136,14 +139,15 @@ run_case() { # KIND -> CASE_OK, CASE_WHY
         dd if=\$d of=/tmp/r bs=1M count=$MIB iflag=direct 2>&1 | tail -1 &&
         a=\$(sha256sum < /tmp/p) && b=\$(sha256sum < /tmp/r) && echo \"sha \$a \$b\" && [ \"\$a\" = \"\$b\" ] &&
         dd if=/dev/urandom of=/tmp/q bs=4k count=256 2>/dev/null &&
-        dd if=/tmp/q of=\$d bs=4k seek=4096 oflag=direct 2>&1 | tail -1 &&
-        dd if=\$d of=/tmp/s bs=64k skip=256 count=16 iflag=direct 2>&1 | tail -1 &&
+        dd if=/tmp/q of=\$d bs=4k seek=$P4K oflag=direct 2>&1 | tail -1 &&
+        dd if=\$d of=/tmp/s bs=64k skip=$((P4K / 16)) count=16 iflag=direct 2>&1 | tail -1 &&
         a=\$(sha256sum < /tmp/q) && b=\$(sha256sum < /tmp/s) && echo \"sha4k \$a \$b\" && [ \"\$a\" = \"\$b\" ]"
       guest "$g" "$io" || CASE_WHY+="data written and read back differ (or dd failed); "
       # Four concurrent dd streams, each 16 random 4 KiB blocks in its own 4 MiB region (past
-      # the pattern), every block read back at once and compared.
+      # the pattern and the 4 KiB pass: the file case reads the pattern again after a
+      # restart), every block read back at once and compared.
       local conc="$GUEST_DEV; pids=''; for j in 0 1 2 3; do (
-          i=0; while [ \$i -lt 16 ]; do b=\$((8192 + j * 1024 + RANDOM % 1024))
+          i=0; while [ \$i -lt 16 ]; do b=\$(($P4K + 256 + j * 1024 + RANDOM % 1024))
             dd if=/dev/urandom of=/tmp/w\$j bs=4k count=1 2>/dev/null &&
             dd if=/tmp/w\$j of=\$d bs=4k seek=\$b oflag=direct 2>/dev/null &&
             dd if=\$d of=/tmp/v\$j bs=4k skip=\$b count=1 iflag=direct 2>/dev/null &&
@@ -211,7 +215,7 @@ bench() {
   for op in read write; do
     local cmd
     if [ $op = read ]; then cmd="dd if=\$d of=/dev/null bs=4k count=1024 iflag=direct"
-    else cmd="dd if=/tmp/p of=\$d bs=4k count=1024 seek=8192 oflag=direct"; fi
+    else cmd="dd if=/tmp/p of=\$d bs=4k count=1024 seek=$P4K oflag=direct"; fi
     guest "$dir/bench.log" "$GUEST_DEV; t() { read a b < /proc/uptime; echo \${a%.*}\${a#*.}; }
       for i in \$(seq $BENCH); do s=\$(t); $cmd 2>/dev/null || echo dd failed; e=\$(t)
       echo \"bench $kind $op 4k x1024 cs \$((e - s))\"; done"
