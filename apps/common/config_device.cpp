@@ -314,12 +314,26 @@ bool find_config_option(int argc, char *const *argv, std::string &path, std::str
 }
 
 std::string apply_device_config(const std::string &path, DeviceOptions &o, const char *tool,
-                                const std::vector<ToolConfigKey> &tool_keys) {
+                                const std::vector<ToolConfigKey> &tool_keys,
+                                const std::vector<ToolConfigSection> &tool_sections) {
     ConfigFile cf;
-    if (std::string err = load_config_file(path, cf, {"eal.vdev", "port.ip6", "port.gateway"}); !err.empty())
+    std::vector<std::string> repeatable = {"eal.vdev", "port.ip6", "port.gateway"};
+    for (const auto &ts : tool_sections)
+        for (const auto &k : ts.repeatable)
+            repeatable.push_back(ts.name + "." + k);
+    if (std::string err = load_config_file(path, cf, repeatable); !err.empty())
         return err;
     o.config_path = path;
     for (const auto &sec : cf.sections) {
+        const ToolConfigSection *own = nullptr;
+        for (const auto &ts : tool_sections)
+            if (sec.name == ts.name)
+                own = &ts;
+        if (own != nullptr) { /* the tool's own section: it reads it */
+            if (std::string err = own->take(cf, sec); !err.empty())
+                return err;
+            continue;
+        }
         bool known = false;
         for (const char *s : kSections)
             known = known || sec.name == s;
@@ -354,13 +368,14 @@ std::string apply_device_config(const std::string &path, DeviceOptions &o, const
 }
 
 std::string load_config_option(int argc, char *const *argv, DeviceOptions &o, const char *tool,
-                               const std::vector<ToolConfigKey> &tool_keys) {
+                               const std::vector<ToolConfigKey> &tool_keys,
+                               const std::vector<ToolConfigSection> &tool_sections) {
     std::string path, err;
     if (!find_config_option(argc, argv, path, err))
         return err;
     if (path.empty())
         return "";
-    return apply_device_config(path, o, tool, tool_keys);
+    return apply_device_config(path, o, tool, tool_keys, tool_sections);
 }
 
 } // namespace droce::app

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* droce-nvmf: an NVMe-over-Fabrics RDMA target on droce. One subsystem with one namespace
- * (a RAM disk or an O_DIRECT file/block device) plus the discovery subsystem, on one
+/* droce-nvmf: an NVMe-over-Fabrics RDMA target on droce. One subsystem with one or more
+ * namespaces (RAM disks or O_DIRECT files/block devices; --namespace or a --config file's
+ * [nvmf] section, see config/nvmf.conf) plus the discovery subsystem, on one
  * port (4420 unless -p). The Linux initiator finds and mounts it with
  *   nvme discover -t rdma -a IP -s 4420; nvme connect -t rdma -a IP -s 4420 -n NQN
  * One thread runs the engine (embedded mode), the CM, the RDMA glue and the target core in
@@ -29,6 +30,7 @@
 #include "eal_args.h"
 #include "nvmf.h"
 #include "nvmf_bdev.h"
+#include "nvmf_config.h"
 #include "nvmf_rdma.h"
 
 using namespace droce;
@@ -47,6 +49,7 @@ enum ToolOption : int {
     kOptMdts,
     kOptInCapsule,
     kOptFileDepth,
+    kOptNamespace,
 };
 
 struct Options : app::DeviceOptions {
@@ -63,6 +66,7 @@ struct Options : app::DeviceOptions {
     uint32_t mdts = 128 * 1024;
     uint32_t in_capsule = 8192;
     uint32_t file_depth = 256;
+    std::vector<nvmf::NamespaceSpec> namespaces; /* --namespace, in order */
     bool verbose = false;
 };
 
@@ -71,10 +75,13 @@ const app::DeviceOptionRules kRules{};
 void usage(const char *argv0, FILE *f) {
     std::fprintf(
         f,
-        "Usage: %s [EAL args --] (--ram SIZE | --file PATH [--size SIZE]) [options]\n"
+        "Usage: %s [EAL args --] (--ram SIZE | --file PATH [--size SIZE] | --namespace SPEC...)\n"
+        "       [options]   (namespaces: --ram, then --file, then each --namespace: NSID 1, 2..)\n"
         "  --ram SIZE          RAM disk of SIZE bytes (K/M/G suffixes)\n"
         "  --file PATH         file or block device, O_DIRECT on a worker thread\n"
         "  --size SIZE         --file: its size (a shorter regular file is extended)\n"
+        "  --namespace SPEC    one more namespace: ram:SIZE or file:PATH[,size=SIZE]\n"
+        "                      (repeatable; any of these replace the --config file's)\n"
         "  -p, --port N        RDMA-CM port (default 4420)\n"
         "  --nqn NQN           subsystem NQN (default nqn.2026-11.io.droce:nvmf0)\n"
         "  --serial S          serial number\n"
@@ -85,38 +92,9 @@ void usage(const char *argv0, FILE *f) {
         "  --in-capsule BYTES  in-capsule data per command (default 8192)\n"
         "  -v                  log connections\n"
         "droce device options: --dpdk-port NAME|ID --ip A.B.C.D/P [--mac M] [--eth-mtu N]\n"
-        "  [--embedded|--worker] [--timeout S] [--counters] [--log-level L] [--config F]\n",
+        "  [--embedded|--worker] [--timeout S] [--counters] [--log-level L] [--config F]\n"
+        "--config F: droce.conf's sections plus [nvmf] (nqn, serial, host, namespace, port)\n",
         argv0);
-}
-
-bool parse_size(const char *s, uint64_t &out) {
-    std::string v(s);
-    uint64_t mul = 1;
-    if (!v.empty()) {
-        switch (v.back()) {
-        case 'k':
-        case 'K':
-            mul = 1ull << 10;
-            break;
-        case 'm':
-        case 'M':
-            mul = 1ull << 20;
-            break;
-        case 'g':
-        case 'G':
-            mul = 1ull << 30;
-            break;
-        default:
-            break;
-        }
-        if (mul != 1)
-            v.pop_back();
-    }
-    uint64_t n = 0;
-    if (!app::parse_u64(v.c_str(), (1ull << 50) / mul, n))
-        return false;
-    out = n * mul;
-    return true;
 }
 
 /* 0: run, 1: exit with error, 2: exit ok. */
@@ -138,7 +116,20 @@ int parse(int argc, char **argv, Options &o) {
         {"io-queues", required_argument, nullptr, kOptIoQueues},
         {"mdts", required_argument, nullptr, kOptMdts},
         {"in-capsule", required_argument, nullptr, kOptInCapsule},
+        {"namespace", required_argument, nullptr, kOptNamespace},
     });
+    /* --config first (its [nvmf] section too): the command line then overrides it. */
+    nvmf::NvmfSettings file;
+    if (std::string err = app::load_config_option(split.ours_argc(), ours.data(), o, "droce-nvmf",
+                                                  {}, {nvmf::nvmf_config_section(file)});
+        !err.empty()) {
+        std::fprintf(stderr, "%s: %s\n", argv0, err.c_str());
+        return 1;
+    }
+    o.nqn = file.nqn;
+    o.serial = file.serial;
+    o.port = file.port;
+    bool hosts_given = false;
     opterr = 0;
     optind = 1;
     for (;;) {
@@ -157,14 +148,14 @@ int parse(int argc, char **argv, Options &o) {
             o.port = static_cast<uint16_t>(u);
             break;
         case kOptRam:
-            if (!parse_size(optarg, o.ram) || o.ram == 0)
+            if (!nvmf::parse_size(optarg, o.ram) || o.ram == 0)
                 return bad("--ram size");
             break;
         case kOptFile:
             o.file = optarg;
             break;
         case kOptSize:
-            if (!parse_size(optarg, o.size))
+            if (!nvmf::parse_size(optarg, o.size))
                 return bad("--size");
             break;
         case kOptNqn:
@@ -174,8 +165,19 @@ int parse(int argc, char **argv, Options &o) {
             o.serial = optarg;
             break;
         case kOptHost:
+            hosts_given = true;
             o.hosts.emplace_back(optarg);
             break;
+        case kOptNamespace: {
+            nvmf::NamespaceSpec ns;
+            if (std::string why = nvmf::parse_namespace_spec(optarg, ns); !why.empty()) {
+                std::fprintf(stderr, "%s: invalid --namespace '%s': %s\n", argv0, optarg,
+                             why.c_str());
+                return 1;
+            }
+            o.namespaces.push_back(ns);
+            break;
+        }
         case kOptBlockSize:
             if (!app::parse_u64(optarg, 4096, u) || (u != 512 && u != 4096))
                 return bad("--block-size (512 or 4096)");
@@ -212,8 +214,25 @@ int parse(int argc, char **argv, Options &o) {
             }
         }
     }
-    if ((o.ram != 0) == !o.file.empty()) {
-        std::fprintf(stderr, "%s: give exactly one of --ram SIZE and --file PATH\n", argv0);
+    if (!hosts_given)
+        o.hosts = file.hosts;
+    /* The command line's namespaces (--ram, --file, --namespace) replace the file's. */
+    std::vector<nvmf::NamespaceSpec> cl;
+    if (o.ram)
+        cl.push_back({true, o.ram, ""});
+    if (!o.file.empty())
+        cl.push_back({false, o.size, o.file});
+    cl.insert(cl.end(), o.namespaces.begin(), o.namespaces.end());
+    o.namespaces = cl.empty() ? file.namespaces : cl;
+    if (o.namespaces.empty()) {
+        std::fprintf(stderr,
+                     "%s: no namespace: give --ram SIZE, --file PATH, --namespace SPEC "
+                     "or [nvmf] namespace in --config\n",
+                     argv0);
+        return 1;
+    }
+    if (o.namespaces.size() > nvmf::kMaxNamespaces) {
+        std::fprintf(stderr, "%s: at most %zu namespaces\n", argv0, nvmf::kMaxNamespaces);
         return 1;
     }
     if (o.loopback) {
@@ -292,20 +311,26 @@ int main(int argc, char **argv) {
     default:
         break;
     }
-    std::unique_ptr<nvmf::Bdev> bdev;
-    if (o.ram) {
-        if (o.ram % o.block_size) {
-            std::fprintf(stderr, "--ram must be a multiple of the block size\n");
-            return 1;
+    std::vector<std::unique_ptr<nvmf::Bdev>> bdevs;
+    std::string desc; /* "RAM", "PATH", ... for the listening line */
+    for (const nvmf::NamespaceSpec &ns : o.namespaces) {
+        if (ns.ram) {
+            if (ns.size % o.block_size) {
+                std::fprintf(stderr, "a RAM namespace must be a multiple of the block size\n");
+                return 1;
+            }
+            bdevs.push_back(nvmf::make_ram_bdev(ns.size, o.block_size));
+        } else {
+            std::string err;
+            bdevs.push_back(
+                nvmf::make_file_bdev(ns.path, ns.size, o.block_size, o.file_depth, err));
+            if (!bdevs.back()) {
+                std::fprintf(stderr, "%s: %s\n", ns.path.c_str(), err.c_str());
+                return 1;
+            }
         }
-        bdev = nvmf::make_ram_bdev(o.ram, o.block_size);
-    } else {
-        std::string err;
-        bdev = nvmf::make_file_bdev(o.file, o.size, o.block_size, o.file_depth, err);
-        if (!bdev) {
-            std::fprintf(stderr, "%s: %s\n", o.file.c_str(), err.c_str());
-            return 1;
-        }
+        desc += (desc.empty() ? "" : ", ") + std::to_string(bdevs.back()->size_bytes()) +
+                " bytes (" + (ns.ram ? std::string("RAM") : ns.path) + ")";
     }
     nvmf::TargetConfig tc;
     tc.traddr = o.ip.substr(0, o.ip.find('/'));
@@ -318,10 +343,12 @@ int main(int argc, char **argv) {
     sc.serial = o.serial;
     sc.allowed_hosts = o.hosts;
     sc.allow_any_host = o.hosts.empty();
-    nvmf::NamespaceConfig nc;
-    nc.nsid = 1;
-    nc.bdev = bdev.get();
-    sc.namespaces.push_back(nc);
+    for (size_t i = 0; i < bdevs.size(); ++i) {
+        nvmf::NamespaceConfig nc;
+        nc.nsid = static_cast<uint32_t>(i + 1);
+        nc.bdev = bdevs[i].get();
+        sc.namespaces.push_back(nc);
+    }
     tc.subsystems.push_back(sc);
     std::string err;
     std::unique_ptr<nvmf::Target> target = nvmf::Target::create(tc, err);
@@ -356,9 +383,9 @@ int main(int argc, char **argv) {
         }
         std::signal(SIGINT, on_signal);
         std::signal(SIGTERM, on_signal);
-        std::printf("listening on %s port %u, subsystem %s, %" PRIu64 " bytes (%s)\n",
-                    tc.traddr.c_str(), o.port, o.nqn.c_str(), bdev->size_bytes(),
-                    o.ram ? "RAM" : o.file.c_str());
+        std::printf("listening on %s port %u, subsystem %s, %zu namespace%s: %s\n",
+                    tc.traddr.c_str(), o.port, o.nqn.c_str(), bdevs.size(),
+                    bdevs.size() == 1 ? "" : "s", desc.c_str());
         std::fflush(stdout);
         app::Backoff backoff(o.busy_poll, 2000);
         bool stopping = false;

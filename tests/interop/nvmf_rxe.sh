@@ -5,11 +5,15 @@
 #   tests/interop/nvmf_rxe.sh [options] PATH/TO/BUILD_DIR
 #
 # Cases (path MTU 1024; RDMA-CM on QP1 of both sides; port 4420):
-#   nvmf-ram   droce-nvmf --ram --host H: in the guest `nvme discover` lists the subsystem, a host
+#   nvmf-ram   droce-nvmf --config (a file whose [nvmf] has serial S, host H and two RAM
+#              namespaces: the guest sees nvmeXn2 and S): in the guest `nvme discover` lists the subsystem, a host
 #              NQN not H is refused (`nvme connect` fails, the target counts Connect Invalid
 #              Host), `nvme connect -q H`
 #              makes /dev/nvmeXnY, a random pattern is written with dd oflag=direct and read
-#              back with iflag=direct (SHA-256 equal, plus a 4 KiB-block pass at an offset),
+#              back with iflag=direct (SHA-256 equal, plus a 4 KiB-block pass at an offset, and
+#              4 concurrent dd streams of random 4 KiB blocks each read back at once),
+#              an nvme-cli passthrough read of the block past the end (the block layer
+#              would refuse it itself) gets LBA Out of Range (0x80) back,
 #              `nvme disconnect` is clean; then droce-nvmf gets SIGTERM and must exit 0 with
 #              no RDMA error, READ failure or post failure in its counters.
 #   nvmf-file  the same on --file (O_DIRECT worker), then droce-nvmf is restarted on the same
@@ -19,7 +23,7 @@
 # Options:
 #   --out DIR         artifacts (default: a new /tmp/droce-nvmf-interop.XXXXXX)
 #   --cases LIST      default "ram file"
-#   --mib N           pattern size in MiB (default 8)
+#   --mib N           pattern size in MiB (default 32, the issue's size)
 #   --bench N         also time N runs of small direct dd reads/writes per case (figures)
 #   --case-timeout S  per guest command (default 90)
 #   --budget S        default 300
@@ -34,8 +38,8 @@ export IL_DROCE_MAC=${IL_DROCE_MAC:-02:00:00:00:08:60}
 # DW0 is 8 (e.g. Get Features) is exactly that. Not a wire problem: leave those frames out.
 IL_TSHARK_FILTER="($IL_TSHARK_FILTER) && !(infiniband.rwh.etype == 0x0800 && ip.version == 0)"
 
-OUT="" CASES="ram file" MIB=8 BENCH=0 CASE_TIMEOUT=90 BUDGET=300 BUILD="" PORT=4420
-NQN=nqn.2026-11.io.droce:interop
+OUT="" CASES="ram file" MIB=32 BENCH=0 CASE_TIMEOUT=90 BUDGET=300 BUILD="" PORT=4420
+NQN=nqn.2026-11.io.droce:interop SERIAL=droceinterop42
 HOSTNQN=nqn.2014-08.org.nvmexpress:uuid:0d0c0e00-0000-4000-8000-00000000d0ce
 while (($#)); do case $1 in
   --out) OUT=$2; shift 2;; --cases) CASES=$2; shift 2;; --mib) MIB=$2; shift 2;;
@@ -45,6 +49,9 @@ while (($#)); do case $1 in
   -*) il_die "unknown option $1";;
   *) [ -z "$BUILD" ] || il_die "one build directory only"; BUILD=$1; shift;;
 esac; done
+# The 64 MiB namespace: the pattern, then 1 MiB of 4 KiB blocks, then 4 x 4 MiB of streams
+[ "$MIB" -ge 1 ] && [ "$MIB" -le 47 ] || il_die "--mib: 1..47 (the namespace is 64 MiB)"
+P4K=$((MIB * 256)) # the first 4 KiB block past the pattern
 CONNECT="nvme connect -t rdma -a $IL_DROCE_IP -s $PORT -n $NQN"
 DROCE_EAL=${DROCE_EAL:--l 0 --no-huge -m 512 --no-pci --no-shconf}
 trap il_cleanup EXIT
@@ -102,7 +109,10 @@ run_case() { # KIND -> CASE_OK, CASE_WHY
   local kind=$1 name=nvmf-$1 dir; dir=$OUT/$name; mkdir -p "$dir"
   CASE_OK=0; CASE_WHY=""
   local backend t0; t0=$(date +%s)
-  if [ "$kind" = ram ]; then backend=(--ram 64M --host "$HOSTNQN")  # an allow list of one
+  if [ "$kind" = ram ]; then  # from a config file: an allow list of one, two namespaces
+    printf '[nvmf]\nserial = %s\nhost = %s\nnamespace = ram:64M\nnamespace = ram:8M\n' \
+      "$SERIAL" "$HOSTNQN" > "$dir/nvmf.conf"
+    backend=(--config "$dir/nvmf.conf")
   else rm -f "$dir/disk.img"; backend=(--file "$dir/disk.img" --size 64M); fi
   il_capture_start "$dir/capture.pcap" || true
   local cap=${IL_CAP:-} g=$dir/guest.log
@@ -116,6 +126,11 @@ run_case() { # KIND -> CASE_OK, CASE_WHY
       CASE_WHY+="a host not on the allow list connected; "
     elif ! guest "$g" "$CONNECT -q $HOSTNQN"; then CASE_WHY+="nvme connect failed; "
     else
+      # The ram case's config file: its serial and its second namespace reach the guest.
+      [ "$kind" = ram ] && { guest "$g" "$GUEST_DEV; n2=\${d%n1}n2; for i in \$(seq 50); do
+          [ -b \$n2 ] && break; usleep 100000; done; ls -l \$n2; echo serial \$(cat /sys/class/nvme/nvme*/serial)
+          [ -b \$n2 ] && grep -q \"^$SERIAL *\$\" /sys/class/nvme/nvme*/serial" ||
+        CASE_WHY+="the guest does not see namespace 2 or serial $SERIAL from the config file; "; }
       # The pattern, written and read back whole with 1 MiB direct I/O, then a 4 KiB-block pass
       # at an offset (many small commands, in-capsule writes) read back with 64 KiB blocks.
       local io="$GUEST_DEV; [ -n \"\$d\" ] || { echo no block device; exit 9; }; echo dev \$d
@@ -124,16 +139,40 @@ run_case() { # KIND -> CASE_OK, CASE_WHY
         dd if=\$d of=/tmp/r bs=1M count=$MIB iflag=direct 2>&1 | tail -1 &&
         a=\$(sha256sum < /tmp/p) && b=\$(sha256sum < /tmp/r) && echo \"sha \$a \$b\" && [ \"\$a\" = \"\$b\" ] &&
         dd if=/dev/urandom of=/tmp/q bs=4k count=256 2>/dev/null &&
-        dd if=/tmp/q of=\$d bs=4k seek=4096 oflag=direct 2>&1 | tail -1 &&
-        dd if=\$d of=/tmp/s bs=64k skip=256 count=16 iflag=direct 2>&1 | tail -1 &&
+        dd if=/tmp/q of=\$d bs=4k seek=$P4K oflag=direct 2>&1 | tail -1 &&
+        dd if=\$d of=/tmp/s bs=64k skip=$((P4K / 16)) count=16 iflag=direct 2>&1 | tail -1 &&
         a=\$(sha256sum < /tmp/q) && b=\$(sha256sum < /tmp/s) && echo \"sha4k \$a \$b\" && [ \"\$a\" = \"\$b\" ]"
       guest "$g" "$io" || CASE_WHY+="data written and read back differ (or dd failed); "
+      # Four concurrent dd streams, each 16 random 4 KiB blocks in its own 4 MiB region (past
+      # the pattern and the 4 KiB pass: the file case reads the pattern again after a
+      # restart), every block read back at once and compared.
+      local conc="$GUEST_DEV; pids=''; for j in 0 1 2 3; do (
+          i=0; while [ \$i -lt 16 ]; do b=\$(($P4K + 256 + j * 1024 + RANDOM % 1024))
+            dd if=/dev/urandom of=/tmp/w\$j bs=4k count=1 2>/dev/null &&
+            dd if=/tmp/w\$j of=\$d bs=4k seek=\$b oflag=direct 2>/dev/null &&
+            dd if=\$d of=/tmp/v\$j bs=4k skip=\$b count=1 iflag=direct 2>/dev/null &&
+            [ \"\$(sha256sum < /tmp/w\$j)\" = \"\$(sha256sum < /tmp/v\$j)\" ] || { echo \"stream \$j block \$b differs\"; exit 1; }
+            i=\$((i + 1)); done ) & pids=\"\$pids \$!\"; done
+        rc=0; for p in \$pids; do wait \$p || rc=1; done; echo \"concurrent 4x16 4k rc \$rc\"; exit \$rc"
+      guest "$g" "$conc" || CASE_WHY+="concurrent random 4 KiB writes did not read back; "
+      # An out-of-range LBA as the initiator sees it: nvme-cli's passthrough skips the block
+      # layer's own size check, so the read of the block just past the end (64 MiB / 512 B)
+      # reaches the target, which must answer LBA Out of Range (status 0x80).
+      if [ "$kind" = ram ]; then
+        guest "$g" "$GUEST_DEV; echo oor-begin; nvme read \$d --start-block=$((64 * 2048)) --block-count=0 \
+          --data-size=512 --data=/tmp/oor 2>&1; echo \"oor-rc \$?\"; echo oor-end" || true
+        sed -n '/^oor-begin$/,/^oor-end$/p' "$g" | grep -q 'oor-rc [1-9]' &&
+          sed -n '/^oor-begin$/,/^oor-end$/p' "$g" | grep -qiE 'LBA.*\(0x(40)?80\)' ||
+          CASE_WHY+="a read past the end did not give LBA Out of Range (0x80) on the initiator; "
+      fi
       [ "$BENCH" -gt 0 ] && bench "$dir" "$kind"
       guest "$g" "nvme disconnect -n $NQN" || CASE_WHY+="nvme disconnect failed; "
     fi
     stop_target "$dir" droce
     [ "$kind" = ram ] && ! grep -q '^  st_connect_host 1$' "$dir/droce.log" &&
       CASE_WHY+="the stranger's Connect was not refused with Connect Invalid Host; "
+    [ "$kind" = ram ] && ! grep -q '^  st_lba_range [1-9]' "$dir/droce.log" &&
+      CASE_WHY+="the target did not count the out-of-range read (st_lba_range); "
     if [ "$kind" = file ] && [ -z "$CASE_WHY" ]; then  # the data outlives the target
       if ! start_target "$dir" droce2 "${backend[@]}"; then CASE_WHY+="restarted droce-nvmf did not listen; "
       elif ! guest "$g" "$CONNECT -q $HOSTNQN"; then CASE_WHY+="nvme connect after restart failed; "
@@ -158,7 +197,8 @@ run_case() { # KIND -> CASE_OK, CASE_WHY
   fi
   if [ -z "$CASE_WHY" ]; then
     CASE_OK=1
-    CASE_WHY="$(( $(date +%s) - t0 ))s; $MIB MiB + 1 MiB of 4 KiB blocks verified"
+    CASE_WHY="$(( $(date +%s) - t0 ))s; $MIB MiB + 1 MiB of 4 KiB blocks + 4 concurrent streams verified"
+    [ "$kind" = ram ] && CASE_WHY+=", LBA out of range seen by nvme-cli"
     [ "$kind" = file ] && CASE_WHY+=", still there after a restart"
     CASE_WHY+=$capnote
     rm -f "$dir/capture.pcap" "$dir/disk.img"
@@ -175,7 +215,7 @@ bench() {
   for op in read write; do
     local cmd
     if [ $op = read ]; then cmd="dd if=\$d of=/dev/null bs=4k count=1024 iflag=direct"
-    else cmd="dd if=/tmp/p of=\$d bs=4k count=1024 seek=8192 oflag=direct"; fi
+    else cmd="dd if=/tmp/p of=\$d bs=4k count=1024 seek=$P4K oflag=direct"; fi
     guest "$dir/bench.log" "$GUEST_DEV; t() { read a b < /proc/uptime; echo \${a%.*}\${a#*.}; }
       for i in \$(seq $BENCH); do s=\$(t); $cmd 2>/dev/null || echo dd failed; e=\$(t)
       echo \"bench $kind $op 4k x1024 cs \$((e - s))\"; done"
