@@ -75,9 +75,15 @@ class CmDeviceImpl final : public CmDevice, CmQp1Transport, CmQpHook {
             if (n < kBatch)
                 break;
         }
+        /* The CM's timers are milliseconds (packet life time, REQ answer timeout) and
+         * next_deadline() scans the connection table: look at most every kTimerCheckNs, not
+         * on every poll of an application's loop. */
         const uint64_t now = rt_.now_ns();
-        if (ch_.next_deadline() <= now)
-            ch_.on_time(now);
+        if (now >= next_timer_check_) {
+            next_timer_check_ = now + kTimerCheckNs;
+            if (ch_.next_deadline() <= now)
+                ch_.on_time(now);
+        }
         /* Connections whose QP could not be readied: the hook runs inside the channel,
          * which must not be re-entered, so they are disconnected here. */
         for (uint32_t id : failed_)
@@ -136,6 +142,8 @@ class CmDeviceImpl final : public CmDevice, CmQp1Transport, CmQpHook {
         QueuePair *qp = nullptr;
     };
     static constexpr int kBatch = 16;
+    static constexpr uint64_t kTimerCheckNs = 100'000;
+    uint64_t next_timer_check_ = 0;
 
     void bind(uint32_t id, QueuePair &qp) {
         for (auto &b : qps_)
