@@ -11,9 +11,11 @@
 #                    issue 9: droce-perf vs a raw DPDK link vs kernel UDP, two processes on
 #                    the two cores, over net_memif and virtio_user<->net_vhost (bench/e2e.py;
 #                    ~15 min, --quick ~6 min; results, tables and plots in bench/e2e/)
-#   ./dev.sh soak [minutes]   build, then bench/bench_soak (default 60 min): 1,024 QP pairs,
-#                    mixed RC ops of random sizes, every byte checked, RSS / mbufs / latency
-#                    each minute into bench/soak.csv and bench/soak.png (not in CI)
+#   ./dev.sh soak [minutes] [bench_soak flags]   build, then bench/bench_soak (default 60
+#                    min): 1,024 QP pairs, mixed RC ops of random sizes, every byte checked,
+#                    RSS / mbufs / latency each minute into bench/soak.csv and bench/soak.png
+#                    (not in CI); e.g. `./dev.sh soak 10 --loss=0.01 --dup=0.01
+#                    --reorder=0.01 --corrupt=0.005` runs it through a faulty wire
 # Environment: BUILD_DIR (default build), ASAN_BUILD_DIR (default build-asan: the
 # sanitizer stage), FUZZ_SECONDS (default 60, split between the fuzz targets), SKIP_INTEROP=1
 # (developer convenience only; CI never sets it).
@@ -292,7 +294,7 @@ soak)
     # Not in CI. Like bench: on a shared machine, flock /tmp/droce-heavy.lock ./dev.sh soak.
     build
     "$BUILD_DIR/bench/bench_soak" --minutes="${2:-60}" --interval=60 --csv=bench/soak.csv \
-        | tee bench/soak.log
+        "${@:3}" | tee bench/soak.log
     rc=${PIPESTATUS[0]}
     /usr/bin/python3 bench/plot_soak.py bench/soak.csv bench/soak.png || true
     exit "$rc"

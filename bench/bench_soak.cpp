@@ -15,9 +15,15 @@
  *
  *   bench_soak [--minutes=M] [--seconds=S] [--qps=1024] [--max-size=65536]
  *              [--interval=60] [--csv=FILE] [--seed=N]
+ *              [--loss=P] [--dup=P] [--reorder=P] [--corrupt=P]
+ *
+ * With any fault probability above 0 the two devices talk through bench/fault_wire.h (a
+ * copying wire that loses, duplicates, reorders and corrupts frames) instead of a plain
+ * net_ring pair, and the summary adds the faults injected.
  *
  * Not run by CI (./dev.sh soak [minutes]). */
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cinttypes>
 #include <cmath>
@@ -26,9 +32,11 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <thread>
 #include <unistd.h>
 #include <vector>
 
+#include "fault_wire.h"
 #include "flood.h"
 
 using namespace droce;
@@ -48,6 +56,7 @@ struct Args {
     double interval = 60;
     std::string csv;
     uint64_t seed = 1;
+    bench::FaultProfile faults;
 };
 
 [[noreturn]] void die(const std::string &what) {
@@ -104,6 +113,14 @@ struct Track {
     bool busy = false;
 };
 
+double probability(const char *key, const char *v) {
+    char *end = nullptr;
+    const double p = std::strtod(v, &end);
+    if (end == v || *end != '\0' || !(p >= 0 && p <= 0.5))
+        die(std::string("bad ") + key + " " + v + " (a probability, 0..0.5)");
+    return p;
+}
+
 Args parse(int argc, char **argv) {
     Args a;
     for (int i = 1; i < argc; ++i) {
@@ -128,9 +145,18 @@ Args parse(int argc, char **argv) {
             a.csv = v;
         else if ((v = val("--seed")))
             a.seed = std::strtoull(v, nullptr, 0);
+        else if ((v = val("--loss")))
+            a.faults.loss = probability("--loss", v);
+        else if ((v = val("--dup")))
+            a.faults.dup = probability("--dup", v);
+        else if ((v = val("--reorder")))
+            a.faults.reorder = probability("--reorder", v);
+        else if ((v = val("--corrupt")))
+            a.faults.corrupt = probability("--corrupt", v);
         else
             die("usage: bench_soak [--minutes=M | --seconds=S] [--qps=N] [--max-size=B] "
-                "[--interval=S] [--csv=FILE] [--seed=N]");
+                "[--interval=S] [--csv=FILE] [--seed=N] [--loss=P] [--dup=P] [--reorder=P] "
+                "[--corrupt=P]");
     }
     if (a.qps == 0 || a.qps > 4096 || a.max_size < 8 || a.max_size > (1u << 20) || a.seconds <= 0 ||
         a.interval <= 0)
@@ -156,23 +182,33 @@ int main(int argc, char **argv) {
     if (!er)
         die("Engine::create: " + er.status().message());
     std::unique_ptr<Engine> engine = std::move(*er);
-    auto ports = engine->create_ring_pair();
-    if (!ports)
-        die("create_ring_pair: " + ports.status().message());
+    std::pair<std::string, std::string> ports;
+    std::unique_ptr<bench::FaultWire> wire;
+    if (args.faults.any()) {
+        wire = std::make_unique<bench::FaultWire>();
+        if (std::string e = wire->open("soakwire", args.faults, args.seed); !e.empty())
+            die("fault wire: " + e);
+        ports = {wire->port_a(), wire->port_b()};
+    } else {
+        auto rp = engine->create_ring_pair();
+        if (!rp)
+            die("create_ring_pair: " + rp.status().message());
+        ports = *rp;
+    }
     DeviceConfig ca;
-    ca.port = ports->first;
+    ca.port = ports.first;
     ca.ipv4_cidr = "10.77.0.1/24";
     ca.mac = "02:00:00:00:01:01";
     ca.mtu = 1500;
     ca.max_qps = args.qps + args.qps / 4 + 64; /* QPNs reserved by the device too */
     DeviceConfig cb = ca;
-    cb.port = ports->second;
+    cb.port = ports.second;
     cb.ipv4_cidr = "10.77.0.2/24";
     cb.mac = "02:00:00:00:01:02";
     auto da = engine->open_device(ca);
     auto db = engine->open_device(cb);
     if (!da || !db)
-        die("open_device");
+        die("open_device: " + (da ? db.status() : da.status()).message());
     if (Status s = engine->start(); !s)
         die("start: " + s.message());
     Device *dev[2] = {*da, *db};
@@ -219,6 +255,17 @@ int main(int argc, char **argv) {
         }
     }
     const Gid ga = dev[0]->gids().at(1).gid, gb = dev[1]->gids().at(1).gid;
+    /* RTR blocks on ARP, polling the engine but not the wire: a helper thread carries the
+     * frames meanwhile (it is the wire's only pumper until it is joined; the rings are
+     * single-producer/single-consumer on each side). */
+    std::atomic<bool> connected{false};
+    std::thread pumper;
+    if (wire)
+        pumper = std::thread([&] {
+            while (!connected.load(std::memory_order_acquire))
+                if (wire->pump() == 0)
+                    std::this_thread::yield();
+        });
     for (uint32_t q = 0; q < n; ++q) {
         std::string e = flood::connect_qp(*qp[0][q], gb, qp[1][q]->qp_num(), 0x900, 0x100, 0);
         if (e.empty())
@@ -227,6 +274,9 @@ int main(int argc, char **argv) {
         if (!e.empty())
             die("connect: " + e);
     }
+    connected.store(true, std::memory_order_release);
+    if (pumper.joinable())
+        pumper.join();
 
     std::mt19937_64 rng(args.seed);
     std::vector<Track> st(n);
@@ -372,6 +422,8 @@ int main(int argc, char **argv) {
     uint64_t last_progress = t0;
     for (;;) {
         engine->poll();
+        if (wire)
+            wire->pump();
         const uint64_t t = now_ns();
         for (int s = 0; s < 2; ++s) {
             const int got = cq[s]->poll(wc, 64);
@@ -465,6 +517,21 @@ int main(int argc, char **argv) {
                 bytes / 1e9, data_errors, wr_errors,
                 counter(*dev[0], "retransmitted_packets") +
                     counter(*dev[1], "retransmitted_packets"));
+    if (wire) {
+        const bench::FaultCounters &f = wire->counters();
+        /* A fault asked for and never injected would make a clean run prove nothing. */
+        const bench::FaultProfile &p = args.faults;
+        if ((p.loss > 0 && !f.lost) || (p.dup > 0 && !f.duplicated) ||
+            (p.reorder > 0 && !f.reordered) || (p.corrupt > 0 && !f.corrupted)) {
+            ++wr_errors;
+            first_error = "a fault kind asked for was never injected";
+        }
+        std::printf("faults injected: frames %" PRIu64 ", lost %" PRIu64 ", duplicated %" PRIu64
+                    ", reordered %" PRIu64 ", corrupted %" PRIu64 " (wire drops: no mbuf %" PRIu64
+                    ", ring full %" PRIu64 ")\n",
+                    f.frames, f.lost, f.duplicated, f.reordered, f.corrupted, f.copy_failed,
+                    f.ring_full);
+    }
     if (!rss_s.empty()) {
         auto span = [](const std::vector<uint64_t> &v) {
             const auto [lo, hi] = std::minmax_element(v.begin() + (v.size() > 1), v.end());
@@ -482,7 +549,7 @@ int main(int argc, char **argv) {
     for (int s = 0; s < 2; ++s) {
         std::printf("side %c:", 'A' + s);
         for (const auto &[k, x] : dev[s]->counters()) {
-            static const char *const kinds[] = {"drop", "err",     "nak",      "retr",  "rnr",
+            static const char *const kinds[] = {"drop",    "err", "nak",      "retr",   "rnr",
                                                 "timeout", "dup", "sequence", "refused"};
             if (x != 0 && std::any_of(std::begin(kinds), std::end(kinds), [&](const char *w) {
                     return k.find(w) != std::string::npos;
