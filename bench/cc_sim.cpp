@@ -149,7 +149,10 @@ struct Stat {
         if (v.empty())
             return "-";
         std::vector<double> s = v;
-        std::sort(s.begin(), s.end());
+        /* NaN (never converged) counts as the largest: std::sort with NaN is no order */
+        std::sort(s.begin(), s.end(), [](double a, double b) {
+            return std::isnan(b) ? !std::isnan(a) : !std::isnan(a) && a < b;
+        });
         char b[160], x[3][40];
         std::snprintf(x[0], sizeof x[0], fmt, s.front());
         std::snprintf(x[1], sizeof x[1], fmt, s[s.size() / 2]);

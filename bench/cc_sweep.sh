@@ -35,6 +35,7 @@ for v in 1020 1008 960; do run "dce_tcp_g=$v" --cc dce_tcp_g=$v; done
 for v in 1000000 20000000 40000000; do run "rpg_ai_rate_bps=$v" --cc rpg_ai_rate_bps=$v; done
 for v in 0.01 0.2 1.0; do run "switch: pmax=$v" --pmax "$v"; done
 run "measurement: 60 ms run (Jain over its last 10 ms)" --duration-ms 60
+run "dce_tcp_rtt_ns=1000 + rpg_byte_reset=1048576" --cc dce_tcp_rtt_ns=1000 --cc rpg_byte_reset=1048576
 run "dce_tcp_rtt_ns=1000 + clamp_tgt_rate_after_time_inc=0" --cc dce_tcp_rtt_ns=1000 --cc clamp_tgt_rate_after_time_inc=0
 run "clamp_tgt_rate_after_time_inc=0 + rpg_byte_reset=1048576" --cc clamp_tgt_rate_after_time_inc=0 --cc rpg_byte_reset=1048576
 run "paper's parameters" --params paper
