@@ -47,7 +47,7 @@ struct Opts {
     bool mark_dequeue = true;
     bool paper = false; /* the paper's DCQCN parameters instead of ConnectX's */
     uint32_t kmin = 5'000, kmax = 200'000, buffer = 2'000'000;
-    uint32_t small_buffer = 500'000; /* f's buffer */
+    uint32_t small_buffer = 500'000;              /* f's buffer */
     uint32_t pfc_xoff = 80'000, pfc_xon = 77'800; /* per ingress port; xon = xoff - 2 MTU */
     Time duration = 30 * kMs;
     std::vector<std::string> cc_set; /* --cc KEY=VALUE, applied after --params */
