@@ -200,6 +200,19 @@ void incast(const Opts &o, const char *name, size_t n, const cc::CcParams *cc) {
             f.start_ns = 100 * kUs;
         const IncastResult r = run_incast(c);
         write_csv(r, csv_name(o, name, cc, round));
+        if (cc && round == 0) {
+            /* The reaction points of seed 1: which flows have their targets clamped */
+            std::printf("# %s seed 1, last 10 ms, per flow: Gb/s at the bottleneck, RP rate Rc, "
+                        "target Rt, alpha; rate cuts in the run\n",
+                        name);
+            const size_t bins = c.duration_ns / c.bin_ns;
+            for (size_t k = 0; k < n; ++k) {
+                const std::vector<double> m1 = mean_rates(r, bins - 200, bins, {k});
+                std::printf("#   flow %zu: %.2f  Rc %.2f  Rt %.2f  alpha %.3f  cuts %llu\n", k,
+                            m1[0], r.rp_rate_gbps[k], r.rp_target_gbps[k], r.rp_alpha[k],
+                            static_cast<unsigned long long>(r.rp_cuts[k]));
+            }
+        }
         std::vector<size_t> all(n);
         for (size_t k = 0; k < n; ++k)
             all[k] = k;

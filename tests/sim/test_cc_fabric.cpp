@@ -180,14 +180,15 @@ TEST(CcFabric, SmallBufferDropsWithoutDcqcnNotWithIt) {
 }
 
 /* What 8:1 fairness hangs on (bench/cc_sweep.sh, bench/README.md "Why 8:1 does not
- * converge"). With clamp_tgt_rate_after_time_inc a cut lowers the target only if a timer
- * stage (300 µs without a CNP) came since the last cut: a flow cut more often than that
- * keeps its old target and fast recovery brings it back, a flow cut less often has its
- * target clamped down; the flows split into a fast and a slow group that stays apart (Jain
- * 0.73-0.85). Never clamping the target (1) or, with ConnectX's documented 1 µs alpha
- * period, a byte counter of 1 MB instead of 32 KB (2) brings 8:1 to Jain >= 0.95. (1)
- * leaves the queue above Kmax (the targets stay at line rate); (2) holds it below Kmax at
- * 2:1 and within 10% of it at 8:1 (as the paper's parameters do). */
+ * converge"). With ConnectX's defaults increases come from the 32 KB byte counter (a fixed
+ * fraction of the rate per ms, whatever the rate) and a cut lowers the target only if a
+ * timer stage (300 µs without a CNP) came since the last one, which discards the extra
+ * CNPs a faster flow gets: nothing pulls the rates together and 8:1 stays at Jain
+ * 0.73-0.85. Never clamping the target (1) or, with ConnectX's documented 1 µs alpha
+ * period, a byte counter of 1 MB instead of 32 KB (2: timer-driven, additive increase)
+ * brings 8:1 to Jain >= 0.95. (1) leaves the queue above Kmax (the targets stay at line
+ * rate); (2) holds it below Kmax at 2:1 and within 10% of it at 8:1 (as the paper's
+ * parameters do). */
 TEST(CcFabric, EightToOneFairnessWithoutTheTimerOnlyTargetClamp) {
     cc::CcParams p;
     p.clamp_tgt_rate_after_time_inc = false;
