@@ -9,6 +9,9 @@
  *   e  2:1 and 8:1 incast with PFC only, DCQCN only (lossy) and PFC + DCQCN, plus a victim
  *      flow from flow 0's host to a receiver off the bottleneck (issue 16, item 4): rates,
  *      queue, pause frames and paused time, drops, and the victim's head-of-line blocking
+ *   f  8:1 incast into a small buffer (--small-buffer, default 500 KB: above DCQCN's queue
+ *      peak at 8:1, below the ~1 MB the RC windows stack up without it), on and off side
+ *      by side: drops without DCQCN, none with it
  * Each run writes <out>/<exp>_<on|off>[_<round>].csv and prints one summary line; rounds
  * vary the seed (marking, not the workload) and give min/median/max.
  * bench/plot_cc.py turns the CSVs into PNGs, on and off side by side. */
@@ -44,6 +47,7 @@ struct Opts {
     bool mark_dequeue = true;
     bool paper = false; /* the paper's DCQCN parameters instead of ConnectX's */
     uint32_t kmin = 5'000, kmax = 200'000, buffer = 2'000'000;
+    uint32_t small_buffer = 500'000;              /* f's buffer */
     uint32_t pfc_xoff = 80'000, pfc_xon = 77'800; /* per ingress port; xon = xoff - 2 MTU */
     Time duration = 30 * kMs;
     std::vector<std::string> cc_set; /* --cc KEY=VALUE, applied after --params */
@@ -54,13 +58,14 @@ struct Opts {
         code ? stderr : stdout,
         "usage: cc_sim [options]\n"
         "  --out DIR        CSV directory (default .)\n"
-        "  --exp LIST       experiments among a,b,c,d,e (default abcd)\n"
+        "  --exp LIST       experiments among a,b,c,d,e,f (default abcd)\n"
         "  --modes LIST     on,off | on | off (default on,off; e runs its three modes)\n"
         "  --rounds N       seeds per experiment (default 3)\n"
         "  --pmax P         RED marking probability at Kmax (default 0.05)\n"
         "  --params connectx|paper   DCQCN parameters (default connectx)\n"
         "  --mark enqueue|dequeue   where RED looks at the queue (default dequeue)\n"
         "  --kmin B --kmax B --buffer B   bottleneck bytes (5000, 200000, 2000000)\n"
+        "  --small-buffer B f's bottleneck buffer (default 500000)\n"
         "  --duration-ms N  length of a, c, d and e (default 30)\n"
         "  --cc KEY=VALUE   one DCQCN parameter over --params (repeatable): dce_tcp_rtt_ns,\n"
         "                   rate_reduce_monitor_period_ns, rpg_byte_reset, rpg_time_reset_ns,\n"
@@ -119,6 +124,8 @@ Opts parse(int argc, char **argv) {
             o.kmax = static_cast<uint32_t>(num(1, 1e8));
         else if (a == "--buffer")
             o.buffer = static_cast<uint32_t>(num(1, 2.5e8));
+        else if (a == "--small-buffer")
+            o.small_buffer = static_cast<uint32_t>(num(1, 2.5e8));
         else if (a == "--pfc-xoff")
             o.pfc_xoff = static_cast<uint32_t>(num(1, 2.5e8));
         else if (a == "--pfc-xon")
@@ -142,7 +149,10 @@ struct Stat {
         if (v.empty())
             return "-";
         std::vector<double> s = v;
-        std::sort(s.begin(), s.end());
+        /* NaN (never converged) counts as the largest: std::sort with NaN is no order */
+        std::sort(s.begin(), s.end(), [](double a, double b) {
+            return std::isnan(b) ? !std::isnan(a) : !std::isnan(a) && a < b;
+        });
         char b[160], x[3][40];
         std::snprintf(x[0], sizeof x[0], fmt, s.front());
         std::snprintf(x[1], sizeof x[1], fmt, s[s.size() / 2]);
@@ -190,6 +200,19 @@ void incast(const Opts &o, const char *name, size_t n, const cc::CcParams *cc) {
             f.start_ns = 100 * kUs;
         const IncastResult r = run_incast(c);
         write_csv(r, csv_name(o, name, cc, round));
+        if (cc && round == 0) {
+            /* The reaction points of seed 1: which flows have their targets clamped */
+            std::printf("# %s seed 1, last 10 ms, per flow: Gb/s at the bottleneck, RP rate Rc, "
+                        "target Rt, alpha; rate cuts in the run\n",
+                        name);
+            const size_t bins = c.duration_ns / c.bin_ns;
+            for (size_t k = 0; k < n; ++k) {
+                const std::vector<double> m1 = mean_rates(r, bins - 200, bins, {k});
+                std::printf("#   flow %zu: %.2f  Rc %.2f  Rt %.2f  alpha %.3f  cuts %llu\n", k,
+                            m1[0], r.rp_rate_gbps[k], r.rp_target_gbps[k], r.rp_alpha[k],
+                            static_cast<unsigned long long>(r.rp_cuts[k]));
+            }
+        }
         std::vector<size_t> all(n);
         for (size_t k = 0; k < n; ++k)
             all[k] = k;
@@ -410,6 +433,40 @@ void pfc_lab(const Opts &o, size_t n, const cc::CcParams &params) {
     }
 }
 
+/* (f) 8:1 into a buffer DCQCN's queue fits in and the RC windows' does not. */
+void small_buffer(const Opts &o, const cc::CcParams *cc) {
+    Stat drops, qmax, good, jn, retx;
+    bool err = false;
+    for (int round = 0; round < o.rounds; ++round) {
+        IncastConfig c = base(o, cc, 1 + static_cast<uint64_t>(round));
+        c.bottleneck.buffer_bytes = o.small_buffer;
+        c.flows.assign(8, FlowSpec{});
+        for (auto &f : c.flows)
+            f.start_ns = 100 * kUs;
+        const IncastResult r = run_incast(c);
+        write_csv(r, csv_name(o, "f", cc, round));
+        std::vector<size_t> all(8);
+        for (size_t k = 0; k < 8; ++k)
+            all[k] = k;
+        const size_t bins = c.duration_ns / c.bin_ns;
+        const std::vector<double> m = mean_rates(r, bins - 200, bins, all); /* last 10 ms */
+        double sum = 0;
+        for (double x : m)
+            sum += x;
+        good.add(sum);
+        jn.add(jain(m));
+        drops.add(total_drops(r));
+        qmax.add(static_cast<double>(r.bq.max_depth_bytes) / 1e3);
+        retx.add(static_cast<double>(r.retransmits));
+        err |= r.qp_error;
+    }
+    std::printf("f dcqcn=%-3s flows=8 buffer_kb=%.0f drops=%s qmax_kb=%s retransmits=%s "
+                "goodput_gbps=%s jain=%s%s (min/median/max of %d)\n",
+                cc ? "on" : "off", o.small_buffer / 1e3, drops.str("%.0f").c_str(),
+                qmax.str("%.1f").c_str(), retx.str("%.0f").c_str(), good.str().c_str(),
+                jn.str().c_str(), err ? " QP_ERROR" : "", o.rounds);
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -494,6 +551,8 @@ int main(int argc, char **argv) {
             incast(o, "c", 8, cc);
         if (o.exps.find('d') != std::string::npos)
             burst(o, cc);
+        if (o.exps.find('f') != std::string::npos)
+            small_buffer(o, cc);
         std::fflush(stdout);
     }
     return 0;

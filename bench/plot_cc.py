@@ -6,8 +6,11 @@ side by side:
   cc_a.png  2:1 incast: per-flow rate (0.5 ms average) and bottleneck queue depth
   cc_b.png  one flow's rate after a single CNP, against the paper's equations
   cc_c.png  8:1 incast: per-flow rate and queue depth
+  cc_f.png  8:1 incast into a small buffer (cc_sim --exp f): per-flow rate, queue depth and
+            the buffer; without DCQCN the queue hits the buffer and drops
   cc_real.png  the real-process 2:1 incast through droce-fabric (bench/cc_fabric_incast.sh):
-            queue depth against time, DCQCN off and on (incast_depth_<mode>_1.csv)
+            queue depth against time in each mode run, off, DCQCN, PFC and PFC + DCQCN
+            (incast_depth_<mode>_1.csv)
   cc_d.png  two long flows, then 15 senders of 4 KB WRITEs for 1 ms (10-11 ms): the long
             flows' rate, the short flows' sum and the queue depth
   cc_e2.png, cc_e8.png  2:1 and 8:1 incast with PFC only, DCQCN only and PFC + DCQCN (issue
@@ -52,7 +55,7 @@ def flows(cols):
                    and "_sent_" not in k), key=lambda k: int(k[4:].split("_")[0]))
 
 
-def incast(d, out, exp, title):
+def incast(d, out, exp, title, buffer_kb=None):
     fig, ax = plt.subplots(2, 2, figsize=(12, 6), sharex=True, sharey="row")
     for j, mode in enumerate(("on", "off")):
         path = os.path.join(d, f"{exp}_{mode}.csv")
@@ -66,6 +69,10 @@ def incast(d, out, exp, title):
         for y, lab in ((KMIN, "Kmin"), (KMAX, "Kmax")):
             ax[1][j].axhline(y, ls="--", lw=0.7, color="r")
             ax[1][j].text(t[-1], y, lab, ha="right", va="bottom", fontsize=7, color="r")
+        if buffer_kb:
+            ax[1][j].axhline(buffer_kb, lw=0.9, color="b")
+            ax[1][j].text(t[-1], buffer_kb, "buffer (tail drop)", ha="right", va="bottom",
+                          fontsize=7, color="b")
         ax[0][j].set_title(f"{title}, DCQCN {mode}")
         ax[1][j].set_xlabel("time (ms)")
         if len(flows(c)) <= 8:
@@ -126,21 +133,40 @@ def burst(d, out):
     plt.close(fig)
 
 
+REAL_MODES = (("off", "no congestion control"), ("on", "DCQCN"), ("pfc", "PFC"),
+              ("pfc+on", "PFC + DCQCN"))
+XOFF = 80  # KB per ingress port, cc_fabric_incast.sh's default
+
+
 def real(d, out):
-    """DCQCN off and on side by side (incast_depth_<mode>_1.csv from cc_fabric_incast.sh)."""
-    modes = [m for m in ("off", "on") if os.path.exists(os.path.join(d, f"incast_depth_{m}_1.csv"))]
+    """Every mode cc_fabric_incast.sh ran, side by side (incast_depth_<mode>_1.csv)."""
+    modes = [m for m in REAL_MODES if os.path.exists(os.path.join(d, f"incast_depth_{m[0]}_1.csv"))]
     if not modes:
         return
-    fig, axs = plt.subplots(1, len(modes), figsize=(6 * len(modes), 3.5), sharey=True,
+    cols = 2 if len(modes) > 2 else len(modes)
+    rows = (len(modes) + cols - 1) // cols
+    fig, axs = plt.subplots(rows, cols, figsize=(6 * cols, 3.2 * rows), sharex=True, sharey=True,
                             squeeze=False)
-    for ax, m in zip(axs[0], modes):
+    for i, (m, title) in enumerate(modes):
+        ax = axs[i // cols][i % cols]
         c = load(os.path.join(d, f"incast_depth_{m}_1.csv"))
-        ax.plot([x / 1000 for x in c["t_us"]], [x / 1000 for x in c["depth_bytes"]], lw=0.6,
-                color="k")
-        ax.axhline(KMAX, ls="--", lw=0.7, color="r")
-        ax.set_title(f"2 droce-perf write_bw -> droce-fabric (shared queue), DCQCN {m}")
+        q = [x / 1000 for x in c["depth_bytes"]]
+        ax.plot([x / 1000 for x in c["t_us"]], q, lw=0.5, color="k")
+        mean = sum(q) / len(q) if q else 0
+        ax.axhline(mean, lw=1.2, color="g")
+        ax.text(0, mean, f" mean {mean:.1f} KB", va="bottom", fontsize=7, color="g")
+        if m in ("off", "on"):
+            ax.axhline(KMAX, ls="--", lw=0.7, color="r")
+            ax.text(0, KMAX, " Kmax", va="bottom", fontsize=7, color="r")
+        if m.startswith("pfc"):
+            ax.axhline(XOFF, ls=":", lw=0.8, color="b")
+            ax.text(0, XOFF, " XOFF (per ingress port)", va="bottom", fontsize=7, color="b")
+        ax.set_title(f"2:1 droce-perf -> droce-fabric (1 Gb/s, shared queue): {title}",
+                     fontsize=9)
+    for ax in axs[-1]:
         ax.set_xlabel("time (ms)")
-    axs[0][0].set_ylabel("queue depth (KB)")
+    for row in axs:
+        row[0].set_ylabel("queue depth (KB)")
     fig.tight_layout()
     fig.savefig(os.path.join(out, "cc_real.png"), dpi=110)
     plt.close(fig)
@@ -184,10 +210,11 @@ def main():
     one_cnp(d, out)
     incast(d, out, "c", "8:1 incast")
     burst(d, out)
+    incast(d, out, "f", "8:1 incast, 500 KB buffer", buffer_kb=500)
     real(d, out)
     pfc_lab(d, out, 2)
     pfc_lab(d, out, 8)
-    print("wrote", ", ".join(os.path.join(out, f"cc_{e}.png") for e in ("a", "b", "c", "d", "e2", "e8")))
+    print("wrote", ", ".join(os.path.join(out, f"cc_{e}.png") for e in ("a", "b", "c", "d", "f", "e2", "e8")))
 
 
 if __name__ == "__main__":

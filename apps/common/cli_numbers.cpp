@@ -31,8 +31,13 @@ bool parse_i64(const char *s, int64_t min, int64_t max, int64_t &out) {
 }
 
 bool parse_rate_bps(const char *s, uint64_t &out) {
-    if (s == nullptr || *s == '\0' || *s == '-' || *s == '+')
+    /* A digit or '.' first: strtod alone would also take leading blanks, "inf", "nan" and
+     * hex floats ("0x1p30" = 1 Gi), none of which is a rate anyone means. */
+    if (s == nullptr || !((*s >= '0' && *s <= '9') || *s == '.'))
         return false;
+    for (const char *c = s; *c != '\0'; ++c)
+        if (*c == 'x' || *c == 'X')
+            return false;
     errno = 0;
     char *end = nullptr;
     double v = std::strtod(s, &end);

@@ -213,6 +213,38 @@ elif command -v setpriv >/dev/null && setpriv --reuid=65534 --regid=65534 --clea
 else
     echo "skip: unreadable file (root, and no setpriv or the binary is not reachable as nobody)"
 fi
+# --line-rate and --tx-burst (the pacer's inputs, issue 10): a bad value on the command line
+# or in [port] ends the tool with a line naming the option and what it wants.
+# badarg TOOL RC PATTERN ARGS...: the tool refuses ARGS before the EAL starts.
+badarg() {
+    local tool=$1 rc=$2 pattern=$3 name
+    shift 3
+    name=$(basename "$tool")
+    case $name in
+    droce-perf) "$tool" write_bw "$@" >"$out" 2>"$err" ;;
+    *) "$tool" "$@" >"$out" 2>"$err" ;;
+    esac
+    local got=$?
+    if [[ $got != "$rc" ]]; then fail "$name $*: exit $got, expected $rc"; return; fi
+    # The first line of stderr names it (droce-pingpong prints its usage after it).
+    head -n 1 "$err" | grep -qF -- "$pattern" ||
+        { fail "$name $*: stderr's first line lacks '$pattern'"; return; }
+    [[ $name != droce-perf || $(wc -l <"$err") == 1 ]] ||
+        { fail "$name $*: not one line on stderr"; return; }
+    echo "ok: $name $*: $(head -n 1 "$err")"
+}
+rate_want="(a rate in bit/s, suffix k, m or g (e.g. 1g))"
+burst_want="(frames 0..4096 (0 = off))"
+for v in 0 abc 1gb -1g " 1g" 0x1p30 inf 1e14; do
+    badarg "$perf" 1 "invalid value '$v' for --line-rate $rate_want" "--line-rate=$v"
+done
+badarg "$pp" 1 "invalid value '10x' for --line-rate $rate_want" --line-rate 10x
+for v in 4097 -1 x 1.5 ""; do
+    badarg "$perf" 1 "invalid value '$v' for --tx-burst $burst_want" "--tx-burst=$v"
+done
+badarg "$pp" 1 "invalid value '99999' for --tx-burst $burst_want" --tx-burst 99999
+case_all '[port]\nline_rate = 1gb\n' "$c:2: [port] line_rate = 1gb: want a rate in bit/s"
+case_all '[port]\ntx_burst = 4097\n' "$c:2: [port] tx_burst = 4097: out of range (want 0..4096)"
 # droce-fabric: its own sections, the same file/line/key errors, exit 2.
 printf '[eal]\nlcores = 0\n[dcqcn]\nenabled = on\n' >"$c"
 bad "$fab" 2 "$c:3: section [dcqcn] is not used by droce-fabric" "$c"

@@ -184,6 +184,9 @@ IncastResult run_incast(const IncastConfig &c) {
 
     /* Checkpoints every bin (flows start, CNP injection): run_until returns early when
      * nothing is pending, and the clock then jumps to the checkpoint. */
+    r.rp_rate_gbps.assign(n, 0);
+    r.rp_target_gbps.assign(n, 0);
+    r.rp_alpha.assign(n, 0);
     bool cnp_sent = c.inject_cnp_at == 0;
     for (Time t = c.bin_ns; t <= c.duration_ns; t += c.bin_ns) {
         Time until = t;
@@ -200,6 +203,15 @@ IncastResult run_incast(const IncastConfig &c) {
                 fab.now = t;
         }
         pump();
+        if (c.cc && t + 10'000'000 >= c.duration_ns) {
+            const double k = static_cast<double>(c.bin_ns) / 10e6; /* 1 / bins in 10 ms */
+            for (size_t i = 0; i < n; ++i) {
+                const rc::CcState st = flows[i]->qp->cc_state();
+                r.rp_rate_gbps[i] += static_cast<double>(st.rate_bps) / 1e9 * k;
+                r.rp_target_gbps[i] += static_cast<double>(st.target_bps) / 1e9 * k;
+                r.rp_alpha[i] += st.alpha * k;
+            }
+        }
     }
     const double scale = 8.0 / static_cast<double>(c.bin_ns); /* bytes per bin -> Gb/s */
     for (auto *v : {&r.rate_gbps, &r.sent_gbps})
@@ -221,6 +233,7 @@ IncastResult run_incast(const IncastConfig &c) {
         r.retransmits += f->ep->counters.retransmitted_packets;
         r.rp_cnp_handled += f->ep->counters.rp_cnp_handled;
         r.rp_rate_cuts += f->ep->counters.rp_rate_cuts;
+        r.rp_cuts.push_back(f->ep->counters.rp_rate_cuts);
         r.qp_error |= f->qp->state() == QpState::Err;
         r.paused_ms.push_back(static_cast<double>(fab.paused_ns(*f->ep)) / 1e6);
     }

@@ -63,6 +63,11 @@ struct IncastResult {
     /* victim_gbps[bin]: frame bytes the victim flow put on flow 0's link (empty: no victim) */
     std::vector<double> victim_gbps;
     uint64_t victim_msgs = 0;
+    /* Each flow's reaction point over the last 10 ms (sampled every bin): mean rate Rc and
+     * target Rt in Gb/s, mean alpha, and its rate cuts over the whole run. Shows what a
+     * fairness figure alone hides: whether targets are clamped or stay at line rate. */
+    std::vector<double> rp_rate_gbps, rp_target_gbps, rp_alpha;
+    std::vector<uint64_t> rp_cuts;
     uint64_t pause_frames = 0;     /* PFC frames the congestion point sent upstream */
     std::vector<double> paused_ms; /* per flow: time its host's link was paused */
 };

@@ -151,6 +151,69 @@ TEST(CcFabric, WithoutDcqcnTheQueueStandsAboveKmax) {
     EXPECT_GE(eight.q_after_10ms, 800'000u);
 }
 
+/* The side by side the issue asks for, with drops: 8:1 into a 500 KB buffer (bench/cc_sim
+ * --exp f). The RC windows alone stack up ~1 MB at 8:1, so without DCQCN the tail drops;
+ * DCQCN keeps the queue under ~350 KB (its peak, in the first ms), so nothing is dropped. */
+TEST(CcFabric, SmallBufferDropsWithoutDcqcnNotWithIt) {
+    const cc::CcParams p;
+    for (uint64_t seed = 1; seed <= 3; ++seed) {
+        SCOPED_TRACE(testing::Message() << "seed " << seed);
+        IncastConfig on = incast(8, &p, seed), off = incast(8, nullptr, seed);
+        on.bottleneck.buffer_bytes = off.bottleneck.buffer_bytes = 500'000;
+        const IncastResult ron = run_incast(on), roff = run_incast(off);
+        auto drops = [](const IncastResult &r) {
+            return r.bq.dropped_tail + r.bq.dropped_red + r.bq.dropped_loss;
+        };
+        std::printf("[cc_fabric] 8:1 500 KB seed %llu: on drops %llu max %llu B, off drops %llu "
+                    "retransmits %llu\n",
+                    static_cast<unsigned long long>(seed),
+                    static_cast<unsigned long long>(drops(ron)),
+                    static_cast<unsigned long long>(ron.bq.max_depth_bytes),
+                    static_cast<unsigned long long>(drops(roff)),
+                    static_cast<unsigned long long>(roff.retransmits));
+        EXPECT_GT(drops(roff), 0u) << "DCQCN off: the queue should overflow 500 KB";
+        EXPECT_EQ(drops(ron), 0u) << "DCQCN on: max depth " << ron.bq.max_depth_bytes;
+        EXPECT_GT(ron.cnps, 0u);
+        EXPECT_FALSE(ron.qp_error);
+        EXPECT_FALSE(roff.qp_error) << "drops are recovered by retransmission";
+    }
+}
+
+/* What 8:1 fairness hangs on (bench/cc_sweep.sh, bench/README.md "Why 8:1 does not
+ * converge"). With ConnectX's defaults increases come from the 32 KB byte counter (a fixed
+ * fraction of the rate per ms, whatever the rate) and a cut lowers the target only if a
+ * timer stage (300 µs without a CNP) came since the last one, which discards the extra
+ * CNPs a faster flow gets: nothing pulls the rates together and 8:1 stays at Jain
+ * 0.73-0.85. Never clamping the target (1) or, with ConnectX's documented 1 µs alpha
+ * period, a byte counter of 1 MB instead of 32 KB (2: timer-driven, additive increase)
+ * brings 8:1 to Jain >= 0.95. (1) leaves the queue above Kmax (the targets stay at line
+ * rate); (2) holds it below Kmax at 2:1 and within 10% of it at 8:1 (as the paper's
+ * parameters do). */
+TEST(CcFabric, EightToOneFairnessWithoutTheTimerOnlyTargetClamp) {
+    cc::CcParams p;
+    p.clamp_tgt_rate_after_time_inc = false;
+    for (uint64_t seed = 1; seed <= 3; ++seed) {
+        SCOPED_TRACE(testing::Message() << "seed " << seed);
+        const Figures f = run(8, &p, seed);
+        EXPECT_GE(f.jain, 0.95);
+        EXPECT_EQ(f.drops, 0u);
+    }
+}
+
+TEST(CcFabric, OneMicrosecondAlphaPeriodAndOneMegabyteByteCounterAreFair) {
+    cc::CcParams p;
+    p.dce_tcp_rtt_ns = 1'000;
+    p.rpg_byte_reset = 1'048'576;
+    for (size_t n : {2u, 8u})
+        for (uint64_t seed = 1; seed <= 3; ++seed) {
+            SCOPED_TRACE(testing::Message() << n << ":1 seed " << seed);
+            const Figures f = run(n, &p, seed);
+            EXPECT_GE(f.jain, 0.95);
+            EXPECT_EQ(f.drops, 0u);
+            EXPECT_LE(f.q_after_10ms, n == 2 ? 200'000u : 220'000u);
+        }
+}
+
 /* Issue 10's full "Done when" for the simulator. Not met by the DCQCN of this branch (see
  * the file comment): kept as the target, disabled so the suite stays green. */
 TEST(CcFabric, DISABLED_IssueTargetsConnectXDefaults) {

@@ -130,7 +130,10 @@ TEST(ConfigFile, LineRateParsing) {
     EXPECT_EQ(v, 100'000'000u);
     EXPECT_TRUE(parse_rate_bps("25000000000", v));
     EXPECT_EQ(v, 25'000'000'000u);
-    for (const char *bad : {"", "0", "-1g", "1x", "1gb", "g", "20t", "1e14"})
+    EXPECT_TRUE(parse_rate_bps(".5g", v));
+    EXPECT_EQ(v, 500'000'000u);
+    for (const char *bad : {"", "0", "-1g", "1x", "1gb", "g", "20t", "1e14", " 1g", "+1g", "inf",
+                            "nan", "0x1p30", "1g ", "0.5"})
         EXPECT_FALSE(parse_rate_bps(bad, v)) << bad;
 }
 
