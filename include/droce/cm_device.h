@@ -61,6 +61,10 @@ class CmDevice {
     /** CmChannel::connect for qp (param.qpn is taken from qp). 0 on failure. */
     virtual uint32_t connect(uint32_t dst_ip, uint16_t dst_port, QueuePair &qp,
                              CmConnectParam param) = 0;
+    /** The same to an IPv6 address (network order), from the device's first configured
+     * IPv6 GID; MADs and the QP use the device's IPv6 GID of the peer's scope. */
+    virtual uint32_t connect6(const uint8_t dst_ip6[16], uint16_t dst_port, QueuePair &qp,
+                              CmConnectParam param) = 0;
     /** CmChannel::accept with qp, which is in RTS when this returns true. */
     virtual bool accept(uint32_t id, QueuePair &qp, CmAcceptParam param) = 0;
     virtual bool reject(uint32_t id) = 0;
