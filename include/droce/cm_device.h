@@ -22,7 +22,11 @@
  * (cm_qp_modify_failed) and its connection disconnected.
  *
  * Threading: one control thread calls everything here (as for CmChannel). Works in both
- * engine modes; in embedded mode that thread also calls Engine::poll(). The RTR step waits
+ * engine modes; in embedded mode that thread also calls Engine::poll(). In worker mode the
+ * worker lcore moves QP1's frames: received MADs cross to this thread as completions of
+ * QP1's receive CQ (an rte_ring, as every CQ's), MADs sent go to the worker through its
+ * mailbox (Runtime::exec_on); the state machine, its timers and its event queue live on
+ * this thread, in poll(), so they share nothing else with the worker. The RTR step waits
  * for ARP like QueuePair::modify (up to the device's arp_timeout_ms, usually already
  * resolved: the peer's REQ or REP just came from that address). */
 #pragma once
