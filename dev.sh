@@ -203,8 +203,8 @@ run_tests() {
             fail=$((fail + ${ifail:-0}))
             [ -n "${ipass:-}" ] || broken+=("UD interop exit $irc without a summary")
 
-            stage "interop: RDMA-CM — droce-rping vs rping (-v -V -C 10), both roles"
-            # ~20 s: one VM boot, two runs (tests/interop/rping_rxe.sh)
+            stage "interop: RDMA-CM — droce-rping vs rping (-v -V -C 100), both roles, IPv4 and IPv6"
+            # ~30 s: one VM boot, four runs (tests/interop/rping_rxe.sh)
             ilog=$BUILD_DIR/interop-rping.out
             ipass="" ifail=""
             timeout 300 bash tests/interop/rping_rxe.sh --out "$BUILD_DIR/interop-rping" \

@@ -3,6 +3,7 @@
 
 #include <cinttypes>
 #include <cstdio>
+#include <thread>
 
 namespace droce::app {
 
@@ -14,6 +15,16 @@ std::unique_ptr<CmDevice> open_cm(Engine &engine, Device &dev, const CmDeviceOpt
         return nullptr;
     }
     return std::move(*cm);
+}
+
+void cm_linger(EngineRun &run, CmDevice &cm, uint64_t ns) {
+    const uint64_t until = cm.now_ns() + ns;
+    while (cm.now_ns() < until) {
+        const bool busy = run.pump() + cm.poll() > 0;
+        /* Control-plane leftovers only: no need to spin a core on them in worker mode. */
+        if (!busy && !run.engine.embedded())
+            std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
 }
 
 void print_cm_counters(const CmDevice &cm) {

@@ -63,7 +63,7 @@ void usage(const char *argv0, FILE *f) {
                  "\t-d\t\tdebug printfs\n"
                  "\t-S size \tping data size\n"
                  "\t-C count\tping count times\n"
-                 "\t-a addr\t\taddress (client: the server's IPv4 address)\n"
+                 "\t-a addr\t\taddress (client: the server's IPv4 or IPv6 address)\n"
                  "\t-p port\t\tport\n"
                  "droce device options: --dpdk-port NAME|ID --ip A.B.C.D/P [--mac M] "
                  "[--eth-mtu N]\n"
@@ -151,8 +151,11 @@ int parse(int argc, char **argv, Options &o) {
         return 1;
     }
     in_addr a{};
-    if (o.server == 0 && (o.addr.empty() || inet_pton(AF_INET, o.addr.c_str(), &a) != 1)) {
-        std::fprintf(stderr, "%s: the client needs -a with the server's IPv4 address\n", argv0);
+    in6_addr a6{};
+    if (o.server == 0 && (o.addr.empty() || (inet_pton(AF_INET, o.addr.c_str(), &a) != 1 &&
+                                             inet_pton(AF_INET6, o.addr.c_str(), &a6) != 1))) {
+        std::fprintf(stderr, "%s: the client needs -a with the server's IPv4 or IPv6 address\n",
+                     argv0);
         return 1;
     }
     if (std::string err = app::finish_device_options(o, o.server == 0, kRules); !err.empty()) {
@@ -223,13 +226,17 @@ class Rping {
             if (!setup())
                 return 1;
             in_addr a{};
-            inet_pton(AF_INET, o_.addr.c_str(), &a);
+            in6_addr a6{};
+            const bool v6 = inet_pton(AF_INET, o_.addr.c_str(), &a) != 1 &&
+                            inet_pton(AF_INET6, o_.addr.c_str(), &a6) == 1;
             CmConnectParam p;
             p.rq_psn = app::random_psn();
             p.path_mtu = active_mtu_enum();
             p.responder_resources = 1;
             p.initiator_depth = 1;
-            conn_ = cm_.connect(ntohl(a.s_addr), o_.port, *qp_, p);
+            /* IPv6: from the device's IPv6 GID (--ip X:Y::Z/P). */
+            conn_ = v6 ? cm_.connect6(a6.s6_addr, o_.port, *qp_, p)
+                       : cm_.connect(ntohl(a.s_addr), o_.port, *qp_, p);
             if (conn_ == 0)
                 return fail("rdma_connect failed"), 1;
             st_ = St::Connecting;
@@ -532,6 +539,8 @@ int main(int argc, char **argv) {
     {
         Rping r(o, run, *dev, *cm);
         rc = r.run();
+        /* The server ends on the peer's DREQ: its DREP is only queued yet. */
+        app::cm_linger(run, *cm);
     }
     if (o.counters) {
         app::print_cm_counters(*cm);

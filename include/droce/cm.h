@@ -15,9 +15,12 @@
  *     next_deadline(),
  *   - optionally a CmQpHook that moves the RC QP to RTR/RTS with the parameters the
  *     connection settled on, synchronously, before the CM lets the peer send.
- * Events are queued and polled (embedded mode): poll_event(). Not thread-safe: one
- * thread drives a channel. IPv4 only for now (the IP CM header's IPv6 form is parsed
- * by lib/cm but not offered here yet). */
+ * Events are queued and polled: poll_event(). Not thread-safe: one thread drives a
+ * channel (CmDevice: the application's, in either engine mode).
+ *
+ * Addresses: IPv4 (connect(), peer_ip) and IPv6 (connect6(), peer_gid). A listen() takes
+ * both, as rdma_listen on the wildcard address does: the IP CM header of a REQ says
+ * which one the peer used (its IP version field, 4 or 6, and 16-byte addresses). */
 #pragma once
 
 #include <cstddef>
@@ -41,6 +44,7 @@ struct CmQpParams {
     uint8_t remote_gid[16] = {};
     uint8_t traffic_class = 0;
     uint8_t hop_limit = 64;
+    uint8_t local_gid[16] = {}; /**< ours for this connection (IPv4-mapped or IPv6) */
 };
 
 enum class CmEventKind : uint8_t {
@@ -60,13 +64,15 @@ struct CmEventInfo {
     CmEventKind kind = CmEventKind::Established;
     uint32_t id = 0;          /**< the connection */
     uint16_t listen_port = 0; /**< ConnectRequest: the port it came in on */
-    uint32_t peer_ip = 0;     /**< IPv4, host order */
+    uint32_t peer_ip = 0;     /**< IPv4, host order (0 for an IPv6 peer) */
     uint16_t peer_port = 0;   /**< the active side's source port (from its IP CM header) */
     uint16_t reason = 0;      /**< Rejected: the REJ reason */
     uint64_t user_ctx = 0;
     CmQpParams qp;
     uint8_t private_data[kCmMaxPrivateData] = {};
     uint8_t private_data_len = 0;
+    bool ipv6 = false;         /**< the connection is over IPv6 (rdma_cm's header said 6) */
+    uint8_t peer_gid[16] = {}; /**< the peer's address: IPv6, or IPv4-mapped ::ffff:a.b.c.d */
 };
 
 /** Puts a CM MAD on the wire: a UD SEND to QP1 at dst_gid. False when it could not be
@@ -88,6 +94,8 @@ class CmQpHook {
 
 struct CmChannelConfig {
     uint32_t local_ipv4 = 0; /**< host order */
+    /** Our IPv6 address (= IPv6 GID) for connect6(); all zero: connect6() refused. */
+    uint8_t local_ipv6[16] = {};
     uint64_t ca_guid = 0;
     uint32_t max_conns = 256;
     uint32_t max_events = 256; /**< queued, unpolled events; beyond: counted, dropped */
@@ -134,6 +142,9 @@ class CmChannel {
     bool unlisten(uint16_t port);
     /** rdma_connect: returns the connection id, 0 on a bad argument or a full table. */
     uint32_t connect(uint32_t dst_ip, uint16_t dst_port, const CmConnectParam &p, uint64_t now_ns);
+    /** connect() to an IPv6 address (16 bytes, network order) from local_ipv6. */
+    uint32_t connect6(const uint8_t dst_ip6[16], uint16_t dst_port, const CmConnectParam &p,
+                      uint64_t now_ns);
     bool accept(uint32_t id, const CmAcceptParam &p, uint64_t now_ns);
     bool reject(uint32_t id, const void *private_data, uint8_t len, uint64_t now_ns);
     bool disconnect(uint32_t id, uint64_t now_ns);

@@ -22,7 +22,11 @@
  * (cm_qp_modify_failed) and its connection disconnected.
  *
  * Threading: one control thread calls everything here (as for CmChannel). Works in both
- * engine modes; in embedded mode that thread also calls Engine::poll(). The RTR step waits
+ * engine modes; in embedded mode that thread also calls Engine::poll(). In worker mode the
+ * worker lcore moves QP1's frames: received MADs cross to this thread as completions of
+ * QP1's receive CQ (an rte_ring, as every CQ's), MADs sent go to the worker through its
+ * mailbox (Runtime::exec_on); the state machine, its timers and its event queue live on
+ * this thread, in poll(), so they share nothing else with the worker. The RTR step waits
  * for ARP like QueuePair::modify (up to the device's arp_timeout_ms, usually already
  * resolved: the peer's REQ or REP just came from that address). */
 #pragma once
@@ -61,6 +65,10 @@ class CmDevice {
     /** CmChannel::connect for qp (param.qpn is taken from qp). 0 on failure. */
     virtual uint32_t connect(uint32_t dst_ip, uint16_t dst_port, QueuePair &qp,
                              CmConnectParam param) = 0;
+    /** The same to an IPv6 address (network order), from the device's first configured
+     * IPv6 GID; MADs and the QP use the device's IPv6 GID of the peer's scope. */
+    virtual uint32_t connect6(const uint8_t dst_ip6[16], uint16_t dst_port, QueuePair &qp,
+                              CmConnectParam param) = 0;
     /** CmChannel::accept with qp, which is in RTS when this returns true. */
     virtual bool accept(uint32_t id, QueuePair &qp, CmAcceptParam param) = 0;
     virtual bool reject(uint32_t id) = 0;

@@ -317,8 +317,9 @@ class ProtectionDomain {
      * RTS with QueuePair::modify (UD: RESET->INIT with pkey_index, port and qkey; INIT->RTR;
      * RTR->RTS with sq_psn). */
     virtual Result<std::unique_ptr<QueuePair>> create_qp(const QpInitAttr &attr) = 0;
-    /** ibv_create_ah: the destination of UD sends. Resolves the next hop's MAC (ARP,
-     * up to the device's arp_timeout_ms); a multicast dgid is refused (EOPNOTSUPP). */
+    /** ibv_create_ah: the destination of UD sends. Resolves the next hop's MAC (ARP for
+     * an IPv4-mapped dgid, ND for an IPv6 one, up to the device's arp_timeout_ms); tagged
+     * on a VLAN port (PCP = sl & 7); a multicast dgid is refused (EOPNOTSUPP). */
     virtual Result<std::unique_ptr<AddressHandle>> create_ah(const AhAttr &attr) = 0;
     /** Creates a shared receive queue (ibv_create_srq). Destroy its QPs first. */
     virtual Result<std::unique_ptr<SharedReceiveQueue>> create_srq(const SrqInitAttr &attr) = 0;

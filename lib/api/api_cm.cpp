@@ -21,19 +21,28 @@ namespace droce {
 
 namespace {
 
-/* The device's IPv4-mapped GID: the CM speaks RoCEv2 over IPv4 (cm.h). */
-int ipv4_gid_index(const Device &dev, uint32_t *ip) {
+bool is_v4_mapped(const uint8_t g[16]) {
+    static constexpr uint8_t kPrefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF};
+    return std::memcmp(g, kPrefix, 12) == 0;
+}
+bool is_link_local(const uint8_t g[16]) { return g[0] == 0xFE && (g[1] & 0xC0) == 0x80; }
+bool is_v2(const GidEntry &e) { return std::strcmp(e.type, "RoCE v2") == 0; }
+
+/* The RoCEv2 GIDs the CM speaks from: the IPv4-mapped one, the first configured (not
+ * link-local) IPv6 one, and the link-local one (index 0). -1 where there is none. */
+struct CmGids {
+    int v4 = -1, v6 = -1, ll = -1;
+};
+CmGids cm_gids(const Device &dev) {
+    CmGids c;
     const auto gids = dev.gids();
     for (size_t i = 0; i < gids.size(); ++i) {
         const uint8_t *g = gids[i].gid.raw;
-        static constexpr uint8_t kPrefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF};
-        if (std::memcmp(g, kPrefix, 12) == 0) {
-            *ip = static_cast<uint32_t>(g[12]) << 24 | static_cast<uint32_t>(g[13]) << 16 |
-                  static_cast<uint32_t>(g[14]) << 8 | g[15];
-            return static_cast<int>(i);
-        }
+        int &slot = is_v4_mapped(g) ? c.v4 : is_link_local(g) ? c.ll : c.v6;
+        if (slot < 0 && is_v2(gids[i]))
+            slot = static_cast<int>(i);
     }
-    return -1;
+    return c;
 }
 
 /* lib/rc's limit on READs/atomics in flight per QP, either way (QueuePair::modify). */
@@ -56,8 +65,8 @@ constexpr const char *kGlueCtrNames[kGlueCtrs] = {
 class CmDeviceImpl final : public CmDevice, CmQp1Transport, CmQpHook {
   public:
     CmDeviceImpl(engine::Runtime &rt, Device &dev, std::unique_ptr<engine::Gsi> gsi,
-                 const CmDeviceOptions &opt, uint8_t sgid_index)
-        : rt_(rt), dev_(dev), gsi_(std::move(gsi)), opt_(opt), sgid_index_(sgid_index),
+                 const CmDeviceOptions &opt, CmGids gids)
+        : rt_(rt), dev_(dev), gsi_(std::move(gsi)), opt_(opt), gids_(gids),
           ch_(opt.channel, *this, this) {}
 
     CmChannel &channel() override { return ch_; }
@@ -96,6 +105,15 @@ class CmDeviceImpl final : public CmDevice, CmQp1Transport, CmQpHook {
                      CmConnectParam param) override {
         param.qpn = qp.qp_num();
         const uint32_t id = ch_.connect(dst_ip, dst_port, param, rt_.now_ns());
+        if (id != 0)
+            bind(id, qp);
+        return id;
+    }
+
+    uint32_t connect6(const uint8_t dst_ip6[16], uint16_t dst_port, QueuePair &qp,
+                      CmConnectParam param) override {
+        param.qpn = qp.qp_num();
+        const uint32_t id = ch_.connect6(dst_ip6, dst_port, param, rt_.now_ns());
         if (id != 0)
             bind(id, qp);
         return id;
@@ -154,11 +172,19 @@ class CmDeviceImpl final : public CmDevice, CmQp1Transport, CmQpHook {
         qps_.push_back(Binding{id, &qp});
     }
 
+    /* Our GID for talking to dst: of its IP version (and scope, for IPv6), as the
+     * kernel picks a source address. */
+    int sgid_for(const uint8_t dst[16]) const {
+        return is_v4_mapped(dst) ? gids_.v4 : is_link_local(dst) ? gids_.ll : gids_.v6;
+    }
+
     bool send_mad(const uint8_t dst_gid[16], const uint8_t *mad, size_t len) override {
         AhAttr to;
         std::memcpy(to.dgid.raw, dst_gid, 16);
-        to.sgid_index = sgid_index_;
-        Status s = gsi_->send(to, 1 /* the peer's QP1 */, mad, static_cast<uint32_t>(len));
+        const int sgid = sgid_for(dst_gid);
+        Status s = sgid < 0 ? Status(EADDRNOTAVAIL, "no GID of the destination's IP version")
+                            : gsi_->send(to_ah(to, sgid), 1 /* the peer's QP1 */, mad,
+                                         static_cast<uint32_t>(len));
         if (!s) {
             /* The CM resends on its timer, as for a MAD lost on the wire. */
             ++ctr_[kMadSendFailed];
@@ -188,6 +214,21 @@ class CmDeviceImpl final : public CmDevice, CmQp1Transport, CmQpHook {
             return;
         }
         ++ctr_[kQpReady];
+    }
+
+    static AhAttr to_ah(AhAttr a, int sgid) {
+        a.sgid_index = static_cast<uint8_t>(sgid);
+        return a;
+    }
+
+    /* The connection's own GID (the one the peer's REQ named, or ours in our REQ) when
+     * it is in the table, else one of the peer's IP version. */
+    int sgid_of(const CmQpParams &p) const {
+        const auto gids = dev_.gids();
+        for (size_t i = 0; i < gids.size(); ++i)
+            if (is_v2(gids[i]) && std::memcmp(gids[i].gid.raw, p.local_gid, 16) == 0)
+                return static_cast<int>(i);
+        return sgid_for(p.remote_gid);
     }
 
     Status ready(QueuePair &qp, const CmQpParams &p) {
@@ -220,7 +261,10 @@ class CmDeviceImpl final : public CmDevice, CmQp1Transport, CmQpHook {
         r.max_dest_rd_atomic = std::min(p.max_dest_rd_atomic, kQpRdAtomicMax);
         r.min_rnr_timer = 12; /* rdma_cm's default */
         std::memcpy(r.ah_attr.dgid.raw, p.remote_gid, 16);
-        r.ah_attr.sgid_index = sgid_index_;
+        const int sgid = sgid_of(p);
+        if (sgid < 0)
+            return Status(EADDRNOTAVAIL, "no GID of the peer's IP version");
+        r.ah_attr.sgid_index = static_cast<uint8_t>(sgid);
         r.ah_attr.traffic_class = p.traffic_class;
         r.ah_attr.hop_limit = p.hop_limit;
         if (Status s = qp.modify(r, kQpState | kQpAv | kQpPathMtu | kQpDestQpn | kQpRqPsn |
@@ -242,7 +286,7 @@ class CmDeviceImpl final : public CmDevice, CmQp1Transport, CmQpHook {
     Device &dev_;
     std::unique_ptr<engine::Gsi> gsi_;
     CmDeviceOptions opt_;
-    uint8_t sgid_index_;
+    CmGids gids_;
     std::vector<Binding> qps_;
     std::vector<uint32_t> failed_;
     uint64_t ctr_[kGlueCtrs] = {};
@@ -258,15 +302,23 @@ Result<std::unique_ptr<CmDevice>> CmDevice::open(Engine &engine, Device &dev,
     engine::Dev *d = nullptr;
     if (!api::engine_of(engine, dev, &rt, &d))
         return Status(EINVAL, "CmDevice::open: not a device of this droce engine");
+    const CmGids gids = cm_gids(dev);
+    if (gids.v4 < 0 && gids.v6 < 0)
+        return Status(EINVAL, "CmDevice::open: " + dev.name() + " has no IPv4 or IPv6 address");
+    const auto table = dev.gids();
     uint32_t ip = 0;
-    const int idx = ipv4_gid_index(dev, &ip);
-    if (idx < 0)
-        return Status(EINVAL, "CmDevice::open: " + dev.name() + " has no IPv4 address");
+    if (gids.v4 >= 0) {
+        const uint8_t *g = table[static_cast<size_t>(gids.v4)].gid.raw;
+        ip = static_cast<uint32_t>(g[12]) << 24 | static_cast<uint32_t>(g[13]) << 16 |
+             static_cast<uint32_t>(g[14]) << 8 | g[15];
+    }
     auto gsi = engine::Gsi::open(*rt, *d, opt.gsi_slots);
     if (!gsi)
         return gsi.status();
     CmDeviceOptions o = opt;
     o.channel.local_ipv4 = ip;
+    if (gids.v6 >= 0)
+        std::memcpy(o.channel.local_ipv6, table[static_cast<size_t>(gids.v6)].gid.raw, 16);
     if (o.channel.ca_guid == 0) {
         /* EUI-64 from the MAC, as the node GUID of a RoCE port is. */
         const auto g = dev.gids();
@@ -276,8 +328,7 @@ Result<std::unique_ptr<CmDevice>> CmDevice::open(Engine &engine, Device &dev,
                 guid = guid << 8 | g[0].gid.raw[i];
         o.channel.ca_guid = guid ? guid : (0x02000000ull << 32 | ip);
     }
-    return std::unique_ptr<CmDevice>(
-        new CmDeviceImpl(*rt, dev, std::move(*gsi), o, static_cast<uint8_t>(idx)));
+    return std::unique_ptr<CmDevice>(new CmDeviceImpl(*rt, dev, std::move(*gsi), o, gids));
 }
 
 } // namespace droce

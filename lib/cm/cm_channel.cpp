@@ -21,6 +21,10 @@ void ipv4_gid(uint32_t ip, uint8_t gid[16]) {
     for (int i = 0; i < 4; ++i)
         gid[12 + i] = static_cast<uint8_t>(ip >> (24 - 8 * i));
 }
+bool is_ipv4_mapped(const uint8_t gid[16]) {
+    static constexpr uint8_t kPrefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF};
+    return std::memcmp(gid, kPrefix, 12) == 0;
+}
 uint32_t gid_ipv4(const uint8_t gid[16]) {
     return static_cast<uint32_t>(gid[12]) << 24 | static_cast<uint32_t>(gid[13]) << 16 |
            static_cast<uint32_t>(gid[14]) << 8 | gid[15];
@@ -41,6 +45,7 @@ CmQpParams to_public(const cm::QpParams &q) {
     std::memcpy(o.remote_gid, q.remote_gid, 16);
     o.traffic_class = q.traffic_class;
     o.hop_limit = q.hop_limit;
+    std::memcpy(o.local_gid, q.local_gid, 16);
     return o;
 }
 
@@ -83,6 +88,8 @@ struct CmChannel::Impl : cm::MadSink, cm::CmEventSink {
           next_port(static_cast<uint16_t>(0xC000 | (c.ca_guid & 0x3FFF))),
           cm(cm_config(c), *this, *this) {}
 
+    uint32_t connect(const uint8_t dst[16], uint16_t dst_port, const CmConnectParam &p, uint64_t t);
+
     bool send_mad(const cm::MadAddr &to, const uint8_t *mad, size_t len) override {
         return tr.send_mad(to.gid, mad, len);
     }
@@ -100,17 +107,23 @@ struct CmChannel::Impl : cm::MadSink, cm::CmEventSink {
     void on_cm_event(const cm::CmEvent &ev) override {
         const uint8_t *pd = ev.private_data;
         size_t pd_len = ev.private_data_len;
-        uint32_t peer_ip = gid_ipv4(ev.peer.gid);
+        uint8_t peer_gid[16];
+        std::memcpy(peer_gid, ev.peer.gid, 16);
         uint16_t peer_port = 0;
         if (ev.type == cm::CmEventType::ConnectRequest) {
             cm::IpCmHdr ih;
-            if (cm::parse_ip_cm_hdr(pd, pd_len, ih) != cm::IpCmError::Ok || ih.ip_version != 4) {
-                /* Not rdma_cm's IPv4 header: rdma_cm's answer, a consumer REJ. */
+            if (cm::parse_ip_cm_hdr(pd, pd_len, ih) != cm::IpCmError::Ok) {
+                /* Not rdma_cm's IP header: rdma_cm's answer, a consumer REJ. */
                 ++bad_ip_hdr;
                 cm.reject(ev.conn, nullptr, 0, now);
                 return;
             }
-            peer_ip = ih.src_ipv4();
+            /* The peer's address as its header gives it (rdma_cm's new id takes it from
+             * there, not from the path). */
+            if (ih.ip_version == 6)
+                std::memcpy(peer_gid, ih.src_addr, 16);
+            else
+                ipv4_gid(ih.src_ipv4(), peer_gid);
             peer_port = ih.src_port;
             pd += cm::kIpCmHdrLen;
             pd_len = kUserReqPd;
@@ -126,7 +139,9 @@ struct CmChannel::Impl : cm::MadSink, cm::CmEventSink {
         e->kind = static_cast<CmEventKind>(ev.type);
         e->id = ev.conn;
         e->listen_port = static_cast<uint16_t>(ev.service_id);
-        e->peer_ip = peer_ip;
+        e->ipv6 = !is_ipv4_mapped(peer_gid);
+        e->peer_ip = e->ipv6 ? 0 : gid_ipv4(peer_gid);
+        std::memcpy(e->peer_gid, peer_gid, 16);
         e->peer_port = peer_port;
         e->reason = ev.rej_reason;
         e->user_ctx = ev.user_ctx;
@@ -151,20 +166,44 @@ bool CmChannel::unlisten(uint16_t port) {
 
 uint32_t CmChannel::connect(uint32_t dst_ip, uint16_t dst_port, const CmConnectParam &p,
                             uint64_t now) {
+    uint8_t dst[16];
+    ipv4_gid(dst_ip, dst);
+    return impl_->connect(dst, dst_port, p, now);
+}
+
+uint32_t CmChannel::connect6(const uint8_t dst_ip6[16], uint16_t dst_port, const CmConnectParam &p,
+                             uint64_t now) {
+    static constexpr uint8_t kNone[16] = {};
+    /* An IPv4-mapped destination is connect()'s; no IPv6 address of ours: nothing to
+     * put in the header or the REQ's path. */
+    if (!dst_ip6 || is_ipv4_mapped(dst_ip6) || std::memcmp(impl_->cfg.local_ipv6, kNone, 16) == 0)
+        return 0;
+    return impl_->connect(dst_ip6, dst_port, p, now);
+}
+
+uint32_t CmChannel::Impl::connect(const uint8_t dst[16], uint16_t dst_port, const CmConnectParam &p,
+                                  uint64_t t) {
     if (p.private_data_len > kUserReqPd || (p.private_data_len && !p.private_data))
         return 0;
-    Impl &I = *impl_;
-    I.now = now;
+    now = t;
     /* rdma_cm's source port: an ephemeral one, only ever seen in the IP CM header. */
-    const uint16_t sport = I.next_port;
-    I.next_port = static_cast<uint16_t>(I.next_port == 0xFFFF ? 0xC000 : I.next_port + 1);
+    const uint16_t sport = next_port;
+    next_port = static_cast<uint16_t>(next_port == 0xFFFF ? 0xC000 : next_port + 1);
+    const bool v4 = is_ipv4_mapped(dst);
     uint8_t pd[cm::kReqPrivLen] = {};
-    cm::encode(cm::make_ip_cm_hdr_v4(I.cfg.local_ipv4, sport, dst_ip), pd);
+    cm::encode(v4 ? cm::make_ip_cm_hdr_v4(cfg.local_ipv4, sport, gid_ipv4(dst))
+                  : cm::make_ip_cm_hdr_v6(cfg.local_ipv6, sport, dst),
+               pd);
     if (p.private_data_len)
         std::memcpy(pd + cm::kIpCmHdrLen, p.private_data, p.private_data_len);
     cm::ConnectParams c;
     c.service_id = cm::ip_service_id(cm::kRdmaPsTcp, dst_port);
-    ipv4_gid(dst_ip, c.peer.gid);
+    std::memcpy(c.peer.gid, dst, 16);
+    /* The REQ's path names our GID of the destination's IP version. */
+    if (v4)
+        ipv4_gid(cfg.local_ipv4, c.local_gid);
+    else
+        std::memcpy(c.local_gid, cfg.local_ipv6, 16);
     c.local_qpn = p.qpn;
     c.rq_psn = p.rq_psn;
     c.path_mtu = p.path_mtu;
@@ -176,7 +215,7 @@ uint32_t CmChannel::connect(uint32_t dst_ip, uint16_t dst_port, const CmConnectP
     c.private_data = pd;
     c.private_data_len = sizeof pd;
     c.user_ctx = p.user_ctx;
-    return I.cm.connect(c, now);
+    return cm.connect(c, now);
 }
 
 bool CmChannel::accept(uint32_t id, const CmAcceptParam &p, uint64_t now) {

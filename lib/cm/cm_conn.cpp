@@ -357,7 +357,9 @@ uint32_t CmManager::connect(const ConnectParams &p, uint64_t now) {
     q.max_rd_atomic = p.initiator_depth;
     q.max_dest_rd_atomic = p.responder_resources;
     q.pkey = p.pkey;
-    std::memcpy(q.local_gid, cfg_.local_gid, 16);
+    static constexpr uint8_t kNoGid[16] = {};
+    std::memcpy(q.local_gid, std::memcmp(p.local_gid, kNoGid, 16) ? p.local_gid : cfg_.local_gid,
+                16);
     std::memcpy(q.remote_gid, p.peer.gid, 16);
     q.traffic_class = p.peer.traffic_class;
     q.hop_limit = p.peer.hop_limit;

@@ -62,6 +62,9 @@ struct CmConfig {
 struct ConnectParams {
     uint64_t service_id = 0; /* ip_service_id(kRdmaPsTcp, port) for rdma_cm peers */
     MadAddr peer;            /* the passive side's QP1 */
+    /* The GID the REQ names as ours; all zero: CmConfig::local_gid. An IPv6 connection
+     * names our IPv6 GID, an IPv4 one the IPv4-mapped GID. */
+    uint8_t local_gid[16] = {};
     uint32_t local_qpn = 0;
     uint32_t rq_psn = 0; /* the PSN we expect first: the REQ's starting PSN */
     uint8_t path_mtu = 3;

@@ -424,4 +424,13 @@ IpCmHdr make_ip_cm_hdr_v4(uint32_t src_ip, uint16_t src_port, uint32_t dst_ip) {
     return h;
 }
 
+IpCmHdr make_ip_cm_hdr_v6(const uint8_t src_ip[16], uint16_t src_port, const uint8_t dst_ip[16]) {
+    IpCmHdr h;
+    h.ip_version = 6;
+    h.src_port = src_port;
+    std::memcpy(h.src_addr, src_ip, 16);
+    std::memcpy(h.dst_addr, dst_ip, 16);
+    return h;
+}
+
 } // namespace droce::cm

@@ -272,5 +272,6 @@ const char *ip_cm_error_name(IpCmError e);
 IpCmError parse_ip_cm_hdr(const uint8_t *p, size_t len, IpCmHdr &out);
 void encode(const IpCmHdr &h, uint8_t *p); /* 36 bytes, addresses as stored */
 IpCmHdr make_ip_cm_hdr_v4(uint32_t src_ip, uint16_t src_port, uint32_t dst_ip);
+IpCmHdr make_ip_cm_hdr_v6(const uint8_t src_ip[16], uint16_t src_port, const uint8_t dst_ip[16]);
 
 } // namespace droce::cm

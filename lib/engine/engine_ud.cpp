@@ -160,32 +160,53 @@ Result<ud::AddressHandle> resolve_ah(Runtime &rt, Dev &dev, const AhAttr &attr) 
     /* Multicast and mixed IP versions are refused before any ARP is tried. */
     if (Status s = ud::check_ah(ah); !s)
         return Status(s.code(), "create_ah: " + s.message());
-    if (!net::GidTable::is_ipv4_mapped(attr.dgid))
-        return Status(EOPNOTSUPP, "create_ah: dgid is not IPv4-mapped (::ffff:a.b.c.d); RoCEv2 "
-                                  "over IPv6 is not supported yet");
-    const uint32_t dst = net::GidTable::to_ipv4(attr.dgid);
-    Result<uint32_t> nh = net::next_hop(dev.iface(), dst);
-    if (!nh)
-        return Status(nh.status().code(), "create_ah: " + nh.status().message());
+    /* The IP version follows the GIDs (check_ah made them agree), as for an RC QP's path:
+     * ARP for an IPv4-mapped destination, Neighbour Discovery for an IPv6 one. */
+    const bool v4 = net::GidTable::is_ipv4_mapped(attr.dgid);
+    uint32_t nh4 = 0;
+    net::Ip6 nh6{};
+    std::string nh_str;
+    if (v4) {
+        Result<uint32_t> nh = net::next_hop(dev.iface(), net::GidTable::to_ipv4(attr.dgid));
+        if (!nh)
+            return Status(nh.status().code(), "create_ah: " + nh.status().message());
+        nh4 = *nh;
+        nh_str = net::ipv4_str(nh4);
+    } else {
+        Result<net::Ip6> nh = net::next_hop6(dev.iface6(), attr.dgid.raw);
+        if (!nh)
+            return Status(nh.status().code(), "create_ah: " + nh.status().message());
+        nh6 = *nh;
+        nh_str = net::ipv6_str(nh6.data());
+    }
+    const char *proto = v4 ? "ARP" : "ND";
     const uint64_t t0 = rt.now_ns();
     const uint64_t limit = uint64_t{dev.arp_timeout_ms()} * 1'000'000;
     net::Mac mac{};
     for (;;) {
         net::ResolveStep st{};
-        rt.exec([&] { st = dev.resolve(*nh, rt.now_ns(), &mac); });
+        rt.exec([&] {
+            st = v4 ? dev.resolve(nh4, rt.now_ns(), &mac)
+                    : dev.resolve6(nh6.data(), rt.now_ns(), &mac);
+        });
         if (st == net::ResolveStep::Resolved)
             break;
         if (st == net::ResolveStep::TableFull)
-            return Status(ENOSPC, "create_ah: ARP: neighbour table of " + dev.name() + " is full");
+            return Status(ENOSPC, std::string("create_ah: ") + proto + ": neighbour table of " +
+                                      dev.name() + " is full");
         if (rt.now_ns() - t0 >= limit)
-            return Status(ETIMEDOUT, "create_ah: ARP: no reply from " + net::ipv4_str(*nh) +
-                                         " within " + std::to_string(dev.arp_timeout_ms()) + " ms");
+            return Status(ETIMEDOUT, std::string("create_ah: ") + proto + ": no reply from " +
+                                         nh_str + " within " +
+                                         std::to_string(dev.arp_timeout_ms()) + " ms");
         rt.wait_a_bit();
     }
     std::memcpy(ah.eth.dst, mac.data(), 6);
     std::memcpy(ah.eth.src, dev.iface().mac.data(), 6);
-    ah.eth.has_vlan = false;
-    ah.eth.ethertype = wire::kEtherTypeIpv4;
+    /* On a VLAN port every frame is tagged (an untagged one is dropped by the peer's
+     * VLAN interface): PCP = SL & 7, as for an RC QP. */
+    ah.eth.has_vlan = dev.vlan() != 0;
+    ah.eth.vlan_tci = static_cast<uint16_t>(((attr.sl & 7u) << 13) | dev.vlan());
+    ah.eth.ethertype = v4 ? wire::kEtherTypeIpv4 : wire::kEtherTypeIpv6;
     return ah;
 }
 

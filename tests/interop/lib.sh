@@ -94,14 +94,15 @@ il_require_tools() {
   [ "$(id -u)" = 0 ] || il_die "must run as root (taps, qemu, af_packet)"
 }
 
-# il_vm_up PATH_MTU: (re)create the tap and boot the VM so that rxe's active_mtu is PATH_MTU
-# (1024: eth MTU 1500; 4096: eth MTU 4200). Sets IL_ETH_MTU.
+# il_vm_up PATH_MTU [VM OPTION...]: (re)create the tap and boot the VM so that rxe's
+# active_mtu is PATH_MTU (1024: eth MTU 1500; 4096: eth MTU 4200); options go to rxe-vm's
+# boot (e.g. --ipv6). Sets IL_ETH_MTU.
 il_vm_up() {
   case $1 in 1024) IL_ETH_MTU=1500;; 4096) IL_ETH_MTU=4200;; *) il_die "unsupported path MTU $1";; esac
   il_vm_down
   IL_VM_IS_UP=1
   "$IL_PEER" up "$IL_VM" "$IL_TAP" "$IL_HOST_IP/$IL_PREFIX" "$IL_VM_IP/$IL_PREFIX" "$IL_ETH_MTU" \
-    -- --boot-timeout 240 >&2 || return 1
+    -- --boot-timeout 240 "${@:2}" >&2 || return 1
   "$IL_PEER" info "$IL_VM" | grep -q "active_mtu: $1 " || { "$IL_PEER" info "$IL_VM" >&2; return 1; }
 }
 il_vm_down() { [ "$IL_VM_IS_UP" = 1 ] && "$IL_PEER" down "$IL_VM" "$IL_TAP" >/dev/null 2>&1; IL_VM_IS_UP=0; return 0; }

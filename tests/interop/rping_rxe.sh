@@ -6,14 +6,17 @@
 # Cases (path MTU 1024, Ethernet MTU 1500; the CM runs on QP1 of both sides, no TCP):
 #   rping-droce_server  droce `droce-rping -s -v -V -C N -p P`, guest `rping -c -a DROCE_IP -v -V -C N -p P`
 #   rping-droce_client  guest `rping -s -a 0.0.0.0 -v -V -C N -p P`, droce `droce-rping -c -a VM_IP -v -V -C N -p P`
+#   rping6-droce_server, rping6-droce_client: the same over IPv6 (the guest's fd80::2, droce's
+#                       --ip fd80::100/64; rdma_cm's header says IPv6, every RoCE frame is IPv6)
 # A case passes when both sides exit 0, the client printed N "ping data: rdma-ping-I: ..."
-# lines (I = 0..N-1) and the server N "server ping data:" lines, and the capture passes
-# il_pcap_check. One PASS/FAIL line per case, then "N passed, N failed"; exit 1 on any
-# failure. One VM boot; own tap/subnet/VM name (tap-cm, 10.80.0.0/24, cmvm). Run as root.
+# lines (I = 0..N-1) and the server N "server ping data:" lines, the side that got the DREQ
+# answered it with a DREP (in the capture), and the capture passes il_pcap_check. One
+# PASS/FAIL line per case, then "N passed, N failed"; exit 1 on any failure. One VM boot
+# (IPv6 on); own tap/subnet/VM name (tap-cm, 10.80.0.0/24 and fd80::/64, cmvm). Run as root.
 # Options:
 #   --out DIR         artifacts (default: a new /tmp/droce-rping-interop.XXXXXX)
-#   --roles LIST      droce roles, default "server client"
-#   --count N         pings (default 10)
+#   --roles LIST      droce roles, default "server client server6 client6"
+#   --count N         pings (default 100, as the issue's `rping -v -C 100`)
 #   --case-timeout S  per process (default 60)
 #   --budget S        default 300
 set -uo pipefail
@@ -22,7 +25,7 @@ export IL_VM_IP=${IL_VM_IP:-10.80.0.2} IL_DROCE_IP=${IL_DROCE_IP:-10.80.0.100}
 export IL_DROCE_MAC=${IL_DROCE_MAC:-02:00:00:00:04:00}
 . "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/lib.sh"
 
-OUT="" ROLES="server client" COUNT=10 CASE_TIMEOUT=60 BUDGET=300 BUILD="" PORT=7174
+OUT="" ROLES="server client server6 client6" COUNT=100 CASE_TIMEOUT=60 BUDGET=300 BUILD="" PORT=7174
 while (($#)); do case $1 in
   --out) OUT=$2; shift 2;; --roles) ROLES=$2; shift 2;; --count) COUNT=$2; shift 2;;
   --case-timeout) CASE_TIMEOUT=$2; shift 2;; --budget) BUDGET=$2; shift 2;;
@@ -45,6 +48,9 @@ il_require_tools
 mkdir -p "$OUT"; OUT=$(readlink -f "$OUT")
 il_log "artifacts in $OUT"
 VDEV="net_af_packet0,iface=$IL_TAP,qdisc_bypass=0"
+VM_IP6=fd80::2 DROCE_IP6=fd80::100
+# RoCEv2 over IPv6 carries UDP checksum 0 (the ICRC covers the packet), as rxe sends it too.
+IL_TSHARK_OPTS+=(-o udp.ignore_ipv6_zero_checksum:TRUE)
 
 # pings_ok LOG PREFIX: COUNT lines "PREFIXrdma-ping-I: " for I = 0..COUNT-1, in order
 pings_ok() {
@@ -57,16 +63,28 @@ pings_ok() {
   [ "$i" = "$COUNT" ]
 }
 
-run_case() { # ROLE -> CASE_OK, CASE_WHY
-  local role=$1 name=rping-droce_$1 dir; dir=$OUT/$name; mkdir -p "$dir"
+# dreq_answered PCAP: every DREQ in the capture has a DREP from the other side (the CM's
+# attribute IDs 0x15/0x16; a side exiting before its DREP left fails this)
+dreq_answered() {
+  local rows; rows=$(tshark -n -r "$1" -Y 'infiniband.mad.mgmtclass == 7' -T fields \
+    -e ip.src -e ipv6.src -e infiniband.mad.attributeid 2>/dev/null) || return 1
+  awk '$NF == "0x0015" { dreq[$1] = 1 } $NF == "0x0016" { drep[$1] = 1 }
+       END { n = 0; for (s in dreq) { n++; ok = 0; for (d in drep) if (d != s) ok = 1; if (!ok) exit 1 }
+             exit n ? 0 : 1 }' <<<"$rows"
+}
+
+run_case() { # ROLE (server, client, server6, client6) -> CASE_OK, CASE_WHY
+  local v6=${1#"${1%6}"} role=${1%6} name dir; name=rping${v6}-droce_$role; dir=$OUT/$name; mkdir -p "$dir"
   CASE_OK=0; CASE_WHY=""
-  local common=(-v -V -C "$COUNT" -p "$PORT")
+  local common=(-v -V -C "$COUNT" -p "$PORT") dip=$IL_DROCE_IP vip=$IL_VM_IP any=0.0.0.0
+  [ -n "$v6" ] && { dip=$DROCE_IP6 vip=$VM_IP6 any=::; }
   # shellcheck disable=SC2206
   local droce=("$RP" $DROCE_EAL --vdev "$VDEV" -- --ip "$IL_DROCE_IP/$IL_PREFIX" --mac "$IL_DROCE_MAC"
                --eth-mtu "$IL_ETH_MTU" --timeout "$CASE_TIMEOUT" --counters -d "${common[@]}")
+  [ -n "$v6" ] && droce+=(--ip "$DROCE_IP6/64")
   local guest=(rping "${common[@]}")
-  if [ "$role" = server ]; then droce+=(-s); guest+=(-c -a "$IL_DROCE_IP")
-  else droce+=(-c -a "$IL_VM_IP"); guest+=(-s -a 0.0.0.0); fi
+  if [ "$role" = server ]; then droce+=(-s); guest+=(-c -a "$dip")
+  else droce+=(-c -a "$vip"); guest+=(-s -a "$any"); fi
   printf '%q ' "${droce[@]}" > "$dir/droce.cmd"; printf '%q ' "${guest[@]}" > "$dir/guest.cmd"
   il_capture_start "$dir/capture.pcap" || true
   local cap=${IL_CAP:-} gpid dpid grc=-1 drc=-1 t0 i; t0=$(date +%s)
@@ -102,6 +120,12 @@ run_case() { # ROLE -> CASE_OK, CASE_WHY
   if [ -f "$dir/capture.pcap" ] && ! chk=$(il_pcap_check "$dir/capture.pcap" 2>&1); then
     echo "$chk" > "$dir/pcap_check.txt"; CASE_WHY+="capture: $(head -1 <<<"$chk"); "
   fi
+  if [ -f "$dir/capture.pcap" ]; then
+    dreq_answered "$dir/capture.pcap" || CASE_WHY+="capture: a DREQ without a DREP from the other side; "
+    if [ -n "$v6" ] && [ "$(tshark -n -r "$dir/capture.pcap" -Y 'udp.dstport == 4791 && !ipv6' 2>/dev/null | wc -l)" != 0 ]; then
+      CASE_WHY+="capture: RoCE frames not over IPv6; "
+    fi
+  fi
   if [ -z "$CASE_WHY" ]; then
     CASE_OK=1
     CASE_WHY="$(( $(date +%s) - t0 ))s; $COUNT pings validated"
@@ -112,12 +136,16 @@ run_case() { # ROLE -> CASE_OK, CASE_WHY
   fi
 }
 
-il_log "booting VM (path MTU 1024)"
+il_log "booting VM (path MTU 1024, IPv6 on)"
 vm_ok=1
-il_vm_up 1024 > "$OUT/vm.log" 2>&1 || vm_ok=0
+il_vm_up 1024 --ipv6 > "$OUT/vm.log" 2>&1 || vm_ok=0
+# the guest's IPv6 address, and rxe's GID for it (added by the kernel, asynchronously)
+[ $vm_ok = 1 ] && { il_vm_exec --timeout 30 -- "ip -6 addr add $VM_IP6/64 dev eth0 nodad && n=0 &&
+  while ! grep -qs '^fd80:' /sys/class/infiniband/rxe0/ports/1/gids/*; do
+    sleep 0.1; n=\$((n+1)); [ \$n -ge 50 ] && exit 1; done" >> "$OUT/vm.log" 2>&1 || vm_ok=0; }
 il_log "VM up: $vm_ok"
 for r in $ROLES; do
-  name=rping-droce_$r
+  name=rping${r#"${r%6}"}-droce_${r%6}
   if [ $vm_ok = 0 ]; then il_result "$name" fail "VM boot failed (see $OUT/vm.log)"; continue; fi
   if [ "$(il_elapsed)" -ge "$BUDGET" ]; then il_result "$name" fail "not run: budget ${BUDGET}s used up"; continue; fi
   run_case "$r"

@@ -36,14 +36,20 @@ struct Side {
     Queue out;
     Hook hook;
     CmChannel ch;
-    Side(uint32_t ip_, uint64_t guid) : ip(ip_), ch(config(ip_, guid), out, &hook) {
+    /* ip6: also an IPv6 address, the GID its MADs then come from (an IPv6 session). */
+    Side(uint32_t ip_, uint64_t guid, const uint8_t *ip6 = nullptr)
+        : ip(ip_), ch(config(ip_, guid, ip6), out, &hook) {
         gid[10] = gid[11] = 0xFF;
         for (int i = 0; i < 4; ++i)
             gid[12 + i] = static_cast<uint8_t>(ip >> (24 - 8 * i));
+        if (ip6)
+            std::memcpy(gid, ip6, 16);
     }
-    static CmChannelConfig config(uint32_t ip, uint64_t guid) {
+    static CmChannelConfig config(uint32_t ip, uint64_t guid, const uint8_t *ip6) {
         CmChannelConfig c;
         c.local_ipv4 = ip;
+        if (ip6)
+            std::memcpy(c.local_ipv6, ip6, 16);
         c.ca_guid = guid;
         c.max_conns = 4;
         c.cm_response_timeout = 10;
@@ -193,6 +199,69 @@ TEST(CmChannel, NotRdmaCmHeaderRejected) {
             found = true;
         }
     EXPECT_TRUE(found);
+}
+
+/* rdma_cm over IPv6: the REQ's IP CM header says version 6 with both 16-byte addresses,
+ * its path names the IPv6 GIDs, and the passive side reports the peer's IPv6 address. */
+TEST(CmChannel, Ipv6Session) {
+    const uint8_t srv6[16] = {0xfd, 0x77, 0, 0x20, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2};
+    const uint8_t cli6[16] = {0xfd, 0x77, 0, 0x20, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3};
+    Side srv(0x0A4D0002, 0xB0, srv6), cli(0x0A4D0003, 0xA0, cli6);
+    uint64_t now = 1000;
+    ASSERT_TRUE(srv.ch.listen(7174));
+    CmConnectParam cp;
+    cp.qpn = 0x18;
+    const char hello[] = "hello6";
+    cp.private_data = hello;
+    cp.private_data_len = sizeof hello;
+    /* An IPv4-mapped address is connect()'s, not connect6()'s. */
+    uint8_t mapped[16] = {};
+    mapped[10] = mapped[11] = 0xFF;
+    EXPECT_EQ(cli.ch.connect6(mapped, 7174, cp, now), 0u);
+    const uint32_t cid = cli.ch.connect6(srv6, 7174, cp, now);
+    ASSERT_NE(cid, 0u);
+    ASSERT_EQ(cli.out.q.size(), 1u);
+    cm::CmMad req{};
+    ASSERT_EQ(cm::parse_cm_mad(cli.out.q[0].data(), cli.out.q[0].size(), req), cm::MadError::Ok);
+    EXPECT_EQ(req.req.private_data[1], 0x60); /* IP version 6 in bits 7:4 */
+    cm::IpCmHdr ih;
+    ASSERT_EQ(cm::parse_ip_cm_hdr(req.req.private_data, cm::kReqPrivLen, ih), cm::IpCmError::Ok);
+    EXPECT_EQ(ih.ip_version, 6);
+    EXPECT_EQ(0, std::memcmp(ih.src_addr, cli6, 16));
+    EXPECT_EQ(0, std::memcmp(ih.dst_addr, srv6, 16));
+    EXPECT_EQ(0, std::memcmp(req.req.primary.local_gid, cli6, 16));
+    EXPECT_EQ(0, std::memcmp(req.req.primary.remote_gid, srv6, 16));
+
+    pump(cli, srv, now);
+    auto ev = srv.events();
+    ASSERT_EQ(ev.size(), 1u);
+    EXPECT_EQ(ev[0].kind, CmEventKind::ConnectRequest);
+    EXPECT_TRUE(ev[0].ipv6);
+    EXPECT_EQ(ev[0].peer_ip, 0u);
+    EXPECT_EQ(0, std::memcmp(ev[0].peer_gid, cli6, 16));
+    EXPECT_EQ(ev[0].peer_port, ih.src_port);
+    EXPECT_STREQ(reinterpret_cast<const char *>(ev[0].private_data), "hello6");
+    CmAcceptParam ap;
+    ap.qpn = 0x19;
+    ASSERT_TRUE(srv.ch.accept(ev[0].id, ap, now));
+    pump(cli, srv, now);
+    ASSERT_EQ(cli.hook.calls.size(), 1u);
+    ASSERT_EQ(srv.hook.calls.size(), 1u);
+    /* Each side's QP is told both IPv6 GIDs. */
+    EXPECT_EQ(0, std::memcmp(cli.hook.calls[0].local_gid, cli6, 16));
+    EXPECT_EQ(0, std::memcmp(cli.hook.calls[0].remote_gid, srv6, 16));
+    EXPECT_EQ(0, std::memcmp(srv.hook.calls[0].local_gid, srv6, 16));
+    EXPECT_EQ(0, std::memcmp(srv.hook.calls[0].remote_gid, cli6, 16));
+    auto ce = cli.events();
+    ASSERT_EQ(ce.size(), 1u);
+    EXPECT_EQ(ce[0].kind, CmEventKind::Established);
+    EXPECT_TRUE(ce[0].ipv6);
+    EXPECT_EQ(0, std::memcmp(ce[0].peer_gid, srv6, 16));
+    EXPECT_EQ(srv.events().at(0).kind, CmEventKind::Established);
+
+    /* Without an IPv6 address of its own a channel does not connect6. */
+    Side v4only(0x0A4D0004, 0xC0);
+    EXPECT_EQ(v4only.ch.connect6(srv6, 7174, cp, now), 0u);
 }
 
 } // namespace

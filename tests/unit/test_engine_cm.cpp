@@ -80,11 +80,13 @@ class EngineCm : public ::testing::TestWithParam<bool> {
         DeviceConfig ca;
         ca.port = ports->first;
         ca.ipv4_cidr = "10.79.0.1/24";
+        ca.ipv6_cidrs = {"fd79::1/64"};
         ca.mac = "02:00:00:00:03:01";
         ca.mtu = 1500;
         DeviceConfig cb = ca;
         cb.port = ports->second;
         cb.ipv4_cidr = "10.79.0.2/24";
+        cb.ipv6_cidrs = {"fd79::2/64"};
         cb.mac = "02:00:00:00:03:02";
         auto da = engine->open_device(ca);
         auto db = engine->open_device(cb);
@@ -287,6 +289,51 @@ TEST_P(EngineCm, ReadResourcesAboveTheQpLimitAreCapped) {
         EXPECT_EQ(qa.max_dest_rd_atomic, 16);
         EXPECT_EQ(s->cm_counters()["cm_qp_modify_failed"], 0u);
     }
+}
+
+/* The same over the IPv6 GIDs: the REQ's IP CM header says IPv6, QP1's MADs and the RC
+ * QPs' paths go over IPv6 (Neighbour Discovery, not ARP), a SEND crosses. */
+TEST_P(EngineCm, ConnectOverIpv6) {
+    const uint8_t a6[16] = {0xfd, 0x79, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+    const uint8_t b6[16] = {0xfd, 0x79, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2};
+    ASSERT_TRUE(b.cm->channel().listen(kPort));
+    RecvWr rw;
+    rw.sg_list[0] = b.sge(0, kBuf);
+    rw.num_sge = 1;
+    CmConnectParam cp;
+    const uint32_t cid = a.cm->connect6(b6, kPort, *a.qp, cp);
+    ASSERT_NE(cid, 0u);
+    ASSERT_TRUE(until([&] { return find(b, CmEventKind::ConnectRequest) != nullptr; }));
+    const CmEventInfo req = *find(b, CmEventKind::ConnectRequest);
+    EXPECT_TRUE(req.ipv6);
+    EXPECT_EQ(std::memcmp(req.peer_gid, a6, 16), 0);
+    ASSERT_TRUE(b.qp->post_recv(rw));
+    ASSERT_TRUE(b.cm->accept(req.id, *b.qp, CmAcceptParam{}));
+    ASSERT_TRUE(until(
+        [&] { return find(a, CmEventKind::Established) && find(b, CmEventKind::Established); }));
+    EXPECT_TRUE(find(a, CmEventKind::Established)->ipv6);
+    for (Side *s : {&a, &b}) {
+        QpAttr qa;
+        ASSERT_TRUE(s->qp->query(qa));
+        EXPECT_EQ(qa.cur_qp_state, QpState::Rts);
+        EXPECT_EQ(std::memcmp(qa.ah_attr.dgid.raw, s == &a ? b6 : a6, 16), 0);
+        const auto gids = s->dev->gids();
+        ASSERT_LT(qa.ah_attr.sgid_index, gids.size());
+        EXPECT_EQ(std::memcmp(gids[qa.ah_attr.sgid_index].gid.raw, s == &a ? a6 : b6, 16), 0);
+    }
+    std::strcpy(reinterpret_cast<char *>(a.at(0)), "ping over IPv6");
+    SendWr sw;
+    sw.opcode = WrOpcode::Send;
+    sw.sg_list[0] = a.sge(0, 15);
+    sw.num_sge = 1;
+    ASSERT_TRUE(a.qp->post_send(sw));
+    ASSERT_TRUE(until([&] { return !a.wcs.empty() && !b.wcs.empty(); }));
+    EXPECT_EQ(b.wcs[0].status, WcStatus::Success);
+    EXPECT_STREQ(reinterpret_cast<const char *>(b.at(0)), "ping over IPv6");
+    ASSERT_TRUE(b.cm->disconnect(req.id));
+    ASSERT_TRUE(until(
+        [&] { return find(a, CmEventKind::Disconnected) && find(b, CmEventKind::Disconnected); }));
+    EXPECT_EQ(a.cm_counters()["cm_mad_send_failed"] + b.cm_counters()["cm_mad_send_failed"], 0u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, EngineCm, ::testing::Values(true, false),
