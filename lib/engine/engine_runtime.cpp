@@ -387,6 +387,11 @@ Result<Dev *> Runtime::open_device(const DeviceConfig &cfg) {
 
     if (cfg.pfc_priority > 7 || cfg.pfc_priority < -1)
         return Status(EINVAL, "open_device: pfc_priority must be 0..7 (or -1: none)");
+    if (cfg.pfc_tx_xoff != 0 && cfg.pfc_priority < 0)
+        return Status(EINVAL, "open_device: pfc_tx_xoff needs pfc_priority (the priority to "
+                              "pause)");
+    if (cfg.pfc_tx_xoff != 0 && cfg.pfc_tx_xon >= cfg.pfc_tx_xoff)
+        return Status(EINVAL, "open_device: pfc_tx_xon must be below pfc_tx_xoff");
     net::Iface ifc;
     if (cfg.ipv4_cidr.empty())
         return Status(EINVAL, "open_device: ipv4_cidr is required (e.g. 10.77.0.100/24)");
@@ -587,9 +592,24 @@ Result<Dev *> Runtime::open_device(const DeviceConfig &cfg) {
         spdlog::warn("{}: all-multicast mode: {}", name, errstr(rc));
     dev->set_pkeys(cfg.pkeys);
     dev->set_port_info(std::move(caps), std::move(steer));
-    dev->set_pfc(
-        cfg.pfc_priority, uint64_t{cfg.pfc_storm_ms} * 1'000'000,
-        pfc_enable(port, name, info.driver_name ? info.driver_name : "?", cfg.pfc_priority));
+    std::string pfc_status =
+        pfc_enable(port, name, info.driver_name ? info.driver_name : "?", cfg.pfc_priority);
+    if (cfg.pfc_tx_xoff != 0) {
+        /* -ENOTSUP: the PMD cannot count its RX ring; the burst's fill stands in */
+        const bool count = rte_eth_rx_queue_count(port, 0) >= 0;
+        const std::string tx = "; droce sends PFC for priority " +
+                               std::to_string(cfg.pfc_priority) + " at " +
+                               std::to_string(cfg.pfc_tx_xoff) + " frames in an RX queue, " +
+                               "resumes at " + std::to_string(cfg.pfc_tx_xon) + " (" +
+                               (count ? "rte_eth_rx_queue_count"
+                                      : "burst fill: the PMD has no "
+                                        "rx_queue_count") +
+                               ")";
+        spdlog::info("{}: PFC{}", name, tx);
+        pfc_status += tx;
+        dev->set_pfc_tx(cfg.pfc_tx_xoff, cfg.pfc_tx_xon, count);
+    }
+    dev->set_pfc(cfg.pfc_priority, uint64_t{cfg.pfc_storm_ms} * 1'000'000, std::move(pfc_status));
     dev->set_cc(cfg.dcqcn ? &ccp : nullptr, line);
     dev->set_tx_burst(cfg.tx_burst_frames);
     spdlog::info("{}: DCQCN {} (line rate {} Mb/s{}, data ECN {}, TX burst {})", name,
