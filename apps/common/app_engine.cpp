@@ -62,6 +62,8 @@ void apply_congestion_options(const DeviceOptions &o, DeviceConfig &cfg) {
         cfg.dcqcn_params.ecn_mode = static_cast<EcnMode>(o.ecn);
     cfg.pfc_priority = o.pfc; /* --pfc: ask the PMD to make that priority lossless */
     cfg.pfc_storm_ms = o.pfc_storm_ms;
+    cfg.pfc_tx_xoff = o.pfc_tx_xoff;
+    cfg.pfc_tx_xon = o.pfc_tx_xon;
     cfg.line_rate_bps = o.line_rate_bps; /* --line-rate: the RP's maximum, PFC quanta */
     cfg.tx_burst_frames = o.tx_burst;    /* --tx-burst: QPs held to the line rate */
 }

@@ -264,6 +264,10 @@ const std::vector<Key> &schema() {
                                   }},
         num("pfc", "storm_ms", 0, 3'600'000,
             [](DeviceOptions &o, uint64_t u) { o.pfc_storm_ms = static_cast<uint32_t>(u); }),
+        num("pfc", "tx_xoff", 0, 65535,
+            [](DeviceOptions &o, uint64_t u) { o.pfc_tx_xoff = static_cast<uint32_t>(u); }),
+        num("pfc", "tx_xon", 0, 65535,
+            [](DeviceOptions &o, uint64_t u) { o.pfc_tx_xon = static_cast<uint32_t>(u); }),
         // ---- [capture]: --capture and --capture-snaplen ----
         {"capture", "file",
          [](const std::string &v, DeviceOptions &o) -> std::

@@ -30,6 +30,7 @@ const struct option kDeviceLongOptions[] = {
     {"dcqcn", required_argument, nullptr, kOptDcqcn},
     {"ecn", required_argument, nullptr, kOptEcn},
     {"pfc", required_argument, nullptr, kOptPfc},
+    {"pfc-tx", required_argument, nullptr, kOptPfcTx},
     {"config", required_argument, nullptr, kOptConfig},
     {"capture", required_argument, nullptr, kOptCapture},
     {"capture-snaplen", required_argument, nullptr, kOptCaptureSnaplen},
@@ -157,6 +158,16 @@ const char *take(int c, const char *arg, DeviceOptions &o, const DeviceOptionRul
             return "a priority 0..7";
         o.pfc = static_cast<int>(u);
         return "";
+    case kOptPfcTx: {
+        const char *c = std::strchr(arg, ',');
+        uint64_t xon = 0;
+        if (c == nullptr || !parse_u64(std::string(arg, c).c_str(), 65535, u) || u == 0 ||
+            !parse_u64(c + 1, 65535, xon) || xon >= u)
+            return "XOFF,XON frames, 0 < XON < XOFF <= 65535 (e.g. 32,8)";
+        o.pfc_tx_xoff = static_cast<uint32_t>(u);
+        o.pfc_tx_xon = static_cast<uint32_t>(xon);
+        return "";
+    }
     case kOptLineRate:
         if (!parse_rate_bps(arg, o.line_rate_bps))
             return "a rate in bit/s, suffix k, m or g (e.g. 1g)";

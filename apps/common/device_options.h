@@ -76,6 +76,8 @@ struct DeviceOptions {
     bool mode_from_config = false; /**< [engine] mode set embedded/worker (a flag overrides) */
     DcqcnParams dcqcn_params;      /**< [dcqcn] (ecn: the ecn field above) */
     uint32_t pfc_storm_ms = 100;   /**< [pfc] storm_ms (DeviceConfig::pfc_storm_ms) */
+    uint32_t pfc_tx_xoff = 0;      /**< --pfc-tx XOFF,XON, [pfc] tx_xoff (frames; 0 = off) */
+    uint32_t pfc_tx_xon = 0;       /**< [pfc] tx_xon */
     QpDefaults qp;                 /**< [qp] */
 
     std::vector<std::string> eal_args; /**< before "--" (or the defaults) */
@@ -108,6 +110,7 @@ enum DeviceOption : int {
     kOptForceTtl,
     kOptLineRate,
     kOptTxBurst,
+    kOptPfcTx,
     kFirstToolOption = 1100,
 };
 

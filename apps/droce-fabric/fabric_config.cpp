@@ -28,6 +28,8 @@ const NumKey kNumbers[] = {
     {"seed", "--seed", 0, 1e18},
     {"sample_us", "--sample-us", 1, 1e9},
     {"secs", "--secs", 0, 1e9},
+    {"honour_pfc", "--honour-pfc", 0, 7},
+    {"idle_us", "--idle-us", 0, 1e6},
 };
 constexpr int kMaxPorts = 16;
 

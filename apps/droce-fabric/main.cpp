@@ -11,6 +11,10 @@
  * port's bytes in the queue reach XOFF and an XON (pause time 0) when they fall to XON, for
  * the priority of the frame that crossed XOFF (PCP if tagged, else DSCP >> 3: a switch that
  * trusts DSCP). MAC Control frames are never forwarded (counted as drop_mac_ctrl).
+ * With --honour-pfc PRIO a bottleneck queue also obeys the pause frames its egress port
+ * receives for PRIO (a leaf switch whose uplink the next hop pauses): the queue holds
+ * its frames for the pause time and resumes at its rate, so with --pfc too the pause
+ * spreads upstream to every sender sharing that link (head-of-line blocking).
  *
  * One lcore polls every port. Frames toward a port without a bottleneck leave at once.
  * Usage: droce-fabric [EAL args] -- [options]   (--help lists them)
@@ -20,12 +24,16 @@
 #include <rte_ethdev.h>
 #include <rte_mbuf.h>
 
+#include <sys/prctl.h>
+
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "config_device.h"
@@ -61,6 +69,8 @@ struct Opts {
     std::string csv;
     double secs = 0;
     bool shared = false; /* one queue for all --to ports (their common upstream link) */
+    int honour_pfc = -1; /* priority whose pause frames hold a bottleneck queue; -1: none */
+    uint64_t idle_us = 0; /* sleep this long when a loop found nothing to do; 0: spin */
 };
 
 constexpr uint16_t kFullPause = 0xFFFF; /* quanta of an XOFF */
@@ -90,6 +100,12 @@ void usage(FILE *f) {
            "  --secs S           stop after S seconds (default: run until SIGINT/SIGTERM)\n"
            "  --pfc XOFF,XON     PFC: pause an ingress port when it has XOFF bytes in a\n"
            "                     bottleneck queue, resume at XON (bytes, XON < XOFF <= buffer)\n"
+           "  --honour-pfc PRIO  a bottleneck queue obeys the PFC pause frames its egress\n"
+           "                     port receives for priority PRIO (0..7): it holds its\n"
+           "                     frames for the pause time (one FIFO: all of them)\n"
+           "  --idle-us U        sleep U µs when a poll found no frame and none was due\n"
+           "                     (default 0: spin). Coarsens departures to about U µs; for\n"
+           "                     runs with more busy processes than cores\n"
            "  --config FILE      settings from a configuration file (config/fabric.conf:\n"
            "                     [eal] and [fabric]); the options given override it;\n"
            "                     'droce-fabric --config FILE' alone needs no '--'\n"
@@ -169,6 +185,10 @@ Opts parse(int argc, char **argv) {
             o.sample_us = static_cast<uint64_t>(number(k, val(), 1, 1e9));
         else if (k == "--csv")
             o.csv = val();
+        else if (k == "--idle-us")
+            o.idle_us = static_cast<uint64_t>(number(k, val(), 0, 1e6));
+        else if (k == "--honour-pfc")
+            o.honour_pfc = static_cast<int>(number(k, val(), 0, 7));
         else if (k == "--secs")
             o.secs = number(k, val(), 0, 1e9);
         else if (k == "--pfc") {
@@ -225,6 +245,9 @@ struct Queue {
     std::vector<DepthSample> samples;
     uint64_t next_sample = 0;
     uint64_t drop_delay = 0;
+    /* --honour-pfc: held by a pause from the next hop until paused_until */
+    bool held_by_pause = false;
+    uint64_t paused_until = 0, hold_since = 0, held_ns = 0;
 };
 
 struct Port {
@@ -241,6 +264,8 @@ struct Port {
     uint64_t refresh_ns = 0;    /* half a full pause at the link's speed */
     uint64_t pfc_xoff = 0, pfc_xon = 0, pfc_refresh = 0, pfc_nombuf = 0;
     uint64_t paused_ns = 0;
+    uint64_t speed_bps = 0;       /* 0: unknown (pause times taken at 100 Gb/s) */
+    uint64_t rx_pfc_honoured = 0; /* --honour-pfc: pause frames that held our queue */
 };
 
 struct Mac {
@@ -417,6 +442,7 @@ int main(int argc, char **argv) {
                 ? uint64_t{link.link_speed} * 1'000'000
                 : 0; /* pfc_pause_ns takes 0 as 100 Gb/s, as the droce engine does */
         p.refresh_ns = droce::net::pfc_pause_ns(kFullPause, speed) / 2;
+        p.speed_bps = speed;
         for (uint16_t t : o.to)
             if (t == id) {
                 if (queues.empty() || !o.shared) {
@@ -442,6 +468,9 @@ int main(int argc, char **argv) {
     }
     std::signal(SIGINT, on_signal);
     std::signal(SIGTERM, on_signal);
+    /* the default 50 µs timer slack would stretch every idle sleep by that much */
+    if (o.idle_us)
+        prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL);
     const uint64_t hz = rte_get_tsc_hz();
     const uint64_t t0 = ns_now(hz);
     const uint64_t every = o.sample_us * 1000;
@@ -463,6 +492,9 @@ int main(int argc, char **argv) {
     if (o.bp.pfc_xoff_bytes)
         std::printf("droce-fabric: PFC XOFF %u B XON %u B per ingress port\n", o.bp.pfc_xoff_bytes,
                     o.bp.pfc_xon_bytes);
+    if (o.honour_pfc >= 0)
+        std::printf("droce-fabric: bottleneck queues obey pause frames for priority %d\n",
+                    o.honour_pfc);
     std::fflush(stdout);
 
     /* Frame m from port `in` toward port `out`: into out's bottleneck or straight out. */
@@ -498,13 +530,33 @@ int main(int argc, char **argv) {
         const uint64_t now = ns_now(hz) - t0;
         if (o.secs > 0 && static_cast<double>(now) > o.secs * 1e9)
             break;
+        bool busy = false;
         for (Port &in : ports) {
             const uint16_t n = rte_eth_rx_burst(in.id, 0, rx, kBurst);
             in.rx += n;
+            busy = busy || n != 0;
             for (uint16_t i = 0; i < n; ++i) {
                 rte_mbuf *m = rx[i];
                 const auto *eth = rte_pktmbuf_mtod(m, const rte_ether_hdr *);
                 if (eth->ether_type == rte_cpu_to_be_16(droce::net::kEtherTypeMacControl)) {
+                    droce::net::PfcFrame pf;
+                    if (o.honour_pfc >= 0 && in.q && m->data_len == m->pkt_len &&
+                        droce::net::parse_pfc(rte_pktmbuf_mtod(m, const uint8_t *), m->data_len,
+                                              &pf) == droce::net::PfcResult::Ok &&
+                        (pf.enable >> o.honour_pfc & 1) != 0) {
+                        /* the next hop pauses our egress toward it: hold the queue (quanta
+                         * 0 resumes it below) */
+                        Queue &q = *in.q;
+                        q.paused_until =
+                            now + droce::net::pfc_pause_ns(pf.quanta[o.honour_pfc], in.speed_bps);
+                        if (!q.held_by_pause) {
+                            q.held_by_pause = true;
+                            q.hold_since = now;
+                        }
+                        ++in.rx_pfc_honoured;
+                        rte_pktmbuf_free(m);
+                        continue;
+                    }
                     /* link-local: a switch acts on or drops MAC Control, never forwards it */
                     ++in.drop_mac_ctrl;
                     rte_pktmbuf_free(m);
@@ -552,7 +604,13 @@ int main(int argc, char **argv) {
         }
         for (auto &qp : queues) {
             Queue &q = *qp;
-            while (q.q->next_departure() <= now) {
+            if (q.held_by_pause && now >= q.paused_until) {
+                q.held_by_pause = false;
+                q.held_ns += now - q.hold_since;
+                q.q->restart(now);
+            }
+            while (!q.held_by_pause && q.q->next_departure() <= now) {
+                busy = true;
                 rte_mbuf *m = q.held->front();
                 const uint16_t to = q.held->front_port();
                 const auto d = q.q->dequeue(now, rte_pktmbuf_mtod(m, uint8_t *));
@@ -588,6 +646,8 @@ int main(int argc, char **argv) {
             }
             flush_tx(p);
         }
+        if (!busy && o.idle_us)
+            std::this_thread::sleep_for(std::chrono::microseconds(o.idle_us));
     }
     const uint64_t end = ns_now(hz) - t0;
     for (auto &q : queues) {
@@ -602,7 +662,8 @@ int main(int argc, char **argv) {
             "port %u: rx %llu tx %llu tx_full %llu drop_self %llu drop_head %llu "
             "drop_delay %llu bottleneck %s enqueued %llu marked %llu dropped_tail %llu "
             "dropped_red %llu dropped_loss %llu max_depth_bytes %llu drop_mac_ctrl %llu "
-            "pfc_xoff %llu pfc_xon %llu pfc_refresh %llu pfc_nombuf %llu paused_us %llu\n",
+            "pfc_xoff %llu pfc_xon %llu pfc_refresh %llu pfc_nombuf %llu paused_us %llu "
+            "rx_pfc_honoured %llu held_us %llu\n",
             p.id, static_cast<unsigned long long>(p.rx), static_cast<unsigned long long>(p.tx),
             static_cast<unsigned long long>(p.tx_full),
             static_cast<unsigned long long>(p.drop_self),
@@ -621,7 +682,11 @@ int main(int argc, char **argv) {
             static_cast<unsigned long long>(p.pfc_refresh),
             static_cast<unsigned long long>(p.pfc_nombuf),
             static_cast<unsigned long long>((p.paused_ns + (p.paused ? end - p.pause_sent_at : 0)) /
-                                            1000));
+                                            1000),
+            static_cast<unsigned long long>(p.rx_pfc_honoured),
+            static_cast<unsigned long long>(
+                own ? (p.q->held_ns + (p.q->held_by_pause ? end - p.q->hold_since : 0)) / 1000
+                    : 0));
     }
     std::printf("flooded %llu mac_table_full %llu secs %.3f\n",
                 static_cast<unsigned long long>(flood), static_cast<unsigned long long>(mac_full),

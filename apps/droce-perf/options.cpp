@@ -181,6 +181,8 @@ void print_usage(const char *argv0, FILE *out) {
         "  --dcqcn=on|off           DCQCN congestion control (default on)\n"
         "  --ecn=off|ect0|ect1      ECN field of RoCE data sent (default ect0)\n"
         "  --pfc=PRIO               PFC: ask the PMD to make priority PRIO lossless\n"
+        "  --pfc-tx=XOFF,XON        send PFC for PRIO at XOFF frames in an RX queue,\n"
+        "                           resume at XON (default off)\n"
         "  --line-rate=RATE         the port's rate in bit/s, e.g. 1g (default the link's;\n"
         "                           100g when the PMD reports none, as memif does)\n"
         "  --tx-burst=N             hold every QP to the line rate with bursts of at most\n"

@@ -114,6 +114,8 @@ void print_usage(const char *argv0, FILE *out) {
         "  --dcqcn=on|off         DCQCN congestion control (default on)\n"
         "  --ecn=off|ect0|ect1    ECN field of RoCE data sent (default ect0)\n"
         "  --pfc=PRIO             PFC: ask the PMD to make priority PRIO lossless\n"
+        "  --pfc-tx=XOFF,XON      send PFC for PRIO at XOFF frames in an RX queue,\n"
+        "                         resume at XON (default off)\n"
         "  --capture=FILE.pcapng  write droce's RoCE traffic (both directions) to FILE\n"
         "  --capture-snaplen=N    bytes kept per captured frame (default whole frames)\n"
         "  --counters             print all device counters at exit\n"

@@ -116,6 +116,13 @@ struct DeviceConfig {
     /** Pause-storm watchdog: a priority paused without a break for this long is reported
      * (counter rx_pfc_pause_storm, a log line, AsyncEventType::PauseStorm); 0 = off. */
     uint32_t pfc_storm_ms = 100;
+    /** PFC sent by droce (off: 0): when this many frames wait in a shard's RX queue
+     * (rte_eth_rx_queue_count where the PMD has it, else the fill of the burst just
+     * read), it sends a pause for pfc_priority (0xFFFF quanta, repeated at half that
+     * time) and quanta 0 once the queue is down to pfc_tx_xon frames. Needs pfc_priority
+     * >= 0 and pfc_tx_xon < pfc_tx_xoff. Counters tx_prioN_pause(_duration). */
+    uint32_t pfc_tx_xoff = 0;
+    uint32_t pfc_tx_xon = 0;
     /** Bifurcated steering with rte_flow (isolated mode: UDP/4791 and ARP for ipv4_cidr's
      * address to droce, everything else to the kernel): -1 = the port's adapter decides
      * (on for mlx5/mlx4), 0 = off, 1 = on where the PMD implements rte_flow (net_tap). If

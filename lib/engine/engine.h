@@ -182,6 +182,7 @@ struct PfcCounters {
     uint64_t tx_held = 0;    /* frames refused because their priority was paused */
     uint64_t qps_parked = 0; /* QPs parked until their priority resumed */
     uint64_t storms = 0;     /* pauses longer than the watchdog */
+    uint64_t tx_nombuf = 0;  /* a pause droce meant to send found no mbuf or TX slot */
     uint64_t other_prio = 0; /* pauses of a priority that is not the lossless one */
 };
 
@@ -378,6 +379,9 @@ class Shard final : public rc::TxPort, public rc::AsyncEventSink {
     void park(QpCtx &q, uint8_t prio);
     void resume(uint8_t prio, uint64_t now);
     void on_pause_timer(PauseTimer &t, uint64_t now);
+    /* PFC sent when this shard's RX queue fills (engine_pfc_tx.cpp) */
+    void pfc_tx_check(uint16_t nrx, uint64_t now);
+    bool pfc_tx_send(uint16_t quanta);
 
     Dev &dev_;
     uint32_t index_;
@@ -402,6 +406,9 @@ class Shard final : public rc::TxPort, public rc::AsyncEventSink {
     PauseTimer pause_end_[net::kPfcPriorities];
     PauseTimer pause_storm_[net::kPfcPriorities];
     PfcCounters pfc_;
+    bool pfc_tx_paused_ = false;  /* our XOFF stands */
+    uint64_t pfc_tx_sent_at_ = 0; /* last XOFF, for the refresh */
+    uint64_t pfc_tx_since_ = 0;   /* start of the pause time not yet counted */
     rte_mbuf *tx_[kTxQueueCap];
     uint16_t ntx_ = 0;
     /* QPN allocation: never-used numbers first, then freed ones after quarantine. */
@@ -461,6 +468,14 @@ class Dev final {
         pfc_status_ = std::move(status);
     }
     int pfc_prio() const { return pfc_prio_; }
+    /** PFC sent by droce (DeviceConfig::pfc_tx_xoff): thresholds in frames; count: the
+     * PMD implements rte_eth_rx_queue_count (else the burst's fill is the level). */
+    void set_pfc_tx(uint32_t xoff, uint32_t xon, bool count) {
+        pfc_tx_xoff_ = xoff;
+        pfc_tx_xon_ = xon;
+        pfc_tx_count_ = count;
+    }
+    uint32_t pfc_tx_xoff() const { return pfc_tx_xoff_; }
     uint64_t pfc_storm_ns() const { return pfc_storm_ns_; }
     const std::string &pfc_status() const { return pfc_status_; }
     /** The port's adapter and capabilities, and what its steering set up (droce-info). */
@@ -612,6 +627,8 @@ class Dev final {
     uint64_t line_rate_bps_ = 0;
     uint32_t tx_burst_frames_ = 0;
     int pfc_prio_ = -1;
+    uint32_t pfc_tx_xoff_ = 0, pfc_tx_xon_ = 0; /* 0: droce sends no pause */
+    bool pfc_tx_count_ = false;
     uint64_t pfc_storm_ns_ = kPfcStormNsDefault;
     std::string pfc_status_ = "not requested";
     drivers::Caps caps_;

@@ -471,6 +471,7 @@ std::vector<std::pair<std::string, uint64_t>> Shard::counters() const {
                            net::pfc_result_name(static_cast<net::PfcResult>(r)),
                        pfc_.rx_result[r]);
     v.emplace_back("tx_pfc_held", pfc_.tx_held);
+    v.emplace_back("tx_pfc_nombuf", pfc_.tx_nombuf);
     v.emplace_back("pfc_qps_parked", pfc_.qps_parked);
     v.emplace_back("rx_pfc_pause_storm", pfc_.storms);
     v.emplace_back("rx_pfc_pause_other_prio", pfc_.other_prio);
@@ -1572,6 +1573,8 @@ uint32_t Shard::poll(uint64_t now, uint32_t *work) {
         rte_mbuf *rx[kRxBurst];
         nrx = rte_eth_rx_burst(dev_.port_, rxq_, rx, kRxBurst);
         rx_burst(rx, nrx, now);
+        if (dev_.pfc_tx_xoff_ != 0) [[unlikely]] /* one test per poll when off */
+            pfc_tx_check(nrx, now);
     }
 
     /* Timers: only the due ones cost anything. */

@@ -25,6 +25,7 @@
 #include <spdlog/spdlog.h>
 
 #include "engine.h"
+#include "engine_pfc_port.h"
 #include "engine_rss.h"
 
 namespace droce::engine {
@@ -298,41 +299,32 @@ Result<std::pair<std::string, std::string>> Runtime::create_ring_pair(uint16_t q
 namespace {
 
 /* Asks the PMD to make `prio` lossless (PFC) and returns what happened, said once at
- * start-up and shown by droce-info. Water marks are the PMD's own link flow-control ones
- * (rte_eth_dev_flow_ctrl_get): their unit and valid range are device specific (KB below
- * the RX buffer size on ixgbe, zero on hns3), so droce takes what the driver reports. */
-std::string pfc_enable(uint16_t port, const std::string &name, const char *drv, int prio) {
+ * start-up and shown by droce-info, naming the DPDK API that applied
+ * (engine_pfc_port.cpp: the queue-based one where the PMD has it, else the port-wide
+ * one). */
+std::string pfc_enable(uint16_t port, const std::string &name, const char *drv, int prio,
+                       uint16_t nrxq, uint16_t ntxq) {
     if (prio < 0) {
         spdlog::info("{}: PFC not requested; PFC frames the port hands up are honoured in "
                      "software",
                      name);
         return "not requested (received PFC honoured in software)";
     }
-    rte_eth_pfc_conf pc{};
-    rte_eth_fc_conf fc{};
-    if (rte_eth_dev_flow_ctrl_get(port, &fc) == 0) {
-        pc.fc.high_water = fc.high_water;
-        pc.fc.low_water = fc.low_water;
-        pc.fc.send_xon = fc.send_xon;
-    }
-    pc.fc.mode = RTE_ETH_FC_FULL;
-    pc.fc.pause_time = 0xFFFF;
-    pc.priority = static_cast<uint8_t>(prio);
-    const int rc = rte_eth_dev_priority_flow_ctrl_set(port, &pc);
+    const PfcPortResult r = pfc_port_enable(port, prio, nrxq, ntxq);
     std::string s;
-    if (rc == 0) {
-        s = "on for priority " + std::to_string(prio) + " (PMD " + drv + ")";
+    if (r.rc == 0) {
+        s = "on for priority " + std::to_string(prio) + " via " + pfc_api_name(r.api) +
+            (r.detail.empty() ? "" : " (" + r.detail + ")") + " (PMD " + drv + ")";
         spdlog::info("{}: PFC {}", name, s);
-    } else if (rc == -ENOTSUP || rc == -ENOSYS || rc == -EOPNOTSUPP) {
-        s = "not enabled: PMD " + std::string(drv) +
-            " does not implement rte_eth_dev_priority_flow_ctrl_set; priority " +
+    } else if (r.api == PfcApi::None) {
+        s = "not enabled: PMD " + std::string(drv) + " " + r.detail + "; priority " +
             std::to_string(prio) +
             " is lossless only if the switch and NIC (kernel DCB) say so; received PFC "
             "honoured in software";
         spdlog::warn("{}: PFC {}", name, s);
     } else {
-        s = "not enabled: rte_eth_dev_priority_flow_ctrl_set(priority " + std::to_string(prio) +
-            ") failed: " + errstr(rc);
+        s = "not enabled: " + std::string(pfc_api_name(r.api)) + "(priority " +
+            std::to_string(prio) + ") failed: " + r.detail;
         spdlog::warn("{}: PFC {}", name, s);
     }
     return s;
@@ -387,6 +379,11 @@ Result<Dev *> Runtime::open_device(const DeviceConfig &cfg) {
 
     if (cfg.pfc_priority > 7 || cfg.pfc_priority < -1)
         return Status(EINVAL, "open_device: pfc_priority must be 0..7 (or -1: none)");
+    if (cfg.pfc_tx_xoff != 0 && cfg.pfc_priority < 0)
+        return Status(EINVAL, "open_device: pfc_tx_xoff needs pfc_priority (the priority to "
+                              "pause)");
+    if (cfg.pfc_tx_xoff != 0 && cfg.pfc_tx_xon >= cfg.pfc_tx_xoff)
+        return Status(EINVAL, "open_device: pfc_tx_xon must be below pfc_tx_xoff");
     net::Iface ifc;
     if (cfg.ipv4_cidr.empty())
         return Status(EINVAL, "open_device: ipv4_cidr is required (e.g. 10.77.0.100/24)");
@@ -587,9 +584,24 @@ Result<Dev *> Runtime::open_device(const DeviceConfig &cfg) {
         spdlog::warn("{}: all-multicast mode: {}", name, errstr(rc));
     dev->set_pkeys(cfg.pkeys);
     dev->set_port_info(std::move(caps), std::move(steer));
-    dev->set_pfc(
-        cfg.pfc_priority, uint64_t{cfg.pfc_storm_ms} * 1'000'000,
-        pfc_enable(port, name, info.driver_name ? info.driver_name : "?", cfg.pfc_priority));
+    std::string pfc_status = pfc_enable(port, name, info.driver_name ? info.driver_name : "?",
+                                        cfg.pfc_priority, nrxq, ntxq);
+    if (cfg.pfc_tx_xoff != 0) {
+        /* -ENOTSUP: the PMD cannot count its RX ring; the burst's fill stands in */
+        const bool count = rte_eth_rx_queue_count(port, 0) >= 0;
+        const std::string tx = "; droce sends PFC for priority " +
+                               std::to_string(cfg.pfc_priority) + " at " +
+                               std::to_string(cfg.pfc_tx_xoff) + " frames in an RX queue, " +
+                               "resumes at " + std::to_string(cfg.pfc_tx_xon) + " (" +
+                               (count ? "rte_eth_rx_queue_count"
+                                      : "burst fill: the PMD has no "
+                                        "rx_queue_count") +
+                               ")";
+        spdlog::info("{}: PFC{}", name, tx);
+        pfc_status += tx;
+        dev->set_pfc_tx(cfg.pfc_tx_xoff, cfg.pfc_tx_xon, count);
+    }
+    dev->set_pfc(cfg.pfc_priority, uint64_t{cfg.pfc_storm_ms} * 1'000'000, std::move(pfc_status));
     dev->set_cc(cfg.dcqcn ? &ccp : nullptr, line);
     dev->set_tx_burst(cfg.tx_burst_frames);
     spdlog::info("{}: DCQCN {} (line rate {} Mb/s{}, data ECN {}, TX burst {})", name,

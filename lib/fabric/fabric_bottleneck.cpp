@@ -239,6 +239,17 @@ Departure Bottleneck::dequeue(uint64_t now, uint8_t *head) {
     return d;
 }
 
+void Bottleneck::restart(uint64_t now) {
+    sample_until(now);
+    last_depart_ = now;
+    rem_ = 0;
+    for (uint32_t i = 0; i < count_; ++i) {
+        Slot &s = ring_[(head_ + i) % ring_.size()];
+        last_depart_ += ser_ns(s.len);
+        s.depart = last_depart_;
+    }
+}
+
 void Bottleneck::set_sampling(uint64_t interval_ns, DepthSample *buf, size_t cap, uint64_t start) {
     sample_every_ = interval_ns;
     samples_ = buf;

@@ -132,6 +132,11 @@ class Bottleneck {
      * `head` is that frame's bytes: with mark_at_dequeue its ECN bits may be set to CE
      * (nullptr: no marking at dequeue). */
     Departure dequeue(uint64_t now, uint8_t *head = nullptr);
+    /** The egress resumes at `now` after a hold (a PFC pause received from the next hop):
+     * the queued frames' departures are recomputed back to back from `now`, so a paused
+     * link neither banks the time it stood still nor bursts it out at once. O(frames
+     * queued), once per resume. */
+    void restart(uint64_t now);
 
     uint32_t depth_bytes() const { return depth_bytes_; }
     /** Bytes ingress port `i` has in the queue, and whether PFC holds it paused. */

@@ -63,7 +63,7 @@ TEST(ConfigFile, EveryKeyReachesItsField) {
                "clamp_tgt_rate = on\nclamp_tgt_rate_after_time_inc = off\n"
                "rate_to_set_on_first_cnp_bps = 55\nmin_time_between_cnps_ns = 66\n"
                "cnp_dscp = 26\ncnp_802p_prio = 3\n"
-               "[pfc]\npriority = 3\nstorm_ms = 250\n"
+               "[pfc]\npriority = 3\nstorm_ms = 250\ntx_xoff = 48\ntx_xon = 12\n"
                "[capture]\nfile = /tmp/x.pcapng\nsnaplen = 200\n");
     DeviceOptions o(60);
     const std::vector<ToolConfigKey> keys = {};
@@ -108,6 +108,8 @@ TEST(ConfigFile, EveryKeyReachesItsField) {
     EXPECT_EQ(p.cnp_802p_prio, 3);
     EXPECT_EQ(o.pfc, 3);
     EXPECT_EQ(o.pfc_storm_ms, 250u);
+    EXPECT_EQ(o.pfc_tx_xoff, 48u);
+    EXPECT_EQ(o.pfc_tx_xon, 12u);
     EXPECT_EQ(o.capture, "/tmp/x.pcapng");
     EXPECT_EQ(o.capture_snaplen, 200u);
     EXPECT_EQ(o.ip6, (std::vector<std::string>{"fd00::7/64", "fd01::7/64"}));

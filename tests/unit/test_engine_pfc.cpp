@@ -55,6 +55,7 @@ class Pfc : public ::testing::Test {
         c.ipv4_cidr = "10.77.0.1/24";
         c.mac = "02:00:00:00:01:01";
         c.dcqcn = false; /* no pacer: what leaves is decided by PFC alone */
+        configure(c);
         auto d = rt_->open_device(c);
         ASSERT_TRUE(d) << d.status().message();
         dev = *d;
@@ -81,6 +82,8 @@ class Pfc : public ::testing::Test {
         ASSERT_NE(q0, nullptr);
         now = kT0;
     }
+    /** A derived fixture's device settings. */
+    virtual void configure(DeviceConfig &) {}
     void TearDown() override {
         rte_eth_dev_stop(peer);
         rte_eth_dev_close(peer);
@@ -409,3 +412,115 @@ TEST(PfcWorkers, EveryShardHoldsAPauseOneOfThemReceived) {
 }
 
 } // namespace
+
+/* droce sending PFC (DeviceConfig::pfc_tx_xoff): net_ring has no rx_queue_count, so the
+ * level is the fill of the burst just read. */
+class PfcTx : public Pfc {
+  protected:
+    void configure(DeviceConfig &c) override {
+        c.pfc_priority = 3;
+        c.pfc_tx_xoff = 16;
+        c.pfc_tx_xon = 4;
+    }
+    /* n frames the engine drops at once (an EtherType it does not serve) */
+    void inject_junk(int n) {
+        std::vector<uint8_t> f(60, 0);
+        std::memcpy(f.data(), dev->iface().mac.data(), 6);
+        std::memcpy(f.data() + 6, kPeerMac.data(), 6);
+        f[12] = 0x88;
+        f[13] = 0xB5; /* IEEE local experimental */
+        for (int i = 0; i < n; ++i)
+            ASSERT_NO_FATAL_FAILURE(inject(f));
+    }
+    /* The frames the device sent since the last call, whole. */
+    std::vector<std::vector<uint8_t>> frames() {
+        std::vector<std::vector<uint8_t>> out;
+        rte_mbuf *m[32];
+        uint16_t n;
+        while ((n = rte_eth_rx_burst(peer, 0, m, 32)) != 0)
+            for (uint16_t i = 0; i < n; ++i) {
+                const auto *p = rte_pktmbuf_mtod(m[i], const uint8_t *);
+                out.emplace_back(p, p + m[i]->data_len);
+                rte_pktmbuf_free(m[i]);
+            }
+        return out;
+    }
+    /* f is a 60-byte 802.1Qbb frame from the device pausing priority 3 for `quanta` */
+    void expect_pfc(const std::vector<uint8_t> &f, uint16_t quanta) {
+        ASSERT_EQ(f.size(), 60u);
+        const uint8_t dst[6] = {0x01, 0x80, 0xC2, 0x00, 0x00, 0x01};
+        EXPECT_EQ(std::memcmp(f.data(), dst, 6), 0);
+        EXPECT_EQ(std::memcmp(f.data() + 6, dev->iface().mac.data(), 6), 0);
+        EXPECT_EQ(f[12], 0x88);
+        EXPECT_EQ(f[13], 0x08);
+        EXPECT_EQ(f[14], 0x01) << "opcode 0x0101";
+        EXPECT_EQ(f[15], 0x01);
+        EXPECT_EQ(f[16], 0x00) << "class-enable vector: priority 3 only";
+        EXPECT_EQ(f[17], 0x08);
+        for (unsigned p = 0; p < 8; ++p) {
+            const unsigned q = static_cast<unsigned>(f[18 + 2 * p] << 8 | f[19 + 2 * p]);
+            EXPECT_EQ(q, p == 3 ? quanta : 0u) << "pause time of priority " << p;
+        }
+        for (size_t i = 34; i < 60; ++i)
+            EXPECT_EQ(f[i], 0) << "padding byte " << i;
+    }
+};
+
+TEST_F(PfcTx, RxQueueAtXoffSendsPauseRefreshesAndResumesAtXon) {
+    const uint64_t refresh = net::pfc_pause_ns(0xFFFF, dev->line_rate_bps()) / 2;
+    EXPECT_NE(dev->pfc_status().find("droce sends PFC for priority 3"), std::string::npos)
+        << dev->pfc_status();
+    /* net_ring has neither DPDK PFC API: the status says so, naming both */
+    EXPECT_NE(dev->pfc_status().find("implements neither rte_eth_dev_priority_flow_ctrl_set "
+                                     "nor the queue-based"),
+              std::string::npos)
+        << dev->pfc_status();
+    ASSERT_NO_FATAL_FAILURE(inject_junk(15));
+    poll_at(kT0);
+    EXPECT_TRUE(frames().empty()) << "15 frames: below XOFF (16)";
+    ASSERT_NO_FATAL_FAILURE(inject_junk(16));
+    poll_at(kT0 + 1000);
+    auto f = frames();
+    ASSERT_EQ(f.size(), 1u) << "16 frames in the burst: XOFF";
+    expect_pfc(f[0], 0xFFFF);
+    /* between XON and XOFF: the pause stands, nothing new until the refresh is due */
+    ASSERT_NO_FATAL_FAILURE(inject_junk(10));
+    poll_at(kT0 + 2000);
+    EXPECT_TRUE(frames().empty());
+    ASSERT_NO_FATAL_FAILURE(inject_junk(10));
+    poll_at(kT0 + 1000 + refresh);
+    f = frames();
+    ASSERT_EQ(f.size(), 1u) << "refreshed at half the pause time";
+    expect_pfc(f[0], 0xFFFF);
+    /* down to XON: quanta 0 */
+    ASSERT_NO_FATAL_FAILURE(inject_junk(4));
+    poll_at(kT0 + 1000 + refresh + 5000);
+    f = frames();
+    ASSERT_EQ(f.size(), 1u) << "4 frames: at XON, resume";
+    expect_pfc(f[0], 0);
+    poll_at(kT0 + 1000 + refresh + 6000);
+    EXPECT_TRUE(frames().empty()) << "resumed once";
+    EXPECT_EQ(counter("tx_prio3_pause"), 3u);
+    EXPECT_EQ(counter("tx_prio0_pause"), 0u);
+    EXPECT_EQ(counter("tx_prio3_pause_duration"), (refresh + 5000) / 1000);
+    EXPECT_EQ(counter("tx_pfc_nombuf"), 0u);
+}
+
+TEST_F(PfcTx, OpenRefusesXonNotBelowXoffAndNoPriority) {
+    auto ports = rt_->create_ring_pair();
+    ASSERT_TRUE(ports);
+    DeviceConfig c;
+    c.port = ports->first;
+    c.ipv4_cidr = "10.77.0.2/24";
+    c.mac = "02:00:00:00:01:02";
+    c.pfc_tx_xoff = 16;
+    c.pfc_tx_xon = 4;
+    auto d = rt_->open_device(c);
+    ASSERT_FALSE(d);
+    EXPECT_NE(d.status().message().find("needs pfc_priority"), std::string::npos);
+    c.pfc_priority = 3;
+    c.pfc_tx_xon = 16;
+    d = rt_->open_device(c);
+    ASSERT_FALSE(d);
+    EXPECT_NE(d.status().message().find("below pfc_tx_xoff"), std::string::npos);
+}

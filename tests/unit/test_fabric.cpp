@@ -368,3 +368,26 @@ TEST(Fabric, PfcOffNeverSignals) {
     EXPECT_FALSE(b.ingress_paused(3));
     EXPECT_EQ(b.counters().pfc_xoff, 0u);
 }
+
+TEST(Fabric, RestartAfterAHoldSpacesTheQueueFromThen) {
+    /* droce-fabric --honour-pfc: an egress held by a pause resumes at the rate from the
+     * resume, neither bursting the time it stood still nor owing it. */
+    BottleneckParams p = slow_queue();
+    p.ecn = false;
+    p.rate_bps = 8'000'000'000; /* 1000 B + 24 overhead = 1024 ns a frame */
+    Bottleneck b(p, 1);
+    std::vector<uint8_t> f(1000, 0);
+    for (int i = 0; i < 3; ++i)
+        b.enqueue(f.data(), 1000, 0);
+    EXPECT_EQ(b.next_departure(), 1024u);
+    /* held from 0 to 50 µs: nothing left; then back to back from 50 µs */
+    b.restart(50'000);
+    std::vector<uint64_t> at;
+    for (uint64_t t = 50'000; at.size() < 3 && t < 60'000; ++t)
+        if (b.dequeue(t).ok)
+            at.push_back(t);
+    EXPECT_EQ(at, (std::vector<uint64_t>{51'024, 52'048, 53'072}));
+    /* an empty queue restarts idle: the next frame starts when it arrives */
+    b.restart(70'000);
+    EXPECT_EQ(b.enqueue(f.data(), 1000, 80'000).depart_at, 81'024u);
+}

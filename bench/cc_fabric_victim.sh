@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# Real-process head-of-line blocking under PFC (issue 16, experiment e): the 2:1 incast of
+# bench/cc_fabric_incast.sh plus a victim flow that shares flow 0's link but not the
+# bottleneck. Two droce-fabric processes over net_memif (--no-huge):
+#
+#   A (flow 0) --\                         /-- S0 \  bottleneck: one queue at RATE
+#                 leaf --uplink (2xRATE)-- spine -- S1 /  (--to 2,3 --shared)
+#   V (victim) --/                    |    \-- SV    no bottleneck
+#                                B (flow 1)
+#
+# A -> S0 and B -> S1 meet in the spine's bottleneck (2:1); V -> SV crosses the same
+# leaf-spine link as A but leaves the spine on an idle port. With PFC the spine pauses the
+# uplink when A's bytes in its queue reach XOFF; the leaf obeys (droce-fabric
+# --honour-pfc 0), its uplink queue fills and it pauses A and V in turn (droce-perf
+# --pfc=0 on every process), so V is held though its own path is idle. Without PFC
+# nothing stops V. Modes as in cc_fabric_incast.sh: off, on (DCQCN), pfc, pfc+on.
+# Writes OUT/victim.csv (one row per round and mode) and prints a line per run;
+# bench/plot_victim.py makes OUT/cc_victim.png and the min/median/max summary.
+# Usage: flock /tmp/droce-heavy.lock bench/cc_fabric_victim.sh [build dir] [rounds]
+#        [secs] [rate Gb/s] [out dir] [modes, default "off pfc pfc+on on"]
+#        [XOFF,XON bytes, default 80000,77800] [hosts' line rate Gb/s, default 1]
+# The bottleneck (default 0.3 Gb/s) is set below the hosts' line rate (droce-perf
+# --line-rate, default 1 Gb/s; the leaf's uplink runs at twice that): eight processes on a
+# small machine leave each droce-perf about a third of 1 Gb/s, so a bottleneck at the
+# hosts' rate would never fill and PFC would never fire.
+# 3 rounds of the 4 modes at 5 s take about 2 minutes.
+set -u
+build=${1:-build}
+rounds=${2:-3}
+secs=${3:-5}
+rate=${4:-0.3}
+out=${5:-bench/cc}
+modes=${6:-off pfc pfc+on on}
+pfcth=${7:-80000,77800}
+host=${8:-1}
+uprate=$(awk -v r="$host" 'BEGIN { print 2 * r }')
+pf=(--line-rate="${host}g" --tx-burst=32)
+fab=$build/apps/droce-fabric/droce-fabric
+perf=$build/apps/droce-perf/droce-perf
+mkdir -p "$out"
+work=$(mktemp -d)
+pids=()
+cleanup() {
+    for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
+    rm -rf "$work"
+}
+trap cleanup EXIT
+eal=(--no-huge -m 512 --no-pci --no-shconf --log-level='*:warning')
+srv() { echo "--vdev=net_memif$1,role=server,socket=$work/$2,socket-abstract=no"; }
+cli() { echo "--vdev=net_memif0,role=client,socket=$work/$1,socket-abstract=no"; }
+wait_sock() { for _ in $(seq 100); do [[ -S $1 ]] && return 0; sleep 0.1; done; return 1; }
+csv=$out/victim.csv
+echo "round,mode,flow0_MBps,flow1_MBps,victim_MBps,spine_pause_frames,leaf_pause_frames,uplink_held_ms,drops,ring_full,cnps" >"$csv"
+
+for r in $(seq "$rounds"); do
+  for mode in $modes; do
+    dcqcn=off fabpfc=() perfpfc=()
+    case $mode in
+      off|on) dcqcn=$mode ;;
+      pfc) fabpfc=(--pfc "$pfcth" --no-ecn); perfpfc=(--pfc=0) ;;
+      pfc+on) dcqcn=on; fabpfc=(--pfc "$pfcth"); perfpfc=(--pfc=0) ;;
+      *) echo "unknown mode $mode (off, on, pfc, pfc+on)"; exit 2 ;;
+    esac
+    rm -f "$work"/s* "$work"/l*
+    base=$((23000 + ($$ + r * 7) % 20000))
+    # spine: 0 uplink from the leaf, 1 B, 2 S0, 3 S1, 4 SV
+    timeout $((secs + 60)) "$fab" -l 0 "${eal[@]}" --file-prefix "vs$$" \
+        "$(srv 0 s0)" "$(srv 1 s1)" "$(srv 2 s2)" "$(srv 3 s3)" "$(srv 4 s4)" -- \
+        --to 2,3 --shared --rate-gbps "$rate" --idle-us 20 --secs $((secs + 50)) "${fabpfc[@]}" \
+        >"$work/spine" 2>&1 &
+    spine=$!
+    pids=("$spine")
+    wait_sock "$work/s4"
+    # leaf: 0 A, 1 V, 2 uplink (memif client of the spine's port 0)
+    timeout $((secs + 60)) "$fab" -l 0 "${eal[@]}" --file-prefix "vl$$" \
+        "$(srv 0 l0)" "$(srv 1 l1)" \
+        "--vdev=net_memif2,role=client,socket=$work/s0,socket-abstract=no" -- \
+        --to 2 --rate-gbps "$uprate" --honour-pfc 0 --idle-us 20 --secs $((secs + 50)) "${fabpfc[@]}" \
+        >"$work/leaf" 2>&1 &
+    leaf=$!
+    pids+=("$leaf")
+    wait_sock "$work/l1"
+    # servers S0, S1, SV (k = 0, 1, 2) on spine ports 2, 3, 4
+    for k in 0 1 2; do
+        timeout $((secs + 40)) "$perf" write_bw -l 1 "${eal[@]}" --file-prefix "vs$k$$" \
+            "$(cli s$((k + 2)))" -- --ip 10.80.0.$((k + 1))/24 --mac 02:00:00:00:03:0$((k + 1)) \
+            -s 65536 -D "$secs" -p $((base + k)) --timeout 30 --dcqcn="$dcqcn" "${perfpfc[@]}" \
+            "${pf[@]}" --counters >"$work/srv$k" 2>&1 &
+        spid[$k]=$!
+        pids+=("${spid[$k]}")
+    done
+    sleep 1
+    # clients A, B, V (k = 0, 1, 2) on leaf 0, spine 1, leaf 1
+    sock=(l0 s1 l1)
+    for k in 0 1 2; do
+        timeout $((secs + 40)) "$perf" write_bw -l 1 "${eal[@]}" --file-prefix "vc$k$$" \
+            "$(cli "${sock[$k]}")" -- --ip 10.80.0.$((k + 11))/24 --mac 02:00:00:00:03:1$k \
+            -s 65536 -D "$secs" -p $((base + k)) --timeout 30 --dcqcn="$dcqcn" "${perfpfc[@]}" \
+            "${pf[@]}" --counters 127.0.0.1 >"$work/cli$k" 2>&1 &
+        cpid[$k]=$!
+        pids+=("${cpid[$k]}")
+    done
+    ok=1
+    for k in 0 1 2; do wait "${cpid[$k]}" || ok=0; wait "${spid[$k]}" || ok=0; done
+    kill -INT "$leaf" "$spine"
+    wait "$leaf" || ok=0
+    wait "$spine" || ok=0
+    cp "$work/spine" "$out/victim_spine_${mode}_$r.txt"
+    cp "$work/leaf" "$out/victim_leaf_${mode}_$r.txt"
+    if [[ $ok -ne 1 ]]; then
+        echo "round $r mode $mode: a process failed"
+        tail -n 3 "$work"/cli* "$work"/srv* "$work/spine" "$work/leaf"
+        continue
+    fi
+    for k in 0 1 2; do
+        mb[$k]=$(awk '$1 == 65536 && NF >= 5 { v = $4 } END { print v + 0 }' "$work/cli$k")
+    done
+    pcount() { awk '$1 == "port" { for (i = 1; i < NF; ++i) if ($i ~ /^pfc_(xoff|xon|refresh)$/) c += $(i + 1) } END { print c + 0 }' "$1"; }
+    sp=$(pcount "$work/spine")
+    lp=$(pcount "$work/leaf")
+    held=$(awk '$1 == "port" { for (i = 1; i < NF; ++i) if ($i == "held_us") c += $(i + 1) } END { printf "%.1f", c / 1000 }' "$work/leaf")
+    # drops: the fabrics' queues (tail, RED, loss); ring_full: a process's memif ring was
+    # full when a fabric sent to it (a receiver not scheduled in time, not congestion)
+    drops=$(awk '$1 == "port" { for (i = 1; i < NF; ++i) if ($i ~ /^dropped_/) d += $(i + 1) } END { print d + 0 }' "$work/spine" "$work/leaf")
+    full=$(awk '$1 == "port" { for (i = 1; i < NF; ++i) if ($i == "tx_full") d += $(i + 1) } END { print d + 0 }' "$work/spine" "$work/leaf")
+    cnps=$(awk '$1 == "rp_cnp_handled" { c += $2 } END { print c + 0 }' "$work"/cli*)
+    echo "$r,$mode,${mb[0]},${mb[1]},${mb[2]},$sp,$lp,$held,$drops,$full,$cnps" >>"$csv"
+    echo "round $r mode $mode: MB/s flow0 ${mb[0]} flow1 ${mb[1]} victim ${mb[2]}; pause frames spine $sp leaf $lp, uplink held $held ms, drops $drops, ring full $full, CNPs handled $cnps"
+  done
+done
