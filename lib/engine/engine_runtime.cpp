@@ -22,9 +22,9 @@
 #include <rte_lcore.h>
 #include <rte_mbuf.h>
 #include <rte_ring.h>
-#include <spdlog/spdlog.h>
 
 #include "engine.h"
+#include "engine_log.h"
 #include "engine_rss.h"
 
 namespace droce::engine {
@@ -108,9 +108,21 @@ void restrict_control_surface() {
 
 Result<std::unique_ptr<Runtime>> Runtime::create(int argc, char **argv, int *consumed,
                                                  const EngineOptions &opts) {
-    spdlog::set_level(spdlog::level::from_str(opts.log_level));
+    /* droce's own logger: the process's spdlog level is the host's (engine_log.h). */
+    logger().set_level(spdlog::level::from_str(opts.log_level));
     int used = 0;
-    if (!g_eal_ready.load()) {
+    /* An EAL up before droce's first engine was started by the host (rte_lcore_count()
+     * is 0 until rte_eal_init has run): rte_eal_init would refuse (EALREADY). Take it as
+     * it is, and change nothing process-wide behind the host's back: no atexit handler,
+     * no mode change of the EAL's runtime directory. */
+    const bool host_eal = opts.host_eal || (!g_eal_ready.load() && rte_lcore_count() != 0);
+    if (host_eal) {
+        if (rte_lcore_count() == 0)
+            return Status(EINVAL, "EngineOptions::host_eal: the EAL is not initialised "
+                                  "(call rte_eal_init first)");
+        used = 0;
+        logger().info("EAL initialised by the host; droce attaches to it");
+    } else if (!g_eal_ready.load()) {
         static std::once_flag cleanup_once;
         std::call_once(cleanup_once, [] { std::atexit(remove_own_runtime_dir); });
         used = rte_eal_init(argc, argv);
@@ -129,7 +141,7 @@ Result<std::unique_ptr<Runtime>> Runtime::create(int argc, char **argv, int *con
                 break;
         if (used < argc)
             ++used;
-        spdlog::info("EAL already initialised in this process; reusing it");
+        logger().info("EAL already initialised in this process; reusing it");
     }
     if (consumed)
         *consumed = used;
@@ -142,6 +154,9 @@ Result<std::unique_ptr<Runtime>> Runtime::create(int argc, char **argv, int *con
     rt->ns_mult_ = static_cast<uint64_t>(
         ((static_cast<u128>(1'000'000'000ull) << kNsShift) + rt->tsc_hz_ / 2) / rt->tsc_hz_);
     rt->max_frame_ = kMaxFrame;
+    /* mbufs 0: no pools of droce's own; every device is on a port the host hands over
+     * with its mempool (DeviceConfig::host_mempool). */
+    if (opts.mbufs != 0) {
     const std::string pool_name = rt->unique_name("droce_pool");
     rt->pool_ = rte_pktmbuf_pool_create(pool_name.c_str(), opts.mbufs, 256, 0,
                                         RTE_PKTMBUF_HEADROOM + kMaxFrame, rte_socket_id());
@@ -155,6 +170,7 @@ Result<std::unique_ptr<Runtime>> Runtime::create(int argc, char **argv, int *con
     if (rt->zc_pool_ == nullptr)
         return Status(ENOMEM, "rte_pktmbuf_pool_create(" + std::to_string(zc_n) +
                                   " small mbufs): " + errstr(rte_errno));
+    }
     /* Workers: embedded mode is one (the application's loop); else the EAL's worker
      * lcores in -l order from worker_lcore (or the first). */
     uint32_t nw = 1;
@@ -201,7 +217,7 @@ Result<std::unique_ptr<Runtime>> Runtime::create(int argc, char **argv, int *con
         rt->workers_.push_back(std::move(w));
     }
     telemetry_attach(rt.get());
-    spdlog::info("droce engine: {} mode, TSC {} Hz, {} mbufs",
+    logger().info("droce engine: {} mode, TSC {} Hz, {} mbufs",
                  opts.embedded ? std::string("embedded")
                                : std::to_string(nw) + " worker(s) from lcore " +
                                      std::to_string(rt->workers_[0]->lcore),
@@ -291,7 +307,7 @@ Result<std::pair<std::string, std::string>> Runtime::create_ring_pair(uint16_t q
         pair_rings_.push_back(r);
     for (rte_ring *r : b2a)
         pair_rings_.push_back(r);
-    spdlog::info("ring pair: {} <-> {} ({} queue(s))", na, nb, queues);
+    logger().info("ring pair: {} <-> {} ({} queue(s))", na, nb, queues);
     return std::make_pair(std::string(na), std::string(nb));
 }
 
@@ -303,7 +319,7 @@ namespace {
  * the RX buffer size on ixgbe, zero on hns3), so droce takes what the driver reports. */
 std::string pfc_enable(uint16_t port, const std::string &name, const char *drv, int prio) {
     if (prio < 0) {
-        spdlog::info("{}: PFC not requested; PFC frames the port hands up are honoured in "
+        logger().info("{}: PFC not requested; PFC frames the port hands up are honoured in "
                      "software",
                      name);
         return "not requested (received PFC honoured in software)";
@@ -322,18 +338,18 @@ std::string pfc_enable(uint16_t port, const std::string &name, const char *drv, 
     std::string s;
     if (rc == 0) {
         s = "on for priority " + std::to_string(prio) + " (PMD " + drv + ")";
-        spdlog::info("{}: PFC {}", name, s);
+        logger().info("{}: PFC {}", name, s);
     } else if (rc == -ENOTSUP || rc == -ENOSYS || rc == -EOPNOTSUPP) {
         s = "not enabled: PMD " + std::string(drv) +
             " does not implement rte_eth_dev_priority_flow_ctrl_set; priority " +
             std::to_string(prio) +
             " is lossless only if the switch and NIC (kernel DCB) say so; received PFC "
             "honoured in software";
-        spdlog::warn("{}: PFC {}", name, s);
+        logger().warn("{}: PFC {}", name, s);
     } else {
         s = "not enabled: rte_eth_dev_priority_flow_ctrl_set(priority " + std::to_string(prio) +
             ") failed: " + errstr(rc);
-        spdlog::warn("{}: PFC {}", name, s);
+        logger().warn("{}: PFC {}", name, s);
     }
     return s;
 }
@@ -400,10 +416,15 @@ Result<Dev *> Runtime::open_device(const DeviceConfig &cfg) {
     if (int rc = rte_eth_dev_info_get(port, &info); rc != 0)
         return Status(EIO, name + ": rte_eth_dev_info_get: " + errstr(rc));
 
+    if (cfg.host_mempool != nullptr)
+        return open_hosted(cfg, port, name, ifc, ccp); /* the host's port, as it is */
+    if (pool_ == nullptr)
+        return Status(EINVAL, name + ": the engine has no mbuf pool (EngineOptions::mbufs 0): "
+                                     "hand the port over with DeviceConfig::host_mempool");
     /* What droce may rely on for this port: its PMD family's adapter (drivers/). */
     drivers::Caps caps = drivers::probe(port, info);
     for (const std::string &l : caps.lines())
-        spdlog::info("{}: adapter {}: {}", name, caps.adapter, l);
+        logger().info("{}: adapter {}: {}", name, caps.adapter, l);
     rte_eth_conf conf{};
     bool port_sets_mtu = true;
     /* --eth-mtu is an override: without it, a port whose PMD hides the kernel
@@ -412,7 +433,7 @@ Result<Dev *> Runtime::open_device(const DeviceConfig &cfg) {
     if (want_mtu == 0 && caps.auto_mtu() != 0) {
         want_mtu = std::min<uint32_t>(caps.auto_mtu(), max_frame_ - RTE_ETHER_HDR_LEN - 4);
         port_sets_mtu = false;
-        spdlog::info("{}: MTU {} from kernel interface {} (the PMD does not report it)", name,
+        logger().info("{}: MTU {} from kernel interface {} (the PMD does not report it)", name,
                      want_mtu, caps.kernel_if);
     }
     if (cfg.mtu) {
@@ -428,7 +449,7 @@ Result<Dev *> Runtime::open_device(const DeviceConfig &cfg) {
              * those known to hide it say mtu_hidden). The user asked for this MTU, so it
              * becomes droce's own; a frame the port truncates anyway is still refused by
              * the parser and counted (rx_drop_too_short / rx_drop_bad_udp_length). */
-            spdlog::warn("{}: port reports max MTU {}; using {} as droce's own MTU without "
+            logger().warn("{}: port reports max MTU {}; using {} as droce's own MTU without "
                          "setting the port's",
                          name, port_max, cfg.mtu);
             port_sets_mtu = false;
@@ -475,7 +496,7 @@ Result<Dev *> Runtime::open_device(const DeviceConfig &cfg) {
         steer.errors.push_back("flow steering asked, but the " + caps.adapter +
                                " adapter does not steer");
     } else if (steer_on && !drivers::steer_isolate(port, &steer)) {
-        spdlog::warn("{}: rte_flow steering: {}; droce takes the whole port", name,
+        logger().warn("{}: rte_flow steering: {}; droce takes the whole port", name,
                      steer.errors.back());
     }
     if (int rc = rte_eth_dev_configure(port, nrxq, ntxq, &conf); rc != 0)
@@ -506,7 +527,7 @@ Result<Dev *> Runtime::open_device(const DeviceConfig &cfg) {
             port_sets_mtu && !bond ? rte_eth_dev_set_mtu(port, static_cast<uint16_t>(want_mtu)) : 0;
         if (rc == -ENOTSUP) {
             /* Virtual ports (net_ring) have no MTU of their own: ours is the limit. */
-            spdlog::info("{}: port cannot set its MTU; using {} as droce's own", name, want_mtu);
+            logger().info("{}: port cannot set its MTU; using {} as droce's own", name, want_mtu);
         } else if (rc != 0) {
             return Status(EINVAL, name + ": rte_eth_dev_set_mtu(" + std::to_string(want_mtu) +
                                       "): " + errstr(rc));
@@ -545,9 +566,9 @@ Result<Dev *> Runtime::open_device(const DeviceConfig &cfg) {
         ss.rss_key = conf.rx_adv_conf.rss_conf.rss_key;
         drivers::steer_install(port, ss, &steer);
         for (const std::string &r : steer.rules)
-            spdlog::info("{}: rte_flow rule: {}", name, r);
+            logger().info("{}: rte_flow rule: {}", name, r);
         if (steer.mode != "isolated")
-            spdlog::warn("{}: rte_flow steering failed ({}); droce takes the whole port", name,
+            logger().warn("{}: rte_flow steering failed ({}); droce takes the whole port", name,
                          steer.errors.empty() ? "?" : steer.errors.back());
     }
     if (ifc.mac != pm) {
@@ -555,7 +576,7 @@ Result<Dev *> Runtime::open_device(const DeviceConfig &cfg) {
          * filter in software (rx_drop_not_our_mac). */
         const int rc = rte_eth_promiscuous_enable(port);
         if (rc != 0 && rc != -ENOTSUP)
-            spdlog::warn("{}: promiscuous mode: {}", name, errstr(rc));
+            logger().warn("{}: promiscuous mode: {}", name, errstr(rc));
     }
     /* The reaction point's maximum: the configured line rate, else the link's. The link
      * may still be coming up: a speed not known yet is taken as 100 Gb/s
@@ -584,7 +605,7 @@ Result<Dev *> Runtime::open_device(const DeviceConfig &cfg) {
     }
     /* Neighbour solicitations go to solicited-node multicast groups. */
     if (const int rc = rte_eth_allmulticast_enable(port); rc != 0 && rc != -ENOTSUP)
-        spdlog::warn("{}: all-multicast mode: {}", name, errstr(rc));
+        logger().warn("{}: all-multicast mode: {}", name, errstr(rc));
     dev->set_pkeys(cfg.pkeys);
     dev->set_port_info(std::move(caps), std::move(steer));
     dev->set_pfc(
@@ -592,7 +613,8 @@ Result<Dev *> Runtime::open_device(const DeviceConfig &cfg) {
         pfc_enable(port, name, info.driver_name ? info.driver_name : "?", cfg.pfc_priority));
     dev->set_cc(cfg.dcqcn ? &ccp : nullptr, line);
     dev->set_tx_burst(cfg.tx_burst_frames);
-    spdlog::info("{}: DCQCN {} (line rate {} Mb/s{}, data ECN {}, TX burst {})", name,
+    dev->set_rtr_nonblocking(cfg.rtr_nonblocking);
+    logger().info("{}: DCQCN {} (line rate {} Mb/s{}, data ECN {}, TX burst {})", name,
                  cfg.dcqcn ? "on" : "off", line / 1'000'000,
                  cfg.line_rate_bps != 0 ? " as configured" : "",
                  cfg.dcqcn ? static_cast<int>(cc::ecn_bits(ccp.ecn_mode)) : 0,
@@ -607,11 +629,11 @@ Result<Dev *> Runtime::open_device(const DeviceConfig &cfg) {
         if (rte_eth_dev_rss_hash_conf_get(port, &rc) == 0 && rc.rss_key_len == 40 &&
             info.reta_size != 0) {
             dev->set_rss(key, info.reta_size);
-            spdlog::info("{}: RSS over {} RX queues (redirection table {}): QPs pick their UDP "
+            logger().info("{}: RSS over {} RX queues (redirection table {}): QPs pick their UDP "
                          "source port for the peer's owning worker",
                          name, nrxq, info.reta_size);
         } else {
-            spdlog::warn("{}: RSS configured but its key could not be read; UDP source ports "
+            logger().warn("{}: RSS configured but its key could not be read; UDP source ports "
                          "are not steered (packets may land on other workers: rx_handoff)",
                          name);
         }
@@ -619,11 +641,11 @@ Result<Dev *> Runtime::open_device(const DeviceConfig &cfg) {
     dev->set_worker_rings(!opts_.embedded);
     dev->set_zero_copy(reach, opts_.zero_copy_min_bytes ? opts_.zero_copy_min_bytes
                                                         : kZeroCopyMinBytesDefault);
-    spdlog::info("{}: zero-copy TX: {} (driver {}{})", name, zc_reach_str(reach), drv,
+    logger().info("{}: zero-copy TX: {} (driver {}{})", name, zc_reach_str(reach), drv,
                  !opts_.zero_copy ? ", off by option"
                  : !zc_ok         ? ", no chained mbufs for this port and worker layout"
                                   : "");
-    spdlog::info("{}: port {} driver {} MAC {} IP {}/{} MTU {} (RoCE active MTU {}), {} RX / {} "
+    logger().info("{}: port {} driver {} MAC {} IP {}/{} MTU {} (RoCE active MTU {}), {} RX / {} "
                  "TX queue(s) for {} worker(s), {} QPNs",
                  name, port, info.driver_name ? info.driver_name : "?", net::mac_str(ifc.mac),
                  net::ipv4_str(ifc.ip), ifc.prefix_len, mtu, dev->active_mtu(), nrxq, ntxq, nw,
@@ -645,7 +667,7 @@ Result<Dev *> Runtime::open_device(const DeviceConfig &cfg) {
         for (uint32_t i = 0; i < f6.naddrs; ++i)
             v6 += (i ? " " : "") + net::ipv6_str(f6.addrs[i].addr.data()) + "/" +
                   std::to_string(f6.addrs[i].prefix_len);
-        spdlog::info("{}: IPv6 {}{}{}", name, v6,
+        logger().info("{}: IPv6 {}{}{}", name, v6,
                      cfg.vlan ? ", VLAN " + std::to_string(cfg.vlan) : std::string(),
                      f6.has_gateway() ? ", gateway " + net::ipv6_str(f6.gateway.data())
                                       : std::string());
@@ -673,7 +695,7 @@ Status Runtime::start() {
                                      ": " + errstr(rc));
         }
     }
-    spdlog::info("{} worker(s) started", workers_.size());
+    logger().info("{} worker(s) started", workers_.size());
     return {};
 }
 
@@ -687,7 +709,7 @@ void Runtime::stop() {
     /* Commands queued after the workers left run here, inline. */
     for (uint32_t i = 0; i < workers_.size(); ++i)
         drain_commands(i);
-    spdlog::info("workers stopped");
+    logger().info("workers stopped");
 }
 
 int Runtime::worker_main(void *arg) {
