@@ -183,11 +183,15 @@ class EmbedHost : public ::testing::Test {
         c.host_rx_queue = c.host_tx_queue = q;
         c.rtr_nonblocking = nonblocking;
         c.arp_timeout_ms = arp_timeout_ms;
+        /* net_ring ports have MAC 00:00:00:00:00:00 (and pass every frame): own MACs, so
+         * that a frame sent to no MAC is dropped and counted (rx_drop_not_our_mac). */
         c.port = std::to_string(host.a);
+        c.mac = "02:00:00:00:78:01";
         c.ipv4_cidr = "10.78.0.1/24";
         auto da = engine->open_device(c);
         ASSERT_TRUE(da) << da.status().message();
         c.port = std::to_string(host.b);
+        c.mac = "02:00:00:00:78:02";
         c.ipv4_cidr = "10.78.0.2/24";
         auto db = engine->open_device(c);
         ASSERT_TRUE(db) << db.status().message();
@@ -394,6 +398,9 @@ TEST_F(EmbedHost, RtrNeighbourNeverAnswersQpFatal) {
     ASSERT_TRUE(a.qp->query(at));
     EXPECT_EQ(at.qp_state, QpState::Err);
     EXPECT_EQ(counters(*a.dev)["rtr_neigh_timeout"], 1u);
+    /* Only ARP requests left: the SEND was never built for a MAC not known. */
+    EXPECT_EQ(counters(*a.dev)["tx_bytes_copied"], 0u) << "a held frame was sent";
+    EXPECT_EQ(counters(*b.dev)["rx_drop_not_our_mac"], 0u) << "a held frame was sent";
 }
 
 /* Without rtr_nonblocking the old contract holds: modify waits, then ETIMEDOUT. */
