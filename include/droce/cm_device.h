@@ -24,7 +24,8 @@
  * Threading: one control thread calls everything here (as for CmChannel). Works in both
  * engine modes; in embedded mode that thread also calls Engine::poll(). The RTR step waits
  * for ARP like QueuePair::modify (up to the device's arp_timeout_ms, usually already
- * resolved: the peer's REQ or REP just came from that address). */
+ * resolved: the peer's REQ or REP just came from that address); on a device opened with
+ * DeviceConfig::rtr_nonblocking it never waits (the QP's frames wait instead). */
 #pragma once
 
 #include <cstdint>

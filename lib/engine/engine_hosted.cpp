@@ -64,7 +64,7 @@ Result<Dev *> Runtime::open_hosted(const DeviceConfig &cfg, uint16_t port, const
         ifc.mac = pm;
     else if (!net::parse_mac(cfg.mac, &ifc.mac))
         return Status(EINVAL, "open_device: bad MAC '" + cfg.mac + "'");
-    if (ifc.mac != pm)
+    if (ifc.mac != pm && rte_eth_promiscuous_get(port) != 1)
         logger().warn("{}: MAC {} is not the port's ({}): the host must put the port in "
                       "promiscuous mode (droce leaves the port's modes alone)",
                       name, net::mac_str(ifc.mac), net::mac_str(pm));
