@@ -130,8 +130,8 @@ void poll_once(Engine &e, Endpoint &a, Endpoint &b, bool *fatal) {
     AsyncEvent ev;
     for (Endpoint *p : {&a, &b})
         while (p->dev->get_async_event(ev)) {
-            std::fprintf(stderr, "embed_host: %s: async event %s (QP %u)\n",
-                         p->dev->name().c_str(), async_event_str(ev.type), ev.qp_num);
+            std::fprintf(stderr, "embed_host: %s: async event %s (QP %u)\n", p->dev->name().c_str(),
+                         async_event_str(ev.type), ev.qp_num);
             *fatal |= ev.type == AsyncEventType::QpFatal || ev.type == AsyncEventType::CqErr ||
                       ev.type == AsyncEventType::DeviceFatal;
         }
@@ -147,8 +147,8 @@ int main(int argc, char **argv) {
         return 2;
     }
     /* 1. The host starts the EAL itself (droce is told not to: Engine::attach). */
-    const char *eal[] = {"embed_host",  "--no-huge",   "-m", "256", "--no-pci", "--no-shconf",
-                         "--log-level", "*:warning"};
+    const char *eal[] = {"embed_host", "--no-huge",   "-m",          "256",
+                         "--no-pci",   "--no-shconf", "--log-level", "*:warning"};
     if (rte_eal_init(8, const_cast<char **>(eal)) < 0) {
         std::fprintf(stderr, "embed_host: rte_eal_init failed\n");
         return 1;
@@ -211,7 +211,8 @@ int main(int argc, char **argv) {
         bool fatal = false;
         const uint64_t kRemote = 0x1000;
         for (int r = 0; r < rounds && !fatal; ++r) {
-            if (!srv.post_recv(static_cast<uint64_t>(r)) || !cli.post_recv(static_cast<uint64_t>(r)))
+            if (!srv.post_recv(static_cast<uint64_t>(r)) ||
+                !cli.post_recv(static_cast<uint64_t>(r)))
                 break;
             SendWr w[2];
             w[0].wr_id = 1;
@@ -270,12 +271,11 @@ int main(int argc, char **argv) {
             std::sort(rtt_us.begin(), rtt_us.end());
             std::printf("embed_host: %d round trips (WRITE %u B + SEND chained, SEND back) on "
                         "the host's ports: RTT min %.1f us, median %.1f us, max %.1f us\n",
-                        rounds, bytes, rtt_us.front(), rtt_us[rtt_us.size() / 2],
-                        rtt_us.back());
+                        rounds, bytes, rtt_us.front(), rtt_us[rtt_us.size() / 2], rtt_us.back());
             rc = 0;
         } else {
-            std::fprintf(stderr, "embed_host: FAILED (%zu of %d rounds, data %s)\n",
-                         rtt_us.size(), rounds, data_ok ? "ok" : "wrong");
+            std::fprintf(stderr, "embed_host: FAILED (%zu of %d rounds, data %s)\n", rtt_us.size(),
+                         rounds, data_ok ? "ok" : "wrong");
         }
         /* 6. droce first (children before parents), then the host closes its ports. */
         for (Endpoint *p : {&cli, &srv}) {

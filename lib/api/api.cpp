@@ -67,8 +67,8 @@ class MrImpl final : public MemoryRegion {
                     break;
                 if (late) {
                     logger().warn("{}: dereg MR 0x{:x}: zero-copy frames still out after 5 s; "
-                                 "the memory must stay valid until the port is closed",
-                                 dev_.name(), r_.key);
+                                  "the memory must stay valid until the port is closed",
+                                  dev_.name(), r_.key);
                     break;
                 }
                 rt_.wait_a_bit();
@@ -100,8 +100,8 @@ class CqImpl final : public CompletionQueue {
                 /* ibv_destroy_cq would fail with EBUSY; a destructor cannot, so keep the
                  * ring alive for the QPs still pointing at it. */
                 logger().error("{}: CQ destroyed while {} QP(s) still use it; kept until the "
-                              "device closes",
-                              dev_.name(), ctx_->refs);
+                               "device closes",
+                               dev_.name(), ctx_->refs);
                 ctx_->user = nullptr;
                 dev_.retire_cq(std::move(ctx_));
             }
@@ -145,9 +145,8 @@ class QpImpl final : public QueuePair {
         const rc::Path *pp = nullptr;
         NeighPending pend;
         if (mask & kQpAv) {
-            Status s = resolve_path(attr.ah_attr,
-                                    (mask & kQpDestQpn) ? attr.dest_qp_num : dest_qpn_, &path,
-                                    &pend);
+            Status s = resolve_path(
+                attr.ah_attr, (mask & kQpDestQpn) ? attr.dest_qp_num : dest_qpn_, &path, &pend);
             if (!s)
                 return s;
             pp = &path;
@@ -286,8 +285,7 @@ class QpImpl final : public QueuePair {
         net::Ip6 ip6{};
     };
 
-    Status resolve_path(const AhAttr &ah, uint32_t dest_qpn, rc::Path *path,
-                        NeighPending *pend) {
+    Status resolve_path(const AhAttr &ah, uint32_t dest_qpn, rc::Path *path, NeighPending *pend) {
         const Gid *sgid = dev_.gids().at(ah.sgid_index);
         if (sgid == nullptr)
             return Status(EINVAL, "modify QP: sgid_index " + std::to_string(ah.sgid_index) +
@@ -333,8 +331,7 @@ class QpImpl final : public QueuePair {
                 break;
             /* Non-blocking RTR (worker 0's QPs: it owns the neighbour tables): go on with
              * no MAC; the worker holds the QP's frames until the neighbour answers. */
-            if (dev_.rtr_nonblocking() && ctx_->worker == 0 &&
-                st != net::ResolveStep::TableFull) {
+            if (dev_.rtr_nonblocking() && ctx_->worker == 0 && st != net::ResolveStep::TableFull) {
                 pend->on = true;
                 pend->v4 = v4;
                 pend->ip = dst4;
@@ -379,9 +376,9 @@ class QpImpl final : public QueuePair {
                 path->flow_label ? path->flow_label : wire::rdma_calc_flow_label(qpn_, dest_qpn));
         }
         logger().debug("{}: QP {} path to {} via {} ({})", dev_.name(), qpn_,
-                      v4 ? net::ipv4_str(net::GidTable::to_ipv4(ah.dgid))
-                         : net::ipv6_str(ah.dgid.raw),
-                      nh_str, net::mac_str(mac));
+                       v4 ? net::ipv4_str(net::GidTable::to_ipv4(ah.dgid))
+                          : net::ipv6_str(ah.dgid.raw),
+                       nh_str, net::mac_str(mac));
         return {};
     }
 
@@ -407,8 +404,8 @@ class SrqImpl final : public SharedReceiveQueue {
         rt_.exec_on(ctx_->worker, [&] { ok = dev_.destroy_srq(ctx_); });
         if (!ok)
             logger().error("{}: SRQ destroyed while QPs still use it; it stays until the "
-                          "device closes",
-                          dev_.name());
+                           "device closes",
+                           dev_.name());
     }
     Status post_recv(const RecvWr &wr) override {
         if (rt_.embedded()) {
@@ -441,8 +438,8 @@ class PdImpl final : public ProtectionDomain {
     ~PdImpl() override {
         if (st_->qps || st_->mrs)
             logger().error("{}: PD {} destroyed with {} QP(s) and {} MR(s) still alive; "
-                          "destroy children first (they keep working until destroyed)",
-                          dev_.name(), st_->id, st_->qps, st_->mrs);
+                           "destroy children first (they keep working until destroyed)",
+                           dev_.name(), st_->id, st_->qps, st_->mrs);
     }
 
     Result<std::unique_ptr<MemoryRegion>> reg_mr(void *addr, size_t length,

@@ -11,11 +11,10 @@
 #include <string>
 #include <vector>
 
-
 #include "api_internal.h"
 #include "engine.h"
-#include "engine_log.h"
 #include "engine_gsi.h"
+#include "engine_log.h"
 
 namespace droce {
 
@@ -176,7 +175,7 @@ class CmDeviceImpl final : public CmDevice, CmQp1Transport, CmQpHook {
             ++ctr_[kQpModifyFailed];
             failed_.push_back(id);
             logger().error("{}: CM connection {:#x}: QP {}: {}", dev_.name(), id, p.local_qpn,
-                          s.message());
+                           s.message());
             return;
         }
         ++ctr_[kQpReady];

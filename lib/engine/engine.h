@@ -100,8 +100,8 @@ inline constexpr uint32_t kDoorbellSrq = 0x80000000u;
     X(rx_drop_unknown_qpn)                                                                         \
     X(sq_wr_rejected) /* WR refused by the QP on the worker: error completion */                   \
     X(rq_wr_rejected)                                                                              \
-    X(rtr_neigh_wait)     /* QPs that went to RTR before their next hop's MAC was known */        \
-    X(rtr_neigh_resolved) /* ... and whose frames were released when it answered */              \
+    X(rtr_neigh_wait)     /* QPs that went to RTR before their next hop's MAC was known */         \
+    X(rtr_neigh_resolved) /* ... and whose frames were released when it answered */                \
     X(rtr_neigh_timeout)  /* ... and that went to ERR: no answer within arp_timeout_ms */
 
 struct EngineCounters {
@@ -575,7 +575,8 @@ class Dev final {
     /** The QP went to RTR while its next hop was unresolved (ip: IPv4 host order, or
      * ip6): its frames are held until the neighbour answers, then its path gets the MAC;
      * no answer by deadline_ns puts it in ERR (QpFatal event). Replaces a former wait. */
-    void neigh_hold(uint32_t qpn, bool v4, uint32_t ip, const uint8_t ip6[16], uint64_t deadline_ns);
+    void neigh_hold(uint32_t qpn, bool v4, uint32_t ip, const uint8_t ip6[16],
+                    uint64_t deadline_ns);
     /** Forgets qpn's wait (a new path was given, or the QP is destroyed). */
     void neigh_unhold(uint32_t qpn);
     /** Worker 0, once per poll while QPs wait: resolves, releases or fails them. */

@@ -24,7 +24,6 @@
 #include <rte_pcapng.h>
 #include <rte_ring.h>
 
-
 #include "engine.h"
 #include "engine_log.h"
 
@@ -91,7 +90,7 @@ Result<std::shared_ptr<Capture>> Capture::open(const std::string &path, uint32_t
     }
     c->writer_ = std::thread([p = c.get()] { p->writer_main(); });
     logger().info("{}: capturing to {} (snap length {})", dev_name, path,
-                 snaplen == 0 ? std::string("whole frames") : std::to_string(snaplen));
+                  snaplen == 0 ? std::string("whole frames") : std::to_string(snaplen));
     return c;
 }
 

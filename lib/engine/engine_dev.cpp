@@ -197,8 +197,8 @@ Result<mem::MemoryRegion> Dev::reg_mr(uint32_t pd, const void *addr, uint64_t le
         z->usable = length != 0 && dpdk_memory_with_fd(a, length);
         if (!z->usable)
             logger().debug("{}: MR 0x{:x}: not DPDK memory shared with the vhost-user "
-                          "backend; copied on TX",
-                          name_, r->key);
+                           "backend; copied on TX",
+                           name_, r->key);
         zc_[slot] = std::move(z);
         return r;
     }
@@ -214,7 +214,7 @@ Result<mem::MemoryRegion> Dev::reg_mr(uint32_t pd, const void *addr, uint64_t le
     } else {
         ++shards_[0]->ec.mr_extmem_register_failed;
         logger().info("{}: MR 0x{:x}: rte_extmem_register: {}", name_, r->key,
-                     rte_strerror(rte_errno));
+                      rte_strerror(rte_errno));
     }
     if (zc_reach_ == ZcReach::DmaMapped && z->extmem) {
         rte_eth_dev_info info{};
@@ -225,7 +225,7 @@ Result<mem::MemoryRegion> Dev::reg_mr(uint32_t pd, const void *addr, uint64_t le
         } else {
             ++shards_[0]->ec.mr_dma_map_failed;
             logger().info("{}: MR 0x{:x}: no DMA mapping (IOVA as VA needed); copied on TX", name_,
-                         r->key);
+                          r->key);
         }
     }
     z->usable = zc_reach_ == ZcReach::VirtAddr || z->dma;
@@ -498,8 +498,9 @@ std::vector<std::pair<std::string, uint64_t>> Dev::port_counters() const {
     }
     /* Engine-wide: mbufs not in the pools (in rings, TX queues, PMD queues). After the
      * traffic stops it must come back to what the ports hold; a leak shows here. */
-    v.emplace_back("mbufs_in_use", (rt_.pool() ? rte_mempool_in_use_count(rt_.pool()) : 0) +
-                                       (rt_.zc_pool() ? rte_mempool_in_use_count(rt_.zc_pool()) : 0));
+    v.emplace_back("mbufs_in_use",
+                   (rt_.pool() ? rte_mempool_in_use_count(rt_.pool()) : 0) +
+                       (rt_.zc_pool() ? rte_mempool_in_use_count(rt_.zc_pool()) : 0));
     v.emplace_back("workers", shards_.size());
     capture_counters(v);
     link_counters(v);
@@ -1025,8 +1026,8 @@ void Shard::on_pause_timer(PauseTimer &t, uint64_t now) {
         return;
     ++pfc_.storms;
     logger().warn("{}: PFC pause storm: priority {} paused for {} ms without a break ({} QP(s) "
-                 "of worker 0 held); its pauses are ignored until the peer stops pausing",
-                 dev_.name_, p, held_ms, held_qps);
+                  "of worker 0 held); its pauses are ignored until the peer stops pausing",
+                  dev_.name_, p, held_ms, held_qps);
     on_async_event(rc::AsyncEvent{AsyncEventType::PauseStorm, 0, nullptr});
 }
 

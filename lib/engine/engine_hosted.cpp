@@ -27,9 +27,10 @@ void Dev::set_hosted(uint16_t rxq, uint16_t txq, rte_mempool *pool) {
 Result<Dev *> Runtime::open_hosted(const DeviceConfig &cfg, uint16_t port, const std::string &name,
                                    const net::Iface &ifc_in, const cc::CcParams &ccp) {
     if (workers() != 1)
-        return Status(EINVAL, name + ": a host's port gives droce one RX and one TX queue: "
-                                     "one worker only (the engine has " +
-                                     std::to_string(workers()) + ")");
+        return Status(EINVAL, name +
+                                  ": a host's port gives droce one RX and one TX queue: "
+                                  "one worker only (the engine has " +
+                                  std::to_string(workers()) + ")");
     rte_eth_dev_info info{};
     if (int rc = rte_eth_dev_info_get(port, &info); rc != 0)
         return Status(EIO, name + ": rte_eth_dev_info_get: " + rte_strerror(-rc));
@@ -77,8 +78,8 @@ Result<Dev *> Runtime::open_hosted(const DeviceConfig &cfg, uint16_t port, const
 
     std::unique_ptr<Dev> dev;
     try {
-        dev = std::make_unique<Dev>(*this, port, name, ifc, mtu, cfg.arp_timeout_ms, cfg.max_qps,
-                                    1, 1, 1);
+        dev = std::make_unique<Dev>(*this, port, name, ifc, mtu, cfg.arp_timeout_ms, cfg.max_qps, 1,
+                                    1, 1);
     } catch (const std::bad_alloc &) {
         return Status(ENOMEM, name + ": no memory for " + std::to_string(cfg.max_qps) + " QPNs");
     }

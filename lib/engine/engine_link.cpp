@@ -117,8 +117,8 @@ int bond_check_members(LinkWatch *w) {
         rte_eth_bond_primary_set(w->port, static_cast<uint16_t>(other_up)) == 0) {
         w->forced.fetch_add(1, std::memory_order_relaxed);
         logger().warn("{}: member port {} is down but still the bond's active one: port {} made "
-                     "active",
-                     w->dev->name(), prim, other_up);
+                      "active",
+                      w->dev->name(), prim, other_up);
     }
     return prim_up || other_up >= 0 ? 1 : 0;
 }
@@ -140,7 +140,7 @@ void link_check(void *arg) {
                 logger().info("{}: link up", w->dev->name());
             } else {
                 logger().warn("{}: link down{}", w->dev->name(),
-                             w->bond ? " (no active bond member)" : "");
+                              w->bond ? " (no active bond member)" : "");
             }
             /* Back up (on any member): the peers and switches learn where we are. */
             if (st)
@@ -164,7 +164,7 @@ void link_check(void *arg) {
             if (rte_eth_promiscuous_get(w->port) == 1)
                 rte_eth_promiscuous_enable(static_cast<uint16_t>(prim));
             logger().warn("{}: failover: active member port {} -> {}{}", w->dev->name(), w->primary,
-                         prim, same_mac ? "" : " (bond MAC changed: peers follow by the ARP)");
+                          prim, same_mac ? "" : " (bond MAC changed: peers follow by the ARP)");
             request_garp(w);
         }
         if (prim >= 0)
@@ -188,8 +188,8 @@ void Dev::watch_link() {
         const int mode = rte_eth_bond_mode_get(port_);
         if (mode != BONDING_MODE_ACTIVE_BACKUP)
             logger().warn("{}: bonding mode {}: droce is tested over mode 1 (active-backup) "
-                         "only",
-                         name_, mode);
+                          "only",
+                          name_, mode);
     }
     link_ = w;
     arm(w);

@@ -157,19 +157,20 @@ Result<std::unique_ptr<Runtime>> Runtime::create(int argc, char **argv, int *con
     /* mbufs 0: no pools of droce's own; every device is on a port the host hands over
      * with its mempool (DeviceConfig::host_mempool). */
     if (opts.mbufs != 0) {
-    const std::string pool_name = rt->unique_name("droce_pool");
-    rt->pool_ = rte_pktmbuf_pool_create(pool_name.c_str(), opts.mbufs, 256, 0,
-                                        RTE_PKTMBUF_HEADROOM + kMaxFrame, rte_socket_id());
-    if (rt->pool_ == nullptr)
-        return Status(ENOMEM, "rte_pktmbuf_pool_create(" + std::to_string(opts.mbufs) +
-                                  " mbufs): " + errstr(rte_errno));
-    const std::string zp = rt->unique_name("droce_zc");
-    /* A region's refcount is 16 bits: keep the mbufs that can be attached well below. */
-    const uint32_t zc_n = std::min<uint32_t>(opts.mbufs * 2 + 1, 32767);
-    rt->zc_pool_ = rte_pktmbuf_pool_create(zp.c_str(), zc_n, 256, 0, kZcDataRoom, rte_socket_id());
-    if (rt->zc_pool_ == nullptr)
-        return Status(ENOMEM, "rte_pktmbuf_pool_create(" + std::to_string(zc_n) +
-                                  " small mbufs): " + errstr(rte_errno));
+        const std::string pool_name = rt->unique_name("droce_pool");
+        rt->pool_ = rte_pktmbuf_pool_create(pool_name.c_str(), opts.mbufs, 256, 0,
+                                            RTE_PKTMBUF_HEADROOM + kMaxFrame, rte_socket_id());
+        if (rt->pool_ == nullptr)
+            return Status(ENOMEM, "rte_pktmbuf_pool_create(" + std::to_string(opts.mbufs) +
+                                      " mbufs): " + errstr(rte_errno));
+        const std::string zp = rt->unique_name("droce_zc");
+        /* A region's refcount is 16 bits: keep the mbufs that can be attached well below. */
+        const uint32_t zc_n = std::min<uint32_t>(opts.mbufs * 2 + 1, 32767);
+        rt->zc_pool_ =
+            rte_pktmbuf_pool_create(zp.c_str(), zc_n, 256, 0, kZcDataRoom, rte_socket_id());
+        if (rt->zc_pool_ == nullptr)
+            return Status(ENOMEM, "rte_pktmbuf_pool_create(" + std::to_string(zc_n) +
+                                      " small mbufs): " + errstr(rte_errno));
     }
     /* Workers: embedded mode is one (the application's loop); else the EAL's worker
      * lcores in -l order from worker_lcore (or the first). */
@@ -218,10 +219,10 @@ Result<std::unique_ptr<Runtime>> Runtime::create(int argc, char **argv, int *con
     }
     telemetry_attach(rt.get());
     logger().info("droce engine: {} mode, TSC {} Hz, {} mbufs",
-                 opts.embedded ? std::string("embedded")
-                               : std::to_string(nw) + " worker(s) from lcore " +
-                                     std::to_string(rt->workers_[0]->lcore),
-                 rt->tsc_hz_, opts.mbufs);
+                  opts.embedded ? std::string("embedded")
+                                : std::to_string(nw) + " worker(s) from lcore " +
+                                      std::to_string(rt->workers_[0]->lcore),
+                  rt->tsc_hz_, opts.mbufs);
     return rt;
 }
 
@@ -320,8 +321,8 @@ namespace {
 std::string pfc_enable(uint16_t port, const std::string &name, const char *drv, int prio) {
     if (prio < 0) {
         logger().info("{}: PFC not requested; PFC frames the port hands up are honoured in "
-                     "software",
-                     name);
+                      "software",
+                      name);
         return "not requested (received PFC honoured in software)";
     }
     rte_eth_pfc_conf pc{};
@@ -434,7 +435,7 @@ Result<Dev *> Runtime::open_device(const DeviceConfig &cfg) {
         want_mtu = std::min<uint32_t>(caps.auto_mtu(), max_frame_ - RTE_ETHER_HDR_LEN - 4);
         port_sets_mtu = false;
         logger().info("{}: MTU {} from kernel interface {} (the PMD does not report it)", name,
-                     want_mtu, caps.kernel_if);
+                      want_mtu, caps.kernel_if);
     }
     if (cfg.mtu) {
         if (cfg.mtu + RTE_ETHER_HDR_LEN + 4 > max_frame_)
@@ -450,8 +451,8 @@ Result<Dev *> Runtime::open_device(const DeviceConfig &cfg) {
              * becomes droce's own; a frame the port truncates anyway is still refused by
              * the parser and counted (rx_drop_too_short / rx_drop_bad_udp_length). */
             logger().warn("{}: port reports max MTU {}; using {} as droce's own MTU without "
-                         "setting the port's",
-                         name, port_max, cfg.mtu);
+                          "setting the port's",
+                          name, port_max, cfg.mtu);
             port_sets_mtu = false;
         } else {
             conf.rxmode.mtu = cfg.mtu;
@@ -497,7 +498,7 @@ Result<Dev *> Runtime::open_device(const DeviceConfig &cfg) {
                                " adapter does not steer");
     } else if (steer_on && !drivers::steer_isolate(port, &steer)) {
         logger().warn("{}: rte_flow steering: {}; droce takes the whole port", name,
-                     steer.errors.back());
+                      steer.errors.back());
     }
     if (int rc = rte_eth_dev_configure(port, nrxq, ntxq, &conf); rc != 0)
         return Status(EIO, name + ": rte_eth_dev_configure: " + errstr(rc));
@@ -569,7 +570,7 @@ Result<Dev *> Runtime::open_device(const DeviceConfig &cfg) {
             logger().info("{}: rte_flow rule: {}", name, r);
         if (steer.mode != "isolated")
             logger().warn("{}: rte_flow steering failed ({}); droce takes the whole port", name,
-                         steer.errors.empty() ? "?" : steer.errors.back());
+                          steer.errors.empty() ? "?" : steer.errors.back());
     }
     if (ifc.mac != pm) {
         /* Our MAC is not the port's (e.g. af_packet on a tap): receive everything and
@@ -615,11 +616,11 @@ Result<Dev *> Runtime::open_device(const DeviceConfig &cfg) {
     dev->set_tx_burst(cfg.tx_burst_frames);
     dev->set_rtr_nonblocking(cfg.rtr_nonblocking);
     logger().info("{}: DCQCN {} (line rate {} Mb/s{}, data ECN {}, TX burst {})", name,
-                 cfg.dcqcn ? "on" : "off", line / 1'000'000,
-                 cfg.line_rate_bps != 0 ? " as configured" : "",
-                 cfg.dcqcn ? static_cast<int>(cc::ecn_bits(ccp.ecn_mode)) : 0,
-                 cfg.tx_burst_frames != 0 ? std::to_string(cfg.tx_burst_frames) + " frames"
-                                          : std::string("unlimited"));
+                  cfg.dcqcn ? "on" : "off", line / 1'000'000,
+                  cfg.line_rate_bps != 0 ? " as configured" : "",
+                  cfg.dcqcn ? static_cast<int>(cc::ecn_bits(ccp.ecn_mode)) : 0,
+                  cfg.tx_burst_frames != 0 ? std::to_string(cfg.tx_burst_frames) + " frames"
+                                           : std::string("unlimited"));
     if (conf.rxmode.mq_mode == RTE_ETH_MQ_RX_RSS) {
         /* The key the port really uses (a PMD may keep its own). */
         uint8_t key[64] = {};
@@ -630,26 +631,26 @@ Result<Dev *> Runtime::open_device(const DeviceConfig &cfg) {
             info.reta_size != 0) {
             dev->set_rss(key, info.reta_size);
             logger().info("{}: RSS over {} RX queues (redirection table {}): QPs pick their UDP "
-                         "source port for the peer's owning worker",
-                         name, nrxq, info.reta_size);
+                          "source port for the peer's owning worker",
+                          name, nrxq, info.reta_size);
         } else {
             logger().warn("{}: RSS configured but its key could not be read; UDP source ports "
-                         "are not steered (packets may land on other workers: rx_handoff)",
-                         name);
+                          "are not steered (packets may land on other workers: rx_handoff)",
+                          name);
         }
     }
     dev->set_worker_rings(!opts_.embedded);
     dev->set_zero_copy(reach, opts_.zero_copy_min_bytes ? opts_.zero_copy_min_bytes
                                                         : kZeroCopyMinBytesDefault);
     logger().info("{}: zero-copy TX: {} (driver {}{})", name, zc_reach_str(reach), drv,
-                 !opts_.zero_copy ? ", off by option"
-                 : !zc_ok         ? ", no chained mbufs for this port and worker layout"
-                                  : "");
+                  !opts_.zero_copy ? ", off by option"
+                  : !zc_ok         ? ", no chained mbufs for this port and worker layout"
+                                   : "");
     logger().info("{}: port {} driver {} MAC {} IP {}/{} MTU {} (RoCE active MTU {}), {} RX / {} "
-                 "TX queue(s) for {} worker(s), {} QPNs",
-                 name, port, info.driver_name ? info.driver_name : "?", net::mac_str(ifc.mac),
-                 net::ipv4_str(ifc.ip), ifc.prefix_len, mtu, dev->active_mtu(), nrxq, ntxq, nw,
-                 cfg.max_qps);
+                  "TX queue(s) for {} worker(s), {} QPNs",
+                  name, port, info.driver_name ? info.driver_name : "?", net::mac_str(ifc.mac),
+                  net::ipv4_str(ifc.ip), ifc.prefix_len, mtu, dev->active_mtu(), nrxq, ntxq, nw,
+                  cfg.max_qps);
     if (!cfg.capture.empty()) {
         /* No worker polls the device yet: the shards are set inline. */
         const Status s = dev->capture_start(cfg.capture, cfg.capture_snaplen,
@@ -668,9 +669,9 @@ Result<Dev *> Runtime::open_device(const DeviceConfig &cfg) {
             v6 += (i ? " " : "") + net::ipv6_str(f6.addrs[i].addr.data()) + "/" +
                   std::to_string(f6.addrs[i].prefix_len);
         logger().info("{}: IPv6 {}{}{}", name, v6,
-                     cfg.vlan ? ", VLAN " + std::to_string(cfg.vlan) : std::string(),
-                     f6.has_gateway() ? ", gateway " + net::ipv6_str(f6.gateway.data())
-                                      : std::string());
+                      cfg.vlan ? ", VLAN " + std::to_string(cfg.vlan) : std::string(),
+                      f6.has_gateway() ? ", gateway " + net::ipv6_str(f6.gateway.data())
+                                       : std::string());
     }
     Dev *d = dev.get();
     std::lock_guard<std::mutex> lk(telemetry_mutex());

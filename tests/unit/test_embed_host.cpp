@@ -143,8 +143,8 @@ Status to_rtr(QueuePair &qp, const Gid &dgid, uint32_t dqpn) {
     a.rq_psn = 0;
     a.ah_attr.dgid = dgid;
     a.ah_attr.sgid_index = 1;
-    return qp.modify(a, kQpState | kQpAv | kQpPathMtu | kQpDestQpn | kQpRqPsn |
-                            kQpMaxDestRdAtomic | kQpMinRnrTimer);
+    return qp.modify(a, kQpState | kQpAv | kQpPathMtu | kQpDestQpn | kQpRqPsn | kQpMaxDestRdAtomic |
+                            kQpMinRnrTimer);
 }
 
 Status to_rts(QueuePair &qp) {
@@ -442,7 +442,7 @@ TEST_F(EmbedHost, PortDownIsAnAsyncEvent) {
 int main(int argc, char **argv) {
     ::testing::InitGoogleTest(&argc, argv);
     /* The host owns the EAL (as SPDK does): droce is attached to it afterwards. */
-    const char *eal[] = {"test_embed_host", "--no-huge",  "-m",          "256",
+    const char *eal[] = {"test_embed_host", "--no-huge",   "-m",          "256",
                          "--no-pci",        "--no-shconf", "--log-level", "*:warning"};
     if (rte_eal_init(8, const_cast<char **>(eal)) < 0) {
         std::fprintf(stderr, "rte_eal_init failed\n");
