@@ -752,7 +752,8 @@ void Shard::schedule(QpCtx &q) {
         if (q.parked_prio == kNoPrio && (paused_mask_ & (1u << p)) && qp.has_tx_work())
             park(q, p);
     }
-    if (!q.in_ready && q.parked_prio == kNoPrio && !q.tx.neigh_held && qp.has_tx_work())
+    /* neigh_held last: its line is read only when there is work, which transmit reads. */
+    if (!q.in_ready && q.parked_prio == kNoPrio && qp.has_tx_work() && !q.tx.neigh_held)
         ready_push(q);
     /* Lazy timers: the retransmission deadline moves later on every ACK while more is
      * outstanding, so a timer armed earlier than the QP's deadline is left alone (when it
