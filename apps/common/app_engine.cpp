@@ -91,6 +91,7 @@ Device *open_port_device(Engine &engine, const DeviceOptions &o) {
     cfg.mtu = o.eth_mtu;
     cfg.capture = o.capture;
     cfg.capture_snaplen = o.capture_snaplen;
+    cfg.rtr_nonblocking = o.rtr_nonblocking;
     auto d = engine.open_device(cfg);
     if (!d) {
         std::fprintf(stderr, "Couldn't open DPDK port '%s': %s\n",

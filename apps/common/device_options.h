@@ -64,6 +64,9 @@ struct DeviceOptions {
     bool worker = false;            /**< --worker: force worker mode (for --loopback) */
     bool loopback = false;          /**< --loopback */
     bool busy_poll = false;         /**< --busy-poll */
+    /** DeviceConfig::rtr_nonblocking: set by tools whose one poll loop must never wait
+     * (droce-nvmf); no command-line flag. */
+    bool rtr_nonblocking = false;
     double timeout_s;               /**< --timeout (0 = never) */
     bool timeout_given = false;     /**< --timeout was on the command line */
     std::string log_level = "warn"; /**< --log-level (droce's control plane) */

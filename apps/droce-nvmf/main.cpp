@@ -364,6 +364,8 @@ int main(int argc, char **argv) {
         return 1;
     app::EngineRun run{*engine, {}};
     app::arm_waiter(run, o.timeout_s, 1);
+    /* The CM's accept moves QPs to RTR inside the poll loop: never wait for ARP there. */
+    o.rtr_nonblocking = true;
     Device *dev = app::open_port_device(*engine, o);
     if (dev == nullptr || !app::start_engine(*engine))
         return 1;

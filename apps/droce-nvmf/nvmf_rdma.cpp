@@ -35,6 +35,8 @@ struct RdmaTransport::Conn final : TransportActions {
 
     bool rdma_read(uint16_t tag, void *local, uint32_t len, uint64_t raddr,
                    uint32_t rkey) override {
+        if (!flush_write())
+            return false;
         SendWr w;
         w.wr_id = wr_id(kWrRead, tag);
         w.opcode = WrOpcode::RdmaRead;
@@ -54,7 +56,13 @@ struct RdmaTransport::Conn final : TransportActions {
         w.num_sge = 1;
         w.remote_addr = raddr;
         w.rkey = rkey;
-        return post(w);
+        /* Held until the response SEND the core posts right behind it: the two go to the
+         * QP as one chain (one post, one scheduling of the QP). */
+        if (!flush_write())
+            return false;
+        pending_write = w;
+        has_pending_write = true;
+        return true;
     }
     bool send(uint16_t tag, const uint8_t *cqe, bool invalidate, uint32_t rkey) override {
         /* The core's CQE is on its stack: copy it into this tag's registered slot. */
@@ -67,7 +75,25 @@ struct RdmaTransport::Conn final : TransportActions {
         w.send_flags = kSendSignaled;
         w.sg_list[0] = Sge{reinterpret_cast<uint64_t>(slot), kCqeBytes, send_mr->lkey()};
         w.num_sge = 1;
-        return post(w);
+        if (!has_pending_write)
+            return post(w);
+        /* A read's data and its response in one call (QueuePair's chained post). */
+        has_pending_write = false;
+        if (q_dead || !qp)
+            return false;
+        const SendWr chain[2] = {pending_write, w};
+        if (!qp->post_send(chain, 2)) {
+            ++t.cnt_.post_failures;
+            return false;
+        }
+        return true;
+    }
+    /* A held WRITE that no SEND followed (not the core's pattern): posted alone. */
+    bool flush_write() {
+        if (!has_pending_write)
+            return true;
+        has_pending_write = false;
+        return post(pending_write);
     }
     void disconnect() override {
         if (disc_asked || cm_done)
@@ -100,6 +126,8 @@ struct RdmaTransport::Conn final : TransportActions {
     Queue *q = nullptr;
     bool established = false;
     bool q_dead = false;  /* the core's queue was told the connection is gone */
+    SendWr pending_write; /* rdma_write's WR, posted with the response SEND behind it */
+    bool has_pending_write = false;
     bool cm_done = false; /* the CM reported Disconnected / ConnectError (or never accepted) */
     bool disc_asked = false;
     std::unique_ptr<CompletionQueue> cq;

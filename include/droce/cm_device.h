@@ -28,7 +28,8 @@
  * mailbox (Runtime::exec_on); the state machine, its timers and its event queue live on
  * this thread, in poll(), so they share nothing else with the worker. The RTR step waits
  * for ARP like QueuePair::modify (up to the device's arp_timeout_ms, usually already
- * resolved: the peer's REQ or REP just came from that address). */
+ * resolved: the peer's REQ or REP just came from that address); on a device opened with
+ * DeviceConfig::rtr_nonblocking it never waits (the QP's frames wait instead). */
 #pragma once
 
 #include <cstdint>

@@ -36,6 +36,8 @@
 #include "status.h"
 #include "verbs.h"
 
+struct rte_mempool; /* DPDK's; DeviceConfig::host_mempool (no DPDK header needed here) */
+
 namespace droce {
 
 class Device;
@@ -69,8 +71,17 @@ struct EngineOptions {
     /** Payloads shorter than this are copied even with zero_copy (copying a small
      * payload is cheaper than three mbufs); 0 = the engine's measured default. */
     uint32_t zero_copy_min_bytes = 0;
-    /** spdlog level name for the control plane: trace, debug, info, warn, error, off. */
+    /** spdlog level name for the control plane: trace, debug, info, warn, error, off.
+     * It is the level of droce's own logger only: the process's spdlog default logger,
+     * global level and pattern stay as the host set them (droce writes to the default
+     * logger's sinks as they are when it first logs). */
     std::string log_level = "warn";
+    /** The host initialised the EAL itself (SPDK and other data planes do): droce does
+     * not call rte_eal_init and reads no EAL arguments (create's argv may be empty), and
+     * changes nothing process-wide: no atexit handler, no mode change of the EAL's
+     * runtime directory. An EAL up before droce's first engine is taken as the host's
+     * even without this flag. See Engine::attach and doc/embedding.md. */
+    bool host_eal = false;
 };
 
 /** One DPDK port as a RoCEv2 device. */
@@ -85,6 +96,25 @@ struct DeviceConfig {
     uint32_t mtu = 0;
     /** How long to wait for an ARP reply when a QP goes to RTR. */
     uint32_t arp_timeout_ms = 3000;
+    /** QueuePair::modify to RTR never waits for ARP / ND: with the next hop not resolved
+     * yet it returns at once, and the QP's frames (requests, ACKs) are held until the
+     * neighbour answers; posted WRs wait. No answer within arp_timeout_ms moves the QP
+     * to ERR (its WRs flushed) and raises AsyncEventType::QpFatal. Counters
+     * rtr_neigh_wait / rtr_neigh_resolved / rtr_neigh_timeout. For QPs of worker 0 (all
+     * of them with one worker); QPs of other workers wait as without it. The CM's RTR
+     * step (CmDevice) goes through the same call. */
+    bool rtr_nonblocking = false;
+    /** A port the host configured and started itself (an SPDK-style process owns its
+     * NIC): set host_mempool, and droce takes the port `port` names as it is, polls only
+     * RX queue host_rx_queue and TX queue host_tx_queue, builds its frames from
+     * host_mempool, and never configures, starts, stops, closes or changes the MTU,
+     * promiscuous mode or flow rules of the port. The host must not poll those two
+     * queues itself while the device is open; it closes the port after the Engine is
+     * destroyed. One worker only (Engine::workers() == 1); zero-copy TX is off; mtu,
+     * when set, is droce's own limit. nullptr = droce owns and configures the port. */
+    rte_mempool *host_mempool = nullptr;
+    uint16_t host_rx_queue = 0;
+    uint16_t host_tx_queue = 0;
     /** The port's P_Key table; a QP's pkey_index picks its P_Key from it. Packets whose
      * P_Key does not match their QP's are dropped (counter rx_pkey_violation). */
     std::vector<uint16_t> pkeys = {0xFFFF};
@@ -179,6 +209,9 @@ class Engine {
      * application's own arguments start at argv[*consumed]. */
     static Result<std::unique_ptr<Engine>> create(int argc, char **argv, int *consumed,
                                                   const EngineOptions &opts = {});
+    /** An engine on the EAL the host already initialised (EngineOptions::host_eal):
+     * create(0, nullptr, nullptr, opts) with host_eal set. EINVAL if the EAL is not up. */
+    static Result<std::unique_ptr<Engine>> attach(EngineOptions opts = {});
 
     /** Creates two net_ring ports back to back (A's TX ring is B's RX ring and vice
      * versa) and returns their DPDK names, to be opened with open_device(): the default
@@ -376,7 +409,8 @@ class QueuePair {
     /** The QP number the peer names as its destination QP. */
     virtual uint32_t qp_num() const = 0;
     /** ibv_modify_qp. Going to RTR resolves the peer's MAC (ARP) and may block up to the
-     * device's arp_timeout_ms; failure is an error value that says so. */
+     * device's arp_timeout_ms; failure is an error value that says so. With
+     * DeviceConfig::rtr_nonblocking it never waits: see there. */
     virtual Status modify(const QpAttr &attr, uint32_t mask) = 0;
     /** Current state and attributes. */
     virtual Status query(QpAttr &attr) = 0;
@@ -386,6 +420,14 @@ class QueuePair {
     /** ibv_post_recv: never blocks; fails on a QP that uses an SRQ. The buffers belong
      * to the engine until the WR's completion. */
     virtual Status post_recv(const RecvWr &wr) = 0;
+    /** ibv_post_send with a chain of n WRs (ibv_send_wr's next links, as an array): posted
+     * in order, in one call (one scheduling of the QP in embedded mode). On the first WR
+     * refused, the error is returned and *bad_index (optional) names it: the WRs before
+     * it are posted, it and those after it are not (ibv_post_send's bad_wr). On success
+     * *bad_index = n. E.g. an NVMe-oF read's data RDMA WRITE and its response SEND. */
+    virtual Status post_send(const SendWr *wrs, uint32_t n, uint32_t *bad_index = nullptr);
+    /** The same for receives (ibv_post_recv's chain and bad_wr). */
+    virtual Status post_recv(const RecvWr *wrs, uint32_t n, uint32_t *bad_index = nullptr);
     /** DCQCN for this QP only: new parameters (a QP already limited keeps its rate
      * state), also on a device without DCQCN. A bad value is refused with a message
      * naming the field; nothing changes then. */

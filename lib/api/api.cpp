@@ -8,7 +8,6 @@
 #include <rte_errno.h>
 #include <rte_ring.h>
 #include <rte_ring_elem.h>
-#include <spdlog/spdlog.h>
 
 #include <droce/droce.h>
 
@@ -16,6 +15,7 @@
 #include "api_ud.h"
 #include "api_wr_ring.h"
 #include "engine.h"
+#include "engine_log.h"
 
 namespace droce {
 
@@ -53,7 +53,7 @@ class MrImpl final : public MemoryRegion {
         uint32_t out = 0;
         rt_.exec_all([&] { s = dev_.dereg_mr(r_.key, &out); });
         if (!s)
-            spdlog::error("{}: dereg MR 0x{:x}: {}", dev_.name(), r_.key, s.message());
+            logger().error("{}: dereg MR 0x{:x}: {}", dev_.name(), r_.key, s.message());
         if (out != 0) {
             /* Zero-copy frames still point into the region (in the PMD's TX queue, or over
              * net_ring in the peer's RX ring). Verbs: once dereg returns the device no
@@ -66,9 +66,9 @@ class MrImpl final : public MemoryRegion {
                 if (gone)
                     break;
                 if (late) {
-                    spdlog::warn("{}: dereg MR 0x{:x}: zero-copy frames still out after 5 s; "
-                                 "the memory must stay valid until the port is closed",
-                                 dev_.name(), r_.key);
+                    logger().warn("{}: dereg MR 0x{:x}: zero-copy frames still out after 5 s; "
+                                  "the memory must stay valid until the port is closed",
+                                  dev_.name(), r_.key);
                     break;
                 }
                 rt_.wait_a_bit();
@@ -99,9 +99,9 @@ class CqImpl final : public CompletionQueue {
             if (ctx_->refs != 0) {
                 /* ibv_destroy_cq would fail with EBUSY; a destructor cannot, so keep the
                  * ring alive for the QPs still pointing at it. */
-                spdlog::error("{}: CQ destroyed while {} QP(s) still use it; kept until the "
-                              "device closes",
-                              dev_.name(), ctx_->refs);
+                logger().error("{}: CQ destroyed while {} QP(s) still use it; kept until the "
+                               "device closes",
+                               dev_.name(), ctx_->refs);
                 ctx_->user = nullptr;
                 dev_.retire_cq(std::move(ctx_));
             }
@@ -143,9 +143,10 @@ class QpImpl final : public QueuePair {
         }
         rc::Path path;
         const rc::Path *pp = nullptr;
+        NeighPending pend;
         if (mask & kQpAv) {
-            Status s = resolve_path(attr.ah_attr,
-                                    (mask & kQpDestQpn) ? attr.dest_qp_num : dest_qpn_, &path);
+            Status s = resolve_path(
+                attr.ah_attr, (mask & kQpDestQpn) ? attr.dest_qp_num : dest_qpn_, &path, &pend);
             if (!s)
                 return s;
             pp = &path;
@@ -153,6 +154,13 @@ class QpImpl final : public QueuePair {
         Status s;
         rt_.exec_on(ctx_->worker, [&] {
             s = ctx_->qp->modify(attr, mask, pp);
+            if (s && pp != nullptr) {
+                if (pend.on)
+                    dev_.neigh_hold(qpn_, pend.v4, pend.ip, pend.ip6.data(),
+                                    rt_.now_ns() + uint64_t{dev_.arp_timeout_ms()} * 1'000'000);
+                else if (ctx_->tx.neigh_held)
+                    dev_.neigh_unhold(qpn_);
+            }
             state_ = ctx_->qp->state();
             dest_qpn_ = ctx_->qp->attr().dest_qp_num;
             dev_.touch(*ctx_); /* e.g. to RTS with WRs queued, or to ERR: flushed */
@@ -217,6 +225,41 @@ class QpImpl final : public QueuePair {
                           "post_send: send queue");
     }
 
+    /* Chains: embedded mode posts to the transport and schedules the QP once at the end
+     * (it sends the chain's first WR only once every WR is in); worker mode is the
+     * ring loop of the base class (one doorbell for the chain, as the flag already
+     * rings it once). */
+    Status post_send(const SendWr *wrs, uint32_t n, uint32_t *bad_index) override {
+        if (!rt_.embedded())
+            return QueuePair::post_send(wrs, n, bad_index);
+        uint32_t i = 0;
+        Status s;
+        for (; i < n && s; ++i)
+            s = qp_->post_send(wrs[i]);
+        if (!s)
+            --i;
+        if (i != 0)
+            dev_.touch(*ctx_);
+        if (bad_index)
+            *bad_index = i;
+        return s;
+    }
+    Status post_recv(const RecvWr *wrs, uint32_t n, uint32_t *bad_index) override {
+        if (!rt_.embedded() || ctx_->srq)
+            return QueuePair::post_recv(wrs, n, bad_index);
+        uint32_t i = 0;
+        Status s;
+        for (; i < n && s; ++i)
+            s = qp_->post_recv(wrs[i]);
+        if (!s)
+            --i;
+        if (i != 0)
+            dev_.touch(*ctx_);
+        if (bad_index)
+            *bad_index = i;
+        return s;
+    }
+
     Status post_recv(const RecvWr &wr) override {
         if (ctx_->srq)
             return Status(EINVAL, "post_recv: QP " + std::to_string(qpn_) +
@@ -234,7 +277,15 @@ class QpImpl final : public QueuePair {
     }
 
   private:
-    Status resolve_path(const AhAttr &ah, uint32_t dest_qpn, rc::Path *path) {
+    /* Non-blocking RTR: the next hop still to be resolved (on worker 0, after modify). */
+    struct NeighPending {
+        bool on = false;
+        bool v4 = true;
+        uint32_t ip = 0;
+        net::Ip6 ip6{};
+    };
+
+    Status resolve_path(const AhAttr &ah, uint32_t dest_qpn, rc::Path *path, NeighPending *pend) {
         const Gid *sgid = dev_.gids().at(ah.sgid_index);
         if (sgid == nullptr)
             return Status(EINVAL, "modify QP: sgid_index " + std::to_string(ah.sgid_index) +
@@ -278,6 +329,15 @@ class QpImpl final : public QueuePair {
             });
             if (st == net::ResolveStep::Resolved)
                 break;
+            /* Non-blocking RTR (worker 0's QPs: it owns the neighbour tables): go on with
+             * no MAC; the worker holds the QP's frames until the neighbour answers. */
+            if (dev_.rtr_nonblocking() && ctx_->worker == 0 && st != net::ResolveStep::TableFull) {
+                pend->on = true;
+                pend->v4 = v4;
+                pend->ip = dst4;
+                pend->ip6 = nh6;
+                break;
+            }
             if (st == net::ResolveStep::TableFull)
                 return Status(ENOSPC, std::string(proto) + ": neighbour table of " + dev_.name() +
                                           " is full");
@@ -315,10 +375,10 @@ class QpImpl final : public QueuePair {
             path->udp_sport = wire::udp_sport_for_flow_label(
                 path->flow_label ? path->flow_label : wire::rdma_calc_flow_label(qpn_, dest_qpn));
         }
-        spdlog::debug("{}: QP {} path to {} via {} ({})", dev_.name(), qpn_,
-                      v4 ? net::ipv4_str(net::GidTable::to_ipv4(ah.dgid))
-                         : net::ipv6_str(ah.dgid.raw),
-                      nh_str, net::mac_str(mac));
+        logger().debug("{}: QP {} path to {} via {} ({})", dev_.name(), qpn_,
+                       v4 ? net::ipv4_str(net::GidTable::to_ipv4(ah.dgid))
+                          : net::ipv6_str(ah.dgid.raw),
+                       nh_str, net::mac_str(mac));
         return {};
     }
 
@@ -343,9 +403,9 @@ class SrqImpl final : public SharedReceiveQueue {
         bool ok = false;
         rt_.exec_on(ctx_->worker, [&] { ok = dev_.destroy_srq(ctx_); });
         if (!ok)
-            spdlog::error("{}: SRQ destroyed while QPs still use it; it stays until the "
-                          "device closes",
-                          dev_.name());
+            logger().error("{}: SRQ destroyed while QPs still use it; it stays until the "
+                           "device closes",
+                           dev_.name());
     }
     Status post_recv(const RecvWr &wr) override {
         if (rt_.embedded()) {
@@ -377,9 +437,9 @@ class PdImpl final : public ProtectionDomain {
     }
     ~PdImpl() override {
         if (st_->qps || st_->mrs)
-            spdlog::error("{}: PD {} destroyed with {} QP(s) and {} MR(s) still alive; "
-                          "destroy children first (they keep working until destroyed)",
-                          dev_.name(), st_->id, st_->qps, st_->mrs);
+            logger().error("{}: PD {} destroyed with {} QP(s) and {} MR(s) still alive; "
+                           "destroy children first (they keep working until destroyed)",
+                           dev_.name(), st_->id, st_->qps, st_->mrs);
     }
 
     Result<std::unique_ptr<MemoryRegion>> reg_mr(void *addr, size_t length,
@@ -442,7 +502,7 @@ class PdImpl final : public ProtectionDomain {
             engine::ring_release(rq);
             return qpn.status();
         }
-        spdlog::debug("{}: QP {} created", dev_.name(), *qpn);
+        logger().debug("{}: QP {} created", dev_.name(), *qpn);
         return std::unique_ptr<QueuePair>(new QpImpl(rt_, dev_, st_, ctx, *qpn, attr.cap));
     }
 
@@ -593,6 +653,11 @@ bool api::engine_of(Engine &engine, Device &dev, Runtime **rt, Dev **d) {
     *d = e ? e->find(dev) : nullptr;
     *rt = e ? &e->runtime() : nullptr;
     return *d != nullptr;
+}
+
+Result<std::unique_ptr<Engine>> Engine::attach(EngineOptions opts) {
+    opts.host_eal = true;
+    return create(0, nullptr, nullptr, opts);
 }
 
 Result<std::unique_ptr<Engine>> Engine::create(int argc, char **argv, int *consumed,

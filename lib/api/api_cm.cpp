@@ -11,11 +11,10 @@
 #include <string>
 #include <vector>
 
-#include <spdlog/spdlog.h>
-
 #include "api_internal.h"
 #include "engine.h"
 #include "engine_gsi.h"
+#include "engine_log.h"
 
 namespace droce {
 
@@ -188,7 +187,7 @@ class CmDeviceImpl final : public CmDevice, CmQp1Transport, CmQpHook {
         if (!s) {
             /* The CM resends on its timer, as for a MAD lost on the wire. */
             ++ctr_[kMadSendFailed];
-            spdlog::debug("{}: CM MAD not sent: {}", dev_.name(), s.message());
+            logger().debug("{}: CM MAD not sent: {}", dev_.name(), s.message());
             return false;
         }
         ++ctr_[kMadsOut];
@@ -202,15 +201,15 @@ class CmDeviceImpl final : public CmDevice, CmQp1Transport, CmQpHook {
                 qp = b.qp;
         if (qp == nullptr || qp->qp_num() != p.local_qpn) {
             ++ctr_[kQpUnknown];
-            spdlog::warn("{}: CM connection {:#x}: no QP {} bound", dev_.name(), id, p.local_qpn);
+            logger().warn("{}: CM connection {:#x}: no QP {} bound", dev_.name(), id, p.local_qpn);
             return;
         }
         Status s = ready(*qp, p);
         if (!s) {
             ++ctr_[kQpModifyFailed];
             failed_.push_back(id);
-            spdlog::error("{}: CM connection {:#x}: QP {}: {}", dev_.name(), id, p.local_qpn,
-                          s.message());
+            logger().error("{}: CM connection {:#x}: QP {}: {}", dev_.name(), id, p.local_qpn,
+                           s.message());
             return;
         }
         ++ctr_[kQpReady];

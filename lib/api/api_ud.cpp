@@ -10,9 +10,9 @@
 #include <rte_errno.h>
 #include <rte_ring.h>
 #include <rte_ring_elem.h>
-#include <spdlog/spdlog.h>
 
 #include "api_wr_ring.h"
+#include "engine_log.h"
 #include "engine_ud.h"
 
 namespace droce::api {
@@ -26,6 +26,8 @@ using engine::Runtime;
 
 class UdQpImpl final : public QueuePair {
   public:
+    using QueuePair::post_recv; /* the chained forms: QueuePair's loop */
+    using QueuePair::post_send;
     UdQpImpl(Runtime &rt, Dev &dev, std::shared_ptr<uint32_t> pd_qps, QpCtx *ctx, uint32_t qpn,
              const QpCap &cap)
         : rt_(rt), dev_(dev), pd_qps_(std::move(pd_qps)), ctx_(ctx), ud_(ctx->ud.get()), qpn_(qpn),
@@ -144,7 +146,7 @@ Result<std::unique_ptr<QueuePair>> create_ud_qp(Runtime &rt, Dev &dev, uint32_t 
         engine::ring_release(rq);
         return qpn.status();
     }
-    spdlog::debug("{}: UD QP {} created", dev.name(), *qpn);
+    logger().debug("{}: UD QP {} created", dev.name(), *qpn);
     return std::unique_ptr<QueuePair>(
         new UdQpImpl(rt, dev, std::move(pd_qps), ctx, *qpn, attr.cap));
 }

@@ -99,7 +99,10 @@ inline constexpr uint32_t kDoorbellSrq = 0x80000000u;
     X(rx_drop_vlan_mismatch) /* tagged with another VLAN than the port's, or untagged on a VLAN */ \
     X(rx_drop_unknown_qpn)                                                                         \
     X(sq_wr_rejected) /* WR refused by the QP on the worker: error completion */                   \
-    X(rq_wr_rejected)
+    X(rq_wr_rejected)                                                                              \
+    X(rtr_neigh_wait)     /* QPs that went to RTR before their next hop's MAC was known */         \
+    X(rtr_neigh_resolved) /* ... and whose frames were released when it answered */                \
+    X(rtr_neigh_timeout)  /* ... and that went to ERR: no answer within arp_timeout_ms */
 
 struct EngineCounters {
 #define DROCE_ENGINE_FIELD(n) uint64_t n = 0;
@@ -152,6 +155,9 @@ class Shard;
  * Ethernet/IP/UDP headers are prebuilt once per path instead of once per frame. */
 struct QpTx final : rc::TxPort {
     Shard *shard = nullptr;
+    /* Non-blocking RTR (engine_neigh_wait.cpp): the next hop's MAC is not known yet, so
+     * nothing leaves; the QP keeps its work and is not scheduled until it is. */
+    bool neigh_held = false;
     wire::HeaderTemplate tmpl;
     bool transmit(const wire::FrameSpec &frame) override;
 };
@@ -574,6 +580,27 @@ class Dev final {
     std::string capture_path() const;
     /** capture_* counters (any thread). */
     void capture_counters(std::vector<std::pair<std::string, uint64_t>> &v) const;
+    /* ---- a port the host hands over (engine_hosted.cpp) ---- */
+    /** The host configured and started the port: droce polls rxq/txq only, allocates its
+     * frames from pool, and never reconfigures, stops or closes the port. Before any QP. */
+    void set_hosted(uint16_t rxq, uint16_t txq, rte_mempool *pool);
+    bool hosted() const { return hosted_; }
+
+    /* ---- non-blocking RTR (engine_neigh_wait.cpp): on worker 0, for its QPs ---- */
+    /** The QP went to RTR while its next hop was unresolved (ip: IPv4 host order, or
+     * ip6): its frames are held until the neighbour answers, then its path gets the MAC;
+     * no answer by deadline_ns puts it in ERR (QpFatal event). Replaces a former wait. */
+    void neigh_hold(uint32_t qpn, bool v4, uint32_t ip, const uint8_t ip6[16],
+                    uint64_t deadline_ns);
+    /** Forgets qpn's wait (a new path was given, or the QP is destroyed). */
+    void neigh_unhold(uint32_t qpn);
+    /** Worker 0, once per poll while QPs wait: resolves, releases or fails them. */
+    void neigh_step(uint64_t now);
+    bool neigh_waiting() const { return !neigh_wait_.empty(); }
+    /** DeviceConfig::rtr_nonblocking. */
+    bool rtr_nonblocking() const { return rtr_nonblocking_; }
+    void set_rtr_nonblocking(bool on) { rtr_nonblocking_ = on; }
+
     /** Ports started, rings drained (worker-mode rings of QPs). */
     void set_worker_rings(bool on) { worker_rings_ = on; }
     bool worker_rings() const { return worker_rings_; }
@@ -616,6 +643,7 @@ class Dev final {
     uint32_t arp_timeout_ms_;
     uint32_t max_qps_;
     uint16_t nrxq_, ntxq_;
+    rte_mempool *tx_pool_; /* frames we build: the engine's pool, or the host's */
     bool worker_rings_ = false;
     LinkWatch *link_ = nullptr; /* engine_link.cpp */
     uint16_t vlan_ = 0; /* VID; 0 = untagged (read per frame: in the padding here) */
@@ -652,6 +680,17 @@ class Dev final {
     net::NeighTable6 neigh6_; /* worker 0 */
     int force_tclass_ = -1;
     int force_hop_limit_ = -1;
+
+    bool hosted_ = false;
+    bool rtr_nonblocking_ = false;
+    struct NeighWait {
+        uint32_t qpn;
+        bool v4;
+        uint32_t ip;
+        uint8_t ip6[16];
+        uint64_t deadline;
+    };
+    std::vector<NeighWait> neigh_wait_; /* worker 0 */
 
     /* Capture: declared last, so the first member destroyed (its file is closed before
      * the counters and the lock go). */
@@ -711,6 +750,9 @@ class Runtime {
 
   private:
     Runtime() = default;
+    /* open_device on a port the host configured and started (engine_hosted.cpp). */
+    Result<Dev *> open_hosted(const DeviceConfig &cfg, uint16_t port, const std::string &name,
+                              const net::Iface &ifc, const cc::CcParams &ccp);
     static int worker_main(void *arg);
     uint32_t drain_commands(uint32_t w);
 

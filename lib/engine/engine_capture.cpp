@@ -24,9 +24,8 @@
 #include <rte_pcapng.h>
 #include <rte_ring.h>
 
-#include <spdlog/spdlog.h>
-
 #include "engine.h"
+#include "engine_log.h"
 
 namespace droce::engine {
 
@@ -90,8 +89,8 @@ Result<std::shared_ptr<Capture>> Capture::open(const std::string &path, uint32_t
         return Status(EIO, "capture: " + path + ": rte_pcapng_fdopen: " + rte_strerror(e));
     }
     c->writer_ = std::thread([p = c.get()] { p->writer_main(); });
-    spdlog::info("{}: capturing to {} (snap length {})", dev_name, path,
-                 snaplen == 0 ? std::string("whole frames") : std::to_string(snaplen));
+    logger().info("{}: capturing to {} (snap length {})", dev_name, path,
+                  snaplen == 0 ? std::string("whole frames") : std::to_string(snaplen));
     return c;
 }
 

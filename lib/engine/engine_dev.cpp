@@ -22,9 +22,9 @@
 #include <rte_prefetch.h>
 #include <rte_ring.h>
 #include <rte_ring_elem.h>
-#include <spdlog/spdlog.h>
 
 #include "engine.h"
+#include "engine_log.h"
 #include "engine_rss.h"
 #include "wire_rocev1.h"
 
@@ -133,7 +133,7 @@ ZcRegion::~ZcRegion() {
     /* Only destroyed with no mbuf out (or at device close, the port stopped). The DMA
      * mapping goes with the registration. */
     if (extmem && rte_extmem_unregister(ext_addr, ext_len) != 0)
-        spdlog::debug("rte_extmem_unregister: {}", rte_strerror(rte_errno));
+        logger().debug("rte_extmem_unregister: {}", rte_strerror(rte_errno));
 }
 
 const char *zc_reach_str(ZcReach r) {
@@ -196,9 +196,9 @@ Result<mem::MemoryRegion> Dev::reg_mr(uint32_t pd, const void *addr, uint64_t le
         /* Already DPDK's memory (nothing to register), or out of the backend's reach. */
         z->usable = length != 0 && dpdk_memory_with_fd(a, length);
         if (!z->usable)
-            spdlog::debug("{}: MR 0x{:x}: not DPDK memory shared with the vhost-user "
-                          "backend; copied on TX",
-                          name_, r->key);
+            logger().debug("{}: MR 0x{:x}: not DPDK memory shared with the vhost-user "
+                           "backend; copied on TX",
+                           name_, r->key);
         zc_[slot] = std::move(z);
         return r;
     }
@@ -213,8 +213,8 @@ Result<mem::MemoryRegion> Dev::reg_mr(uint32_t pd, const void *addr, uint64_t le
         z->extmem = true;
     } else {
         ++shards_[0]->ec.mr_extmem_register_failed;
-        spdlog::info("{}: MR 0x{:x}: rte_extmem_register: {}", name_, r->key,
-                     rte_strerror(rte_errno));
+        logger().info("{}: MR 0x{:x}: rte_extmem_register: {}", name_, r->key,
+                      rte_strerror(rte_errno));
     }
     if (zc_reach_ == ZcReach::DmaMapped && z->extmem) {
         rte_eth_dev_info info{};
@@ -224,8 +224,8 @@ Result<mem::MemoryRegion> Dev::reg_mr(uint32_t pd, const void *addr, uint64_t le
             z->dma = true;
         } else {
             ++shards_[0]->ec.mr_dma_map_failed;
-            spdlog::info("{}: MR 0x{:x}: no DMA mapping (IOVA as VA needed); copied on TX", name_,
-                         r->key);
+            logger().info("{}: MR 0x{:x}: no DMA mapping (IOVA as VA needed); copied on TX", name_,
+                          r->key);
         }
     }
     z->usable = zc_reach_ == ZcReach::VirtAddr || z->dma;
@@ -281,7 +281,7 @@ Dev::Dev(Runtime &rt, uint16_t port, std::string name, const net::Iface &ifc, ui
          uint32_t arp_timeout_ms, uint32_t max_qps, uint32_t workers, uint16_t nrxq, uint16_t ntxq)
     : rt_(rt), port_(port), name_(std::move(name)), ifc_(ifc), gids_(ifc.mac, {ifc.ip}),
       eth_mtu_(eth_mtu), arp_timeout_ms_(arp_timeout_ms), max_qps_(max_qps), nrxq_(nrxq),
-      ntxq_(ntxq), qps_(max_qps) {
+      ntxq_(ntxq), tx_pool_(rt.pool()), qps_(max_qps) {
     ifc6_ = net::make_iface6(ifc.mac); /* the link-local address; set_l3 adds the rest */
     const std::string en = rt.unique_name("dev_ev");
     events_ = ring_alloc(en.c_str(), sizeof(EngineEvent), 4096, RING_F_EXACT_SZ);
@@ -314,12 +314,14 @@ Dev::~Dev() {
         q.reset();
     shards_.clear(); /* frees what their TX queues still hold */
     ring_release(events_);
+    if (hosted_)
+        return; /* the host's port: the host stops and closes it */
     int rc = rte_eth_dev_stop(port_);
     if (rc != 0)
-        spdlog::warn("{}: rte_eth_dev_stop: {}", name_, rte_strerror(-rc));
+        logger().warn("{}: rte_eth_dev_stop: {}", name_, rte_strerror(-rc));
     rc = rte_eth_dev_close(port_);
     if (rc != 0)
-        spdlog::warn("{}: rte_eth_dev_close: {}", name_, rte_strerror(-rc));
+        logger().warn("{}: rte_eth_dev_close: {}", name_, rte_strerror(-rc));
 }
 
 uint32_t Dev::active_mtu() const {
@@ -403,6 +405,8 @@ void Dev::destroy_qp(uint32_t qpn) {
         return;
     Shard &sh = *shards_[q->worker];
     sh.unschedule(*q);
+    if (q->tx.neigh_held)
+        neigh_unhold(qpn);
     --q->scq->refs;
     --q->rcq->refs;
     if (q->srq)
@@ -424,7 +428,7 @@ net::ResolveStep Dev::resolve(uint32_t ip, uint64_t now, net::Mac *mac) {
 
 void Dev::send_arp_request(uint32_t ip) {
     Shard &sh = *shards_[0];
-    rte_mbuf *m = rte_pktmbuf_alloc(rt_.pool());
+    rte_mbuf *m = rte_pktmbuf_alloc(tx_pool_);
     if (m == nullptr) {
         ++sh.ec.tx_no_mbuf;
         return; /* the next retry tries again */
@@ -496,7 +500,8 @@ std::vector<std::pair<std::string, uint64_t>> Dev::port_counters() const {
     /* Engine-wide: mbufs not in the pools (in rings, TX queues, PMD queues). After the
      * traffic stops it must come back to what the ports hold; a leak shows here. */
     v.emplace_back("mbufs_in_use",
-                   rte_mempool_in_use_count(rt_.pool()) + rte_mempool_in_use_count(rt_.zc_pool()));
+                   (rt_.pool() ? rte_mempool_in_use_count(rt_.pool()) : 0) +
+                       (rt_.zc_pool() ? rte_mempool_in_use_count(rt_.zc_pool()) : 0));
     v.emplace_back("workers", shards_.size());
     capture_counters(v);
     link_counters(v);
@@ -748,7 +753,8 @@ void Shard::schedule(QpCtx &q) {
         if (q.parked_prio == kNoPrio && (paused_mask_ & (1u << p)) && qp.has_tx_work())
             park(q, p);
     }
-    if (!q.in_ready && q.parked_prio == kNoPrio && qp.has_tx_work())
+    /* neigh_held last: its line is read only when there is work, which transmit reads. */
+    if (!q.in_ready && q.parked_prio == kNoPrio && qp.has_tx_work() && !q.tx.neigh_held)
         ready_push(q);
     /* Lazy timers: the retransmission deadline moves later on every ACK while more is
      * outstanding, so a timer armed earlier than the QP's deadline is left alone (when it
@@ -1021,9 +1027,9 @@ void Shard::on_pause_timer(PauseTimer &t, uint64_t now) {
     if (index_ != 0)
         return;
     ++pfc_.storms;
-    spdlog::warn("{}: PFC pause storm: priority {} paused for {} ms without a break ({} QP(s) "
-                 "of worker 0 held); its pauses are ignored until the peer stops pausing",
-                 dev_.name_, p, held_ms, held_qps);
+    logger().warn("{}: PFC pause storm: priority {} paused for {} ms without a break ({} QP(s) "
+                  "of worker 0 held); its pauses are ignored until the peer stops pausing",
+                  dev_.name_, p, held_ms, held_qps);
     on_async_event(rc::AsyncEvent{AsyncEventType::PauseStorm, 0, nullptr});
 }
 
@@ -1147,7 +1153,11 @@ int Shard::transmit_zc(const wire::FrameSpec &f, wire::HeaderTemplate &tmpl) {
     return 1;
 }
 
-bool QpTx::transmit(const wire::FrameSpec &frame) { return shard->transmit(frame, tmpl); }
+bool QpTx::transmit(const wire::FrameSpec &frame) {
+    if (neigh_held) [[unlikely]]
+        return false; /* no MAC to send to yet: the QP keeps the frame's work */
+    return shard->transmit(frame, tmpl);
+}
 
 bool Shard::transmit(const wire::FrameSpec &frame) { return transmit(frame, tmpl_); }
 
@@ -1182,7 +1192,7 @@ bool Shard::transmit(const wire::FrameSpec &frame, wire::HeaderTemplate &tmpl) {
             return r != 0;
         }
     }
-    rte_mbuf *m = rte_pktmbuf_alloc(dev_.rt_.pool());
+    rte_mbuf *m = rte_pktmbuf_alloc(dev_.tx_pool_);
     if (m == nullptr) {
         ++ec.tx_no_mbuf;
         return false;
@@ -1590,6 +1600,8 @@ uint32_t Shard::poll(uint64_t now, uint32_t *work) {
     });
     ec.timer_expirations += fired;
     w += fired;
+    if (index_ == 0 && dev_.neigh_waiting()) [[unlikely]]
+        dev_.neigh_step(now); /* QPs in RTR waiting for their next hop's MAC */
 
     serve_ready(now);
     const uint32_t ntx = flush_tx();

@@ -81,7 +81,7 @@ net::ResolveStep Dev::resolve6(const uint8_t ip[16], uint64_t now, net::Mac *mac
 
 void Dev::send_ns(const uint8_t ip[16]) {
     Shard &sh = *shards_[0];
-    rte_mbuf *m = rte_pktmbuf_alloc(rt_.pool());
+    rte_mbuf *m = rte_pktmbuf_alloc(tx_pool_);
     if (m == nullptr) {
         ++sh.ec.tx_no_mbuf;
         return; /* the next retry tries again */

@@ -16,9 +16,9 @@
 #include <rte_eth_bond.h>
 #include <rte_ethdev.h>
 #include <rte_mbuf.h>
-#include <spdlog/spdlog.h>
 
 #include "engine.h"
+#include "engine_log.h"
 
 namespace droce::engine {
 
@@ -116,9 +116,9 @@ int bond_check_members(LinkWatch *w) {
     if (!prim_up && other_up >= 0 &&
         rte_eth_bond_primary_set(w->port, static_cast<uint16_t>(other_up)) == 0) {
         w->forced.fetch_add(1, std::memory_order_relaxed);
-        spdlog::warn("{}: member port {} is down but still the bond's active one: port {} made "
-                     "active",
-                     w->dev->name(), prim, other_up);
+        logger().warn("{}: member port {} is down but still the bond's active one: port {} made "
+                      "active",
+                      w->dev->name(), prim, other_up);
     }
     return prim_up || other_up >= 0 ? 1 : 0;
 }
@@ -137,10 +137,10 @@ void link_check(void *arg) {
             w->dev->push_event(EngineEvent{t, 0, nullptr});
             (st ? w->up : w->down).fetch_add(1, std::memory_order_relaxed);
             if (st) {
-                spdlog::info("{}: link up", w->dev->name());
+                logger().info("{}: link up", w->dev->name());
             } else {
-                spdlog::warn("{}: link down{}", w->dev->name(),
-                             w->bond ? " (no active bond member)" : "");
+                logger().warn("{}: link down{}", w->dev->name(),
+                              w->bond ? " (no active bond member)" : "");
             }
             /* Back up (on any member): the peers and switches learn where we are. */
             if (st)
@@ -163,8 +163,8 @@ void link_check(void *arg) {
              * own flag stays set, so enabling it on the bond again would do nothing. */
             if (rte_eth_promiscuous_get(w->port) == 1)
                 rte_eth_promiscuous_enable(static_cast<uint16_t>(prim));
-            spdlog::warn("{}: failover: active member port {} -> {}{}", w->dev->name(), w->primary,
-                         prim, same_mac ? "" : " (bond MAC changed: peers follow by the ARP)");
+            logger().warn("{}: failover: active member port {} -> {}{}", w->dev->name(), w->primary,
+                          prim, same_mac ? "" : " (bond MAC changed: peers follow by the ARP)");
             request_garp(w);
         }
         if (prim >= 0)
@@ -187,9 +187,9 @@ void Dev::watch_link() {
         rte_eth_macaddr_get(port_, &w->mac);
         const int mode = rte_eth_bond_mode_get(port_);
         if (mode != BONDING_MODE_ACTIVE_BACKUP)
-            spdlog::warn("{}: bonding mode {}: droce is tested over mode 1 (active-backup) "
-                         "only",
-                         name_, mode);
+            logger().warn("{}: bonding mode {}: droce is tested over mode 1 (active-backup) "
+                          "only",
+                          name_, mode);
     }
     link_ = w;
     arm(w);
@@ -214,7 +214,7 @@ void Dev::send_garp() {
     /* An ARP request for our own address (sender = target IP): RFC 5227's announcement,
      * what Linux bonding sends after a failover (num_grat_arp). */
     Shard &sh = *shards_[0];
-    rte_mbuf *m = rte_pktmbuf_alloc(rt_.pool());
+    rte_mbuf *m = rte_pktmbuf_alloc(tx_pool_);
     if (m == nullptr) {
         ++sh.ec.tx_no_mbuf;
         if (link_ != nullptr)

@@ -22,10 +22,10 @@
 #include <rte_lcore.h>
 #include <rte_mbuf.h>
 #include <rte_ring.h>
-#include <spdlog/spdlog.h>
 
 #include "engine.h"
 #include "engine_pfc_port.h"
+#include "engine_log.h"
 #include "engine_rss.h"
 
 namespace droce::engine {
@@ -109,9 +109,21 @@ void restrict_control_surface() {
 
 Result<std::unique_ptr<Runtime>> Runtime::create(int argc, char **argv, int *consumed,
                                                  const EngineOptions &opts) {
-    spdlog::set_level(spdlog::level::from_str(opts.log_level));
+    /* droce's own logger: the process's spdlog level is the host's (engine_log.h). */
+    logger().set_level(spdlog::level::from_str(opts.log_level));
     int used = 0;
-    if (!g_eal_ready.load()) {
+    /* An EAL up before droce's first engine was started by the host (rte_lcore_count()
+     * is 0 until rte_eal_init has run): rte_eal_init would refuse (EALREADY). Take it as
+     * it is, and change nothing process-wide behind the host's back: no atexit handler,
+     * no mode change of the EAL's runtime directory. */
+    const bool host_eal = opts.host_eal || (!g_eal_ready.load() && rte_lcore_count() != 0);
+    if (host_eal) {
+        if (rte_lcore_count() == 0)
+            return Status(EINVAL, "EngineOptions::host_eal: the EAL is not initialised "
+                                  "(call rte_eal_init first)");
+        used = 0;
+        logger().info("EAL initialised by the host; droce attaches to it");
+    } else if (!g_eal_ready.load()) {
         static std::once_flag cleanup_once;
         std::call_once(cleanup_once, [] { std::atexit(remove_own_runtime_dir); });
         used = rte_eal_init(argc, argv);
@@ -130,7 +142,7 @@ Result<std::unique_ptr<Runtime>> Runtime::create(int argc, char **argv, int *con
                 break;
         if (used < argc)
             ++used;
-        spdlog::info("EAL already initialised in this process; reusing it");
+        logger().info("EAL already initialised in this process; reusing it");
     }
     if (consumed)
         *consumed = used;
@@ -143,19 +155,24 @@ Result<std::unique_ptr<Runtime>> Runtime::create(int argc, char **argv, int *con
     rt->ns_mult_ = static_cast<uint64_t>(
         ((static_cast<u128>(1'000'000'000ull) << kNsShift) + rt->tsc_hz_ / 2) / rt->tsc_hz_);
     rt->max_frame_ = kMaxFrame;
-    const std::string pool_name = rt->unique_name("droce_pool");
-    rt->pool_ = rte_pktmbuf_pool_create(pool_name.c_str(), opts.mbufs, 256, 0,
-                                        RTE_PKTMBUF_HEADROOM + kMaxFrame, rte_socket_id());
-    if (rt->pool_ == nullptr)
-        return Status(ENOMEM, "rte_pktmbuf_pool_create(" + std::to_string(opts.mbufs) +
-                                  " mbufs): " + errstr(rte_errno));
-    const std::string zp = rt->unique_name("droce_zc");
-    /* A region's refcount is 16 bits: keep the mbufs that can be attached well below. */
-    const uint32_t zc_n = std::min<uint32_t>(opts.mbufs * 2 + 1, 32767);
-    rt->zc_pool_ = rte_pktmbuf_pool_create(zp.c_str(), zc_n, 256, 0, kZcDataRoom, rte_socket_id());
-    if (rt->zc_pool_ == nullptr)
-        return Status(ENOMEM, "rte_pktmbuf_pool_create(" + std::to_string(zc_n) +
-                                  " small mbufs): " + errstr(rte_errno));
+    /* mbufs 0: no pools of droce's own; every device is on a port the host hands over
+     * with its mempool (DeviceConfig::host_mempool). */
+    if (opts.mbufs != 0) {
+        const std::string pool_name = rt->unique_name("droce_pool");
+        rt->pool_ = rte_pktmbuf_pool_create(pool_name.c_str(), opts.mbufs, 256, 0,
+                                            RTE_PKTMBUF_HEADROOM + kMaxFrame, rte_socket_id());
+        if (rt->pool_ == nullptr)
+            return Status(ENOMEM, "rte_pktmbuf_pool_create(" + std::to_string(opts.mbufs) +
+                                      " mbufs): " + errstr(rte_errno));
+        const std::string zp = rt->unique_name("droce_zc");
+        /* A region's refcount is 16 bits: keep the mbufs that can be attached well below. */
+        const uint32_t zc_n = std::min<uint32_t>(opts.mbufs * 2 + 1, 32767);
+        rt->zc_pool_ =
+            rte_pktmbuf_pool_create(zp.c_str(), zc_n, 256, 0, kZcDataRoom, rte_socket_id());
+        if (rt->zc_pool_ == nullptr)
+            return Status(ENOMEM, "rte_pktmbuf_pool_create(" + std::to_string(zc_n) +
+                                      " small mbufs): " + errstr(rte_errno));
+    }
     /* Workers: embedded mode is one (the application's loop); else the EAL's worker
      * lcores in -l order from worker_lcore (or the first). */
     uint32_t nw = 1;
@@ -202,11 +219,11 @@ Result<std::unique_ptr<Runtime>> Runtime::create(int argc, char **argv, int *con
         rt->workers_.push_back(std::move(w));
     }
     telemetry_attach(rt.get());
-    spdlog::info("droce engine: {} mode, TSC {} Hz, {} mbufs",
-                 opts.embedded ? std::string("embedded")
-                               : std::to_string(nw) + " worker(s) from lcore " +
-                                     std::to_string(rt->workers_[0]->lcore),
-                 rt->tsc_hz_, opts.mbufs);
+    logger().info("droce engine: {} mode, TSC {} Hz, {} mbufs",
+                  opts.embedded ? std::string("embedded")
+                                : std::to_string(nw) + " worker(s) from lcore " +
+                                      std::to_string(rt->workers_[0]->lcore),
+                  rt->tsc_hz_, opts.mbufs);
     return rt;
 }
 
@@ -292,7 +309,7 @@ Result<std::pair<std::string, std::string>> Runtime::create_ring_pair(uint16_t q
         pair_rings_.push_back(r);
     for (rte_ring *r : b2a)
         pair_rings_.push_back(r);
-    spdlog::info("ring pair: {} <-> {} ({} queue(s))", na, nb, queues);
+    logger().info("ring pair: {} <-> {} ({} queue(s))", na, nb, queues);
     return std::make_pair(std::string(na), std::string(nb));
 }
 
@@ -305,9 +322,9 @@ namespace {
 std::string pfc_enable(uint16_t port, const std::string &name, const char *drv, int prio,
                        uint16_t nrxq, uint16_t ntxq) {
     if (prio < 0) {
-        spdlog::info("{}: PFC not requested; PFC frames the port hands up are honoured in "
-                     "software",
-                     name);
+        logger().info("{}: PFC not requested; PFC frames the port hands up are honoured in "
+                      "software",
+                      name);
         return "not requested (received PFC honoured in software)";
     }
     const PfcPortResult r = pfc_port_enable(port, prio, nrxq, ntxq);
@@ -315,17 +332,17 @@ std::string pfc_enable(uint16_t port, const std::string &name, const char *drv, 
     if (r.rc == 0) {
         s = "on for priority " + std::to_string(prio) + " via " + pfc_api_name(r.api) +
             (r.detail.empty() ? "" : " (" + r.detail + ")") + " (PMD " + drv + ")";
-        spdlog::info("{}: PFC {}", name, s);
+        logger().info("{}: PFC {}", name, s);
     } else if (r.api == PfcApi::None) {
         s = "not enabled: PMD " + std::string(drv) + " " + r.detail + "; priority " +
             std::to_string(prio) +
             " is lossless only if the switch and NIC (kernel DCB) say so; received PFC "
             "honoured in software";
-        spdlog::warn("{}: PFC {}", name, s);
+        logger().warn("{}: PFC {}", name, s);
     } else {
         s = "not enabled: " + std::string(pfc_api_name(r.api)) + "(priority " +
             std::to_string(prio) + ") failed: " + r.detail;
-        spdlog::warn("{}: PFC {}", name, s);
+        logger().warn("{}: PFC {}", name, s);
     }
     return s;
 }
@@ -397,10 +414,15 @@ Result<Dev *> Runtime::open_device(const DeviceConfig &cfg) {
     if (int rc = rte_eth_dev_info_get(port, &info); rc != 0)
         return Status(EIO, name + ": rte_eth_dev_info_get: " + errstr(rc));
 
+    if (cfg.host_mempool != nullptr)
+        return open_hosted(cfg, port, name, ifc, ccp); /* the host's port, as it is */
+    if (pool_ == nullptr)
+        return Status(EINVAL, name + ": the engine has no mbuf pool (EngineOptions::mbufs 0): "
+                                     "hand the port over with DeviceConfig::host_mempool");
     /* What droce may rely on for this port: its PMD family's adapter (drivers/). */
     drivers::Caps caps = drivers::probe(port, info);
     for (const std::string &l : caps.lines())
-        spdlog::info("{}: adapter {}: {}", name, caps.adapter, l);
+        logger().info("{}: adapter {}: {}", name, caps.adapter, l);
     rte_eth_conf conf{};
     bool port_sets_mtu = true;
     /* --eth-mtu is an override: without it, a port whose PMD hides the kernel
@@ -409,8 +431,8 @@ Result<Dev *> Runtime::open_device(const DeviceConfig &cfg) {
     if (want_mtu == 0 && caps.auto_mtu() != 0) {
         want_mtu = std::min<uint32_t>(caps.auto_mtu(), max_frame_ - RTE_ETHER_HDR_LEN - 4);
         port_sets_mtu = false;
-        spdlog::info("{}: MTU {} from kernel interface {} (the PMD does not report it)", name,
-                     want_mtu, caps.kernel_if);
+        logger().info("{}: MTU {} from kernel interface {} (the PMD does not report it)", name,
+                      want_mtu, caps.kernel_if);
     }
     if (cfg.mtu) {
         if (cfg.mtu + RTE_ETHER_HDR_LEN + 4 > max_frame_)
@@ -425,9 +447,9 @@ Result<Dev *> Runtime::open_device(const DeviceConfig &cfg) {
              * those known to hide it say mtu_hidden). The user asked for this MTU, so it
              * becomes droce's own; a frame the port truncates anyway is still refused by
              * the parser and counted (rx_drop_too_short / rx_drop_bad_udp_length). */
-            spdlog::warn("{}: port reports max MTU {}; using {} as droce's own MTU without "
-                         "setting the port's",
-                         name, port_max, cfg.mtu);
+            logger().warn("{}: port reports max MTU {}; using {} as droce's own MTU without "
+                          "setting the port's",
+                          name, port_max, cfg.mtu);
             port_sets_mtu = false;
         } else {
             conf.rxmode.mtu = cfg.mtu;
@@ -472,8 +494,8 @@ Result<Dev *> Runtime::open_device(const DeviceConfig &cfg) {
         steer.errors.push_back("flow steering asked, but the " + caps.adapter +
                                " adapter does not steer");
     } else if (steer_on && !drivers::steer_isolate(port, &steer)) {
-        spdlog::warn("{}: rte_flow steering: {}; droce takes the whole port", name,
-                     steer.errors.back());
+        logger().warn("{}: rte_flow steering: {}; droce takes the whole port", name,
+                      steer.errors.back());
     }
     if (int rc = rte_eth_dev_configure(port, nrxq, ntxq, &conf); rc != 0)
         return Status(EIO, name + ": rte_eth_dev_configure: " + errstr(rc));
@@ -503,7 +525,7 @@ Result<Dev *> Runtime::open_device(const DeviceConfig &cfg) {
             port_sets_mtu && !bond ? rte_eth_dev_set_mtu(port, static_cast<uint16_t>(want_mtu)) : 0;
         if (rc == -ENOTSUP) {
             /* Virtual ports (net_ring) have no MTU of their own: ours is the limit. */
-            spdlog::info("{}: port cannot set its MTU; using {} as droce's own", name, want_mtu);
+            logger().info("{}: port cannot set its MTU; using {} as droce's own", name, want_mtu);
         } else if (rc != 0) {
             return Status(EINVAL, name + ": rte_eth_dev_set_mtu(" + std::to_string(want_mtu) +
                                       "): " + errstr(rc));
@@ -542,17 +564,17 @@ Result<Dev *> Runtime::open_device(const DeviceConfig &cfg) {
         ss.rss_key = conf.rx_adv_conf.rss_conf.rss_key;
         drivers::steer_install(port, ss, &steer);
         for (const std::string &r : steer.rules)
-            spdlog::info("{}: rte_flow rule: {}", name, r);
+            logger().info("{}: rte_flow rule: {}", name, r);
         if (steer.mode != "isolated")
-            spdlog::warn("{}: rte_flow steering failed ({}); droce takes the whole port", name,
-                         steer.errors.empty() ? "?" : steer.errors.back());
+            logger().warn("{}: rte_flow steering failed ({}); droce takes the whole port", name,
+                          steer.errors.empty() ? "?" : steer.errors.back());
     }
     if (ifc.mac != pm) {
         /* Our MAC is not the port's (e.g. af_packet on a tap): receive everything and
          * filter in software (rx_drop_not_our_mac). */
         const int rc = rte_eth_promiscuous_enable(port);
         if (rc != 0 && rc != -ENOTSUP)
-            spdlog::warn("{}: promiscuous mode: {}", name, errstr(rc));
+            logger().warn("{}: promiscuous mode: {}", name, errstr(rc));
     }
     /* The reaction point's maximum: the configured line rate, else the link's. The link
      * may still be coming up: a speed not known yet is taken as 100 Gb/s
@@ -581,7 +603,7 @@ Result<Dev *> Runtime::open_device(const DeviceConfig &cfg) {
     }
     /* Neighbour solicitations go to solicited-node multicast groups. */
     if (const int rc = rte_eth_allmulticast_enable(port); rc != 0 && rc != -ENOTSUP)
-        spdlog::warn("{}: all-multicast mode: {}", name, errstr(rc));
+        logger().warn("{}: all-multicast mode: {}", name, errstr(rc));
     dev->set_pkeys(cfg.pkeys);
     dev->set_port_info(std::move(caps), std::move(steer));
     std::string pfc_status = pfc_enable(port, name, info.driver_name ? info.driver_name : "?",
@@ -597,19 +619,20 @@ Result<Dev *> Runtime::open_device(const DeviceConfig &cfg) {
                                       : "burst fill: the PMD has no "
                                         "rx_queue_count") +
                                ")";
-        spdlog::info("{}: PFC{}", name, tx);
+        logger().info("{}: PFC{}", name, tx);
         pfc_status += tx;
         dev->set_pfc_tx(cfg.pfc_tx_xoff, cfg.pfc_tx_xon, count);
     }
     dev->set_pfc(cfg.pfc_priority, uint64_t{cfg.pfc_storm_ms} * 1'000'000, std::move(pfc_status));
     dev->set_cc(cfg.dcqcn ? &ccp : nullptr, line);
     dev->set_tx_burst(cfg.tx_burst_frames);
-    spdlog::info("{}: DCQCN {} (line rate {} Mb/s{}, data ECN {}, TX burst {})", name,
-                 cfg.dcqcn ? "on" : "off", line / 1'000'000,
-                 cfg.line_rate_bps != 0 ? " as configured" : "",
-                 cfg.dcqcn ? static_cast<int>(cc::ecn_bits(ccp.ecn_mode)) : 0,
-                 cfg.tx_burst_frames != 0 ? std::to_string(cfg.tx_burst_frames) + " frames"
-                                          : std::string("unlimited"));
+    dev->set_rtr_nonblocking(cfg.rtr_nonblocking);
+    logger().info("{}: DCQCN {} (line rate {} Mb/s{}, data ECN {}, TX burst {})", name,
+                  cfg.dcqcn ? "on" : "off", line / 1'000'000,
+                  cfg.line_rate_bps != 0 ? " as configured" : "",
+                  cfg.dcqcn ? static_cast<int>(cc::ecn_bits(ccp.ecn_mode)) : 0,
+                  cfg.tx_burst_frames != 0 ? std::to_string(cfg.tx_burst_frames) + " frames"
+                                           : std::string("unlimited"));
     if (conf.rxmode.mq_mode == RTE_ETH_MQ_RX_RSS) {
         /* The key the port really uses (a PMD may keep its own). */
         uint8_t key[64] = {};
@@ -619,27 +642,27 @@ Result<Dev *> Runtime::open_device(const DeviceConfig &cfg) {
         if (rte_eth_dev_rss_hash_conf_get(port, &rc) == 0 && rc.rss_key_len == 40 &&
             info.reta_size != 0) {
             dev->set_rss(key, info.reta_size);
-            spdlog::info("{}: RSS over {} RX queues (redirection table {}): QPs pick their UDP "
-                         "source port for the peer's owning worker",
-                         name, nrxq, info.reta_size);
+            logger().info("{}: RSS over {} RX queues (redirection table {}): QPs pick their UDP "
+                          "source port for the peer's owning worker",
+                          name, nrxq, info.reta_size);
         } else {
-            spdlog::warn("{}: RSS configured but its key could not be read; UDP source ports "
-                         "are not steered (packets may land on other workers: rx_handoff)",
-                         name);
+            logger().warn("{}: RSS configured but its key could not be read; UDP source ports "
+                          "are not steered (packets may land on other workers: rx_handoff)",
+                          name);
         }
     }
     dev->set_worker_rings(!opts_.embedded);
     dev->set_zero_copy(reach, opts_.zero_copy_min_bytes ? opts_.zero_copy_min_bytes
                                                         : kZeroCopyMinBytesDefault);
-    spdlog::info("{}: zero-copy TX: {} (driver {}{})", name, zc_reach_str(reach), drv,
-                 !opts_.zero_copy ? ", off by option"
-                 : !zc_ok         ? ", no chained mbufs for this port and worker layout"
-                                  : "");
-    spdlog::info("{}: port {} driver {} MAC {} IP {}/{} MTU {} (RoCE active MTU {}), {} RX / {} "
-                 "TX queue(s) for {} worker(s), {} QPNs",
-                 name, port, info.driver_name ? info.driver_name : "?", net::mac_str(ifc.mac),
-                 net::ipv4_str(ifc.ip), ifc.prefix_len, mtu, dev->active_mtu(), nrxq, ntxq, nw,
-                 cfg.max_qps);
+    logger().info("{}: zero-copy TX: {} (driver {}{})", name, zc_reach_str(reach), drv,
+                  !opts_.zero_copy ? ", off by option"
+                  : !zc_ok         ? ", no chained mbufs for this port and worker layout"
+                                   : "");
+    logger().info("{}: port {} driver {} MAC {} IP {}/{} MTU {} (RoCE active MTU {}), {} RX / {} "
+                  "TX queue(s) for {} worker(s), {} QPNs",
+                  name, port, info.driver_name ? info.driver_name : "?", net::mac_str(ifc.mac),
+                  net::ipv4_str(ifc.ip), ifc.prefix_len, mtu, dev->active_mtu(), nrxq, ntxq, nw,
+                  cfg.max_qps);
     if (!cfg.capture.empty()) {
         /* No worker polls the device yet: the shards are set inline. */
         const Status s = dev->capture_start(cfg.capture, cfg.capture_snaplen,
@@ -657,10 +680,10 @@ Result<Dev *> Runtime::open_device(const DeviceConfig &cfg) {
         for (uint32_t i = 0; i < f6.naddrs; ++i)
             v6 += (i ? " " : "") + net::ipv6_str(f6.addrs[i].addr.data()) + "/" +
                   std::to_string(f6.addrs[i].prefix_len);
-        spdlog::info("{}: IPv6 {}{}{}", name, v6,
-                     cfg.vlan ? ", VLAN " + std::to_string(cfg.vlan) : std::string(),
-                     f6.has_gateway() ? ", gateway " + net::ipv6_str(f6.gateway.data())
-                                      : std::string());
+        logger().info("{}: IPv6 {}{}{}", name, v6,
+                      cfg.vlan ? ", VLAN " + std::to_string(cfg.vlan) : std::string(),
+                      f6.has_gateway() ? ", gateway " + net::ipv6_str(f6.gateway.data())
+                                       : std::string());
     }
     Dev *d = dev.get();
     std::lock_guard<std::mutex> lk(telemetry_mutex());
@@ -685,7 +708,7 @@ Status Runtime::start() {
                                      ": " + errstr(rc));
         }
     }
-    spdlog::info("{} worker(s) started", workers_.size());
+    logger().info("{} worker(s) started", workers_.size());
     return {};
 }
 
@@ -699,7 +722,7 @@ void Runtime::stop() {
     /* Commands queued after the workers left run here, inline. */
     for (uint32_t i = 0; i < workers_.size(); ++i)
         drain_commands(i);
-    spdlog::info("workers stopped");
+    logger().info("workers stopped");
 }
 
 int Runtime::worker_main(void *arg) {

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -131,6 +132,8 @@ class Qp {
     QpState state() const { return state_; }
     const QpAttr &attr() const { return attr_; }
     const Path &path() const { return path_; }
+    /** The next hop's MAC, learned after the QP went to RTR (non-blocking RTR). */
+    void set_next_hop_mac(const uint8_t mac[6]) { std::memcpy(path_.eth.dst, mac, 6); }
     /** The P_Key this QP sends and accepts (from the P_Key table entry it was given). */
     uint16_t pkey() const { return pkey_; }
     uint32_t send_queue_depth() const { return sq_tail_ - sq_head_; }

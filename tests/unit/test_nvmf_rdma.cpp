@@ -278,4 +278,52 @@ TEST_F(NvmfRdma, BadSglKeyTearsTheQueueDown) {
     EXPECT_EQ(target->counters().responses, 0u); /* nothing answered on a QP in error */
 }
 
+/* Connect, then Identify Controller: the data comes back by RDMA WRITE and the response by
+ * SEND, which the glue posts as one chain (QueuePair::post_send of two WRs). */
+TEST_F(NvmfRdma, IdentifyDataAndResponseArriveByOneChain) {
+    connect_admin();
+    const std::string subnqn = "nqn.2026-11.io.droce:test";
+    uint8_t *d = buf.data() + 1024; /* Connect data: hostid, cntlid, subnqn, hostnqn */
+    std::memset(d, 0, kConnectDataLen);
+    d[0] = 1;
+    st16(d + 16, 0xFFFF);
+    std::memcpy(d + 256, subnqn.data(), subnqn.size());
+    std::memcpy(d + 512, "nqn.2026-11.io.droce:host", 25);
+    uint8_t *s = buf.data() + 256;
+    build_sqe(s, kOpcFabrics, 1, 0);
+    s[4] = kFcConnect;
+    st16(s + 44, 31);
+    set_keyed_sgl(s, reinterpret_cast<uint64_t>(d), kConnectDataLen, mr->rkey(), false);
+    send(256, kSqeLen);
+    auto recvs = [&] {
+        size_t n = 0;
+        for (const Wc &w : wcs)
+            n += w.opcode == WcOpcode::Recv && w.status == WcStatus::Success;
+        return n;
+    };
+    ASSERT_TRUE(until([&] { return recvs() == 1; }));
+    s = buf.data() + 384; /* Property Set CC.EN = 1: Identify needs an enabled controller */
+    build_sqe(s, kOpcFabrics, 3, 0);
+    s[4] = kFcPropertySet;
+    st32(s + 44, kPropCc);
+    st64(s + 48, 1u | (6u << 16) | (4u << 20));
+    set_keyed_sgl(s, 0, 0, 0, false);
+    send(384, kSqeLen);
+    ASSERT_TRUE(until([&] { return recvs() == 2; }));
+    uint8_t *id = buf.data() + 4096;
+    std::memset(id, 0, kIdentifyLen);
+    s = buf.data() + 320;
+    build_sqe(s, kAdminIdentify, 2, 0);
+    st32(s + 40, kCnsController);
+    set_keyed_sgl(s, reinterpret_cast<uint64_t>(id), kIdentifyLen, mr->rkey(), false);
+    send(320, kSqeLen);
+    ASSERT_TRUE(until([&] { return recvs() == 3; }));
+    /* Every CQE succeeded (status field, bits 17..31 of dword 3: 0). */
+    for (uint32_t i = 0; i < 3; ++i)
+        EXPECT_EQ((buf[i * 64 + 14] | (buf[i * 64 + 15] << 8)) & 0xFFFE, 0) << "CQE " << i;
+    /* The data is in place when the response is: the controller's SUBNQN (bytes 768..). */
+    EXPECT_EQ(std::memcmp(id + 768, subnqn.data(), subnqn.size()), 0);
+    EXPECT_EQ(rt->counters().post_failures, 0u);
+}
+
 } // namespace
