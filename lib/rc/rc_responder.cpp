@@ -181,7 +181,12 @@ bool Qp::send_read_responses(ReadResource &r) {
                     nak_and_error(wire::kAethNakRemoteAccessErr, wire::psn_add(r.psn, i));
                     return false;
                 }
-                seg = {src, chunk, r.rkey};
+                /* A re-served READ (r.replayed) is copied, never attached zero-copy:
+                 * the requester completed its READ from the first responses, and the
+                 * application may rewrite this memory while the replay is still queued
+                 * (over net_ring: before the peer's RX reads it); a frame must never
+                 * carry bytes its ICRC was not computed over. Replays are rare. */
+                seg = {src, chunk, r.replayed ? 0u : r.rkey};
                 f.segs = &seg;
                 f.nsegs = 1;
                 f.payload_len = chunk;
