@@ -53,10 +53,17 @@ struct QpTuning {
      * as long as the interval is below the peer's retransmission timeout (rxe's is at
      * least a jiffy, perftest's 67 ms): each re-ACK names the current ePSN - 1, so the
      * one that does leave acknowledges every duplicate it stood in for. Capped at a
-     * quarter of the QP's own local ACK timeout for peers configured like this QP.
-     * The same interval limits PSN sequence error NAKs for ahead PSNs (a forged one
-     * between legitimate packets would send the peer back N each time). */
+     * quarter of the QP's own local ACK timeout for peers configured like this QP. */
     uint64_t dup_ack_interval_ns = 50'000;
+    /* PSN sequence error NAKs for ahead PSNs: at most one per this interval (0 = one per
+     * gap, as IBTA asks). A legitimate packet re-arms the one-NAK-per-gap rule, so a
+     * forged ahead PSN between legitimate packets would otherwise send the real peer
+     * back its whole window each time; a NAK costs the peer far more than a re-ACK, so
+     * this interval is longer than dup_ack_interval_ns. A suppressed genuine gap is
+     * NAKed by its next packet after the interval, or the requester's timeout covers
+     * it. Capped at a quarter of the QP's own local ACK timeout (for peers configured
+     * like this QP), so a real gap never waits longer than that. */
+    uint64_t seq_nak_interval_ns = 1'000'000;
 };
 
 /** Everything a QP is created with. Pointers must outlive the QP. */
@@ -250,8 +257,12 @@ class Qp {
     bool transmit_ack(uint8_t syndrome, uint32_t psn);
     void owe_ack(uint32_t psn);
     /* Duplicate limit: true when a duplicate answered at (`*done`, `*at`) may be answered
-     * again at `now`, and then records `now`. */
-    bool dup_answer_allowed(bool *done, Time *at, Time now) const;
+     * again at `now`, and then records `now`; answer_allowed with another interval (the
+     * sequence NAK limit). */
+    bool dup_answer_allowed(bool *done, Time *at, Time now) const {
+        return answer_allowed(done, at, now, cfg_.tuning.dup_ack_interval_ns);
+    }
+    bool answer_allowed(bool *done, Time *at, Time now, uint64_t interval) const;
     void flush_owed_ack();
     bool read_responses_pending() const;
     bool overlaps_pending_read(uint64_t va, uint64_t len) const;
@@ -320,7 +331,7 @@ class Qp {
     /* the last duplicate re-ACK (QpTuning::dup_ack_interval_ns) */
     bool dup_acked_ = false;
     Time dup_ack_at_ = 0;
-    /* the last PSN sequence error NAK for an ahead PSN (same interval) */
+    /* the last PSN sequence error NAK for an ahead PSN (QpTuning::seq_nak_interval_ns) */
     bool seq_naked_ = false;
     Time seq_nak_at_ = 0;
     std::vector<ReadResource> rd_res_;

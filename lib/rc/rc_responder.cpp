@@ -247,8 +247,8 @@ bool Qp::conflicts_with_pending_read(const wire::ParsedPacket &p) const {
     return false;
 }
 
-bool Qp::dup_answer_allowed(bool *done, Time *at, Time now) const {
-    uint64_t gap = cfg_.tuning.dup_ack_interval_ns;
+bool Qp::answer_allowed(bool *done, Time *at, Time now, uint64_t interval) const {
+    uint64_t gap = interval;
     const Time own_timeout = ack_timeout_ns(attr_.timeout);
     if (own_timeout != 0)
         gap = std::min<uint64_t>(gap, own_timeout / 4);
@@ -333,7 +333,8 @@ void Qp::responder_on_packet(const wire::ParsedPacket &p, Time now) {
              * legitimate ones would otherwise each send the real peer back N. Left
              * unset when suppressed: a genuine gap is NAKed by its next packet after
              * the interval, or covered by the requester's own timeout. */
-            if (!dup_answer_allowed(&seq_naked_, &seq_nak_at_, now)) {
+            if (!answer_allowed(&seq_naked_, &seq_nak_at_, now,
+                                cfg_.tuning.seq_nak_interval_ns)) {
                 ++cfg_.counters->nak_seq_suppressed;
                 return;
             }
