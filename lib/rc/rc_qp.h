@@ -55,15 +55,21 @@ struct QpTuning {
      * one that does leave acknowledges every duplicate it stood in for. Capped at a
      * quarter of the QP's own local ACK timeout for peers configured like this QP. */
     uint64_t dup_ack_interval_ns = 50'000;
-    /* PSN sequence error NAKs for ahead PSNs: at most one per this interval (0 = one per
-     * gap, as IBTA asks). A legitimate packet re-arms the one-NAK-per-gap rule, so a
-     * forged ahead PSN between legitimate packets would otherwise send the real peer
-     * back its whole window each time; a NAK costs the peer far more than a re-ACK, so
-     * this interval is longer than dup_ack_interval_ns. A suppressed genuine gap is
-     * NAKed by its next packet after the interval, or the requester's timeout covers
-     * it. Capped at a quarter of the QP's own local ACK timeout (for peers configured
-     * like this QP), so a real gap never waits longer than that. */
+    /* PSN sequence error NAKs for ahead PSNs (one per gap, as IBTA asks). A legitimate
+     * packet re-arms the one-per-gap rule, so a forged ahead PSN between legitimate
+     * packets would otherwise send the real peer back its whole window each time, and
+     * a NAK costs the peer far more than a re-ACK. A real gap in a stream is followed
+     * by ahead packets with consecutive PSNs; a forged frame slipped between legitimate
+     * ones is alone, and repeated forged PSNs are not consecutive. So: after
+     * seq_nak_after_run ahead packets with consecutive PSNs (none in sequence
+     * between) the NAK leaves at most once per dup_ack_interval_ns; a lone ahead
+     * packet is NAKed at most once per seq_nak_interval_ns (a gap with too few packets
+     * behind it to make a run: the last packets of a burst). A suppressed gap is NAKed
+     * by a later ahead packet, or the requester's timeout covers it. Both intervals
+     * are capped at a quarter of the QP's own local ACK timeout (for peers configured
+     * like this QP). seq_nak_after_run 0 or 1: every ahead packet counts as a run. */
     uint64_t seq_nak_interval_ns = 1'000'000;
+    uint32_t seq_nak_after_run = 3;
 };
 
 /** Everything a QP is created with. Pointers must outlive the QP. */
@@ -309,7 +315,9 @@ class Qp {
     uint32_t recv_off_ = 0; /* bytes placed into the head receive of a SEND in flight */
     bool in_send_ = false;
     bool in_write_ = false;
-    bool nak_sent_ = false; /* one PSN sequence error NAK per gap */
+    bool nak_sent_ = false;       /* one PSN sequence error NAK per gap */
+    uint32_t ahead_run_ = 0;      /* consecutive ahead PSNs since the last one in sequence */
+    uint32_t ahead_next_psn_ = 0; /* the PSN that continues that run */
     /* A new request arrived while READ responses were still queued: it was dropped (to
      * keep responses in PSN order and memory effects in request order) and a PSN
      * sequence NAK will restart the requester from it as soon as they are out. */

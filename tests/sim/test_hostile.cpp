@@ -923,6 +923,42 @@ TEST(Hostile, SeqNakIntervalIsCappedByTheQpTimeout) {
     EXPECT_EQ(w.qb->state(), QpState::Rts);
 }
 
+/* A real gap in a stream is a run of ahead packets: with seq_nak_after_run of them in a
+ * row it is NAKed at the short (re-ACK) interval, not the long one a lone forged frame
+ * gets, so loss recovery keeps its pace. */
+TEST(Hostile, RunOfAheadPacketsIsNakedAtTheShortInterval) {
+    World w;
+    const rc::QpTuning t;
+    ASSERT_GE(t.seq_nak_after_run, 2u);
+    auto naks = [&] {
+        size_t n = 0;
+        for (const auto &a : w.acks_from_b())
+            n += a.syndrome == wire::kAethNakPsnSeqErr;
+        return n;
+    };
+    /* PSN e lost, e+1.. arrive; then e itself (the retransmission) ends the gap. */
+    auto gap = [&](uint32_t run) {
+        const uint32_t e = w.epsn();
+        for (uint32_t i = 1; i <= run; ++i) {
+            w.inject(w.write(wire::kRcWriteOnly, wire::psn_add(e, i), w.va(kOffAll), w.mr_all.key,
+                             64, 64));
+            w.settle();
+        }
+        w.inject(w.write(wire::kRcWriteOnly, e, w.va(kOffAll), w.mr_all.key, 64, 64));
+        w.settle();
+    };
+    gap(1);
+    ASSERT_EQ(naks(), 1u);
+    const Time t0 = w.fab.now;
+    w.fab.now = t0 + t.dup_ack_interval_ns + 1'000;
+    gap(t.seq_nak_after_run - 1);
+    EXPECT_EQ(naks(), 1u) << "too short a run: the long interval";
+    w.fab.now += t.dup_ack_interval_ns + 1'000;
+    gap(t.seq_nak_after_run);
+    EXPECT_EQ(naks(), 2u) << "a run: NAKed at the short interval";
+    EXPECT_EQ(w.qb->state(), QpState::Rts);
+}
+
 /* Forged responses at a requester: nothing outstanding, so nothing may be written. */
 TEST(Hostile, ForgedResponsesAtIdleRequester) {
     World w;
