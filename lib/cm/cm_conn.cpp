@@ -187,6 +187,26 @@ void CmManager::resend_last(Conn &c) {
         ctr_.inc(CmCtr::tx_failed);
 }
 
+bool CmManager::stateless_allowed() {
+    if (cfg_.stateless_per_sec == 0)
+        return true;
+    /* GCRA: stateless_tat_ is when the bucket would be full again; an answer fits while
+     * that is at most burst - 1 intervals ahead of now. */
+    const uint64_t interval = std::max<uint64_t>(1, 1'000'000'000ull / cfg_.stateless_per_sec);
+    const uint64_t depth = interval * (std::max<uint32_t>(cfg_.stateless_burst, 1) - 1);
+    const uint64_t now = rx_now_;
+    /* A clock that went backwards (a driver reset) must not silence the CM for long. */
+    if (stateless_tat_ > now + depth + interval)
+        stateless_tat_ = now;
+    const uint64_t tat = std::max(stateless_tat_, now);
+    if (tat - now > depth) {
+        ctr_.inc(CmCtr::stateless_rate_limited);
+        return false;
+    }
+    stateless_tat_ = tat + interval;
+    return true;
+}
+
 void CmManager::send_stateless(const MadAddr &to, const CmMad &m, CmCtr ctr) {
     uint8_t b[kMadLen];
     build_cm_mad(m, b, sizeof b);
@@ -219,6 +239,8 @@ void CmManager::stateless_rej(const MadAddr &to, uint64_t tid, uint32_t remote_i
     m.rej.remote_comm_id = remote_id;
     m.rej.message_rejected = msg_rejected;
     m.rej.reason = static_cast<uint16_t>(reason);
+    if (!stateless_allowed())
+        return;
     ctr_.inc(rej_ctr(reason));
     send_stateless(to, m, CmCtr::tx_rej);
 }
@@ -491,6 +513,7 @@ void CmManager::on_mad(const MadAddr &from, const uint8_t *p, size_t len, uint64
         return;
     }
     ctr_.inc(CmCtr::rx_mad);
+    rx_now_ = now;
     switch (static_cast<CmAttr>(m.hdr.attr_id)) {
     case CmAttr::Req:
         on_req(from, m, now);
@@ -753,7 +776,8 @@ void CmManager::on_dreq(const MadAddr &from, const CmMad &m, uint64_t now) {
     if (!c || q.local_comm_id != c->remote_id || q.remote_qpn != c->qp.local_qpn) {
         /* As ib_cm: answer anyway so the sender stops retrying, keep nothing. */
         ctr_.inc(CmCtr::drop_dreq_unknown);
-        send_stateless(from, a, CmCtr::tx_drep);
+        if (stateless_allowed())
+            send_stateless(from, a, CmCtr::tx_drep);
         return;
     }
     switch (c->st) {

@@ -57,6 +57,15 @@ struct CmConfig {
     uint32_t listen_backlog = 128;        /* default for listen(); its own value wins */
     uint32_t max_pending_per_source = 64; /* 0 = no per-source limit */
     uint64_t req_answer_timeout_ns = 30'000'000'000ull; /* 0 = wait for ever */
+    /* Stateless answers (issue 15): a REJ for a REQ we keep nothing for (unknown
+     * service, over a limit, stale), for a REP we never asked for, and the DREP for an
+     * unknown DREQ each cost a forger one MAD and us one MAD towards whatever source
+     * GID it wrote: a reflector. Together they leave at most stateless_burst at once
+     * and stateless_per_sec on average (a token bucket on the MADs' receive time);
+     * the others are counted (stateless_rate_limited) and not sent: the sender retries
+     * (or times out), as for a lost MAD. 0 = no limit. */
+    uint32_t stateless_per_sec = 1000;
+    uint32_t stateless_burst = 64;
 };
 
 struct ConnectParams {
@@ -161,7 +170,10 @@ class CmManager {
 
     void send(Conn &c, const CmMad &m, CmCtr first_ctr);
     void resend_last(Conn &c);
+    /* A MAD kept nowhere (no connection); callers take a token first. */
     void send_stateless(const MadAddr &to, const CmMad &m, CmCtr ctr);
+    /* Takes a token for one stateless answer at rx_now_; false: counted, not sent. */
+    bool stateless_allowed();
     void send_rej(Conn &c, RejReason reason, uint8_t msg_rejected, const uint8_t *pd, size_t len);
     void stateless_rej(const MadAddr &to, uint64_t tid, uint32_t remote_id, RejReason reason,
                        uint8_t msg_rejected);
@@ -197,6 +209,8 @@ class CmManager {
     uint32_t gen_ = 0;
     uint32_t tid_ = 0;
     CmCounters ctr_;
+    uint64_t rx_now_ = 0;        /* receive time of the MAD being handled */
+    uint64_t stateless_tat_ = 0; /* token bucket (GCRA): when the next one is earned */
 };
 
 } // namespace droce::cm

@@ -39,7 +39,9 @@ namespace droce::cm {
                                                     bad argument) */                                                                                                                                                                                   \
         X(api_refused) /* REQ floods (CmConfig): over a listener's backlog, over one source's */  \
         /* pending limit (both REJ no resources), unanswered until req_answer_timeout_ns */   \
-        X(drop_req_backlog) X(drop_req_source_limit) X(timeout_req_unanswered)
+        X(drop_req_backlog) X(drop_req_source_limit) X(timeout_req_unanswered) \
+        /* stateless REJ / DREP not sent: over CmConfig::stateless_per_sec */ \
+        X(stateless_rate_limited)
 
 enum class CmCtr : uint16_t {
 #define X(n) n,

@@ -29,9 +29,12 @@ using Time = uint64_t;
  *    duplicates are only re-ACKed (responder_duplicate, C9-105), never written again;
  *    READ responses and atomics are replayed from the responder's saved state, and the
  *    requester drops a response for nothing outstanding (rx_ghost_response);
- *  - if the application rewrites the buffer after the completion, only that duplicate's
- *    content changes: its ICRC was computed at transmit time, so the peer either drops it
- *    as bad_icrc or discards it as a duplicate — no byte reaches the peer's memory;
+ *  - no frame may read the application's memory after the completion: a late copy
+ *    attached zero-copy would carry the refilled bytes under the old ICRC (seen as
+ *    rx_drop_bad_icrc in a fault-free soak). So every retransmission (requester) and
+ *    every re-served READ response (responder) is copied at transmit time; only first
+ *    transmissions are attached, and the TX queue (and a net_ring) is FIFO, so the
+ *    port or peer has read them before the ACK that completes their WR can exist;
  *  - what must not happen is the memory going away under a queued frame: MR
  *    deregistration waits until no frame points into the region any more (engine
  *    Dev::dereg_mr + zc_reap, bounded, counted as mr_dereg_timeout if it gives up).

@@ -224,6 +224,7 @@ Status Qp::modify(const QpAttr &a, uint32_t mask, const Path *path) {
         cur_off_ = 0;
         in_send_ = in_write_ = nak_sent_ = ack_owed_ = busy_dropped_ = dup_acked_ = seq_naked_ =
             false;
+        ahead_run_ = 0;
         retrans_deadline_ = rnr_deadline_ = 0;
         rd_atomic_inflight_ = 0;
         msn_ = 0;

@@ -54,10 +54,23 @@ struct QpTuning {
      * as long as the interval is below the peer's retransmission timeout (rxe's is at
      * least a jiffy, perftest's 67 ms): each re-ACK names the current ePSN - 1, so the
      * one that does leave acknowledges every duplicate it stood in for. Capped at a
-     * quarter of the QP's own local ACK timeout for peers configured like this QP.
-     * The same interval limits PSN sequence error NAKs for ahead PSNs (a forged one
-     * between legitimate packets would send the peer back N each time). */
+     * quarter of the QP's own local ACK timeout for peers configured like this QP. */
     uint64_t dup_ack_interval_ns = 50'000;
+    /* PSN sequence error NAKs for ahead PSNs (one per gap, as IBTA asks). A legitimate
+     * packet re-arms the one-per-gap rule, so a forged ahead PSN between legitimate
+     * packets would otherwise send the real peer back its whole window each time, and
+     * a NAK costs the peer far more than a re-ACK. A real gap in a stream is followed
+     * by ahead packets with consecutive PSNs; a forged frame slipped between legitimate
+     * ones is alone, and repeated forged PSNs are not consecutive. So: after
+     * seq_nak_after_run ahead packets with consecutive PSNs (none in sequence
+     * between) the NAK leaves at most once per dup_ack_interval_ns; a lone ahead
+     * packet is NAKed at most once per seq_nak_interval_ns (a gap with too few packets
+     * behind it to make a run: the last packets of a burst). A suppressed gap is NAKed
+     * by a later ahead packet, or the requester's timeout covers it. Both intervals
+     * are capped at a quarter of the QP's own local ACK timeout (for peers configured
+     * like this QP). seq_nak_after_run 0 or 1: every ahead packet counts as a run. */
+    uint64_t seq_nak_interval_ns = 1'000'000;
+    uint32_t seq_nak_after_run = 3;
 };
 
 /** Everything a QP is created with. Pointers must outlive the QP. */
@@ -253,8 +266,12 @@ class Qp {
     bool transmit_ack(uint8_t syndrome, uint32_t psn);
     void owe_ack(uint32_t psn);
     /* Duplicate limit: true when a duplicate answered at (`*done`, `*at`) may be answered
-     * again at `now`, and then records `now`. */
-    bool dup_answer_allowed(bool *done, Time *at, Time now) const;
+     * again at `now`, and then records `now`; answer_allowed with another interval (the
+     * sequence NAK limit). */
+    bool dup_answer_allowed(bool *done, Time *at, Time now) const {
+        return answer_allowed(done, at, now, cfg_.tuning.dup_ack_interval_ns);
+    }
+    bool answer_allowed(bool *done, Time *at, Time now, uint64_t interval) const;
     void flush_owed_ack();
     bool read_responses_pending() const;
     bool overlaps_pending_read(uint64_t va, uint64_t len) const;
@@ -301,7 +318,9 @@ class Qp {
     uint32_t recv_off_ = 0; /* bytes placed into the head receive of a SEND in flight */
     bool in_send_ = false;
     bool in_write_ = false;
-    bool nak_sent_ = false; /* one PSN sequence error NAK per gap */
+    bool nak_sent_ = false;       /* one PSN sequence error NAK per gap */
+    uint32_t ahead_run_ = 0;      /* consecutive ahead PSNs since the last one in sequence */
+    uint32_t ahead_next_psn_ = 0; /* the PSN that continues that run */
     /* A new request arrived while READ responses were still queued: it was dropped (to
      * keep responses in PSN order and memory effects in request order) and a PSN
      * sequence NAK will restart the requester from it as soon as they are out. */
@@ -323,7 +342,7 @@ class Qp {
     /* the last duplicate re-ACK (QpTuning::dup_ack_interval_ns) */
     bool dup_acked_ = false;
     Time dup_ack_at_ = 0;
-    /* the last PSN sequence error NAK for an ahead PSN (same interval) */
+    /* the last PSN sequence error NAK for an ahead PSN (QpTuning::seq_nak_interval_ns) */
     bool seq_naked_ = false;
     Time seq_nak_at_ = 0;
     std::vector<ReadResource> rd_res_;

@@ -41,6 +41,17 @@ uint8_t write_opcode(bool first, bool last, WrOpcode op) {
     return kRcWriteMiddle;
 }
 
+/* A retransmission is always copied, never attached zero-copy: the original (or the
+ * ACK for it) may be in flight, so the ACK that completes the WR can come before the
+ * port (over net_ring: the peer's RX) has read this copy; the application may then
+ * refill the buffer and the frame would carry bytes its ICRC was not computed over.
+ * Copied at transmit time, it holds what the WR sent. Retransmissions are rare, so the
+ * copy costs nothing on the normal path (one PSN compare). */
+void copy_only(wire::FrameSpec::Seg *segs, uint32_t n) {
+    for (uint32_t i = 0; i < n; ++i)
+        segs[i].mr_key = 0;
+}
+
 } // namespace
 
 /* Whether requester_progress() would send a packet now: the same gates, no side effects. */
@@ -182,6 +193,8 @@ bool Qp::send_next_packet(SendWqe &w, Time now) {
         f.ieth = w.wr.invalidate_rkey;
         f.bth.se = last && (w.wr.send_flags & kSendSolicited) != 0;
         f.nsegs = gather(w, off, chunk, segs);
+        if (wire::psn_diff(psn, sent_hi_psn_) < 0) [[unlikely]]
+            copy_only(segs, f.nsegs);
         f.segs = segs;
         f.payload_len = chunk;
         done_wqe = last;

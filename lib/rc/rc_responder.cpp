@@ -181,7 +181,12 @@ bool Qp::send_read_responses(ReadResource &r) {
                     nak_and_error(wire::kAethNakRemoteAccessErr, wire::psn_add(r.psn, i));
                     return false;
                 }
-                seg = {src, chunk, r.rkey};
+                /* A re-served READ (r.replayed) is copied, never attached zero-copy:
+                 * the requester completed its READ from the first responses, and the
+                 * application may rewrite this memory while the replay is still queued
+                 * (over net_ring: before the peer's RX reads it); a frame must never
+                 * carry bytes its ICRC was not computed over. Replays are rare. */
+                seg = {src, chunk, r.replayed ? 0u : r.rkey};
                 f.segs = &seg;
                 f.nsegs = 1;
                 f.payload_len = chunk;
@@ -242,8 +247,8 @@ bool Qp::conflicts_with_pending_read(const wire::ParsedPacket &p) const {
     return false;
 }
 
-bool Qp::dup_answer_allowed(bool *done, Time *at, Time now) const {
-    uint64_t gap = cfg_.tuning.dup_ack_interval_ns;
+bool Qp::answer_allowed(bool *done, Time *at, Time now, uint64_t interval) const {
+    uint64_t gap = interval;
     const Time own_timeout = ack_timeout_ns(attr_.timeout);
     if (own_timeout != 0)
         gap = std::min<uint64_t>(gap, own_timeout / 4);
@@ -325,10 +330,26 @@ void Qp::responder_on_packet(const wire::ParsedPacket &p, Time now) {
         if (!nak_sent_) {
             /* One NAK per sequence error (what IBTA asks), and at most one per interval:
              * a legitimate packet clears nak_sent_, so forged ahead-PSN frames between
-             * legitimate ones would otherwise each send the real peer back N. Left
-             * unset when suppressed: a genuine gap is NAKed by its next packet after
-             * the interval, or covered by the requester's own timeout. */
-            if (!dup_answer_allowed(&seq_naked_, &seq_nak_at_, now)) {
+             * legitimate ones would otherwise each send the real peer back N. A run of
+             * ahead packets (a real gap in a stream) gets the short interval, a lone one
+             * the long (QpTuning::seq_nak_after_run). Left unset when suppressed: a
+             * genuine gap is NAKed by a later ahead packet, or covered by the
+             * requester's own timeout. */
+            /* A run is consecutive PSNs (a READ request takes one per response), as
+             * the packets behind a real gap are; a repeated or random forged PSN is
+             * not one. */
+            ahead_run_ = (ahead_run_ != 0 && psn == ahead_next_psn_ && ahead_run_ < UINT32_MAX)
+                             ? ahead_run_ + 1
+                             : 1;
+            const uint32_t m = mtu();
+            ahead_next_psn_ = wire::psn_add(
+                psn, p.op->is(wire::kOpRead) && p.reth.dma_len > m
+                         ? static_cast<uint32_t>((uint64_t{p.reth.dma_len} + m - 1) / m)
+                         : 1u);
+            const uint64_t interval = ahead_run_ >= cfg_.tuning.seq_nak_after_run
+                                          ? cfg_.tuning.dup_ack_interval_ns
+                                          : cfg_.tuning.seq_nak_interval_ns;
+            if (!answer_allowed(&seq_naked_, &seq_nak_at_, now, interval)) {
                 ++cfg_.counters->nak_seq_suppressed;
                 return;
             }
@@ -347,6 +368,7 @@ void Qp::responder_on_packet(const wire::ParsedPacket &p, Time now) {
         return;
     }
     nak_sent_ = false;
+    ahead_run_ = 0;
 
     const wire::OpcodeInfo &op = *p.op;
     const bool first = op.is(wire::kOpFirst);

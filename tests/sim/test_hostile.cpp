@@ -841,12 +841,14 @@ TEST(Hostile, ReplayedReadFloodIsReServedOncePerInterval) {
 /* Forged ahead-PSN frames between legitimate requests: each legitimate one clears the
  * one-NAK-per-gap flag, so without a limit every forged frame sends a PSN sequence
  * error NAK and the real requester resends everything outstanding. At most one NAK per
- * QpTuning::dup_ack_interval_ns leaves; the legitimate WRITEs all land and are ACKed;
+ * QpTuning::seq_nak_interval_ns leaves; the legitimate WRITEs all land and are ACKed;
  * after a quiet interval an ahead PSN is NAKed again (a genuine gap is still reported). */
 TEST(Hostile, ForgedAheadPsnBetweenLegitIsNakedOncePerInterval) {
     World w;
-    const uint64_t gap = rc::QpTuning{}.dup_ack_interval_ns;
+    const uint64_t gap = rc::QpTuning{}.seq_nak_interval_ns;
     ASSERT_GE(gap, 10'000u);
+    ASSERT_GT(gap, rc::QpTuning{}.dup_ack_interval_ns) << "a NAK costs more than a re-ACK";
+    ASSERT_LE(gap, rc::ack_timeout_ns(QpAttr{}.timeout) / 4) << "not capped in this world";
     auto naks = [&] {
         size_t n = 0;
         for (const auto &a : w.acks_from_b())
@@ -880,6 +882,80 @@ TEST(Hostile, ForgedAheadPsnBetweenLegitIsNakedOncePerInterval) {
                      64, 64));
     w.settle();
     ASSERT_EQ(naks(), n + 1) << "NAKed again once the interval has passed";
+    EXPECT_EQ(w.qb->state(), QpState::Rts);
+}
+
+/* The sequence NAK interval is capped at a quarter of the QP's local ACK timeout: with
+ * a short timeout (8: ~1 ms) a genuine gap is NAKed again after ~262 us, not after
+ * seq_nak_interval_ns; and it is its own limit, not the duplicate re-ACK's. */
+TEST(Hostile, SeqNakIntervalIsCappedByTheQpTimeout) {
+    QpAttr x;
+    x.timeout = 8;
+    World w(kAll, x);
+    const uint64_t cap = rc::ack_timeout_ns(8) / 4;
+    ASSERT_LT(cap, rc::QpTuning{}.seq_nak_interval_ns) << "the cap must be what limits here";
+    ASSERT_GT(cap, rc::QpTuning{}.dup_ack_interval_ns);
+    auto naks = [&] {
+        size_t n = 0;
+        for (const auto &a : w.acks_from_b())
+            n += a.syndrome == wire::kAethNakPsnSeqErr;
+        return n;
+    };
+    /* An ahead PSN, then the legitimate packet (re-arms the one-NAK-per-gap rule). */
+    auto round = [&] {
+        const uint32_t e = w.epsn();
+        w.inject(
+            w.write(wire::kRcWriteOnly, wire::psn_add(e, 5), w.va(kOffAll), w.mr_all.key, 64, 64));
+        w.settle();
+        w.inject(w.write(wire::kRcWriteOnly, e, w.va(kOffAll), w.mr_all.key, 64, 64));
+        w.settle();
+    };
+    round();
+    ASSERT_EQ(naks(), 1u);
+    const Time t0 = w.fab.now;
+    w.fab.now = t0 + rc::QpTuning{}.dup_ack_interval_ns + 1'000;
+    round();
+    EXPECT_EQ(naks(), 1u) << "past the re-ACK interval, inside the NAK interval: suppressed";
+    EXPECT_EQ(w.b.counters.nak_seq_suppressed, 1u);
+    w.fab.now = t0 + cap + 1'000;
+    round();
+    EXPECT_EQ(naks(), 2u) << "past the cap: NAKed again";
+    EXPECT_EQ(w.qb->state(), QpState::Rts);
+}
+
+/* A real gap in a stream is a run of ahead packets: with seq_nak_after_run of them in a
+ * row it is NAKed at the short (re-ACK) interval, not the long one a lone forged frame
+ * gets, so loss recovery keeps its pace. */
+TEST(Hostile, RunOfAheadPacketsIsNakedAtTheShortInterval) {
+    World w;
+    const rc::QpTuning t;
+    ASSERT_GE(t.seq_nak_after_run, 2u);
+    auto naks = [&] {
+        size_t n = 0;
+        for (const auto &a : w.acks_from_b())
+            n += a.syndrome == wire::kAethNakPsnSeqErr;
+        return n;
+    };
+    /* PSN e lost, e+1.. arrive; then e itself (the retransmission) ends the gap. */
+    auto gap = [&](uint32_t run) {
+        const uint32_t e = w.epsn();
+        for (uint32_t i = 1; i <= run; ++i) {
+            w.inject(w.write(wire::kRcWriteOnly, wire::psn_add(e, i), w.va(kOffAll), w.mr_all.key,
+                             64, 64));
+            w.settle();
+        }
+        w.inject(w.write(wire::kRcWriteOnly, e, w.va(kOffAll), w.mr_all.key, 64, 64));
+        w.settle();
+    };
+    gap(1);
+    ASSERT_EQ(naks(), 1u);
+    const Time t0 = w.fab.now;
+    w.fab.now = t0 + t.dup_ack_interval_ns + 1'000;
+    gap(t.seq_nak_after_run - 1);
+    EXPECT_EQ(naks(), 1u) << "too short a run: the long interval";
+    w.fab.now += t.dup_ack_interval_ns + 1'000;
+    gap(t.seq_nak_after_run);
+    EXPECT_EQ(naks(), 2u) << "a run: NAKed at the short interval";
     EXPECT_EQ(w.qb->state(), QpState::Rts);
 }
 
