@@ -203,8 +203,8 @@ transport:
     out.atomic = op.off_atomic_eth ? decode_atomic_eth(bth + op.off_atomic_eth) : AtomicEth{};
     out.deth = op.off_deth ? decode_deth(bth + op.off_deth) : Deth{};
     out.aeth = op.off_aeth ? decode_aeth(bth + op.off_aeth) : Aeth{};
-    out.atomic_ack = op.off_atomic_ack_eth ? decode_atomic_ack_eth(bth + op.off_atomic_ack_eth)
-                                           : AtomicAckEth{};
+    out.atomic_ack =
+        op.off_atomic_ack_eth ? decode_atomic_ack_eth(bth + op.off_atomic_ack_eth) : AtomicAckEth{};
     out.imm = op.off_imm ? decode_u32(bth + op.off_imm) : 0;
     out.ieth = op.off_ieth ? decode_u32(bth + op.off_ieth) : 0;
 

@@ -45,8 +45,7 @@ bool HeaderTemplate::matches(const FrameSpec &s) const {
     return valid_ && std::memcmp(macs, key_.macs, 12) == 0 &&
            std::memcmp(gids, key_.gids, 32) == 0 && s.eth.has_vlan == key_.has_vlan &&
            (!s.eth.has_vlan || s.eth.vlan_tci == key_.vlan_tci) && s.ipv6 == key_.ipv6 &&
-           s.rocev1 == key_.rocev1 && s.ttl == key_.ttl &&
-           s.udp_sport == key_.udp_sport &&
+           s.rocev1 == key_.rocev1 && s.ttl == key_.ttl && s.udp_sport == key_.udp_sport &&
            (!(s.ipv6 || s.rocev1) || s.flow_label == key_.flow_label);
 }
 

@@ -750,10 +750,12 @@ TEST(WireParse, ReusedParsedPacketEqualsFresh) {
     /* A rejected frame in between: a BTH with tver 1 gets far into the parse. */
     Built bad = build(kRcSendOnly, false, false, 8);
     bad.frame[14 + 20 + 8 + 1] |= 1;
-    ASSERT_EQ([&] {
-        ParsedPacket t{};
-        return parse_frame(bad.frame.data(), bad.frame.size(), t, false);
-    }(), ParseResult::BadTver);
+    ASSERT_EQ(
+        [&] {
+            ParsedPacket t{};
+            return parse_frame(bad.frame.data(), bad.frame.size(), t, false);
+        }(),
+        ParseResult::BadTver);
 
     ParsedPacket reused;
     std::memset(&reused, 0xA5, sizeof(reused)); /* stack garbage */
@@ -777,8 +779,7 @@ TEST(WireParse, ReusedParsedPacketEqualsFresh) {
     ASSERT_EQ(parse_frame_headers(w.frame.data(), 60, w.frame.size(), fresh), ParseResult::Ok);
     for (const Built &b : frames) {
         ASSERT_EQ(parse_frame(b.frame.data(), b.frame.size(), reused, true), ParseResult::Ok);
-        ASSERT_EQ(parse_frame_headers(w.frame.data(), 60, w.frame.size(), reused),
-                  ParseResult::Ok);
+        ASSERT_EQ(parse_frame_headers(w.frame.data(), 60, w.frame.size(), reused), ParseResult::Ok);
         ASSERT_EQ(first_difference(reused, fresh), "") << "op " << int(b.spec.bth.opcode);
     }
 }
