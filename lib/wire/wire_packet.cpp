@@ -184,7 +184,7 @@ transport:
     /* BTH. */
     if (roce_len < kBthLen + kIcrcLen || out.bth_off + kBthLen > contig)
         return ParseResult::TooShort;
-    out.bth = decode_bth(bth);
+    decode_bth(bth, out.bth);
     if (out.bth.tver != 0)
         return ParseResult::BadTver;
     const OpcodeInfo &op = opcode_info(out.bth.opcode);
