@@ -108,6 +108,11 @@ class Memif final : public Adapter {
          * attached application buffer is not. */
         const bool zc = devarg(args_of(info), "zero-copy") == "yes";
         c.reach = zc ? Reach::Copy : Reach::VirtAddr;
+        /* Measured over memif (droce-perf write_bw, one packet per message, 3 alternating
+         * rounds, bench/README.md "Parse, template, zero-copy crossover"): zero-copy
+         * delivers 0.78x / 0.73x / 0.87x of copy at 256 / 512 / 1024 B, 1.00x at 2048 B,
+         * 1.01x at 4096 B. */
+        c.zc_min_bytes = 2048;
         if (zc)
             c.notes.emplace_back("zero-copy=yes: the peer sees only this mempool's memory");
     }
@@ -312,6 +317,8 @@ std::vector<std::string> Caps::lines() const {
                                                     : tx_passes_mbufs ? "passes mbufs"
                                                                       : "no"));
     v.push_back(std::string("external buffers ") + reach_str(reach));
+    if (zc_min_bytes != 0)
+        v.push_back("zero-copy from " + std::to_string(zc_min_bytes) + " B");
     v.push_back(std::string("checksum offload tx ") +
                 (tx_ipv4_cksum ? (tx_udp_cksum ? "ipv4+udp" : "ipv4") : "none") + ", rx " +
                 (rx_ipv4_cksum ? (rx_udp_cksum ? "ipv4+udp" : "ipv4") : "none"));

@@ -39,6 +39,10 @@ struct Caps {
      * flag, but the peer's thread frees them (zero-copy only with one worker). */
     bool tx_passes_mbufs = false;
     Reach reach = Reach::Copy;
+    /* Payloads below this are copied even where zero-copy reaches (0: the engine's
+     * default): where the PMD copies each segment anyway, an attached buffer saves
+     * droce's copy but costs mbufs and a gather, so the crossover is the port's. */
+    uint32_t zc_min_bytes = 0;
     bool tx_ipv4_cksum = false, tx_udp_cksum = false;
     bool rx_ipv4_cksum = false, rx_udp_cksum = false;
     uint32_t max_frame = 0;         /* Ethernet frame without FCS that the port carries */

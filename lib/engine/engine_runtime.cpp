@@ -653,6 +653,7 @@ Result<Dev *> Runtime::open_device(const DeviceConfig &cfg) {
     }
     dev->set_worker_rings(!opts_.embedded);
     dev->set_zero_copy(reach, opts_.zero_copy_min_bytes ? opts_.zero_copy_min_bytes
+                              : caps.zc_min_bytes       ? caps.zc_min_bytes
                                                         : kZeroCopyMinBytesDefault);
     logger().info("{}: zero-copy TX: {} (driver {}{})", name, zc_reach_str(reach), drv,
                   !opts_.zero_copy ? ", off by option"

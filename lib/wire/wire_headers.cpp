@@ -173,6 +173,11 @@ void encode(const Bth &h, uint8_t *p) {
 
 Bth decode_bth(const uint8_t *p) {
     Bth h{};
+    decode_bth(p, h);
+    return h;
+}
+
+void decode_bth(const uint8_t *p, Bth &h) {
     h.opcode = p[0];
     h.se = (p[1] & 0x80) != 0;
     h.mig = (p[1] & 0x40) != 0;
@@ -184,7 +189,6 @@ Bth decode_bth(const uint8_t *p) {
     h.dest_qp = ld24(p + 5);
     h.ack_req = (p[8] & 0x80) != 0;
     h.psn = ld24(p + 9);
-    return h;
 }
 
 /* ---- extended headers ---- */

@@ -64,7 +64,15 @@ namespace {
  * bounded by contig, length consistency by len. */
 ParseResult parse_impl(const uint8_t *frame, size_t contig, size_t len, ParsedPacket &out,
                        bool verify_icrc) {
-    out = ParsedPacket{};
+    /* No `out = ParsedPacket{}`: zeroing the whole struct (a 288-byte rep stos) was ~11 %
+     * of the server's time at 64 B. Instead every path to Ok writes every field (those a
+     * frame does not carry are zeroed where the path knows it); a rejected parse leaves
+     * the fields it did not reach as they were. */
+    out.payload = nullptr;
+    out.payload_segs = nullptr;
+    out.payload_nsegs = 0;
+    out.icrc = 0;
+    out.op = nullptr;
     const size_t l2 = decode_eth(frame, contig, out.eth);
     if (l2 == 0)
         return ParseResult::TooShort;
@@ -84,6 +92,8 @@ ParseResult parse_impl(const uint8_t *frame, size_t contig, size_t len, ParsedPa
         /* GRH: an IPv6 header in layout; a version other than 6 or a next header other
          * than BTH is a malformed RoCEv1 frame (nothing else uses this ethertype). */
         out.ipv6 = out.rocev1 = true;
+        out.ip4 = {};
+        out.udp = {};
         if (avail < kGrhLen || contig - l2 < kGrhLen)
             return ParseResult::TooShort;
         if (!decode_ipv6(l3, avail, out.ip6) || out.ip6.next_hdr != kGrhNextHdrBth)
@@ -103,7 +113,8 @@ ParseResult parse_impl(const uint8_t *frame, size_t contig, size_t len, ParsedPa
         goto transport; /* the BTH onwards is parsed as for RoCEv2 */
     }
     if (et == kEtherTypeIpv4) {
-        out.ipv6 = false;
+        out.ipv6 = out.rocev1 = false;
+        out.ip6 = {};
         if (avail < kIpv4Len || contig - l2 < kIpv4Len)
             return ParseResult::TooShort;
         if ((l3[0] >> 4) != 4 || (l3[0] & 0xF) < 5)
@@ -124,6 +135,8 @@ ParseResult parse_impl(const uint8_t *frame, size_t contig, size_t len, ParsedPa
         udp_len = ip_end - kIpv4Len;
     } else {
         out.ipv6 = true;
+        out.rocev1 = false;
+        out.ip4 = {};
         if (avail < kIpv6Len || contig - l2 < kIpv6Len)
             return ParseResult::TooShort;
         if (!decode_ipv6(l3, avail, out.ip6))
@@ -171,7 +184,7 @@ transport:
     /* BTH. */
     if (roce_len < kBthLen + kIcrcLen || out.bth_off + kBthLen > contig)
         return ParseResult::TooShort;
-    out.bth = decode_bth(bth);
+    decode_bth(bth, out.bth);
     if (out.bth.tver != 0)
         return ParseResult::BadTver;
     const OpcodeInfo &op = opcode_info(out.bth.opcode);
@@ -184,21 +197,16 @@ transport:
     if (out.bth.pad_cnt > data_area)
         return ParseResult::BadPadLength;
 
-    /* Extended headers (all inside hdr_len, checked above). */
-    if (op.off_reth)
-        out.reth = decode_reth(bth + op.off_reth);
-    if (op.off_atomic_eth)
-        out.atomic = decode_atomic_eth(bth + op.off_atomic_eth);
-    if (op.off_deth)
-        out.deth = decode_deth(bth + op.off_deth);
-    if (op.off_aeth)
-        out.aeth = decode_aeth(bth + op.off_aeth);
-    if (op.off_atomic_ack_eth)
-        out.atomic_ack = decode_atomic_ack_eth(bth + op.off_atomic_ack_eth);
-    if (op.off_imm)
-        out.imm = decode_u32(bth + op.off_imm);
-    if (op.off_ieth)
-        out.ieth = decode_u32(bth + op.off_ieth);
+    /* Extended headers (all inside hdr_len, checked above); the ones this opcode does not
+     * carry are zero, as a fresh ParsedPacket would have them. */
+    out.reth = op.off_reth ? decode_reth(bth + op.off_reth) : Reth{};
+    out.atomic = op.off_atomic_eth ? decode_atomic_eth(bth + op.off_atomic_eth) : AtomicEth{};
+    out.deth = op.off_deth ? decode_deth(bth + op.off_deth) : Deth{};
+    out.aeth = op.off_aeth ? decode_aeth(bth + op.off_aeth) : Aeth{};
+    out.atomic_ack =
+        op.off_atomic_ack_eth ? decode_atomic_ack_eth(bth + op.off_atomic_ack_eth) : AtomicAckEth{};
+    out.imm = op.off_imm ? decode_u32(bth + op.off_imm) : 0;
+    out.ieth = op.off_ieth ? decode_u32(bth + op.off_ieth) : 0;
 
     out.payload_off = static_cast<uint32_t>(out.bth_off + op.hdr_len);
     out.payload_len = static_cast<uint32_t>(data_area - out.bth.pad_cnt);

@@ -73,7 +73,10 @@ struct ParsedPacket {
 };
 
 /* Parses a frame. verify_icrc=false skips the CRC (e.g. snaplen-truncated captures,
- * or a port that checked it already). The frame is only read. */
+ * or a port that checked it already). The frame is only read. On Ok every field of out
+ * is written (what the frame does not carry is zero; payload_segs empty), so a reused
+ * ParsedPacket reads as a fresh one would; on a rejection only the result counts: the
+ * fields the parse did not reach keep whatever out held before. */
 ParseResult parse_frame(const uint8_t *frame, size_t len, ParsedPacket &out, bool verify_icrc);
 
 /* Headers only, for a frame of frame_len bytes of which only the first contig_len are

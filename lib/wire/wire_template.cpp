@@ -24,7 +24,6 @@ HeaderTemplate::Key HeaderTemplate::key_of(const FrameSpec &s) {
     k.has_vlan = s.eth.has_vlan;
     k.ipv6 = s.ipv6;
     k.rocev1 = s.rocev1;
-    k.tos = s.tos;
     k.ttl = s.ttl;
     k.udp_sport = s.udp_sport;
     k.flow_label = s.ipv6 || s.rocev1 ? s.flow_label : 0; /* IPv4 has no flow label */
@@ -46,8 +45,7 @@ bool HeaderTemplate::matches(const FrameSpec &s) const {
     return valid_ && std::memcmp(macs, key_.macs, 12) == 0 &&
            std::memcmp(gids, key_.gids, 32) == 0 && s.eth.has_vlan == key_.has_vlan &&
            (!s.eth.has_vlan || s.eth.vlan_tci == key_.vlan_tci) && s.ipv6 == key_.ipv6 &&
-           s.rocev1 == key_.rocev1 && s.tos == key_.tos && s.ttl == key_.ttl &&
-           s.udp_sport == key_.udp_sport &&
+           s.rocev1 == key_.rocev1 && s.ttl == key_.ttl && s.udp_sport == key_.udp_sport &&
            (!(s.ipv6 || s.rocev1) || s.flow_label == key_.flow_label);
 }
 
@@ -61,7 +59,7 @@ void HeaderTemplate::rebuild(const FrameSpec &s) {
     t.rocev1 = s.rocev1;
     std::memcpy(t.src_gid, s.src_gid, 16);
     std::memcpy(t.dst_gid, s.dst_gid, 16);
-    t.tos = s.tos;
+    t.tos = 0; /* written per frame (write()) */
     t.ttl = s.ttl;
     t.flow_label = s.flow_label;
     t.udp_sport = s.udp_sport;
@@ -115,20 +113,29 @@ uint8_t *HeaderTemplate::write(const FrameSpec &s, const OpcodeInfo &op, uint32_
     const uint32_t udp_len =
         static_cast<uint32_t>(kUdpLen + op.hdr_len + s.payload_len + pad + kIcrcLen);
     uint8_t *l3 = out + l2_len_;
+    /* IPv6 / GRH: the traffic class spans the low nibble of byte 0 and the high nibble
+     * of byte 1; the template holds 0 there. */
+    const auto put_tclass = [&] {
+        l3[0] = static_cast<uint8_t>(l3[0] | s.tos >> 4);
+        l3[1] = static_cast<uint8_t>(l3[1] | s.tos << 4);
+    };
     if (rocev1_) { /* GRH payload length: BTH .. ICRC; no UDP */
+        put_tclass();
         st16(static_cast<uint16_t>(udp_len - kUdpLen), l3 + 4);
         return detail::write_transport_headers(s, op, pad, out + l4_end_);
     }
     uint8_t *udp = out + l4_end_ - kUdpLen;
     if (s.ipv6) {
+        put_tclass();
         st16(static_cast<uint16_t>(udp_len), l3 + 4);
     } else {
         const uint32_t total = kIpv4Len + udp_len;
+        l3[1] = s.tos;
         st16(static_cast<uint16_t>(total), l3 + 2);
         st16(s.ip_id, l3 + 4);
         /* Same integer sum as ipv4_checksum() over the whole header, so the same result
-         * after folding. */
-        uint32_t sum = ip4_sum_ + total + s.ip_id;
+         * after folding (the TOS is the low byte of the first word). */
+        uint32_t sum = ip4_sum_ + s.tos + total + s.ip_id;
         sum = (sum & 0xFFFF) + (sum >> 16);
         sum = (sum & 0xFFFF) + (sum >> 16);
         st16(static_cast<uint16_t>(~sum), l3 + 10);

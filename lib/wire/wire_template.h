@@ -7,10 +7,12 @@
  * build_headers (they change with every packet anyway).
  *
  * The template remembers every spec field it baked in (MACs, VLAN, IP version, GIDs,
- * TOS, TTL, flow label, UDP source port) and rebuilds itself when a spec differs in any
- * of them, so a path change, an ECN bit in the TOS or a CNP with another DSCP can never
- * leave with stale bytes: the output is always byte-for-byte what build_headers /
- * build_frame would write for that spec. */
+ * TTL, flow label, UDP source port) and rebuilds itself when a spec differs in any of
+ * them, so a path change can never leave with stale bytes: the output is always
+ * byte-for-byte what build_headers / build_frame would write for that spec. The TOS /
+ * traffic class is not baked in but written per frame (with the IPv4 checksum): a QP's
+ * data frames (ECT(0)) and its ACKs and CNPs (not-ECT, another DSCP) alternate on one
+ * template, and in ping-pong a baked TOS rebuilt it for every frame. */
 #pragma once
 
 #include <cstddef>
@@ -42,7 +44,6 @@ class HeaderTemplate {
         uint8_t has_vlan;
         uint8_t ipv6;
         uint8_t rocev1;
-        uint8_t tos;
         uint8_t ttl;
         uint16_t udp_sport;
         uint32_t flow_label;
@@ -65,7 +66,7 @@ class HeaderTemplate {
     uint8_t l4_end_ = 0;   /* L2 + IP + UDP header bytes (RoCEv1: L2 + GRH) */
     bool rocev1_ = false;
     uint32_t ip4_sum_ = 0; /* IPv4: unfolded sum of the 16-bit words other than total
-                              length, id and checksum */
+                              length, id and checksum, with TOS 0 */
     uint64_t rebuilds_ = 0;
     uint8_t hdr_[kMaxL4] = {};
 };

@@ -8,6 +8,7 @@
 
 #include "wire_icrc.h"
 #include "wire_packet.h"
+#include "wire_rocev1.h"
 
 using namespace droce::wire;
 
@@ -28,6 +29,7 @@ FrameSpec spec_from(const ParsedPacket &p, FrameSpec::Seg &seg) {
     FrameSpec s{};
     s.eth = p.eth;
     s.ipv6 = p.ipv6;
+    s.rocev1 = p.rocev1; /* else a RoCEv1 frame came back as IPv6 RoCEv2 */
     std::memcpy(s.src_gid, p.src_gid, 16);
     std::memcpy(s.dst_gid, p.dst_gid, 16);
     s.tos = static_cast<uint8_t>(p.dscp << 2 | p.ecn);
@@ -69,7 +71,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     CHECK(p.bth_off + p.op->hdr_len + p.payload_len + p.bth.pad_cnt + 4u == p.frame_len);
     CHECK(p.icrc == icrc_load(data + p.frame_len - 4));
     if (rv == ParseResult::Ok)
-        CHECK(icrc_compute(data + p.l3_off, p.frame_len - 4 - p.l3_off, p.ipv6) == p.icrc);
+        CHECK((p.rocev1
+                   ? icrc_v1_compute(data + p.l3_off, p.frame_len - 4 - p.l3_off)
+                   : icrc_compute(data + p.l3_off, p.frame_len - 4 - p.l3_off, p.ipv6)) == p.icrc);
 
     /* rebuild and re-parse */
     FrameSpec::Seg seg;
@@ -88,7 +92,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     CHECK(std::memcmp(&q.eth.dst, &p.eth.dst, 6) == 0 &&
           std::memcmp(&q.eth.src, &p.eth.src, 6) == 0);
     CHECK(q.eth.has_vlan == p.eth.has_vlan && q.eth.vlan_tci == p.eth.vlan_tci);
-    CHECK(q.eth.ethertype == p.eth.ethertype && q.ipv6 == p.ipv6);
+    CHECK(q.eth.ethertype == p.eth.ethertype && q.ipv6 == p.ipv6 && q.rocev1 == p.rocev1);
     CHECK(std::memcmp(q.src_gid, p.src_gid, 16) == 0 && std::memcmp(q.dst_gid, p.dst_gid, 16) == 0);
     CHECK(q.ecn == p.ecn && q.dscp == p.dscp && q.ttl == p.ttl);
     if (p.ipv6)
@@ -117,12 +121,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         std::vector<uint8_t> canon(data, data + size);
         if (std::memcmp(canon.data(), out.data(), n) != 0) {
             /* allowed differences: fields the builder normalises */
-            const size_t l3 = p.l3_off, udp = l3 + (p.ipv6 ? 40u : 20u), bth = udp + 8;
+            /* RoCEv1: the BTH follows the GRH, no UDP header */
+            const size_t l3 = p.l3_off, udp = l3 + (p.ipv6 ? 40u : 20u),
+                         bth = p.rocev1 ? udp : udp + 8;
             if (!p.ipv6) {
                 canon[l3 + 6] = out[l3 + 6], canon[l3 + 7] = out[l3 + 7];     /* flags/frag */
                 canon[l3 + 10] = out[l3 + 10], canon[l3 + 11] = out[l3 + 11]; /* checksum */
             }
-            canon[udp + 6] = out[udp + 6], canon[udp + 7] = out[udp + 7]; /* UDP checksum */
+            if (!p.rocev1)
+                canon[udp + 6] = out[udp + 6], canon[udp + 7] = out[udp + 7]; /* UDP checksum */
             canon[bth + 4] = out[bth + 4];                                /* FECN/BECN + resv */
             canon[bth + 8] = out[bth + 8];                                /* AckReq + resv */
             if (p.op->off_deth)

@@ -139,6 +139,7 @@ TEST_F(Drivers, MemifCapabilities) {
         EXPECT_EQ(c.adapter, "memif");
         EXPECT_EQ(c.reach, drv::Reach::VirtAddr); /* copy mode copies from addresses */
         EXPECT_TRUE(c.multi_seg_tx);
+        EXPECT_EQ(c.zc_min_bytes, 2048u); /* the measured crossover */
     }
     {
         Vdev v("net_memif_drvtest1", "role=server,zero-copy=yes,socket=" + sock + ".b");
@@ -281,4 +282,20 @@ TEST_F(Drivers, TapSteering) {
         usleep(1000);
     }
     EXPECT_GE(arp_in, 1u) << "droce saw no ARP request on the tap";
+}
+
+/* The engine takes a port's measured zero-copy crossover unless the user sets one. */
+TEST_F(Drivers, ZeroCopyThresholdIsThePorts) {
+    const std::string sock = "/tmp/droce-test-drivers-zc-" + std::to_string(getpid());
+    ASSERT_EQ(
+        rte_eal_hotplug_add("vdev", "net_memif_drvtest_zc", ("role=server,socket=" + sock).c_str()),
+        0);
+    DeviceConfig cfg;
+    cfg.port = "net_memif_drvtest_zc";
+    cfg.ipv4_cidr = "10.99.1.1/24";
+    auto d = rt_->open_device(cfg);
+    ASSERT_TRUE(d) << d.status().message();
+    EXPECT_EQ((*d)->caps().zc_min_bytes, 2048u);
+    EXPECT_EQ((*d)->zc_min(), 2048u);
+    unlink(sock.c_str());
 }

@@ -4,6 +4,7 @@
 
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "wire_headers.h"
@@ -650,5 +651,135 @@ TEST(WireCrc, Crc32CombineRandomSplits) {
         const uint32_t b = crc32_bitwise(d.data() + split, n - split);
         ASSERT_EQ(crc32_combine(a, b, n - split), crc32_bitwise(d.data(), n))
             << "n " << n << " split " << split;
+    }
+}
+
+/* ---- reuse of a ParsedPacket (parse_impl no longer zeroes the whole struct) ---- */
+
+namespace {
+/* Names the first field where a and b differ, "" when none does. Every field of
+ * ParsedPacket is listed: a new field must be added here too. */
+std::string first_difference(const ParsedPacket &a, const ParsedPacket &b) {
+#define DIFF_IF(x)                                                                                 \
+    if (std::memcmp(&a.x, &b.x, sizeof(a.x)) != 0)                                                 \
+    return #x
+    DIFF_IF(eth.dst);
+    DIFF_IF(eth.src);
+    DIFF_IF(eth.has_vlan);
+    DIFF_IF(eth.vlan_tci);
+    DIFF_IF(eth.ethertype);
+    DIFF_IF(ipv6);
+    DIFF_IF(rocev1);
+    DIFF_IF(src_gid);
+    DIFF_IF(dst_gid);
+    DIFF_IF(ecn);
+    DIFF_IF(dscp);
+    DIFF_IF(ttl);
+    DIFF_IF(ip4.tos);
+    DIFF_IF(ip4.total_len);
+    DIFF_IF(ip4.id);
+    DIFF_IF(ip4.frag);
+    DIFF_IF(ip4.ttl);
+    DIFF_IF(ip4.proto);
+    DIFF_IF(ip4.checksum);
+    DIFF_IF(ip4.src);
+    DIFF_IF(ip4.dst);
+    DIFF_IF(ip6.tclass);
+    DIFF_IF(ip6.flow_label);
+    DIFF_IF(ip6.payload_len);
+    DIFF_IF(ip6.next_hdr);
+    DIFF_IF(ip6.hop_limit);
+    DIFF_IF(ip6.src);
+    DIFF_IF(ip6.dst);
+    DIFF_IF(udp);
+    DIFF_IF(bth.opcode);
+    DIFF_IF(bth.se);
+    DIFF_IF(bth.mig);
+    DIFF_IF(bth.pad_cnt);
+    DIFF_IF(bth.tver);
+    DIFF_IF(bth.pkey);
+    DIFF_IF(bth.fecn);
+    DIFF_IF(bth.becn);
+    DIFF_IF(bth.dest_qp);
+    DIFF_IF(bth.ack_req);
+    DIFF_IF(bth.psn);
+    DIFF_IF(op);
+    DIFF_IF(reth.va);
+    DIFF_IF(reth.rkey);
+    DIFF_IF(reth.dma_len);
+    DIFF_IF(aeth.syndrome);
+    DIFF_IF(aeth.msn);
+    DIFF_IF(atomic.va);
+    DIFF_IF(atomic.rkey);
+    DIFF_IF(atomic.swap_add);
+    DIFF_IF(atomic.compare);
+    DIFF_IF(atomic_ack);
+    DIFF_IF(deth.qkey);
+    DIFF_IF(deth.src_qp);
+    DIFF_IF(imm);
+    DIFF_IF(ieth);
+    DIFF_IF(payload);
+    DIFF_IF(payload_len);
+    DIFF_IF(payload_segs);
+    DIFF_IF(payload_nsegs);
+    DIFF_IF(payload_off);
+    DIFF_IF(icrc);
+    DIFF_IF(l3_off);
+    DIFF_IF(bth_off);
+    DIFF_IF(frame_len);
+#undef DIFF_IF
+    return "";
+}
+} // namespace
+
+/* A ParsedPacket reused from any earlier parse (another opcode, IP version, VLAN or
+ * RoCEv1, or a rejected frame) reads exactly as a fresh one after an Ok parse: the engine
+ * keeps one on its stack and never clears it. */
+TEST(WireParse, ReusedParsedPacketEqualsFresh) {
+    std::vector<Built> frames;
+    for (uint8_t opc : kAllOpcodes)
+        for (int path = 0; path < 4; ++path) { /* IPv4, IPv6, IPv4+VLAN, RoCEv1 */
+            frames.push_back(build(opc, path == 1, path == 2, 61));
+            if (path == 3) {
+                Built &b = frames.back();
+                b.spec.rocev1 = true;
+                b.frame.assign(frame_len(b.spec), 0);
+                ASSERT_EQ(build_frame(b.spec, b.frame.data(), b.frame.size()), b.frame.size());
+            }
+        }
+    /* A rejected frame in between: a BTH with tver 1 gets far into the parse. */
+    Built bad = build(kRcSendOnly, false, false, 8);
+    bad.frame[14 + 20 + 8 + 1] |= 1;
+    ASSERT_EQ(
+        [&] {
+            ParsedPacket t{};
+            return parse_frame(bad.frame.data(), bad.frame.size(), t, false);
+        }(),
+        ParseResult::BadTver);
+
+    ParsedPacket reused;
+    std::memset(&reused, 0xA5, sizeof(reused)); /* stack garbage */
+    std::mt19937 rng(7);
+    for (int i = 0; i < 4000; ++i) {
+        const Built &b = frames[rng() % frames.size()];
+        const bool verify = (rng() & 1) != 0;
+        const ParsedPacket before = reused;
+        if (rng() % 8 == 0)
+            (void)parse_frame(bad.frame.data(), bad.frame.size(), reused, false);
+        ParsedPacket fresh{};
+        const ParseResult rf = parse_frame(b.frame.data(), b.frame.size(), fresh, verify);
+        ASSERT_EQ(rf, ParseResult::Ok);
+        ASSERT_EQ(parse_frame(b.frame.data(), b.frame.size(), reused, verify), rf);
+        ASSERT_EQ(first_difference(reused, fresh), "")
+            << "op " << int(b.spec.bth.opcode) << " after op " << int(before.bth.opcode);
+    }
+    /* Headers-only (scattered) parses too. */
+    const Built &w = frames[0];
+    ParsedPacket fresh{};
+    ASSERT_EQ(parse_frame_headers(w.frame.data(), 60, w.frame.size(), fresh), ParseResult::Ok);
+    for (const Built &b : frames) {
+        ASSERT_EQ(parse_frame(b.frame.data(), b.frame.size(), reused, true), ParseResult::Ok);
+        ASSERT_EQ(parse_frame_headers(w.frame.data(), 60, w.frame.size(), reused), ParseResult::Ok);
+        ASSERT_EQ(first_difference(reused, fresh), "") << "op " << int(b.spec.bth.opcode);
     }
 }

@@ -218,7 +218,8 @@ TEST(WireTemplate, OneRebuildPerPathAndEveryKeyFieldCounts) {
     EXPECT_EQ(t.rebuilds(), 1u);
 
     /* Each field the prebuilt bytes hold, changed alone, must be seen (else stale bytes
-     * would go out) and give the builder's bytes. */
+     * would go out) and give the builder's bytes. (The TOS is written per frame: see
+     * TosPerFrameWithoutRebuild.) */
     const auto mutations = std::vector<void (*)(Path &)>{
         [](Path &p) { p.eth.dst[5] ^= 1; },
         [](Path &p) { p.eth.src[0] ^= 2; },
@@ -230,8 +231,6 @@ TEST(WireTemplate, OneRebuildPerPathAndEveryKeyFieldCounts) {
         [](Path &p) { p.ipv6 = !p.ipv6; },
         [](Path &p) { p.sgid[15] ^= 1; },
         [](Path &p) { p.dgid[12] ^= 0x80; },
-        [](Path &p) { p.tos ^= 0x03; }, /* ECN bits only */
-        [](Path &p) { p.tos ^= 0xFC; }, /* DSCP only (a CNP's) */
         [](Path &p) { p.ttl ^= 0x40; },
         [](Path &p) {
             p.ipv6 = true;
@@ -270,4 +269,32 @@ TEST(WireTemplate, FieldsOffThePathDoNotRebuild) {
         expect_same(t, random_spec(rng, path, &seg, 8), 8192);
     }
     EXPECT_EQ(t.rebuilds(), 1u);
+}
+
+/* Data frames (ECT(0)), ACKs (not-ECT) and CNPs (another DSCP) of one QP alternate on its
+ * template: the TOS / traffic class is written per frame, never rebuilt, and every frame
+ * is still the builder's bytes (IPv4 header checksum included) on each framing. */
+TEST(WireTemplate, TosPerFrameWithoutRebuild) {
+    std::mt19937 rng(0x7055);
+    std::vector<uint8_t> payload(4200, 0x3C);
+    const FrameSpec::Seg seg{payload.data(), 4200};
+    for (int framing = 0; framing < 4; ++framing) { /* IPv4, IPv4+VLAN, IPv6, RoCEv1 */
+        SCOPED_TRACE(testing::Message() << "framing " << framing);
+        Path path = random_path(rng);
+        path.ipv6 = framing >= 2;
+        path.eth.has_vlan = framing == 1;
+        if (!path.ipv6) {
+            gid_from_ipv4(static_cast<uint32_t>(rng()), path.sgid);
+            gid_from_ipv4(static_cast<uint32_t>(rng()), path.dgid);
+        }
+        HeaderTemplate t;
+        for (int i = 0; i < 300; ++i) {
+            /* Every TOS value at least once, then the ECT/not-ECT ping-pong. */
+            path.tos = i < 256 ? static_cast<uint8_t>(i) : (i & 1 ? 0x02 : 0x00);
+            FrameSpec s = random_spec(rng, path, &seg, 4200);
+            s.rocev1 = framing == 3;
+            expect_same(t, s, 8192);
+        }
+        EXPECT_EQ(t.rebuilds(), 1u);
+    }
 }
