@@ -184,7 +184,10 @@ Result<ud::AddressHandle> resolve_ah(Runtime &rt, Dev &dev, const AhAttr &attr) 
     }
     std::memcpy(ah.eth.dst, mac.data(), 6);
     std::memcpy(ah.eth.src, dev.iface().mac.data(), 6);
-    ah.eth.has_vlan = false;
+    /* The sgid entry's VLAN, PCP = SL & 7, as an RC QP's path. */
+    const uint16_t vid = dev.gids().vlan(attr.sgid_index);
+    ah.eth.has_vlan = vid != 0;
+    ah.eth.vlan_tci = static_cast<uint16_t>(((attr.sl & 7u) << 13) | vid);
     ah.eth.ethertype = wire::kEtherTypeIpv4;
     return ah;
 }
