@@ -57,7 +57,8 @@ if timeout 120 "$perf" write_bw --config "$work/small.conf" -n 200 --eth-mtu 150
 else fail "--eth-mtu 1500 -x 1 over mtu = 600, gid_index = 0"; fi
 
 # RoCEv1 GIDs from the file ([port] gid_type = v1) and from the flag (--gid-type v1):
-# GID 3 is then the RoCEv1 twin of GID 1 and the frames are received as RoCEv1.
+# the demo has GIDs 0-2, so GID 3 is then the RoCEv1 twin of GID 0 (link-local), and
+# the frames are received as RoCEv1.
 sed -e 's/^gid_index = 1 /gid_index = 3 /' -e 's/^counters = off /counters = on /' \
     -e 's/^\[port\]$/[port]\ngid_type = v1/' "$cfg/droce.conf" >"$work/v1.conf"
 if timeout 120 "$perf" write_bw --config "$work/v1.conf" -n 200 >"$out" 2>"$err" &&

@@ -13,6 +13,8 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -421,4 +423,18 @@ TEST(GidVlanConfig, BadVlanSuffixIsRefusedNamingIt) {
         EXPECT_EQ(r.status().code(), EINVAL);
         EXPECT_NE(r.status().message().find("bad VLAN"), std::string::npos) << r.status().message();
     }
+}
+
+/* The fuzz seed of a RoCEv1 frame (tests/fuzz/seeds, taken from a droce-pingpong
+ * --gid-type v1 capture) is a whole, valid one: parse_frame accepts it with its ICRC. */
+TEST(FuzzSeeds, RoceV1SeedIsAValidRoceV1Frame) {
+    std::ifstream in(DROCE_FUZZ_SEEDS_DIR "/rocev1_rc_send_only", std::ios::binary);
+    ASSERT_TRUE(in) << DROCE_FUZZ_SEEDS_DIR "/rocev1_rc_send_only";
+    const std::vector<uint8_t> f((std::istreambuf_iterator<char>(in)),
+                                 std::istreambuf_iterator<char>());
+    wire::ParsedPacket p;
+    ASSERT_EQ(wire::parse_frame(f.data(), f.size(), p, true), wire::ParseResult::Ok);
+    EXPECT_TRUE(p.rocev1);
+    EXPECT_EQ(p.eth.ethertype, 0x8915);
+    EXPECT_EQ(p.bth.opcode, 0x04); /* RC SEND_ONLY */
 }
