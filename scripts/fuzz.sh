@@ -50,7 +50,9 @@ cp "$root"/config/*.conf "$bdir/fuzz-seeds/config/"
 # Frames no vector holds (tests/fuzz/seeds: one raw frame per file, e.g. a RoCEv1 one):
 # the parser's seeds, and fuzz_rx's below.
 for f in "$root"/tests/fuzz/seeds/*; do
-    [ -f "$f" ] && [ "$(basename "$f")" != README ] && cp "$f" "$bdir/fuzz-seeds/parse/$(basename "$f")_0"
+    if [ -f "$f" ] && [ "$(basename "$f")" != README ]; then
+        cp "$f" "$bdir/fuzz-seeds/parse/$(basename "$f")_0"
+    fi
 done
 for f in "$bdir/fuzz-seeds/parse"/*_[0-9] "$bdir/fuzz-seeds/parse"/*_1[01]; do
     [ -f "$f" ] || continue
