@@ -148,10 +148,9 @@ Result<ud::AddressHandle> resolve_ah(Runtime &rt, Dev &dev, const AhAttr &attr) 
         return Status(EINVAL, "create_ah: sgid_index " + std::to_string(attr.sgid_index) +
                                   " is not in the GID table of " + dev.name() + " (" +
                                   std::to_string(dev.gids().size()) + " entries)");
-    if (dev.gids().is_v1(attr.sgid_index))
-        return Status(EOPNOTSUPP, "create_ah: sgid_index " + std::to_string(attr.sgid_index) +
-                                      " is a RoCEv1 GID; UD is RoCE v2 only");
     ud::AddressHandle ah;
+    /* A RoCEv1 sgid: GRH framing; the next hop is resolved as for v2 (droce <-> droce). */
+    ah.rocev1 = dev.gids().is_v1(attr.sgid_index);
     std::memcpy(ah.sgid, sgid->raw, 16);
     std::memcpy(ah.dgid, attr.dgid.raw, 16);
     ah.traffic_class = attr.traffic_class;

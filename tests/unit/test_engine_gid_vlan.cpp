@@ -408,6 +408,111 @@ TEST_F(GidVlan, FramesOnAnotherVlanThanTheirGidsAreCountedDrops) {
     EXPECT_EQ(after.at("rx_drop_vlan_mismatch") - before.at("rx_drop_vlan_mismatch"), 4u);
 }
 
+/* UD SEND over the RoCEv1 twin of the IPv4 GID (4): 0x8915 frames on the port's VLAN,
+ * PCP = SL; the receive reports the GRH (40 bytes, version 6, next header 0x1B, A's GID
+ * as source) before the payload. */
+TEST_F(GidVlan, UdSendOverRoceV1GidReportsTheGrh) {
+    constexpr uint32_t kQkey = 0x11111111;
+    struct Ud {
+        std::unique_ptr<ProtectionDomain> pd;
+        std::unique_ptr<CompletionQueue> cq;
+        std::vector<uint8_t> buf = std::vector<uint8_t>(4096);
+        std::unique_ptr<MemoryRegion> mr;
+        std::unique_ptr<QueuePair> qp;
+        std::unique_ptr<AddressHandle> ah;
+    } ua, ub;
+    for (auto [u, d] : {std::pair{&ua, dev_a}, std::pair{&ub, dev_b}}) {
+        u->pd = std::move(*d->alloc_pd());
+        u->cq = std::move(*d->create_cq(64));
+        u->mr = std::move(*u->pd->reg_mr(u->buf.data(), u->buf.size(), kAccessLocalWrite));
+        QpInitAttr ia;
+        ia.qp_type = QpType::Ud;
+        ia.send_cq = ia.recv_cq = u->cq.get();
+        auto q = u->pd->create_qp(ia);
+        ASSERT_TRUE(q) << q.status().message();
+        u->qp = std::move(*q);
+        QpAttr at;
+        at.qp_state = QpState::Init;
+        at.qkey = kQkey;
+        ASSERT_TRUE(u->qp->modify(at, kQpState | kQpPkeyIndex | kQpPort | kQpQkey));
+        at.qp_state = QpState::Rtr;
+        ASSERT_TRUE(u->qp->modify(at, kQpState));
+        at.qp_state = QpState::Rts;
+        ASSERT_TRUE(u->qp->modify(at, kQpState | kQpSqPsn));
+    }
+    AhAttr ah;
+    ah.sgid_index = 4;
+    ah.sl = 2;
+    ah.dgid = dev_b->gids()[4].gid;
+    Result<std::unique_ptr<AddressHandle>> r = Status(EINVAL, "not tried");
+    Status st = with_relay([&] {
+        r = ua.pd->create_ah(ah);
+        return r ? Status{} : r.status();
+    });
+    ASSERT_TRUE(st) << st.message();
+    ua.ah = std::move(*r);
+    RecvWr rw;
+    rw.wr_id = 1;
+    rw.sg_list[0] = Sge{reinterpret_cast<uint64_t>(ub.buf.data()), 2048, ub.mr->lkey()};
+    rw.num_sge = 1;
+    ASSERT_TRUE(ub.qp->post_recv(rw));
+    for (uint32_t i = 0; i < 500; ++i)
+        ua.buf[i] = static_cast<uint8_t>(i * 3 + 1);
+    SendWr w;
+    w.wr_id = 2;
+    w.opcode = WrOpcode::Send;
+    w.send_flags = kSendSignaled;
+    w.sg_list[0] = Sge{reinterpret_cast<uint64_t>(ua.buf.data()), 500, ua.mr->lkey()};
+    w.num_sge = 1;
+    w.ah = ua.ah.get();
+    w.remote_qpn = ub.qp->qp_num();
+    w.remote_qkey = kQkey;
+    seen.clear();
+    const uint64_t v1_before = counter_map(*dev_b).at("rx_rocev1_packets");
+    ASSERT_TRUE(ua.qp->post_send(w));
+    Wc wc{};
+    int got = 0;
+    const auto deadline = std::chrono::steady_clock::now() + 5s;
+    while (got < 2 && std::chrono::steady_clock::now() < deadline) {
+        pump();
+        if (ua.cq->poll(&wc, 1) == 1) {
+            EXPECT_EQ(wc.status, WcStatus::Success);
+            ++got;
+        }
+    }
+    ASSERT_EQ(got, 1);
+    for (int i = 0; i < 100 && ub.cq->poll(&wc, 1) == 0; ++i)
+        pump();
+    ASSERT_EQ(wc.wr_id, 1u);
+    EXPECT_EQ(wc.status, WcStatus::Success);
+    EXPECT_EQ(wc.byte_len, 40u + 500u);
+    EXPECT_TRUE(wc.wc_flags & kWcGrh);
+    EXPECT_EQ(wc.src_qp, ua.qp->qp_num());
+    const uint8_t *grh = ub.buf.data();
+    EXPECT_EQ(grh[0] >> 4, 6);
+    EXPECT_EQ(grh[6], 0x1B); /* next header: BTH */
+    EXPECT_EQ(std::memcmp(grh + 8, dev_a->gids()[4].gid.raw, 16), 0);
+    EXPECT_EQ(std::memcmp(grh + 24, dev_b->gids()[4].gid.raw, 16), 0);
+    EXPECT_EQ(std::memcmp(grh + 40, ua.buf.data(), 500), 0);
+    EXPECT_EQ(counter_map(*dev_b).at("rx_rocev1_packets") - v1_before, 1u);
+    size_t frames = 0;
+    for (const Seen &s : seen)
+        if (s.a_to_b && s.roce()) {
+            ++frames;
+            EXPECT_EQ(s.ethertype(), 0x8915);
+            EXPECT_EQ(s.vid(), kPortVid);
+            EXPECT_EQ(s.pcp(), 2);
+        }
+    EXPECT_EQ(frames, 1u);
+    ua.ah.reset();
+    for (Ud *u : {&ua, &ub}) {
+        u->qp.reset();
+        u->mr.reset();
+        u->cq.reset();
+        u->pd.reset();
+    }
+}
+
 TEST(GidVlanConfig, BadVlanSuffixIsRefusedNamingIt) {
     auto engine = make_engine();
     ASSERT_TRUE(engine);
