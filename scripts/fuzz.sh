@@ -47,6 +47,13 @@ cp "$root"/config/*.conf "$bdir/fuzz-seeds/config/"
 "$bdir/tests/fuzz/pcap_to_corpus" "$bdir/fuzz-seeds/cm" "$vectors"/rxe/rping.pcap \
     "$vectors"/rxe/ucmatose.pcap "$vectors"/rxe/write_bw_cm.pcap "$vectors"/rxe/ud_pingpong.pcap
 "$bdir/tests/fuzz/pcap_to_corpus" "$bdir/fuzz-seeds/parse" "$vectors"/*/*.pcap "$vectors"/*/*.pcapng
+# Frames no vector holds (tests/fuzz/seeds: one raw frame per file, e.g. a RoCEv1 one):
+# the parser's seeds, and fuzz_rx's below.
+for f in "$root"/tests/fuzz/seeds/*; do
+    if [ -f "$f" ] && [ "$(basename "$f")" != README ]; then
+        cp "$f" "$bdir/fuzz-seeds/parse/$(basename "$f")_0"
+    fi
+done
 for f in "$bdir/fuzz-seeds/parse"/*_[0-9] "$bdir/fuzz-seeds/parse"/*_1[01]; do
     [ -f "$f" ] || continue
     b=$(basename "$f")

@@ -72,6 +72,7 @@ void apply_congestion_options(const DeviceOptions &o, DeviceConfig &cfg) {
  * the forced values; the gateways are for a real port only). */
 void apply_l3_options(const DeviceOptions &o, DeviceConfig &cfg) {
     cfg.vlan = o.vlan;
+    cfg.rocev1_gids = o.rocev1_gids; /* --gid-type v1 */
     cfg.force_tclass = o.force_dscp >= 0 ? o.force_dscp << 2 : -1;
     cfg.force_hop_limit = o.force_ttl;
 }

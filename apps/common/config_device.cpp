@@ -164,16 +164,25 @@ const std::vector<Key> &schema() {
         num("port", "mtu", 576, 9600,
             [](DeviceOptions &o, uint64_t u) { o.eth_mtu = static_cast<uint32_t>(u); }),
         {"port", "gid_index", nullptr, true},
-        {"port", "ip6", /* repeatable: GIDs 2.. (--ip X:Y::Z/P) */
+        {"port", "ip6", /* repeatable: GIDs 2.. (--ip X:Y::Z/P[@VID]) */
          [](const std::string &v, DeviceOptions &o) -> std::string {
-             const size_t slash = v.find('/');
+             const size_t slash = v.find('/'), at = v.find('@');
              in6_addr a{};
-             uint64_t p = 0;
-             if (slash == std::string::npos ||
+             uint64_t p = 0, vid = 0;
+             if (slash == std::string::npos || (at != std::string::npos && at < slash) ||
                  inet_pton(AF_INET6, v.substr(0, slash).c_str(), &a) != 1 ||
-                 !parse_u64(v.substr(slash + 1).c_str(), 128, p))
-                 return "want X:Y::Z/P";
+                 !parse_u64(v.substr(slash + 1, at - slash - 1).c_str(), 128, p))
+                 return "want X:Y::Z/P or X:Y::Z/P@VID";
+             if (at != std::string::npos && !parse_u64(v.substr(at + 1).c_str(), 4094, vid))
+                 return "want a VLAN 0..4094 after '@' (0 = untagged)";
              o.ip6.push_back(v);
+             return "";
+         }},
+        {"port", "gid_type",
+         [](const std::string &v, DeviceOptions &o) -> std::string {
+             if (v != "v1" && v != "v2")
+                 return "want v1 (RoCEv1 GIDs too) or v2";
+             o.rocev1_gids = v == "v1";
              return "";
          }},
         {"port", "gateway",

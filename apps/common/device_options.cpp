@@ -40,6 +40,7 @@ const struct option kDeviceLongOptions[] = {
     {"force-ttl", required_argument, nullptr, kOptForceTtl},
     {"line-rate", required_argument, nullptr, kOptLineRate},
     {"tx-burst", required_argument, nullptr, kOptTxBurst},
+    {"gid-type", required_argument, nullptr, kOptGidType},
 };
 
 bool valid_ipv4_cidr(const char *s) {
@@ -49,7 +50,7 @@ bool valid_ipv4_cidr(const char *s) {
            b <= 255 && c <= 255 && d <= 255 && p <= 32;
 }
 
-/* X:Y::Z/P; the engine checks the address itself (unicast, not link-local). */
+/* X:Y::Z/P[@VID]; the engine checks the address itself (unicast, not link-local). */
 bool valid_ipv6_cidr(const char *s) {
     const char *slash = std::strchr(s, '/');
     if (slash == nullptr || std::strchr(s, ':') == nullptr || slash[1] == '\0')
@@ -58,7 +59,13 @@ bool valid_ipv6_cidr(const char *s) {
     in6_addr a{};
     char *end = nullptr;
     const unsigned long p = std::strtoul(slash + 1, &end, 10);
-    return inet_pton(AF_INET6, addr.c_str(), &a) == 1 && *end == '\0' && p <= 128;
+    if (inet_pton(AF_INET6, addr.c_str(), &a) != 1 || end == slash + 1 || p > 128)
+        return false;
+    if (*end == '\0')
+        return true;
+    /* "@VID": the address on its own VLAN (0 = untagged). */
+    uint64_t vid = 0;
+    return *end == '@' && parse_u64(end + 1, 4094, vid);
 }
 
 bool valid_mac(const char *s) {
@@ -89,7 +96,7 @@ const char *take(int c, const char *arg, DeviceOptions &o, const DeviceOptionRul
         /* Repeatable: one IPv4 address (GID 1) and IPv6 ones (GIDs 2..). */
         if (std::strchr(arg, ':') != nullptr) {
             if (!valid_ipv6_cidr(arg))
-                return "A.B.C.D/P or X:Y::Z/P";
+                return "A.B.C.D/P or X:Y::Z/P[@VID]";
             o.ip6.emplace_back(arg);
             return "";
         }
@@ -101,6 +108,11 @@ const char *take(int c, const char *arg, DeviceOptions &o, const DeviceOptionRul
         if (!parse_u64(arg, 4094, u) || u == 0)
             return "a VLAN ID 1..4094";
         o.vlan = static_cast<uint16_t>(u);
+        return "";
+    case kOptGidType:
+        if (std::strcmp(arg, "v1") != 0 && std::strcmp(arg, "v2") != 0)
+            return "v1 (RoCEv1 GIDs too, after the RoCE v2 ones) or v2";
+        o.rocev1_gids = std::strcmp(arg, "v1") == 0;
         return "";
     case kOptGateway:
         if (std::strchr(arg, ':') != nullptr) {

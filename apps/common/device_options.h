@@ -53,9 +53,10 @@ struct DeviceOptions {
     int pfc = -1;                   /**< --pfc PRIO (DeviceConfig::pfc_priority); -1 = none */
     uint64_t line_rate_bps = 0;     /**< --line-rate (DeviceConfig::line_rate_bps); 0 = link's */
     uint32_t tx_burst = 0;          /**< --tx-burst N (DeviceConfig::tx_burst_frames) */
-    std::vector<std::string> ip6;   /**< --ip X:Y::Z/P, repeatable (DeviceConfig::ipv6_cidrs) */
+    std::vector<std::string> ip6;   /**< --ip X:Y::Z/P[@VID] (DeviceConfig::ipv6_cidrs) */
     std::string gateway, gateway6;  /**< --gateway A.B.C.D | X:Y::Z */
     uint16_t vlan = 0;              /**< --vlan VID */
+    bool rocev1_gids = false;       /**< --gid-type v1 (DeviceConfig::rocev1_gids) */
     int force_dscp = -1;            /**< --force-dscp D (DeviceConfig::force_tclass = D << 2) */
     int force_ttl = -1;             /**< --force-ttl N (DeviceConfig::force_hop_limit) */
     bool counters = false;          /**< --counters */
@@ -114,6 +115,7 @@ enum DeviceOption : int {
     kOptLineRate,
     kOptTxBurst,
     kOptPfcTx,
+    kOptGidType,
     kFirstToolOption = 1100,
 };
 

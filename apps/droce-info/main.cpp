@@ -234,16 +234,22 @@ bool show_device(Telemetry &t, const std::string &dev, const Options &opt,
     std::printf("\t\t\tipv4:\t\t\t%s\n", str(info, "ipv4").c_str());
     json_t *gids = json_object_get(info, "gid");
     json_t *types = json_object_get(info, "gid_type");
+    json_t *vlans = json_object_get(info, "gid_vlan");
     for (size_t i = 0; json_is_array(gids) && i < json_array_size(gids); ++i) {
         const char *g = json_string_value(json_array_get(gids, i));
         const char *ty = json_string_value(json_array_get(types, i));
         if (g == nullptr)
             continue;
-        std::printf("\t\t\tGID[%3zu]:\t\t%s, %s\n", i, gid_short(g).c_str(), ty ? ty : "RoCE v2");
+        /* A GID on a VLAN (its own or the port's) says so, as ibv_devinfo's does not. */
+        const json_int_t vid = json_integer_value(json_array_get(vlans, i));
+        const std::string on_vlan = vid > 0 ? ", VLAN " + std::to_string(vid) : std::string();
+        std::printf("\t\t\tGID[%3zu]:\t\t%s, %s%s\n", i, gid_short(g).c_str(), ty ? ty : "RoCE v2",
+                    on_vlan.c_str());
         const std::string v4 = gid_ipv4(g);
+        const bool v1 = ty != nullptr && std::strstr(ty, "v1") != nullptr;
         char line[256];
-        std::snprintf(line, sizeof line, "%s\t1\t%zu\t%s\t%-15s\tv2\t%s", dev.c_str(), i, g,
-                      v4.c_str(), str(info, "driver", "-").c_str());
+        std::snprintf(line, sizeof line, "%s\t1\t%zu\t%s\t%-15s\t%s\t%s", dev.c_str(), i, g,
+                      v4.c_str(), v1 ? "v1" : "v2", str(info, "driver", "-").c_str());
         gid_lines.emplace_back(line);
     }
     json_decref(info);

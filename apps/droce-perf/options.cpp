@@ -171,6 +171,8 @@ void print_usage(const char *argv0, FILE *out) {
         "droce options:\n"
         "  --ip=<A.B.C.D/P>         droce's IPv4 address (required except with --loopback)\n"
         "  --ip=<X:Y::Z/P>          an IPv6 address too (repeatable): GIDs 2.., -x 2\n"
+        "                           (X:Y::Z/P@VID: on its own VLAN, a VLAN per GID)\n"
+        "  --gid-type=v1|v2         v1: RoCEv1 GIDs too, after the v2 ones (droce only)\n"
         "  --gateway=<addr>         IPv4 or IPv6 default gateway for peers off the subnet\n"
         "  --vlan=<vid>             802.1Q VLAN of RoCE traffic (PCP = SL & 7)\n"
         "  --force-dscp=<d>         DSCP of every QP's packets (device-wide)\n"

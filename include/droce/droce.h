@@ -168,16 +168,20 @@ struct DeviceConfig {
     /** Bytes kept of each captured frame; 0 = whole frames. */
     uint32_t capture_snaplen = 0;
     /** Our IPv6 addresses with prefix, e.g. "fd77:20::2/64" (at most 7): GID indexes 2..
-     * after the IPv4 one. GID 0, fe80::EUI-64 of the MAC, is an IPv6 address of ours too.
+     * after the IPv4 one. "fd77:20::2/64@200" puts the address (its GID, ND and echo) on
+     * VLAN 200 (0..4094, 0 = untagged), as a Linux VLAN netdev's address; without "@" it
+     * is on `vlan`. GID 0, fe80::EUI-64 of the MAC, is an IPv6 address of ours too.
      * Neighbour solicitations for them are answered and ICMPv6 echo replied to. */
     std::vector<std::string> ipv6_cidrs;
     /** Default gateways for peers off our subnets ("" = none: such a peer is an error):
      * frames go to the gateway's MAC (ARP / ND resolved) with the peer's address. */
     std::string gateway;
     std::string gateway6;
-    /** 802.1Q VLAN of the port's RoCE traffic (1..4094; 0 = untagged). Frames are tagged
-     * with PCP = SL & 7 of the QP's address handle; received frames of another VLAN, or
-     * untagged ones, are dropped (rx_drop_vlan_mismatch). */
+    /** 802.1Q VLAN of the port's RoCE traffic (1..4094; 0 = untagged): of GIDs 0 and 1
+     * (link-local, IPv4; ARP and ICMP) and of IPv6 addresses without their own "@VID".
+     * A QP's frames carry the VLAN of its sgid_index entry with PCP = SL & 7 of its
+     * address handle; a received frame on another VLAN than that of the GID it is
+     * addressed to, or on none of ours, is dropped (rx_drop_vlan_mismatch). */
     uint16_t vlan = 0;
     /** Device-wide overrides of the address handle's traffic class (DSCP << 2 | ECN; with
      * DCQCN data frames still carry the ECN mode's bits) and TTL / hop limit, like mlx5's
@@ -260,6 +264,9 @@ struct GidEntry {
     Gid gid;
     /** "RoCE v2", or "IB/RoCE v1" (DeviceConfig::rocev1_gids), as Linux's gid_attrs/types. */
     const char *type;
+    /** The entry's 802.1Q VLAN (0 = untagged): DeviceConfig::vlan, or an IPv6 address's
+     * own "@VID". A QP on this GID sends on it; frames for it are accepted on it only. */
+    uint16_t vlan = 0;
 };
 
 /** A RoCEv2 device on one port (one IB port, number 1). Owned by the Engine; all its

@@ -350,9 +350,11 @@ class QpImpl final : public QueuePair {
         *path = rc::Path{};
         std::memcpy(path->eth.dst, mac.data(), 6);
         std::memcpy(path->eth.src, dev_.iface().mac.data(), 6);
-        /* 802.1Q: PCP = SL & 7 (the kernel's rdma_ah_get_sl -> VLAN priority for RoCE). */
-        path->eth.has_vlan = dev_.vlan() != 0;
-        path->eth.vlan_tci = static_cast<uint16_t>(((ah.sl & 7u) << 13) | dev_.vlan());
+        /* 802.1Q: the sgid entry's VLAN, PCP = SL & 7 (the kernel's rdma_ah_get_sl -> VLAN
+         * priority for RoCE). */
+        const uint16_t vid = dev_.gids().vlan(ah.sgid_index);
+        path->eth.has_vlan = vid != 0;
+        path->eth.vlan_tci = static_cast<uint16_t>(((ah.sl & 7u) << 13) | vid);
         path->eth.ethertype = v4 ? wire::kEtherTypeIpv4 : wire::kEtherTypeIpv6;
         path->ipv6 = !v4;
         /* A RoCEv1 source GID: GRH framing (next hop resolved as for v2 above). */

@@ -87,6 +87,7 @@ inline constexpr uint32_t kDoorbellSrq = 0x80000000u;
     X(tx_bytes_zero_copy)       /* payload bytes attached as external buffers (not copied) */      \
     X(tx_bytes_copied)          /* payload bytes copied into the frame */                          \
     X(rx_multiseg_packets)      /* chained RoCE frames accepted (headers in the first segment) */  \
+    X(rx_rocev1_packets)        /* RoCEv1 frames (0x8915) accepted for one of our v1 GIDs */       \
     X(rx_drop_multiseg)         /* chained frame not handled: headers not in the first segment, */ \
                                 /* too many segments, or chained ARP/ICMP */                       \
     X(mr_extmem_register_failed) /* rte_extmem_register refused a region (note, not an error) */   \
@@ -96,7 +97,7 @@ inline constexpr uint32_t kDoorbellSrq = 0x80000000u;
     X(rx_drop_not_our_mac)                                                                         \
     X(rx_drop_unknown_ethertype)                                                                   \
     X(rx_drop_not_our_ip)    /* RoCE packet for another IPv4/IPv6 address */                       \
-    X(rx_drop_vlan_mismatch) /* tagged with another VLAN than the port's, or untagged on a VLAN */ \
+    X(rx_drop_vlan_mismatch) /* on a VLAN none of our GIDs is on, or not that of its GID */        \
     X(rx_drop_unknown_qpn)                                                                         \
     X(sq_wr_rejected) /* WR refused by the QP on the worker: error completion */                   \
     X(rq_wr_rejected)                                                                              \
@@ -522,6 +523,13 @@ class Dev final {
     Status set_l3(const DeviceConfig &cfg);
     const net::Iface6 &iface6() const { return ifc6_; }
     uint16_t vlan() const { return vlan_; }
+    /** vid is the VLAN of one of our GIDs besides the port's (an IPv6 address's "@VID"). */
+    bool gid_vlan(uint16_t vid) const {
+        for (uint32_t i = 0; i < ngid_vlans_; ++i)
+            if (gid_vlans_[i] == vid)
+                return true;
+        return false;
+    }
     int force_tclass() const { return force_tclass_; }
     int force_hop_limit() const { return force_hop_limit_; }
     /* MR table and zero-copy regions are read by every worker: change them only with
@@ -680,6 +688,10 @@ class Dev final {
     net::NeighTable6 neigh6_; /* worker 0 */
     int force_tclass_ = -1;
     int force_hop_limit_ = -1;
+    /* The GIDs' VLANs other than vlan_ (per-address "@VID"): frames on them pass the
+     * port's VLAN filter and are then matched against their GID's VLAN. */
+    uint16_t gid_vlans_[net::kMaxIp6Addrs] = {};
+    uint32_t ngid_vlans_ = 0;
 
     bool hosted_ = false;
     bool rtr_nonblocking_ = false;

@@ -1416,8 +1416,9 @@ template <bool Cap> void Shard::rx_one_t(rte_mbuf *m, uint64_t now) {
         et = static_cast<uint16_t>((p[16] << 8) | p[17]);
         vid = static_cast<uint16_t>(((p[14] << 8) | p[15]) & 0xFFF);
     }
-    /* One VLAN per port (0: untagged; priority-tagged frames, VID 0, count as untagged). */
-    if (vid != dev_.vlan_) [[unlikely]] {
+    /* The port's VLAN, or another one of our GIDs is on (0: untagged; priority-tagged
+     * frames, VID 0, count as untagged); which GID a frame may reach is checked below. */
+    if (vid != dev_.vlan_ && !dev_.gid_vlan(vid)) [[unlikely]] {
         ++ec.rx_drop_vlan_mismatch;
         rte_pktmbuf_free(m);
         return;
@@ -1437,6 +1438,13 @@ template <bool Cap> void Shard::rx_one_t(rte_mbuf *m, uint64_t now) {
          p[l2 + 9] == net::kIpProtoIcmp)) {
         /* ARP/ICMP replies are built in place: not on a chain. */
         ++ec.rx_drop_multiseg;
+        rte_pktmbuf_free(m);
+        return;
+    }
+    if ((et == net::kEtherTypeArp ||
+         (et == net::kEtherTypeIpv4 && len >= l2 + 20 && p[l2 + 9] == net::kIpProtoIcmp)) &&
+        vid != dev_.vlan_) [[unlikely]] {
+        ++ec.rx_drop_vlan_mismatch; /* the IPv4 address is on the port's VLAN only */
         rte_pktmbuf_free(m);
         return;
     }
@@ -1492,14 +1500,30 @@ template <bool Cap> void Shard::rx_one_t(rte_mbuf *m, uint64_t now) {
         rte_pktmbuf_free(m);
         return;
     }
-    /* RoCEv1 frames are ours only for a GID the table holds as RoCEv1 (rocev1_gids). */
-    if (pp.rocev1 ? !dev_.gids_.has_v1(pp.dst_gid)
-        : pp.ipv6 ? dev_.ifc6_.find(pp.dst_gid) < 0
-                  : pp.ip4.dst != ifc.ip) {
+    /* RoCEv1 frames are ours only for a GID the table holds as RoCEv1 (rocev1_gids).
+     * Each GID is on its VLAN: the IPv4 one on the port's, an IPv6 one on its address's. */
+    int gi = 0;
+    uint16_t want_vid = dev_.vlan_;
+    if (pp.rocev1) [[unlikely]] {
+        gi = dev_.gids_.find_v1(pp.dst_gid);
+        want_vid = dev_.gids_.vlan(static_cast<uint32_t>(gi));
+    } else if (pp.ipv6) {
+        gi = dev_.ifc6_.find(pp.dst_gid);
+        want_vid = gi >= 0 ? dev_.ifc6_.vid_of(gi) : 0;
+    } else if (pp.ip4.dst != ifc.ip) {
+        gi = -1;
+    }
+    if (gi < 0) {
         ++ec.rx_drop_not_our_ip;
         rte_pktmbuf_free(m);
         return;
     }
+    if (vid != want_vid) [[unlikely]] {
+        ++ec.rx_drop_vlan_mismatch;
+        rte_pktmbuf_free(m);
+        return;
+    }
+    ec.rx_rocev1_packets += pp.rocev1;
     const uint32_t qpn = pp.bth.dest_qp;
     if (qpn >= dev_.max_qps_) {
         if (qpn == ud::kMulticastQpn) /* a UD multicast datagram: named, not "unknown" */

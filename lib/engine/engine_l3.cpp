@@ -13,9 +13,26 @@
 namespace droce::engine {
 
 Status Dev::set_l3(const DeviceConfig &cfg) {
+    if (cfg.vlan > 4094)
+        return Status(EINVAL, "open_device: VLAN " + std::to_string(cfg.vlan) +
+                                  " out of range (1..4094, 0 = untagged)");
     net::Iface6 f = net::make_iface6(ifc_.mac);
     std::vector<Gid> gids6;
-    for (const std::string &c : cfg.ipv6_cidrs) {
+    std::vector<uint16_t> vlans6;
+    ngid_vlans_ = 0;
+    for (const std::string &spec : cfg.ipv6_cidrs) {
+        /* "ADDR/P@VID": the address on its own VLAN. */
+        const size_t at = spec.find('@');
+        const std::string c = spec.substr(0, at);
+        int32_t vid = -1;
+        if (at != std::string::npos) {
+            const std::string v = spec.substr(at + 1);
+            if (v.empty() || v.size() > 4 ||
+                v.find_first_not_of("0123456789") != std::string::npos || std::stoul(v) > 4094)
+                return Status(EINVAL, "open_device: bad VLAN '" + v + "' of IPv6 address " + c +
+                                          " (@0..4094, 0 = untagged)");
+            vid = static_cast<int32_t>(std::stoul(v));
+        }
         net::Ip6 a;
         uint8_t len = 0;
         if (Status s = net::parse_ipv6_cidr(c, &a, &len); !s)
@@ -23,12 +40,19 @@ Status Dev::set_l3(const DeviceConfig &cfg) {
         if (net::ipv6_is_link_local(a.data()))
             return Status(EINVAL, "open_device: " + c +
                                       " is link-local; GID 0 is the port's link-local address");
-        if (!f.add(a, len))
+        if (!f.add(a, len, vid))
             return Status(EINVAL, "open_device: IPv6 address " + c + " repeated, or more than " +
                                       std::to_string(net::kMaxIp6Addrs - 1));
         Gid g{};
         std::memcpy(g.raw, a.data(), 16);
         gids6.push_back(g);
+        const uint16_t v = vid >= 0 ? static_cast<uint16_t>(vid) : cfg.vlan;
+        vlans6.push_back(v);
+        bool known = v == cfg.vlan;
+        for (uint32_t i = 0; i < ngid_vlans_; ++i)
+            known = known || gid_vlans_[i] == v;
+        if (!known)
+            gid_vlans_[ngid_vlans_++] = v;
     }
     if (!cfg.gateway6.empty()) {
         if (!net::parse_ipv6(cfg.gateway6, &f.gateway) || net::ipv6_is_multicast(f.gateway.data()))
@@ -47,9 +71,6 @@ Status Dev::set_l3(const DeviceConfig &cfg) {
                                       net::ipv4_str(ifc_.ip & ifc_.netmask()) + "/" +
                                       std::to_string(ifc_.prefix_len));
     }
-    if (cfg.vlan > 4094)
-        return Status(EINVAL, "open_device: VLAN " + std::to_string(cfg.vlan) +
-                                  " out of range (1..4094, 0 = untagged)");
     if (cfg.force_tclass < -1 || cfg.force_tclass > 255)
         return Status(EINVAL, "open_device: force_tclass " + std::to_string(cfg.force_tclass) +
                                   " out of range (0..255, -1 = off)");
@@ -57,11 +78,12 @@ Status Dev::set_l3(const DeviceConfig &cfg) {
         return Status(EINVAL, "open_device: force_hop_limit " +
                                   std::to_string(cfg.force_hop_limit) +
                                   " out of range (1..255, -1 = off)");
-    /* NS/ARP we originate go on the port's VLAN with priority 0. */
+    /* NS/ARP we originate go on the port's VLAN with priority 0 (an NS from an address
+     * with its own VLAN on that one). */
     f.vlan_tci = cfg.vlan;
     ifc6_ = f;
     ifc_.gateway = gw4;
-    gids_ = net::GidTable(ifc_.mac, {ifc_.ip}, gids6, cfg.rocev1_gids);
+    gids_ = net::GidTable(ifc_.mac, {ifc_.ip}, gids6, cfg.rocev1_gids, cfg.vlan, vlans6);
     vlan_ = cfg.vlan;
     force_tclass_ = cfg.force_tclass;
     force_hop_limit_ = cfg.force_hop_limit;

@@ -146,18 +146,23 @@ int cmd_info(const char *, const char *params, rte_tel_data *d) {
 
     rte_tel_data *gids = rte_tel_data_alloc();
     rte_tel_data *types = rte_tel_data_alloc();
-    if (gids && types) {
+    rte_tel_data *vlans = rte_tel_data_alloc();
+    if (gids && types && vlans) {
         rte_tel_data_start_array(gids, RTE_TEL_STRING_VAL);
         rte_tel_data_start_array(types, RTE_TEL_STRING_VAL);
+        rte_tel_data_start_array(vlans, RTE_TEL_U64_VAL);
         for (const GidEntry &e : dev->gids().entries()) {
             rte_tel_data_add_array_string(gids, gid_str(e.gid).c_str());
             rte_tel_data_add_array_string(types, e.type);
+            rte_tel_data_add_array_u64(vlans, e.vlan);
         }
         rte_tel_data_add_dict_container(d, "gid", gids, 0);
         rte_tel_data_add_dict_container(d, "gid_type", types, 0);
+        rte_tel_data_add_dict_container(d, "gid_vlan", vlans, 0);
     } else {
         rte_tel_data_free(gids);
         rte_tel_data_free(types);
+        rte_tel_data_free(vlans);
     }
     return 0;
 }

@@ -148,10 +148,9 @@ Result<ud::AddressHandle> resolve_ah(Runtime &rt, Dev &dev, const AhAttr &attr) 
         return Status(EINVAL, "create_ah: sgid_index " + std::to_string(attr.sgid_index) +
                                   " is not in the GID table of " + dev.name() + " (" +
                                   std::to_string(dev.gids().size()) + " entries)");
-    if (dev.gids().is_v1(attr.sgid_index))
-        return Status(EOPNOTSUPP, "create_ah: sgid_index " + std::to_string(attr.sgid_index) +
-                                      " is a RoCEv1 GID; UD is RoCE v2 only");
     ud::AddressHandle ah;
+    /* A RoCEv1 sgid: GRH framing; the next hop is resolved as for v2 (droce <-> droce). */
+    ah.rocev1 = dev.gids().is_v1(attr.sgid_index);
     std::memcpy(ah.sgid, sgid->raw, 16);
     std::memcpy(ah.dgid, attr.dgid.raw, 16);
     ah.traffic_class = attr.traffic_class;
@@ -202,10 +201,12 @@ Result<ud::AddressHandle> resolve_ah(Runtime &rt, Dev &dev, const AhAttr &attr) 
     }
     std::memcpy(ah.eth.dst, mac.data(), 6);
     std::memcpy(ah.eth.src, dev.iface().mac.data(), 6);
-    /* On a VLAN port every frame is tagged (an untagged one is dropped by the peer's
-     * VLAN interface): PCP = SL & 7, as for an RC QP. */
-    ah.eth.has_vlan = dev.vlan() != 0;
-    ah.eth.vlan_tci = static_cast<uint16_t>(((attr.sl & 7u) << 13) | dev.vlan());
+    /* The sgid entry's VLAN (the port's unless the GID has its own), PCP = SL & 7, as an
+     * RC QP's path: on a VLAN every frame is tagged (the peer's VLAN interface drops an
+     * untagged one). */
+    const uint16_t vid = dev.gids().vlan(attr.sgid_index);
+    ah.eth.has_vlan = vid != 0;
+    ah.eth.vlan_tci = static_cast<uint16_t>(((attr.sl & 7u) << 13) | vid);
     ah.eth.ethertype = v4 ? wire::kEtherTypeIpv4 : wire::kEtherTypeIpv6;
     return ah;
 }

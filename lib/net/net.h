@@ -173,14 +173,21 @@ class GidTable {
   public:
     GidTable() = default;
     /** rocev1: after the RoCE v2 entries, one RoCEv1 entry per v2 entry (same order), so
-     * the v2 indexes are the same with or without. */
+     * the v2 indexes are the same with or without. Each entry carries a VLAN (0 =
+     * untagged): ipv6_vlans[i] for ipv6s[i] when given, else port_vlan; a RoCEv1 entry
+     * the VLAN of its v2 twin. */
     GidTable(const Mac &mac, const std::vector<uint32_t> &ipv4s, const std::vector<Gid> &ipv6s = {},
-             bool rocev1 = false);
+             bool rocev1 = false, uint16_t port_vlan = 0,
+             const std::vector<uint16_t> &ipv6_vlans = {});
     uint32_t size() const { return static_cast<uint32_t>(gids_.size()); }
     /** Entry idx is RoCEv1 (false when out of range). */
     bool is_v1(uint32_t idx) const { return idx < gids_.size() && idx >= v1_from_; }
     /** gid is in the table as a RoCEv1 entry. */
-    bool has_v1(const uint8_t gid[16]) const;
+    bool has_v1(const uint8_t gid[16]) const { return find_v1(gid) >= 0; }
+    /** Index of gid's RoCEv1 entry, or -1. */
+    int find_v1(const uint8_t gid[16]) const;
+    /** VID of entry idx (0 = untagged; 0 when out of range). */
+    uint16_t vlan(uint32_t idx) const { return idx < vlans_.size() ? vlans_[idx] : 0; }
     /** nullptr when idx is out of range. */
     const Gid *at(uint32_t idx) const { return idx < gids_.size() ? &gids_[idx] : nullptr; }
     /** Index of gid, or -1. */
@@ -193,6 +200,7 @@ class GidTable {
 
   private:
     std::vector<Gid> gids_;
+    std::vector<uint16_t> vlans_;   /* per entry, as gids_ */
     uint32_t v1_from_ = UINT32_MAX; /* first RoCEv1 index; none when >= size() */
 };
 

@@ -63,28 +63,34 @@ Result<uint32_t> next_hop(const Iface &ifc, uint32_t dst) {
 /* ---- GID table ---- */
 
 GidTable::GidTable(const Mac &mac, const std::vector<uint32_t> &ipv4s,
-                   const std::vector<Gid> &ipv6s, bool rocev1) {
+                   const std::vector<Gid> &ipv6s, bool rocev1, uint16_t port_vlan,
+                   const std::vector<uint16_t> &ipv6_vlans) {
     gids_.push_back(link_local(mac));
     for (uint32_t ip : ipv4s)
         gids_.push_back(ipv4_mapped(ip));
+    vlans_.assign(gids_.size(), port_vlan);
     /* After the IPv4 one, as rxe lists a port's addresses (the vectors' IPv6 GID is 2). */
-    for (const Gid &g : ipv6s)
-        gids_.push_back(g);
+    for (size_t i = 0; i < ipv6s.size(); ++i) {
+        gids_.push_back(ipv6s[i]);
+        vlans_.push_back(i < ipv6_vlans.size() ? ipv6_vlans[i] : port_vlan);
+    }
     if (rocev1) {
         /* Linux interleaves v1 and v2 per address; appending keeps the v2 indexes that
          * tools and peers (rxe, perftest's -x 1 default) rely on. */
         const size_t n = gids_.size();
         v1_from_ = static_cast<uint32_t>(n);
-        for (size_t i = 0; i < n; ++i)
+        for (size_t i = 0; i < n; ++i) {
             gids_.push_back(gids_[i]);
+            vlans_.push_back(vlans_[i]);
+        }
     }
 }
 
-bool GidTable::has_v1(const uint8_t gid[16]) const {
+int GidTable::find_v1(const uint8_t gid[16]) const {
     for (size_t i = v1_from_; i < gids_.size(); ++i)
         if (std::memcmp(gids_[i].raw, gid, 16) == 0)
-            return true;
-    return false;
+            return static_cast<int>(i);
+    return -1;
 }
 
 Gid GidTable::link_local(const Mac &mac) {
@@ -134,7 +140,8 @@ int GidTable::find(const uint8_t gid[16]) const {
 std::vector<GidEntry> GidTable::entries() const {
     std::vector<GidEntry> v;
     for (size_t i = 0; i < gids_.size(); ++i)
-        v.push_back(GidEntry{gids_[i], is_v1(static_cast<uint32_t>(i)) ? "IB/RoCE v1" : "RoCE v2"});
+        v.push_back(GidEntry{gids_[i], is_v1(static_cast<uint32_t>(i)) ? "IB/RoCE v1" : "RoCE v2",
+                             vlans_[i]});
     return v;
 }
 

@@ -94,11 +94,12 @@ bool Iface6::on_link(const uint8_t a[16]) const {
     return false;
 }
 
-bool Iface6::add(const Ip6 &a, uint8_t prefix_len) {
-    if (naddrs >= kMaxIp6Addrs || find(a.data()) >= 0 || prefix_len > 128)
+bool Iface6::add(const Ip6 &a, uint8_t prefix_len, int32_t vlan) {
+    if (naddrs >= kMaxIp6Addrs || find(a.data()) >= 0 || prefix_len > 128 || vlan > 4094)
         return false;
     addrs[naddrs].addr = a;
     addrs[naddrs].prefix_len = prefix_len;
+    addrs[naddrs].vlan = vlan < 0 ? -1 : vlan;
     ++naddrs;
     return true;
 }
@@ -238,13 +239,17 @@ Result<Ip6> next_hop6(const Iface6 &ifc, const uint8_t dst[16]) {
                                    " is off-link and no IPv6 gateway is configured");
 }
 
-const Ip6 &source_for(const Iface6 &ifc, const uint8_t dst[16]) {
+uint32_t source_index(const Iface6 &ifc, const uint8_t dst[16]) {
     if (ipv6_is_link_local(dst) || ifc.naddrs < 2)
-        return ifc.addrs[0].addr;
+        return 0;
     for (uint32_t i = 1; i < ifc.naddrs; ++i)
         if (prefix_match(ifc.addrs[i].addr.data(), dst, ifc.addrs[i].prefix_len))
-            return ifc.addrs[i].addr;
-    return ifc.addrs[1].addr;
+            return i;
+    return 1;
+}
+
+const Ip6 &source_for(const Iface6 &ifc, const uint8_t dst[16]) {
+    return ifc.addrs[source_index(ifc, dst)].addr;
 }
 
 /* ---- ICMPv6 ---- */
@@ -281,6 +286,8 @@ size_t handle_icmp6(const Iface6 &ifc, uint8_t *frame, size_t len, size_t cap, s
         ++c.icmp6_drop_bad_checksum;
         return 0;
     }
+    /* Each address answers on its own VLAN only (priority-tagged = untagged). */
+    const uint16_t vid = l2_len >= 18 ? be16(frame + 14) & 0xFFF : 0;
     const uint8_t type = msg[0];
     if (type == kNdSolicit || type == kNdAdvert) {
         if (ip[7] != kNdHopLimit || msg[1] != 0 || mlen < 24 || ipv6_is_multicast(msg + 8)) {
@@ -314,8 +321,13 @@ size_t handle_icmp6(const Iface6 &ifc, uint8_t *frame, size_t len, size_t cap, s
             ++c.icmp6_drop_bad_nd;
             return 0;
         }
-        if (ifc.find(target) < 0) {
+        const int idx = ifc.find(target);
+        if (idx < 0) {
             ++c.icmp6_drop_not_for_us;
+            return 0;
+        }
+        if (ifc.vid_of(idx) != vid) {
+            ++c.icmp6_drop_wrong_vlan;
             return 0;
         }
         ++c.nd_solicits_received;
@@ -356,8 +368,13 @@ size_t handle_icmp6(const Iface6 &ifc, uint8_t *frame, size_t len, size_t cap, s
         return out_len;
     }
     if (type == kEchoRequest) {
-        if (ifc.find(ip + 24) < 0) {
+        const int idx = ifc.find(ip + 24);
+        if (idx < 0) {
             ++c.icmp6_drop_not_for_us;
+            return 0;
+        }
+        if (ifc.vid_of(idx) != vid) {
+            ++c.icmp6_drop_wrong_vlan;
             return 0;
         }
         ++c.icmp6_echo_requests;
@@ -379,7 +396,10 @@ size_t handle_icmp6(const Iface6 &ifc, uint8_t *frame, size_t len, size_t cap, s
 }
 
 size_t build_ns(const Iface6 &ifc, const uint8_t target[16], uint8_t *out, size_t cap) {
-    const size_t l2 = ifc.vlan_tci ? 18 : 14;
+    const Ip6Prefix &src = ifc.addrs[source_index(ifc, target)];
+    /* The source address's own VLAN (priority 0), else the interface's tag. */
+    const uint16_t tci = src.vlan >= 0 ? static_cast<uint16_t>(src.vlan) : ifc.vlan_tci;
+    const size_t l2 = tci ? 18 : 14;
     const size_t total = l2 + kIpv6HdrLen + 32;
     if (cap < total)
         return 0;
@@ -387,13 +407,13 @@ size_t build_ns(const Iface6 &ifc, const uint8_t target[16], uint8_t *out, size_
     const Mac dst = ipv6_multicast_mac(group.data());
     std::memcpy(out, dst.data(), 6);
     std::memcpy(out + 6, ifc.mac.data(), 6);
-    if (ifc.vlan_tci) {
+    if (tci) {
         put16(out + 12, kEtherTypeVlan);
-        put16(out + 14, ifc.vlan_tci);
+        put16(out + 14, tci);
     }
     put16(out + l2 - 2, kEtherTypeIpv6);
     uint8_t *ip = out + l2;
-    write_ip6(ip, 32, kNdHopLimit, source_for(ifc, target).data(), group.data());
+    write_ip6(ip, 32, kNdHopLimit, src.addr.data(), group.data());
     uint8_t *msg = ip + kIpv6HdrLen;
     std::memset(msg, 0, 8);
     msg[0] = kNdSolicit;

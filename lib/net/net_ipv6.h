@@ -32,6 +32,9 @@ inline constexpr size_t kNdFrameLen = 14 + kIpv6HdrLen + 32;
 struct Ip6Prefix {
     Ip6 addr{};
     uint8_t prefix_len = 0;
+    /* The address's own 802.1Q VID (a VLAN per GID, as a Linux VLAN netdev's address);
+     * -1 = the interface's (Iface6::vlan_tci). */
+    int32_t vlan = -1;
 };
 
 /** Our IPv6 side of the link. addrs[0] is always fe80::EUI-64(mac)/64. */
@@ -48,8 +51,13 @@ struct Iface6 {
     int find(const uint8_t a[16]) const;
     /** a is link-local or inside one of our prefixes. */
     bool on_link(const uint8_t a[16]) const;
-    /** Adds a configured address; false when full or already there. */
-    bool add(const Ip6 &a, uint8_t prefix_len);
+    /** Adds a configured address (vlan: its own VID, -1 = vlan_tci's); false when full
+     * or already there. */
+    bool add(const Ip6 &a, uint8_t prefix_len, int32_t vlan = -1);
+    /** The VID of addrs[idx]: ND and echo for it are answered on that VLAN only. */
+    uint16_t vid_of(int idx) const {
+        return static_cast<uint16_t>(addrs[idx].vlan >= 0 ? addrs[idx].vlan : vlan_tci & 0xFFF);
+    }
     bool has_gateway() const;
     /** dst MAC a frame to us may carry besides our unicast MAC: all-nodes (33:33:0:0:0:1)
      * or the solicited-node group of one of our addresses (33:33:ff:xx:xx:xx). */
@@ -114,6 +122,8 @@ Result<Ip6> next_hop6(const Iface6 &ifc, const uint8_t dst[16]);
 /** The source address for packets to dst: link-local for a link-local dst, else the
  * first configured address whose prefix holds dst, else the first configured one. */
 const Ip6 &source_for(const Iface6 &ifc, const uint8_t dst[16]);
+/** Its index in ifc.addrs. */
+uint32_t source_index(const Iface6 &ifc, const uint8_t dst[16]);
 
 /* ---- ND and ICMPv6 ---- */
 #define DROCE_NET6_COUNTERS(X)                                                                     \
@@ -127,6 +137,7 @@ const Ip6 &source_for(const Iface6 &ifc, const uint8_t dst[16]);
     X(icmp6_drop_bad_ip_header) /* version, length, extension headers */                           \
     X(icmp6_drop_bad_checksum)                                                                     \
     X(icmp6_drop_not_for_us)      /* NS target / echo destination not ours */                      \
+    X(icmp6_drop_wrong_vlan)      /* NS / echo for an address of ours on another VLAN */           \
     X(icmp6_drop_bad_nd)          /* hop limit != 255, code != 0, bad option (RFC 4861 7.1) */     \
     X(icmp6_drop_unhandled_type)  /* router, MLD, errors: not handled */                           \
     X(icmp6_drop_no_room)         /* reply longer than the buffer */                               \
@@ -152,8 +163,9 @@ size_t handle_icmp6(const Iface6 &ifc, uint8_t *frame, size_t len, size_t cap, s
                     NeighTable6 &neigh, uint64_t now_ns, Net6Counters &c);
 
 /** Builds a neighbour solicitation for target to its solicited-node group, from
- * source_for(target), with our MAC as source link-layer option, tagged with
- * ifc.vlan_tci when set. Returns the length, 0 when cap is too small. */
+ * source_for(target), with our MAC as source link-layer option, tagged with that source
+ * address's VLAN (ifc.vlan_tci when it has none of its own) when set. Returns the length, 0 when
+ * cap is too small. */
 size_t build_ns(const Iface6 &ifc, const uint8_t target[16], uint8_t *out, size_t cap);
 
 /** ICMPv6 checksum (the value to store) over the pseudo-header of ip6 (an IPv6 header

@@ -248,6 +248,7 @@ bool Qp::transmit(SendWqe &w) {
     f.tos = w.ah.traffic_class;
     f.ttl = w.ah.hop_limit;
     f.flow_label = w.ah.flow_label;
+    f.rocev1 = w.ah.rocev1;
     f.ip_id = ip_id_;
     f.udp_sport = sport_;
     const bool imm = w.wr.opcode == WrOpcode::SendWithImm;

@@ -40,6 +40,7 @@ struct AddressHandle {
     uint8_t traffic_class = 0; /* DSCP<<2 | ECN */
     uint8_t hop_limit = 64;
     uint32_t flow_label = 0; /* IPv6 only */
+    bool rocev1 = false;     /* a RoCEv1 sgid: GRH framing (ethertype 0x8915), no IP/UDP */
 };
 
 /** True for a multicast GID: ff00::/8, or an IPv4-mapped 224.0.0.0/4. */

@@ -56,6 +56,34 @@ if timeout 120 "$perf" write_bw --config "$work/small.conf" -n 200 --eth-mtu 150
     echo "ok: --eth-mtu and -x override the file"
 else fail "--eth-mtu 1500 -x 1 over mtu = 600, gid_index = 0"; fi
 
+# RoCEv1 GIDs from the file ([port] gid_type = v1) and from the flag (--gid-type v1):
+# the demo has GIDs 0-2, so GID 3 is then the RoCEv1 twin of GID 0 (link-local), and
+# the frames are received as RoCEv1.
+sed -e 's/^gid_index = 1 /gid_index = 3 /' -e 's/^counters = off /counters = on /' \
+    -e 's/^\[port\]$/[port]\ngid_type = v1/' "$cfg/droce.conf" >"$work/v1.conf"
+if timeout 120 "$perf" write_bw --config "$work/v1.conf" -n 200 >"$out" 2>"$err" &&
+    grep -q ' GID index       : 3$' "$out" && grep -Eq '^ 65536 +200 ' "$out" &&
+    grep -Eq '^\[server\]   rx_rocev1_packets +[1-9]' "$out"; then
+    echo "ok: droce-perf over a RoCEv1 GID from gid_type = v1"
+else fail "droce-perf --config v1.conf (gid_type = v1, gid_index = 3)"; fi
+if timeout 120 "$pp" --config "$cfg/droce.conf" --gid-type v1 -g 3 -n 200 -c --counters \
+    >"$out" 2>"$err" && grep -q 'iters in' "$out" &&
+    grep -Eq '^\[server\]   rx_rocev1_packets +[1-9]' "$out"; then
+    echo "ok: droce-pingpong --gid-type v1 -g 3"
+else fail "droce-pingpong --gid-type v1 -g 3"; fi
+# Without it the table has no index 3.
+if ! timeout 60 "$pp" --config "$cfg/droce.conf" --gid-type v2 -g 3 -n 10 >"$out" 2>"$err"; then
+    echo "ok: droce-pingpong --gid-type v2 has no GID 3"
+else fail "droce-pingpong --gid-type v2 -g 3 ran"; fi
+for t in "$perf" "$pp"; do
+    args=(--loopback --gid-type v3)
+    [[ $(basename "$t") == droce-perf ]] && args=(write_bw "${args[@]}")
+    "$t" "${args[@]}" >"$out" 2>"$err"
+    if [[ $? == 1 ]] && grep -q "invalid value 'v3' for --gid-type" "$err"; then
+        echo "ok: $(basename "$t") --gid-type v3 refused"
+    else fail "$(basename "$t") --gid-type v3"; fi
+done
+
 # [eal] is used when the command line gives no EAL arguments, and replaced as a whole
 # when it does: a vdev no driver knows makes the EAL fail only in the first case.
 sed -e 's/^\[eal\]$/[eal]\nvdev = net_nosuchdriver0/' "$cfg/droce.conf" >"$work/eal.conf"
@@ -185,6 +213,8 @@ case_all '[port]\nip = 10.0.0.300/24\n' "$c:2: [port] ip = 10.0.0.300/24: want A
 case_all '[port]\nvlan = 5000\n' "$c:2: [port] vlan = 5000: out of range (want 1..4094)"
 case_all '[port]\ngateway = 10.0.0.300\n' "$c:2: [port] gateway = 10.0.0.300: want an IPv4 or IPv6 address"
 case_all '[port]\nip6 = fd00::1\n' "$c:2: [port] ip6 = fd00::1: want X:Y::Z/P"
+case_all '[port]\nip6 = fd00::1/64@5000\n' "$c:2: [port] ip6 = fd00::1/64@5000: want a VLAN 0..4094 after '@'"
+case_all '[port]\ngid_type = v3\n' "$c:2: [port] gid_type = v3: want v1 (RoCEv1 GIDs too) or v2"
 case_all '[qp]\nwindow = 64\n' "$c:2: [qp] window = 64: not supported by this build"
 case_all '[capture]\nsnaplen = 10\n' "$c:2: [capture] snaplen = 10: out of range (want 64..65535)"
 printf '[engine]\nworkers = 2\n' >"$c"

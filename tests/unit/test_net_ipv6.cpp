@@ -247,9 +247,13 @@ TEST(NetVlan, PushAndNsTagged) {
     EXPECT_EQ(f[14], 0x60); /* PCP 3, VID 100 */
     EXPECT_EQ(f[15], 100);
     EXPECT_EQ(f[16], 0x86);
-    const Iface6 b = vm_iface(kMac3, "fd77:20::3");
+    Iface6 b = vm_iface(kMac3, "fd77:20::3");
     NeighTable6 nt;
     Net6Counters c;
+    /* An address answers on its own VLAN only: b untagged refuses it, b on 100 answers. */
+    EXPECT_EQ(handle_icmp6(b, f, n, sizeof f, 18, nt, 0, c), 0u);
+    EXPECT_EQ(c.icmp6_drop_wrong_vlan, 1u);
+    b.vlan_tci = 100;
     EXPECT_EQ(handle_icmp6(b, f, n, sizeof f, 18, nt, 0, c), n); /* reply keeps the tag */
     EXPECT_EQ(f[12], 0x81);
     EXPECT_EQ(f[15], 100);
