@@ -45,7 +45,6 @@ struct Options : app::DeviceOptions {
 };
 
 const app::DeviceOptionRules kRules{};
-constexpr uint64_t kLingerNs = 200'000'000;
 
 void usage(const char *argv0, FILE *f) {
     std::fprintf(f,
@@ -336,11 +335,8 @@ class Cmatose {
     }
 
     int finish(int rc) {
-        /* The last DREP (or DREQ) was only queued: keep the engine and the CM running a
-         * moment so it leaves, and a resent DREQ is still answered. */
-        const uint64_t until = cm_.now_ns() + kLingerNs;
-        while (cm_.now_ns() < until)
-            tick();
+        /* The last DREP (or DREQ) was only queued: let it leave (and answer a resent DREQ). */
+        app::cm_linger(run_, cm_);
         std::printf("test complete\nreturn status %d\n", rc);
         return rc;
     }

@@ -763,10 +763,7 @@ int Initiator::finish(int rc) {
     while (cm_.now_ns() < until &&
            !((admin_.gone || !admin_.established) && (io_.gone || !io_.established)))
         tick();
-    /* Let the last DREQ/DREP leave. */
-    const uint64_t linger = cm_.now_ns() + kLingerNs / 4;
-    while (cm_.now_ns() < linger)
-        tick();
+    app::cm_linger(run_, cm_); /* the last DREQ/DREP leaves */
     return was_ok ? rc : 1;
 }
 

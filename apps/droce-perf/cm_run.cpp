@@ -36,7 +36,6 @@ constexpr int kCtrlRecvs = 2;
 constexpr uint32_t kBackoffSpins = 2000;
 /** Waiting for the DREP of our DREQs (the test is over by then: never a failure). */
 constexpr uint64_t kDisconnectWaitNs = 3'000'000'000ull;
-constexpr uint64_t kLingerNs = 200'000'000ull;
 /** IBTA REJ reason 8: no listener on that service ID (rdma_cm's port). */
 constexpr uint16_t kRejInvalidServiceId = 8;
 /** perftest's rdma_cm_client_connection: 10 tries, 100 ms apart. */
@@ -152,11 +151,8 @@ class CmPerf {
         if (!side_->setup(dev_, run_.engine.workers()) || !setup_ctrl())
             return 1;
         const bool ok = client_ ? client() : server();
-        /* The last DREQ/DREP was only queued: keep the engine and the CM running a moment
-         * so it leaves (and a resent DREQ is answered). */
-        const uint64_t until = cm_.now_ns() + kLingerNs;
-        while (cm_.now_ns() < until)
-            tick();
+        /* The last DREQ/DREP was only queued: let it leave (and answer a resent DREQ). */
+        app::cm_linger(run_, cm_);
         if (opt_.counters) {
             app::print_cm_counters(cm_);
         }

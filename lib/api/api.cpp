@@ -232,25 +232,21 @@ class QpImpl final : public QueuePair {
     Status post_send(const SendWr *wrs, uint32_t n, uint32_t *bad_index) override {
         if (!rt_.embedded())
             return QueuePair::post_send(wrs, n, bad_index);
-        uint32_t i = 0;
-        Status s;
-        for (; i < n && s; ++i)
-            s = qp_->post_send(wrs[i]);
-        if (!s)
-            --i;
-        if (i != 0)
-            dev_.touch(*ctx_);
-        if (bad_index)
-            *bad_index = i;
-        return s;
+        return post_chain(wrs, n, bad_index, [&](const SendWr &w) { return qp_->post_send(w); });
     }
     Status post_recv(const RecvWr *wrs, uint32_t n, uint32_t *bad_index) override {
         if (!rt_.embedded() || ctx_->srq)
             return QueuePair::post_recv(wrs, n, bad_index);
+        return post_chain(wrs, n, bad_index, [&](const RecvWr &w) { return qp_->post_recv(w); });
+    }
+    /* Posts wrs[0..n) until one fails (its index goes to bad_index, as ibv's bad_wr),
+     * then schedules the QP once if anything was posted. */
+    template <typename Wr, typename PostOne>
+    Status post_chain(const Wr *wrs, uint32_t n, uint32_t *bad_index, PostOne post_one) {
         uint32_t i = 0;
         Status s;
         for (; i < n && s; ++i)
-            s = qp_->post_recv(wrs[i]);
+            s = post_one(wrs[i]);
         if (!s)
             --i;
         if (i != 0)

@@ -583,6 +583,9 @@ class Dev final {
     /** Capture of the device's traffic to a pcapng file (engine_capture.cpp); snaplen 0
      * = whole frames. Any thread; each worker starts/stops copying through run_on. */
     Status capture_start(const std::string &path, uint32_t snaplen, const RunOn &run_on);
+    /** DeviceConfig::capture at open_device, before any worker polls the device (the
+     * shards are set inline); "open_device: why" on failure. */
+    Status capture_at_open(const std::string &path, uint32_t snaplen);
     Status capture_stop(const RunOn &run_on);
     /** The file being written, or "" (any thread). */
     std::string capture_path() const;

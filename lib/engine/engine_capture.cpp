@@ -204,6 +204,14 @@ void Shard::capture_tx() {
 
 /* ---- the device's start/stop ---- */
 
+Status Dev::capture_at_open(const std::string &path, uint32_t snaplen) {
+    const Status s = capture_start(path, snaplen, [](uint32_t, const std::function<void()> &fn) {
+        fn();
+        return true;
+    });
+    return s ? s : Status(s.code(), "open_device: " + s.message());
+}
+
 Status Dev::capture_start(const std::string &path, uint32_t snaplen, const RunOn &run_on) {
     std::lock_guard<std::mutex> lk(capture_mu_);
     if (capture_)

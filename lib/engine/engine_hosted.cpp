@@ -101,15 +101,9 @@ Result<Dev *> Runtime::open_hosted(const DeviceConfig &cfg, uint16_t port, const
     /* Zero-copy attaches droce's own small mbufs to frames that the host's queue and pool
      * would then free: copy only. */
     dev->set_zero_copy(ZcReach::Copy, 0);
-    if (!cfg.capture.empty()) {
-        const Status s = dev->capture_start(cfg.capture, cfg.capture_snaplen,
-                                            [](uint32_t, const std::function<void()> &fn) {
-                                                fn();
-                                                return true;
-                                            });
-        if (!s)
-            return Status(s.code(), "open_device: " + s.message());
-    }
+    if (!cfg.capture.empty())
+        if (Status s = dev->capture_at_open(cfg.capture, cfg.capture_snaplen); !s)
+            return s;
     dev->watch_link(); /* reads the link state only: PortErr / PortActive events */
     logger().info("{}: the host's port {} (RX queue {}, TX queue {}, mempool {}), MAC {} IP "
                   "{}/{} MTU {}",

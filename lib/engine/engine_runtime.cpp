@@ -664,16 +664,9 @@ Result<Dev *> Runtime::open_device(const DeviceConfig &cfg) {
                   name, port, info.driver_name ? info.driver_name : "?", net::mac_str(ifc.mac),
                   net::ipv4_str(ifc.ip), ifc.prefix_len, mtu, dev->active_mtu(), nrxq, ntxq, nw,
                   cfg.max_qps);
-    if (!cfg.capture.empty()) {
-        /* No worker polls the device yet: the shards are set inline. */
-        const Status s = dev->capture_start(cfg.capture, cfg.capture_snaplen,
-                                            [](uint32_t, const std::function<void()> &fn) {
-                                                fn();
-                                                return true;
-                                            });
-        if (!s)
-            return Status(s.code(), "open_device: " + s.message());
-    }
+    if (!cfg.capture.empty())
+        if (Status s = dev->capture_at_open(cfg.capture, cfg.capture_snaplen); !s)
+            return s;
     dev->watch_link();
     {
         const net::Iface6 &f6 = dev->iface6();
