@@ -742,6 +742,7 @@ TEST(WireParse, ReusedParsedPacketEqualsFresh) {
             frames.push_back(build(opc, path == 1, path == 2, 61));
             if (path == 3) {
                 Built &b = frames.back();
+                b.spec.segs = &b.seg; /* spec points into the Built it was made in: moved */
                 b.spec.rocev1 = true;
                 b.frame.assign(frame_len(b.spec), 0);
                 ASSERT_EQ(build_frame(b.spec, b.frame.data(), b.frame.size()), b.frame.size());
