@@ -76,6 +76,7 @@ inline constexpr uint32_t kDoorbellSrq = 0x80000000u;
     X(tx_no_mbuf)           /* transmit() refused: pool empty */                                   \
     X(tx_handoff)           /* frames given to the shard that owns the single TX queue */          \
     X(tx_handoff_full)      /* ... refused by that ring: kept queued, retried */                   \
+    X(tx_ack_held)          /* ACKs held one poll to leave with the next post */                   \
     X(rx_handoff)           /* packets for a QP of another worker, passed to it over a ring */     \
     X(rx_drop_handoff_full) /* ... and dropped: that worker's ring was full */                     \
     X(doorbells)            /* QPs and SRQs woken by the application (worker mode) */              \
@@ -213,6 +214,10 @@ struct QpCtx {
     QpCtx *ready_prev = nullptr; /* ready list: QPs with TX work, served round-robin */
     QpCtx *ready_next = nullptr;
     bool in_ready = false;
+    /* ACK hold (Shard::serve_ready): on the held list (ready links, in_ready kept set), and
+     * held once already, so served at its next turn. */
+    bool ack_held = false;
+    bool ack_waited = false;
     bool pacer_holding = false; /* counted in Shard::pacer_holding_ */
     /* kNoPrio, or the PFC priority whose pause holds this QP's next frame: parked on
      * Shard::parked_ (ready links reused) until that priority resumes. */
@@ -383,6 +388,8 @@ class Shard final : public rc::TxPort, public rc::AsyncEventSink {
     void rx_icmp6(rte_mbuf *m, uint8_t *p, uint32_t len, size_t l2, uint64_t now);
     uint8_t frame_prio(const wire::FrameSpec &f) const;
     void ready_remove(QpCtx &q);
+    bool ack_hold(QpCtx &q);
+    void ack_release();
     void park(QpCtx &q, uint8_t prio);
     void resume(uint8_t prio, uint64_t now);
     void on_pause_timer(PauseTimer &t, uint64_t now);
@@ -401,6 +408,9 @@ class Shard final : public rc::TxPort, public rc::AsyncEventSink {
     wire::HeaderTemplate tmpl_; /* for transmit() without a QP's own (QpTx) */
     QpCtx *ready_head_ = nullptr, *ready_tail_ = nullptr;
     uint32_t nready_ = 0;
+    /* QPs whose only TX work was an ACK, held for one poll (engine_ack_hold.cpp). */
+    QpCtx *held_head_ = nullptr, *held_tail_ = nullptr;
+    uint32_t nheld_ = 0;
     uint32_t pacer_holding_ = 0;
     uint32_t budget_ = UINT32_MAX; /* packets the QP being served may still emit */
     /* ---- PFC: received pauses (engine_dev.cpp, "PFC") ---- */

@@ -726,6 +726,20 @@ void Shard::unschedule(QpCtx &q) {
 void Shard::ready_remove(QpCtx &q) {
     if (!q.in_ready)
         return;
+    if (q.ack_held) {
+        if (q.ready_prev)
+            q.ready_prev->ready_next = q.ready_next;
+        else
+            held_head_ = q.ready_next;
+        if (q.ready_next)
+            q.ready_next->ready_prev = q.ready_prev;
+        else
+            held_tail_ = q.ready_prev;
+        q.ready_next = q.ready_prev = nullptr;
+        q.in_ready = q.ack_held = false;
+        --nheld_;
+        return;
+    }
     if (q.ready_prev)
         q.ready_prev->ready_next = q.ready_next;
     else
@@ -1249,12 +1263,17 @@ uint32_t Shard::serve_ready(uint64_t now) {
      * still has work goes to the back. Stops when the TX queue is full (backpressure:
      * the QPs keep their work) or after one pass over those ready at the start plus a
      * few extra turns (one busy QP alone may fill a burst). */
+    if (nheld_ != 0)
+        ack_release();
     uint32_t turns = nready_ + 8;
     uint32_t sent = 0;
     while (turns-- != 0 && ntx_ < kTxQueueCap) {
         QpCtx *q = ready_pop();
         if (q == nullptr)
             break;
+        if (!q->ud && ack_hold(*q))
+            continue;
+        q->ack_waited = false;
         const uint16_t before = ntx_;
         budget_ = kTxQuantum;
         held_prio_ = kNoPrio;
@@ -1629,7 +1648,7 @@ uint32_t Shard::poll(uint64_t now, uint32_t *work) {
 
     serve_ready(now);
     const uint32_t ntx = flush_tx();
-    *work = w + nrx + ntx;
+    *work = w + nrx + ntx + nheld_; /* a held ACK leaves at the next poll: not idle */
     return nrx + ntx;
 }
 

@@ -140,6 +140,9 @@ class Qp {
     }
     /** True when progress() has something to send. */
     bool has_tx_work() const;
+    /** True when progress() would send a plain ACK and nothing else: the driver may hold
+     * it back briefly so that it leaves together with the application's next post. */
+    bool ack_only_tx_work() const;
 
     uint32_t qpn() const { return cfg_.qpn; }
     QpState state() const { return state_; }

@@ -103,6 +103,14 @@ void Qp::owe_ack(uint32_t psn) {
     ack_owed_psn_ = psn;
 }
 
+bool Qp::ack_only_tx_work() const {
+    /* Not a NAK (those go at once), not in ERR, nothing the requester could send (data
+     * goes now, and the ACK with it), and no READ response queued (ordered with it). */
+    return ack_owed_ && ack_owed_syndrome_ == kAckSyndrome && !busy_dropped_ && pace_until_ == 0 &&
+           (state_ == QpState::Rtr || state_ == QpState::Rts || state_ == QpState::Sqd) &&
+           !read_responses_pending() && !requester_can_send();
+}
+
 void Qp::flush_owed_ack() {
     if (ack_owed_)
         transmit_ack(ack_owed_syndrome_, ack_owed_psn_);

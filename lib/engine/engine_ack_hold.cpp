@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* ACK hold: a QP whose only TX work is a plain ACK (the requests of this poll's RX burst
+ * acknowledged) is held back for one poll instead of sending that ACK in a burst of its
+ * own. The application runs between two polls (embedded mode) or posts through the
+ * doorbells drained at the top of the next one (worker mode): a reply it posts meanwhile
+ * then leaves in the same rte_eth_tx_burst as the ACK, which in ping-pong halves the
+ * bursts on the link. An ACK waits for at most one poll: a held QP is served first in the
+ * next serve_ready, whatever it has then, and is never held twice in a row. NAKs, READ
+ * responses and data never wait (Qp::ack_only_tx_work). */
+#include "engine.h"
+
+namespace droce::engine {
+
+bool Shard::ack_hold(QpCtx &q) {
+    if (q.ack_waited || !q.qp->ack_only_tx_work())
+        return false;
+    /* in_ready stays set: schedule() (a post meanwhile) must not queue it twice. */
+    q.in_ready = true;
+    q.ack_held = q.ack_waited = true;
+    q.ready_next = nullptr;
+    q.ready_prev = held_tail_;
+    if (held_tail_)
+        held_tail_->ready_next = &q;
+    else
+        held_head_ = &q;
+    held_tail_ = &q;
+    ++nheld_;
+    ++ec.tx_ack_held;
+    return true;
+}
+
+void Shard::ack_release() {
+    /* Ahead of the QPs that became ready since: they were held for their turn. */
+    for (QpCtx *q = held_head_; q != nullptr; q = q->ready_next)
+        q->ack_held = false;
+    held_tail_->ready_next = ready_head_;
+    if (ready_head_)
+        ready_head_->ready_prev = held_tail_;
+    else
+        ready_tail_ = held_tail_;
+    ready_head_ = held_head_;
+    nready_ += nheld_;
+    held_head_ = held_tail_ = nullptr;
+    nheld_ = 0;
+}
+
+} // namespace droce::engine

@@ -1,0 +1,319 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* ACK hold (engine_ack_hold.cpp): the ACK a poll's RX burst owes waits one poll, so that
+ * a reply the application posts in between leaves in the same TX burst, and never
+ * longer. The engine's device is on one end of a net_ring pair and the test drives the
+ * other end by hand, one engine poll at a time: it sees exactly which poll sent what. */
+#include <cstring>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <rte_ethdev.h>
+#include <rte_mbuf.h>
+
+#include <droce/droce.h>
+
+#include "net.h"
+#include "wire_packet.h"
+
+using namespace droce;
+
+namespace {
+
+std::unique_ptr<Engine> make_engine() {
+    static const char *args[] = {
+        "test_engine_ack_hold", "--no-huge", "-m", "512",  "--no-pci", "--no-shconf", "-l", "0",
+        "--log-level",          "*:warning", "--", nullptr};
+    EngineOptions o;
+    o.embedded = true; /* the test thread runs the engine: every poll is the test's */
+    o.mbufs = 4095;
+    o.log_level = "warn";
+    int consumed = 0;
+    auto e = Engine::create(11, const_cast<char **>(args), &consumed, o);
+    EXPECT_TRUE(e) << e.status().message();
+    return e ? std::move(*e) : nullptr;
+}
+
+uint64_t counter(const Device &d, const std::string &name) {
+    for (const auto &[k, v] : d.counters())
+        if (k == name)
+            return v;
+    ADD_FAILURE() << "no counter " << name;
+    return 0;
+}
+
+const uint8_t kDevMac[6] = {0x02, 0, 0, 0, 0x02, 0x01};
+const uint8_t kPeerMac[6] = {0x02, 0, 0, 0, 0x02, 0x09};
+constexpr uint32_t kPeerQpn = 0x60;
+constexpr uint32_t kRqPsn = 0x300, kSqPsn = 0x900;
+
+struct Frame {
+    uint8_t opcode;
+    uint32_t psn;
+    uint8_t syndrome;
+};
+
+class AckHold : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        engine = make_engine();
+        ASSERT_TRUE(engine);
+        auto ports = engine->create_ring_pair();
+        ASSERT_TRUE(ports);
+        DeviceConfig c;
+        c.port = ports->first;
+        c.ipv4_cidr = "10.78.0.1/24";
+        c.mac = "02:00:00:00:02:01";
+        auto d = engine->open_device(c);
+        ASSERT_TRUE(d) << d.status().message();
+        dev = *d;
+        ASSERT_EQ(rte_eth_dev_get_port_by_name(ports->second.c_str(), &peer), 0);
+        static int seq = 0;
+        const std::string pn = "ack_hold_pool" + std::to_string(seq++);
+        pool = rte_pktmbuf_pool_create(pn.c_str(), 255, 0, 0, RTE_MBUF_DEFAULT_BUF_SIZE,
+                                       SOCKET_ID_ANY);
+        ASSERT_NE(pool, nullptr);
+        rte_eth_conf conf{};
+        ASSERT_EQ(rte_eth_dev_configure(peer, 1, 1, &conf), 0);
+        ASSERT_EQ(rte_eth_rx_queue_setup(peer, 0, 256, SOCKET_ID_ANY, nullptr, pool), 0);
+        ASSERT_EQ(rte_eth_tx_queue_setup(peer, 0, 256, SOCKET_ID_ANY, nullptr), 0);
+        ASSERT_EQ(rte_eth_dev_start(peer), 0);
+        /* The peer makes itself known (ARP), so the QP goes to RTR without waiting. */
+        std::vector<uint8_t> arp(14);
+        std::memset(arp.data(), 0xff, 6);
+        std::memcpy(arp.data() + 6, kPeerMac, 6);
+        arp[12] = 0x08;
+        arp[13] = 0x06;
+        const uint8_t who_has[] = {0,  1,  8, 0, 6, 4, 0, 1, 0x02, 0, 0,  0,  0x02, 0x09,
+                                   10, 78, 0, 9, 0, 0, 0, 0, 0,    0, 10, 78, 0,    1};
+        arp.insert(arp.end(), who_has, who_has + sizeof(who_has));
+        arp.resize(60, 0);
+        ASSERT_NO_FATAL_FAILURE(inject({arp}));
+        for (int i = 0; i < 4; ++i)
+            engine->poll();
+        receive();
+
+        pd = std::move(*dev->alloc_pd());
+        scq = std::move(*dev->create_cq(64));
+        rcq = std::move(*dev->create_cq(64));
+        buf.assign(64 << 10, 0);
+        auto m = pd->reg_mr(buf.data(), buf.size(), kAccessLocalWrite | kAccessRemoteWrite);
+        ASSERT_TRUE(m) << m.status().message();
+        mr = std::move(*m);
+        QpInitAttr qa;
+        qa.send_cq = scq.get();
+        qa.recv_cq = rcq.get();
+        auto q = pd->create_qp(qa);
+        ASSERT_TRUE(q) << q.status().message();
+        qp = std::move(*q);
+        QpAttr a;
+        a.qp_state = QpState::Init;
+        a.qp_access_flags = kAccessLocalWrite | kAccessRemoteWrite;
+        ASSERT_TRUE(qp->modify(a, kQpState | kQpPkeyIndex | kQpPort | kQpAccessFlags));
+        a = QpAttr{};
+        a.qp_state = QpState::Rtr;
+        a.path_mtu = Mtu::Mtu1024;
+        a.dest_qp_num = kPeerQpn;
+        a.rq_psn = kRqPsn;
+        a.max_dest_rd_atomic = 4;
+        a.min_rnr_timer = 12;
+        a.ah_attr.dgid = net::GidTable::ipv4_mapped(0x0A4E0009);
+        a.ah_attr.sgid_index = 1;
+        Status s = qp->modify(a, kQpState | kQpAv | kQpPathMtu | kQpDestQpn | kQpRqPsn |
+                                     kQpMaxDestRdAtomic | kQpMinRnrTimer);
+        ASSERT_TRUE(s) << s.message();
+        a = QpAttr{};
+        a.qp_state = QpState::Rts;
+        a.sq_psn = kSqPsn;
+        a.timeout = 18;
+        a.retry_cnt = 7;
+        a.rnr_retry = 7;
+        a.max_rd_atomic = 4;
+        ASSERT_TRUE(qp->modify(a, kQpState | kQpSqPsn | kQpTimeout | kQpRetryCnt | kQpRnrRetry |
+                                      kQpMaxQpRdAtomic));
+        /* Nothing left over from the set-up. */
+        for (int i = 0; i < 4; ++i)
+            engine->poll();
+        receive();
+    }
+    void TearDown() override {
+        qp.reset();
+        mr.reset();
+        scq.reset();
+        rcq.reset();
+        pd.reset();
+        if (pool != nullptr) {
+            rte_eth_dev_stop(peer);
+            rte_eth_dev_close(peer);
+        }
+        engine.reset();
+        rte_mempool_free(pool);
+    }
+
+    /* Into the device's RX ring in one go (no engine poll): one RX burst. */
+    void inject(const std::vector<std::vector<uint8_t>> &frames) {
+        std::vector<rte_mbuf *> ms;
+        for (const auto &f : frames) {
+            rte_mbuf *m = rte_pktmbuf_alloc(pool);
+            ASSERT_NE(m, nullptr);
+            std::memcpy(rte_pktmbuf_append(m, static_cast<uint16_t>(f.size())), f.data(), f.size());
+            ms.push_back(m);
+        }
+        ASSERT_EQ(rte_eth_tx_burst(peer, 0, ms.data(), static_cast<uint16_t>(ms.size())),
+                  ms.size());
+    }
+    /* What the device sent so far, parsed (ICRC checked). */
+    std::vector<Frame> receive() {
+        std::vector<Frame> out;
+        rte_mbuf *m[32];
+        const uint16_t n = rte_eth_rx_burst(peer, 0, m, 32);
+        for (uint16_t i = 0; i < n; ++i) {
+            std::vector<uint8_t> f(rte_pktmbuf_pkt_len(m[i]));
+            const void *p = rte_pktmbuf_read(m[i], 0, f.size(), f.data());
+            if (p != f.data())
+                std::memcpy(f.data(), p, f.size());
+            rte_pktmbuf_free(m[i]);
+            wire::ParsedPacket pp;
+            const wire::ParseResult r = wire::parse_frame(f.data(), f.size(), pp, true);
+            if (r == wire::ParseResult::NotRoce)
+                continue; /* ARP, ND: the device's own */
+            EXPECT_EQ(r, wire::ParseResult::Ok) << wire::parse_result_name(r);
+            if (r == wire::ParseResult::Ok)
+                out.push_back(
+                    {pp.bth.opcode, pp.bth.psn,
+                     pp.bth.opcode == wire::kRcAcknowledge ? pp.aeth.syndrome : uint8_t{0}});
+        }
+        return out;
+    }
+    /* A 64-byte RDMA WRITE ONLY from the peer into buf. */
+    std::vector<uint8_t> write_frame(uint32_t psn, bool ack_req) {
+        static const uint8_t payload[64] = {1, 2, 3};
+        const wire::FrameSpec::Seg seg{payload, sizeof payload};
+        wire::FrameSpec s{};
+        std::memcpy(s.eth.dst, kDevMac, 6);
+        std::memcpy(s.eth.src, kPeerMac, 6);
+        wire::gid_from_ipv4(0x0A4E0009, s.src_gid);
+        wire::gid_from_ipv4(0x0A4E0001, s.dst_gid);
+        s.ttl = 64;
+        s.udp_sport = 0xC124;
+        s.bth.opcode = wire::kRcWriteOnly;
+        s.bth.pkey = 0xFFFF;
+        s.bth.dest_qp = qp->qp_num();
+        s.bth.psn = psn;
+        s.bth.ack_req = ack_req;
+        s.reth = {reinterpret_cast<uint64_t>(buf.data()) + 64 * (psn & 15), mr->rkey(), 64};
+        s.segs = &seg;
+        s.nsegs = 1;
+        s.payload_len = sizeof payload;
+        std::vector<uint8_t> f(wire::frame_len(s));
+        f.resize(wire::build_frame(s, f.data(), f.size()));
+        return f;
+    }
+    void post_write() {
+        SendWr w;
+        w.wr_id = 1;
+        w.opcode = WrOpcode::RdmaWrite;
+        w.send_flags = kSendSignaled;
+        w.sg_list[0] = Sge{reinterpret_cast<uint64_t>(buf.data()), 64, mr->lkey()};
+        w.num_sge = 1;
+        w.remote_addr = 0x10000;
+        w.rkey = 0x1234;
+        ASSERT_TRUE(qp->post_send(w));
+    }
+
+    std::unique_ptr<Engine> engine;
+    Device *dev = nullptr;
+    uint16_t peer = 0;
+    rte_mempool *pool = nullptr;
+    std::unique_ptr<ProtectionDomain> pd;
+    std::unique_ptr<CompletionQueue> scq, rcq;
+    std::vector<uint8_t> buf;
+    std::unique_ptr<MemoryRegion> mr;
+    std::unique_ptr<QueuePair> qp;
+};
+
+constexpr uint8_t kAck = 0x1F;
+
+/* A burst of 8 WRITEs, the last with AckReq: one ACK, for the last PSN, one poll late. */
+TEST_F(AckHold, BurstOfWritesGetsOneAckOnePollLate) {
+    const uint64_t held0 = counter(*dev, "tx_ack_held");
+    std::vector<std::vector<uint8_t>> burst;
+    for (uint32_t i = 0; i < 8; ++i)
+        burst.push_back(write_frame(kRqPsn + i, i == 7));
+    ASSERT_NO_FATAL_FAILURE(inject(burst));
+    engine->poll();
+    EXPECT_TRUE(receive().empty()) << "held for one poll";
+    engine->poll();
+    const auto got = receive();
+    ASSERT_EQ(got.size(), 1u) << "one ACK for the burst, at the next poll";
+    EXPECT_EQ(got[0].opcode, wire::kRcAcknowledge);
+    EXPECT_EQ(got[0].syndrome, kAck);
+    EXPECT_EQ(got[0].psn, kRqPsn + 7);
+    EXPECT_EQ(counter(*dev, "tx_ack_held") - held0, 1u);
+    engine->poll();
+    EXPECT_TRUE(receive().empty());
+}
+
+/* Without AckReq (fewer than ack_every packets): no ACK at all. */
+TEST_F(AckHold, WritesWithoutAckReqAreNotAcked) {
+    std::vector<std::vector<uint8_t>> burst;
+    for (uint32_t i = 0; i < 8; ++i)
+        burst.push_back(write_frame(kRqPsn + i, false));
+    ASSERT_NO_FATAL_FAILURE(inject(burst));
+    for (int i = 0; i < 4; ++i)
+        engine->poll();
+    EXPECT_TRUE(receive().empty());
+}
+
+/* Ping-pong: the application answers a WRITE between two polls; the ACK and its WRITE
+ * leave in the same burst, the ACK first (responses before the QP's own requests). */
+TEST_F(AckHold, AckLeavesWithThePostedReply) {
+    ASSERT_NO_FATAL_FAILURE(inject({write_frame(kRqPsn, true)}));
+    engine->poll();
+    EXPECT_TRUE(receive().empty());
+    ASSERT_NO_FATAL_FAILURE(post_write());
+    engine->poll();
+    const auto got = receive();
+    ASSERT_EQ(got.size(), 2u);
+    EXPECT_EQ(got[0].opcode, wire::kRcAcknowledge);
+    EXPECT_EQ(got[0].psn, kRqPsn);
+    EXPECT_EQ(got[1].opcode, wire::kRcWriteOnly);
+    EXPECT_EQ(got[1].psn, kSqPsn);
+}
+
+/* A QP with data to send does not hold its ACK: both go at once. */
+TEST_F(AckHold, AckWithDataAlreadyPostedIsNotHeld) {
+    ASSERT_NO_FATAL_FAILURE(post_write());
+    ASSERT_NO_FATAL_FAILURE(inject({write_frame(kRqPsn, true)}));
+    const uint64_t held0 = counter(*dev, "tx_ack_held");
+    engine->poll();
+    const auto got = receive();
+    ASSERT_EQ(got.size(), 2u);
+    EXPECT_EQ(got[0].opcode, wire::kRcAcknowledge);
+    EXPECT_EQ(got[1].opcode, wire::kRcWriteOnly);
+    EXPECT_EQ(counter(*dev, "tx_ack_held"), held0);
+}
+
+/* A NAK (a PSN gap) is not held. */
+TEST_F(AckHold, NakIsNotHeld) {
+    ASSERT_NO_FATAL_FAILURE(inject({write_frame(kRqPsn + 2, true)}));
+    engine->poll();
+    const auto got = receive();
+    ASSERT_EQ(got.size(), 1u);
+    EXPECT_EQ(got[0].opcode, wire::kRcAcknowledge);
+    EXPECT_EQ(got[0].syndrome, wire::kAethNakPsnSeqErr);
+    EXPECT_EQ(got[0].psn, kRqPsn);
+}
+
+/* Held, then the QP is destroyed before the next poll: the held list forgets it. */
+TEST_F(AckHold, QpDestroyedWhileHeld) {
+    ASSERT_NO_FATAL_FAILURE(inject({write_frame(kRqPsn, true)}));
+    engine->poll();
+    qp.reset();
+    for (int i = 0; i < 4; ++i)
+        engine->poll();
+    EXPECT_TRUE(receive().empty());
+}
+
+} // namespace
