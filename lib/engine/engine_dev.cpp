@@ -1621,6 +1621,14 @@ uint32_t Shard::poll(uint64_t now, uint32_t *work) {
         w += drain_doorbells();
     w += drain_handoff(now);
 
+    /* What was posted since the last poll (and the ACKs held for it) leaves before this
+     * poll's RX: in ping-pong the reply is then not behind an RX burst. */
+    uint32_t ntx = 0;
+    if (nready_ + nheld_ != 0) {
+        serve_ready(now);
+        ntx = flush_tx();
+    }
+
     uint16_t nrx = 0;
     if (rxq_ != UINT16_MAX) {
         rte_mbuf *rx[kRxBurst];
@@ -1647,7 +1655,7 @@ uint32_t Shard::poll(uint64_t now, uint32_t *work) {
         dev_.neigh_step(now); /* QPs in RTR waiting for their next hop's MAC */
 
     serve_ready(now);
-    const uint32_t ntx = flush_tx();
+    ntx += flush_tx();
     *work = w + nrx + ntx + nheld_; /* a held ACK leaves at the next poll: not idle */
     return nrx + ntx;
 }
