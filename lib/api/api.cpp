@@ -579,9 +579,15 @@ class DeviceImpl final : public Device {
         auto ctx = std::make_unique<CqCtx>();
         ctx->worker = worker >= 0 ? static_cast<uint32_t>(worker) : cq_seq_++ % nw;
         ctx->dev = &dev_;
-        ctx->ring = make_elem_ring(rt_, "dq_c", sizeof(Wc), cqe);
-        if (ctx->ring == nullptr)
-            return Status(ENOMEM, std::string("create_cq: ") + rte_strerror(rte_errno));
+        /* Embedded: the shard and the poller are one thread, so no ring (engine_cq.cpp). */
+        if (rt_.embedded()) {
+            if (!ctx->init_local(cqe))
+                return Status(ENOMEM, "create_cq: out of memory");
+        } else {
+            ctx->ring = make_elem_ring(rt_, "dq_c", sizeof(Wc), cqe);
+            if (ctx->ring == nullptr)
+                return Status(ENOMEM, std::string("create_cq: ") + rte_strerror(rte_errno));
+        }
         return std::unique_ptr<CompletionQueue>(new CqImpl(rt_, dev_, std::move(ctx)));
     }
 
@@ -651,6 +657,11 @@ bool api::engine_of(Engine &engine, Device &dev, Runtime **rt, Dev **d) {
     *d = e ? e->find(dev) : nullptr;
     *rt = e ? &e->runtime() : nullptr;
     return *d != nullptr;
+}
+
+engine::CqCtx *api::cq_of(CompletionQueue &cq) {
+    auto *c = dynamic_cast<CqImpl *>(&cq);
+    return c ? c->ctx() : nullptr;
 }
 
 Result<std::unique_ptr<Engine>> Engine::attach(EngineOptions opts) {

@@ -12,4 +12,8 @@ namespace droce::api {
  * is not one of engine's. */
 bool engine_of(Engine &engine, Device &dev, engine::Runtime **rt, engine::Dev **d);
 
+/** The engine CQ behind cq (tests: which completion path it takes); nullptr when cq is
+ * not droce's. */
+engine::CqCtx *cq_of(CompletionQueue &cq);
+
 } // namespace droce::api

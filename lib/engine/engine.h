@@ -121,14 +121,27 @@ void ring_release(rte_ring *r);
 
 class Dev;
 
-/** A CQ: completions go from the worker to the application through an SPSC ring. */
+/** A CQ. Worker mode: completions go from the worker to the application through an SPSC
+ * ring. Embedded mode: the shard that pushes and the application that polls are the same
+ * thread, so a plain array replaces the ring (engine_cq.cpp). */
 struct CqCtx final : rc::CqSink {
     rte_ring *ring = nullptr;
+    /* Embedded: slots[head & mask .. tail & mask), free-running counters, at most depth
+     * entries (the cqe asked for; the array is the next power of two). */
+    Wc *slots = nullptr;
+    uint32_t mask = 0;
+    uint32_t depth = 0;
+    uint32_t head = 0;
+    uint32_t tail = 0;
     Dev *dev = nullptr;   /* worker mode: publishes queue depths before a completion shows */
     void *user = nullptr; /* the API's CompletionQueue (named by CqErr events) */
     bool overrun = false; /* CqErr raised (once per CQ) */
     uint32_t refs = 0;    /* QPs using it; touched on the worker only */
     uint32_t worker = 0;  /* the worker that produces into it (its QPs' worker) */
+    /** Embedded mode: the array instead of a ring, room for exactly depth entries
+     * (1..2^20). False when out of memory. */
+    bool init_local(uint32_t depth);
+    bool local() const { return slots != nullptr; }
     bool push(const Wc &wc) override;
     int poll(Wc *wc, int max);
     ~CqCtx() override;

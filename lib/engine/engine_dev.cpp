@@ -57,22 +57,7 @@ rte_ring *ring_alloc(const char *name, unsigned esize, unsigned count, unsigned 
 
 void ring_release(rte_ring *r) { std::free(r); }
 
-/* ---------------- CQ ---------------- */
-
-bool CqCtx::push(const Wc &wc) {
-    if (dev != nullptr)
-        dev->publish_for_completion(wc);
-    return rte_ring_sp_enqueue_elem(ring, const_cast<Wc *>(&wc), sizeof(Wc)) == 0;
-}
-
-int CqCtx::poll(Wc *wc, int max) {
-    if (max <= 0)
-        return 0;
-    return static_cast<int>(
-        rte_ring_sc_dequeue_burst_elem(ring, wc, sizeof(Wc), static_cast<unsigned>(max), nullptr));
-}
-
-CqCtx::~CqCtx() { ring_release(ring); }
+/* CQ: engine_cq.cpp. */
 
 SrqCtx::~SrqCtx() { ring_release(ring); }
 
