@@ -270,8 +270,9 @@ def run_flood(veth, wire, n_flood=400):
     try:
         # One legitimate connection first (our QP 0x400; the server's REP names its QP).
         cid, qpn, psn = c.next_comm(), 0x400, 0x100
-        end, rep = time.time() + 15, None
+        end, rep, tries = time.time() + 15, None, 0
         while time.time() < end and rep is None:
+            tries += 1
             c.w.send(c.req_frame(port, cid, qpn, psn))
             got = c.mads(1.0)
             rep = next((m for m in got if m.attr == cm.REP and m.remote_comm_id == cid), None)
@@ -321,11 +322,11 @@ def run_flood(veth, wire, n_flood=400):
                                           'drop_req_no_resources'))
     log('   flood counters:', {k: v for k, v in ctr.items() if v and ('req' in k or 'rej' in k or
                                'stateless' in k or 'mad' in k or 'tx_' in k or 'drop' in k)})
-    # Every REQ that reached the CM is accounted for: the one accepted, the rest either
-    # rejected (consumer or no resources) or rate-limited; those the UD QP had no buffer
-    # for are dropped (and counted) below the CM.
-    record('flood', 'REQs accounted (rx_req = 1 + rej + limited)', '%d' % (rx - 1),
-           '%d' % answered, rx >= 2 and answered == rx - 1,
+    # Every flood REQ reached the CM and is accounted for: rejected (consumer: rping
+    # takes one connection; or no resources) or rate-limited. The legitimate REQ (sent
+    # up to `tries` times until the CM was up) is answered by its REP (again).
+    record('flood', 'flood REQs accounted (rej + rate-limited)', '%d' % n_flood,
+           '%d' % answered, n_flood < rx <= n_flood + tries and answered == n_flood,
            'rx_req %d, limits hit %d' % (rx, limited))
     # Over the table (max_conns 256, rejected ones wait in Timewait) a REQ gets a stateless
     # REJ "no resources"; past the stateless burst those are rate-limited (not sent).
@@ -349,60 +350,190 @@ def nvmf_priv(qid=0, hrqsize=32, hsqsize=31):
     return struct.pack('<HHHH', 0, qid, hrqsize, hsqsize) + bytes(24)
 
 
+def connect_capsule(cid, subnqn, hostnqn, qid=0, sqsize=31):
+    """Fabrics Connect with its 1024 bytes of data in the capsule (SGL data block,
+    offset 0): SQE (64 bytes) + data."""
+    sqe = bytearray(64)
+    sqe[0], sqe[1] = 0x7F, 0x40  # Fabrics; PSDT 01: SGL
+    struct.pack_into('<H', sqe, 2, cid)
+    sqe[4] = 0x01  # fctype Connect
+    struct.pack_into('<QI', sqe, 24, 0, 1024)
+    sqe[39] = 0x01  # SGL data block, subtype offset
+    struct.pack_into('<HHHHI', sqe, 40, 0, qid, sqsize, 0, 0)
+    data = bytearray(1024)
+    data[0:16] = bytes(range(16))  # host ID
+    struct.pack_into('<H', data, 16, 0xFFFF)  # any controller
+    data[256:256 + len(subnqn)] = subnqn.encode()
+    data[512:512 + len(hostnqn)] = hostnqn.encode()
+    return bytes(sqe) + bytes(data)
+
+
+def cqe_status(p):
+    """(cid, SCT, SC, DW0) of a 16-byte NVMe completion."""
+    dw0, _, _, _, cid, st = struct.unpack('<IIHHHH', p[:16])
+    return cid, (st >> 9) & 7, (st >> 1) & 0xFF, dw0
+
+
+class NvmfHost:
+    """One admin-queue connection of ours to the target: CM, then capsules by SEND."""
+
+    def __init__(self, c, wire, qpn, psn):
+        self.c, self.w = c, wire
+        self.cid, self.qpn = c.next_comm(), qpn
+        end, self.rep = time.time() + 15, None
+        while time.time() < end and self.rep is None:
+            c.w.send(c.req_frame(NVMF_PORT, self.cid, qpn, psn, private=nvmf_priv(),
+                                 sport=0xC000 + qpn))
+            got = c.mads(1.0)
+            self.rep = next((m for m in got if m.attr in (cm.REP, cm.REJ) and
+                             m.remote_comm_id == self.cid), None)
+        if self.rep is None or self.rep.attr != cm.REP:
+            return
+        c.w.send(c.frame(cm.RTU, cm.rtu(self.cid, self.rep.local_comm_id), tid=self.rep.tid))
+        # The REP's starting PSN is the one the target expects from us first (the REQ's
+        # is the one we expect from it).
+        self.q = H.Qp(wire, qpn, self.rep.psn, self.rep.qpn)
+
+    def ok(self):
+        return self.rep is not None and self.rep.attr == cm.REP
+
+    def disconnect(self):
+        self.c.w.drain()
+        self.c.w.send(self.c.frame(cm.DREQ, cm.dreq(self.cid, self.rep.local_comm_id,
+                                                    self.rep.qpn)))
+        return [m for m in self.c.mads(2.0) if m.attr in (cm.DREP, cm.DREQ)]
+
+
 def run_nvmf(veth, wire):
-    ours = ['--ip', veth.droce_ip + '/24', '--mac', veth.droce_mac, '--ram', '4M', '-p',
-            str(NVMF_PORT), '--counters']
+    nqn = 'nqn.2014-08.org.droce:hostile'
+    ours = ['--ip', veth.droce_ip + '/24', '--mac', veth.droce_mac, '--ram', '4M', '--nqn', nqn,
+            '-p', str(NVMF_PORT), '--counters']
     srv = H.Server('nvmf', [args.nvmf] + H.eal(veth), ours, veth)
     c = CmClient(wire, veth)
-    acked = []
+    sends = []  # the target's SENDs (response capsules)
     peer = {}
 
-    def on_request(p):  # the target's SENDs (response capsules): ACK them, RC-wise
-        acked.append(p)
+    def on_request(p):  # ACK them as an RC requester's responder would
+        sends.append(p)
         if 'qpn' in peer:
             wire.send(wire.ep.frame(bth(ACK, peer['qpn'], p.psn, ack_req=False) +
-                                    aeth(0x1F, len(acked))))
+                                    aeth(0x1F, len(sends))))
 
     wire.on_request = on_request
+    chk = H.Check(srv, wire, 'nvmf')
+    hostnqn = 'nqn.2014-08.org.nvmexpress:uuid:hostile'
     try:
-        cid, qpn, psn = c.next_comm(), 0x500, 0x2000
-        end, rep = time.time() + 15, None
-        while time.time() < end and rep is None:
-            c.w.send(c.req_frame(NVMF_PORT, cid, qpn, psn, private=nvmf_priv()))
-            got = c.mads(1.0)
-            rep = next((m for m in got if m.attr in (cm.REP, cm.REJ) and
-                        m.remote_comm_id == cid), None)
-        ok = rep is not None and rep.attr == cm.REP
-        rfmt = struct.unpack('<HH', rep.private[:4]) if ok else None
+        h = NvmfHost(c, wire, 0x500, 0x2000)
+        rfmt = struct.unpack('<HH', h.rep.private[:4]) if h.ok() else None
         record('nvmf', 'REQ with NVMe-oF private data (QID 0)', 'REP recfmt 0',
-               '%s %s' % (rep.name() if rep else 'none', rfmt), ok and rfmt[0] == 0)
-        if not ok:
+               '%s %s' % (h.rep.name() if h.rep else 'none', rfmt), h.ok() and rfmt[0] == 0)
+        if not h.ok():
             raise RuntimeError('no REP')
-        peer['qpn'] = rep.qpn
-        c.w.send(c.frame(cm.RTU, cm.rtu(cid, rep.local_comm_id), tid=rep.tid))
-        time.sleep(0.2)
-        q = H.Qp(wire, qpn, rep.psn, rep.qpn)
-        chk = H.Check(srv, wire, 'nvmf')
-        H.results.clear()
-        # The target grants no remote rights (QP access 0, local-write MRs): every
-        # RDMA access from the host is an invalid request, whatever key it names.
-        for name, f in (
-                ('forged WRITE 64 B (rkey 0)',
-                 lambda: q.f_write(WRITE_ONLY, q.next_psn(), 0x1000, 0, 64, 64)),
-                ('forged READ 64 B (rkey 0x100)',
-                 lambda: q.f_read(q.next_psn(), 0x1000, 0x100, 64)),
-                ('forged CMP_SWAP', lambda: q.f_atomic(CMP_SWAP, q.next_psn(), 0x1000, 0x100, 1))):
-            chk.case(name, [f()], 'NAK61')
-            # A NAK puts the QP in ERR (IBTA: invalid request is fatal): reconnect.
-            break
-        for r in H.results:
-            record('nvmf', r[1], r[2], r[3], r[4], r[5])
+        peer['qpn'] = h.rep.qpn
+        time.sleep(0.1)
+        q = h.q
+
+        def capsule_case(name, payload, want_status):
+            """SEND payload (SEND_FIRST/LAST beyond 1024 bytes); want_status: None for no
+            response capsule, else (SCT, SC[, DW0])."""
+            del sends[:]
+            if len(payload) <= 1024:
+                frames = [q.f_send(SEND_ONLY, q.next_psn(), payload)]
+            else:
+                frames = [q.f_send(roce.SEND_FIRST, q.next_psn(), payload[:1024], ack_req=False),
+                          q.f_send(roce.SEND_LAST, q.next_psn(), payload[1024:])]
+            chk.case(name + ': ACK', frames, 'ACK')
+            end = time.time() + (0.5 if want_status is None else 2.0)
+            while time.time() < end and not sends:
+                wire.recv(0.05)
+            got = [cqe_status(p.payload) for p in sends]
+            if want_status is None:
+                record('nvmf', name + ': response', 'none', str(got) if got else 'none', not got)
+            else:
+                st = got[0][1:1 + len(want_status)] if got else None
+                record('nvmf', name + ': response', 'SCT %d SC 0x%02x' % want_status[:2] +
+                       (' DW0 0x%x' % want_status[2] if len(want_status) > 2 else ''),
+                       'SCT %d SC 0x%02x DW0 0x%x' % got[0][1:] if got else 'none',
+                       len(got) == 1 and st == tuple(want_status))
+
+        capsule_case('capsule 32 B (short)', bytes(range(32)), None)
+        bad = bytearray(64)
+        bad[0], bad[1] = 0xFF, 0x40
+        struct.pack_into('<H', bad, 2, 0x77)
+        # SGL1 type 0 (data block, address): not one NVMe/RDMA takes -> SGL Descriptor
+        # Type Invalid; a keyed SGL of 0 bytes passes, the opcode before Connect is then a
+        # Command Sequence Error.
+        capsule_case('capsule opcode 0xFF, SGL type 0', bytes(bad), (0, 0x11))
+        bad[39] = 0x40
+        capsule_case('capsule opcode 0xFF before Connect', bytes(bad), (0, 0x0C))
+        capsule_case('Connect, unknown subsystem NQN',
+                     connect_capsule(0x78, 'nqn.2014-08.org.droce:nope', hostnqn),
+                     (1, 0x82, (1 << 16) | 256))
+        # The target grants no remote rights (QP access 0, local-write MRs): an RDMA
+        # access from the host is an invalid request (NAK), whatever key it names. Each
+        # NAK leaves the target's QP in ERR: one connection per access.
+        h.disconnect()
+        hosts = [h]
+        for i, (name, build) in enumerate((
+                ('forged WRITE 64 B', lambda q: q.f_write(WRITE_ONLY, q.next_psn(), 0x1000, 0,
+                                                          64, 64)),
+                ('forged READ 64 B', lambda q: q.f_read(q.next_psn(), 0x1000, 0x100, 64)),
+                ('forged CMP_SWAP', lambda q: q.f_atomic(CMP_SWAP, q.next_psn(), 0x1000, 0x100,
+                                                         1)))):
+            hh = NvmfHost(c, wire, 0x600 + i, 0x3000)
+            if not hh.ok():
+                record('nvmf', name + ': connect', 'REP', 'none', False)
+                continue
+            time.sleep(0.1)
+            wire.drain()
+            wire.send(build(hh.q))
+            got = wire.recv(2.0, lambda g: any(not cm.parse_reply(r) for r in g) and
+                            any(cm.parse_reply(r) for r in g))
+            got += wire.recv(0.05)
+            rc = [r for r in got if not cm.parse_reply(r)]
+            mads = [cm.parse_reply(r) for r in got if cm.parse_reply(r)]
+            react = rc[0].kind() if rc else 'DROP'
+            record('nvmf', name, 'NAK61', react, react == 'NAK61' and len(rc) == 1,
+                   '' if len(rc) <= 1 else '%d replies: %s' % (len(rc), rc))
+            # The QP is in ERR: the target disconnects (DREQ), we answer DREP.
+            dq = [m for m in mads if m.attr == cm.DREQ]
+            record('nvmf', name + ': target disconnects', 'DREQ',
+                   ','.join(m.name() for m in mads) or 'none', len(dq) == 1)
+            if dq:
+                wire.send(c.frame(cm.DREP, cm.drep(hh.cid, dq[0].local_comm_id), tid=dq[0].tid))
+            else:
+                hh.disconnect()
+            hosts.append(hh)
+        results.extend(H.results)  # printed by hostile.record already
+        del H.results[:]
+        # The target still serves a real host: droce-nvmf-perf -w verify from the other
+        # end of the veth.
+        wire.on_request = None
+        ip, mac = veth.net + '.3', veth.droce_mac[:-2] + '03'
+        cmd = [args.nvmf_perf, '-l', '0', '--no-huge', '-m', '256', '--no-pci', '--no-shconf',
+               '--vdev', 'net_af_packet0,iface=%s,qdisc_bypass=0' % veth.b,
+               '--log-level=*:warning', '--file-prefix=droce-i%d' % os.getpid(), '--', '--ip',
+               ip + '/24', '--mac', mac, '-a', veth.droce_ip, '-n', nqn, '-w', 'verify', '-q',
+               '4', '-t', '1', '--timeout', '30']
+        t0 = time.time()
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+        res = [line for line in r.stdout.splitlines() if line.startswith('result:')]
+        ok = r.returncode == 0 and res and 'errors=0 mismatches=0' in res[0]
+        record('nvmf', 'droce-nvmf-perf -w verify after the cases', 'exit 0, no errors',
+               'exit %d' % r.returncode, bool(ok), '%.1f s %s' % (time.time() - t0, res[0])
+               if ok else (r.stdout + r.stderr)[-800:])
     except Exception:
         srv.kill()
         raise
-    srv.p.send_signal(signal.SIGINT)
-    ctr = finish(srv, 'nvmf')
-    log('   nvmf counters:', ctr)
+    ctr = finish(srv, 'nvmf', stop=True)
+    log('   nvmf counters:', {k: v for k, v in ctr.items() if v})
+    # Each case once: the target's core (capsule checks, Connect), its RDMA glue, and
+    # the engine's responder (an RDMA access the QP does not allow).
+    for k, n in (('capsule_too_short', 1), ('rdma_capsules_dropped', 1), ('st_sgl_type', 1),
+                 ('st_cmd_seq', 1), ('connect_unknown_subsys', 1), ('resp_op_not_allowed', 3),
+                 ('rdma_wc_errors', 0), ('rdma_read_errors', 0)):
+        v = ctr.get(k, 0)
+        record('nvmf', 'counter ' + k, '%d' % n, '%d' % v, v == n)
 
 
 def main():
