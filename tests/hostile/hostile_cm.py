@@ -9,15 +9,21 @@ version, method, attribute, SIDR), a MAD with a wrong Q_Key; each case checks th
 on the wire (REJ and its reason, DREP, or nothing). Then a real droce-rping client
 session against the same server (a second droce process on the other veth end), the
 server's exit status and its CM counters (--counters), which must account for every
-case. A second server takes a REQ flood (hundreds of REQs, distinct comm IDs and source
-ports) while one legitimate connection made by cm.py is up: the answers are bounded
-(REJ, never a second REP), the server's memory stays put, the telemetry socket answers,
-the legitimate connection then disconnects cleanly (DREQ -> DREP) and the server exits 0.
+case. A second server takes a REQ flood (400 REQs, distinct comm IDs and source ports)
+while one legitimate connection made by cm.py is up: every REQ is answered (rping's REJ
+28, never a second REP: the CM's table of Timewait slots gives way), a REQ right after
+still reaches the application, the server's memory stays put, the telemetry socket
+answers; 200 REQs for a port with no listener get stateless REJs up to the burst and are
+rate-limited beyond; the legitimate connection then disconnects cleanly (DREQ -> DREP)
+and the server exits 0.
 
 droce-nvmf (RAM disk): a CM connection by cm.py with the NVMe-oF RDMA private data, RTU,
-then forged RDMA WRITE / READ / atomic at the target's QP (it grants no remote rights:
-each must be NAKed), a malformed capsule (too short) by SEND; then droce-nvmf-perf -w
-verify against the same target passes, and the target exits 0 on SIGINT.
+capsules by SEND: too short (no response, counted), bad SGL type and bad opcode (NVMe
+status in the response capsule), Connect for an unknown subsystem NQN (Fabrics Connect
+Invalid Parameters naming SUBNQN); forged RDMA WRITE / READ / CMP_SWAP at the target's QP,
+one connection each (it grants no remote rights: NAK invalid request, then the target's
+DREQ); then droce-nvmf-perf -w verify against the same target passes, the target exits 0
+on SIGINT and its counters show each case once.
 
 Exit 77 (skip) when not root or when a veth pair cannot be made.
 Usage: hostile_cm.py --rping PATH --nvmf PATH --nvmf-perf PATH [--only NAME] [-v]"""
