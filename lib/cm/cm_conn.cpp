@@ -112,7 +112,28 @@ CmManager::Conn *CmManager::find_remote(uint32_t remote_id, uint64_t guid) {
 }
 
 CmManager::Conn *CmManager::alloc() {
+    /* No free slot: the Timewait connection closest to its end makes room. A REQ flood
+     * the application rejects fills the table with Timewait slots for as long as the
+     * REQs' own response timeout asks (up to max_response_timeout, 69 s), which would
+     * lock every other peer out; Timewait only guards against late duplicates, and the
+     * new connection gets a new comm ID anyway. */
+    size_t pick = conns_.size();
     for (size_t i = 0; i < conns_.size(); ++i) {
+        if (conns_[i].st == ConnState::Idle) {
+            pick = i;
+            break;
+        }
+        if (conns_[i].st == ConnState::Timewait &&
+            (pick == conns_.size() || conns_[i].deadline < conns_[pick].deadline))
+            pick = i;
+    }
+    if (pick < conns_.size() && conns_[pick].st == ConnState::Timewait) {
+        ctr_.inc(CmCtr::timewait_evicted);
+        const Conn gone = conns_[pick];
+        conns_[pick] = Conn{};
+        emit(gone, CmEventType::TimewaitExit);
+    }
+    for (size_t i = pick; i < conns_.size(); ++i) {
         Conn &c = conns_[i];
         if (c.st != ConnState::Idle)
             continue;

@@ -41,7 +41,9 @@ namespace droce::cm {
         /* pending limit (both REJ no resources), unanswered until req_answer_timeout_ns */   \
         X(drop_req_backlog) X(drop_req_source_limit) X(timeout_req_unanswered) \
         /* stateless REJ / DREP not sent: over CmConfig::stateless_per_sec */ \
-        X(stateless_rate_limited)
+        X(stateless_rate_limited) \
+        /* a Timewait slot reused early: the table was full (CmManager::alloc) */ \
+        X(timewait_evicted)
 
 enum class CmCtr : uint16_t {
 #define X(n) n,

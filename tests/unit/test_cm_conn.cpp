@@ -168,6 +168,31 @@ TEST(CmHostile, ReqTableFullNoResources) {
     EXPECT_EQ(o.log.count(CmEventType::ConnectRequest), 1u);
 }
 
+/* A REQ flood the application rejects leaves Timewait slots behind for as long as each
+ * REQ's response timeout: a full table of them gives way (the one ending first) to the
+ * next REQ instead of locking every peer out. */
+TEST(CmHostile, TableOfTimewaitGivesWay) {
+    One o(2);
+    o.cm.listen(kSid);
+    o.rx(req(1, 0x18));
+    const uint32_t first = o.log.events.back().ev.conn;
+    ASSERT_TRUE(o.cm.reject(first, nullptr, 0, o.now));
+    o.now += 1000;
+    o.rx(req(2, 0x20));
+    ASSERT_TRUE(o.cm.reject(o.log.events.back().ev.conn, nullptr, 0, o.now));
+    EXPECT_EQ(o.cm.state(first), ConnState::Timewait);
+    o.rx(req(3, 0x28));
+    EXPECT_EQ(o.cm.counter(CmCtr::timewait_evicted), 1u);
+    EXPECT_EQ(o.cm.counter(CmCtr::drop_req_no_resources), 0u);
+    EXPECT_EQ(o.log.count(CmEventType::ConnectRequest), 3u);
+    EXPECT_EQ(o.log.count(CmEventType::TimewaitExit), 1u);
+    EXPECT_EQ(o.cm.state(first), ConnState::Idle); /* the older one went */
+    /* Nothing left to give: pending requests are not evicted. */
+    o.rx(req(4, 0x30));
+    o.rx(req(5, 0x38));
+    EXPECT_EQ(o.cm.counter(CmCtr::drop_req_no_resources), 1u);
+}
+
 TEST(CmHostile, RepNeverRequested) {
     One o;
     CmMad m{};
