@@ -23,7 +23,8 @@
 # Environment (defaults in brackets): UPX leaf uplink rate in host rates [2], MTU RoCE
 # path MTU [4096], KMIN KMAX PMAX the spine's RED/ECN in the DCQCN modes
 # [20000 100000 0.2], DCONF droce-perf's DCQCN settings [bench/cc/victim_dcqcn.conf],
-# KEEP=1 also keeps each sender's output (counters) in OUT.
+# FANIN the incast N:1, 2..7 [2] (flows 1 .. N-1 send from the spine; flow1_MBps is then
+# their mean), KEEP=1 also keeps each sender's output (counters) in OUT.
 # Why these values (bench/README.md, "victim flow, real processes"): eight processes share
 # two cores, so the rates are low enough that every host reaches its line rate alone
 # (0.15 Gb/s: the victim 17.5 of 18.5 MB/s); 4 KB frames cut the per-byte CPU 4x and
@@ -43,6 +44,8 @@ modes=${6:-off pfc pfc+on on}
 pfcth=${7:-80000,71000}
 host=${8:-0.15}
 upx=${UPX:-2}
+n=${FANIN:-2}
+if ((n < 2 || n > 7)); then echo "FANIN $n: want 2..7 (the spine has 2 FANIN + 1 ports, at most 16)"; exit 2; fi
 uprate=$(awk -v r="$host" -v x="$upx" 'BEGIN { print x * r }')
 mtu=${MTU:-4096}
 pf=(--line-rate="${host}g" --tx-burst=32 -m "$mtu" --eth-mtu=9000)
@@ -63,7 +66,7 @@ srv() { echo "--vdev=net_memif$1,role=server,socket=$work/$2,socket-abstract=no"
 cli() { echo "--vdev=net_memif0,role=client,socket=$work/$1,socket-abstract=no"; }
 wait_sock() { for _ in $(seq 100); do [[ -S $1 ]] && return 0; sleep 0.1; done; return 1; }
 csv=$out/victim.csv
-echo "round,mode,flow0_MBps,flow1_MBps,victim_MBps,spine_pause_frames,leaf_pause_frames,uplink_held_ms,drops,ring_full,cnps,xoff_events" >"$csv"
+echo "round,mode,flow0_MBps,flow1_MBps,victim_MBps,spine_pause_frames,leaf_pause_frames,uplink_held_ms,drops,ring_full,cnps,xoff_events,incast_MBps" >"$csv"
 
 for r in $(seq "$rounds"); do
   for mode in $modes; do
@@ -77,14 +80,18 @@ for r in $(seq "$rounds"); do
     esac
     rm -f "$work"/s* "$work"/l*
     base=$((23000 + ($$ + r * 7) % 20000))
-    # spine: 0 uplink from the leaf, 1 B, 2 S0, 3 S1, 4 SV
+    # spine: 0 uplink from the leaf, 1 .. n-1 flows 1 .. n-1's senders (B), n .. 2n-1 their
+    # receivers S0 .. S(n-1), 2n SV
+    sp_vdev=() to=()
+    for ((j = 0; j <= 2 * n; ++j)); do sp_vdev+=("$(srv $j s$j)"); done
+    for ((k = 0; k < n; ++k)); do to+=($((n + k))); done
     timeout $((secs + 60)) "$fab" -l 0 "${eal[@]}" --file-prefix "vs$$" \
-        "$(srv 0 s0)" "$(srv 1 s1)" "$(srv 2 s2)" "$(srv 3 s3)" "$(srv 4 s4)" -- \
-        --to 2,3 --shared --rate-gbps "$rate" --idle-us 20 --secs $((secs + 50)) "${fabpfc[@]}" \
+        "${sp_vdev[@]}" -- \
+        --to "$(IFS=,; echo "${to[*]}")" --shared --rate-gbps "$rate" --idle-us 20 --secs $((secs + 50)) "${fabpfc[@]}" \
         >"$work/spine" 2>&1 &
     spine=$!
     pids=("$spine")
-    wait_sock "$work/s4"
+    wait_sock "$work/s$((2 * n))"
     # leaf: 0 A, 1 V, 2 uplink (memif client of the spine's port 0)
     timeout $((secs + 60)) "$fab" -l 0 "${eal[@]}" --file-prefix "vl$$" \
         "$(srv 0 l0)" "$(srv 1 l1)" \
@@ -94,44 +101,50 @@ for r in $(seq "$rounds"); do
     leaf=$!
     pids+=("$leaf")
     wait_sock "$work/l1"
-    # servers S0, S1, SV (k = 0, 1, 2) on spine ports 2, 3, 4
-    for k in 0 1 2; do
+    # flows k = 0 .. n-1 (flow 0 is A) and the victim k = n: servers on spine ports n + k,
+    # clients A and V on the leaf's ports 0 and 1, B on spine port k
+    for ((k = 0; k <= n; ++k)); do
         timeout $((secs + 40)) "$perf" write_bw -l 1 "${eal[@]}" --file-prefix "vs$k$$" \
-            "$(cli s$((k + 2)))" -- --ip 10.80.0.$((k + 1))/24 --mac 02:00:00:00:03:0$((k + 1)) \
+            "$(cli s$((n + k)))" -- --ip 10.80.0.$((k + 1))/24 --mac 02:00:00:00:03:0$((k + 1)) \
             -s 65536 -D "$secs" -p $((base + k)) --timeout 30 --dcqcn="$dcqcn" "${perfpfc[@]}" \
             "${pf[@]}" --config="$dconf" --counters >"$work/srv$k" 2>&1 &
         spid[$k]=$!
         pids+=("${spid[$k]}")
     done
-    sleep 1
-    # clients A, B, V (k = 0, 1, 2) on leaf 0, spine 1, leaf 1
-    sock=(l0 s1 l1)
-    for k in 0 1 2; do
+    sleep $((1 + n / 2)) # the servers listen before the clients connect
+    for ((k = 0; k <= n; ++k)); do
+        sock=s$k
+        ((k == 0)) && sock=l0
+        ((k == n)) && sock=l1
         timeout $((secs + 40)) "$perf" write_bw -l 1 "${eal[@]}" --file-prefix "vc$k$$" \
-            "$(cli "${sock[$k]}")" -- --ip 10.80.0.$((k + 11))/24 --mac 02:00:00:00:03:1$k \
+            "$(cli "$sock")" -- --ip 10.80.0.$((k + 11))/24 --mac 02:00:00:00:03:1$k \
             -s 65536 -D "$secs" -p $((base + k)) --timeout 30 --dcqcn="$dcqcn" "${perfpfc[@]}" \
             "${pf[@]}" --config="$dconf" --counters 127.0.0.1 >"$work/cli$k" 2>&1 &
         cpid[$k]=$!
         pids+=("${cpid[$k]}")
     done
     ok=1
-    for k in 0 1 2; do wait "${cpid[$k]}" || ok=0; wait "${spid[$k]}" || ok=0; done
+    for ((k = 0; k <= n; ++k)); do wait "${cpid[$k]}" || ok=0; wait "${spid[$k]}" || ok=0; done
     kill -INT "$leaf" "$spine"
     wait "$leaf" || ok=0
     wait "$spine" || ok=0
     cp "$work/spine" "$out/victim_spine_${mode}_$r.txt"
     cp "$work/leaf" "$out/victim_leaf_${mode}_$r.txt"
     if [[ -n ${KEEP:-} ]]; then
-        for k in 0 1 2; do cp "$work/cli$k" "$out/victim_cli${k}_${mode}_$r.txt"; done
+        for ((k = 0; k <= n; ++k)); do cp "$work/cli$k" "$out/victim_cli${k}_${mode}_$r.txt"; done
     fi
     if [[ $ok -ne 1 ]]; then
         echo "round $r mode $mode: a process failed"
         tail -n 3 "$work"/cli* "$work"/srv* "$work/spine" "$work/leaf"
         continue
     fi
-    for k in 0 1 2; do
+    for ((k = 0; k <= n; ++k)); do
         mb[$k]=$(awk '$1 == 65536 && NF >= 5 { v = $4 } END { print v + 0 }' "$work/cli$k")
     done
+    # flow1_MBps: flow 1's rate, with FANIN > 2 the mean of flows 1 .. n-1
+    others=$(printf '%s\n' "${mb[@]:1:n-1}" | awk '{ s += $1 } END { printf "%.3g", s / NR }')
+    incast=$(printf '%s\n' "${mb[@]:0:n}" | awk '{ s += $1 } END { printf "%.3g", s }')
+    victim=${mb[$n]}
     pcount() { awk '$1 == "port" { for (i = 1; i < NF; ++i) if ($i ~ /^pfc_(xoff|xon|refresh)$/) c += $(i + 1) } END { print c + 0 }' "$1"; }
     sp=$(pcount "$work/spine")
     lp=$(pcount "$work/leaf")
@@ -142,7 +155,7 @@ for r in $(seq "$rounds"); do
     full=$(awk '$1 == "port" { for (i = 1; i < NF; ++i) if ($i == "tx_full") d += $(i + 1) } END { print d + 0 }' "$work/spine" "$work/leaf")
     xoffs=$(awk '$1 == "port" { for (i = 1; i < NF; ++i) if ($i == "pfc_xoff") c += $(i + 1) } END { print c + 0 }' "$work/spine" "$work/leaf")
     cnps=$(awk '$1 == "rp_cnp_handled" { c += $2 } END { print c + 0 }' "$work"/cli*)
-    echo "$r,$mode,${mb[0]},${mb[1]},${mb[2]},$sp,$lp,$held,$drops,$full,$cnps,$xoffs" >>"$csv"
-    echo "round $r mode $mode: MB/s flow0 ${mb[0]} flow1 ${mb[1]} victim ${mb[2]}; pause frames spine $sp leaf $lp, uplink held $held ms, drops $drops, ring full $full, CNPs handled $cnps, XOFF events $xoffs"
+    echo "$r,$mode,${mb[0]},$others,$victim,$sp,$lp,$held,$drops,$full,$cnps,$xoffs,$incast" >>"$csv"
+    echo "round $r mode $mode: MB/s flow0 ${mb[0]} flows 1..$((n - 1)) ${mb[*]:1:n-1} victim $victim (incast total $incast); pause frames spine $sp leaf $lp, uplink held $held ms, drops $drops, ring full $full, CNPs handled $cnps, XOFF events $xoffs"
   done
 done

@@ -9,6 +9,7 @@ pause frames and the time the leaf's uplink was held.
                           bars from min to max
 
 Usage: bench/plot_victim.py [CSV dir, default bench/cc] [out dir, default: the CSV dir]
+                            [incast in the title, default 2:1]
 (Debian's python3-matplotlib: run with /usr/bin/python3 if another python3 comes first.)
 """
 import csv
@@ -58,7 +59,8 @@ def main():
                          stats[m, "uplink_held_ms"][1])
                         for m in modes], fontsize=8)
     ax.set_ylabel("MB/s (median of rounds, bar: min..max)")
-    ax.set_title("Real processes: 2:1 incast + victim flow through droce-fabric leaf/spine")
+    ax.set_title("Real processes: %s incast + victim flow through droce-fabric leaf/spine" %
+                 (sys.argv[3] if len(sys.argv) > 3 else "2:1"))
     ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(os.path.join(out, "cc_victim.png"), dpi=110)
