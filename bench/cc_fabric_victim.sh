@@ -135,6 +135,7 @@ for r in $(seq "$rounds"); do
     fi
     if [[ $ok -ne 1 ]]; then
         echo "round $r mode $mode: a process failed"
+        for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done # none left to load the next run
         tail -n 3 "$work"/cli* "$work"/srv* "$work/spine" "$work/leaf"
         continue
     fi
