@@ -33,6 +33,8 @@
 # below XOFF (per ingress port; the shared queue holds two) lets DCQCN act before PFC;
 # DCQCN's timers and rate steps scaled to the bottleneck (victim_dcqcn.conf). The leaf
 # does no ECN marking: its uplink plays the host link of the simulator, not a switch.
+# RC ACK timeout 1.07 s (victim_dcqcn.conf [qp]): a queue draining slower than perftest's
+# 67 ms made the senders resend windows still queued.
 # 3 rounds of the 4 modes at 5 s take about 3 minutes.
 set -u
 build=${1:-build}
