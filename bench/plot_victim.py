@@ -9,6 +9,7 @@ pause frames and the time the leaf's uplink was held.
                           bars from min to max
 
 Usage: bench/plot_victim.py [CSV dir, default bench/cc] [out dir, default: the CSV dir]
+                            [incast in the title, default 2:1]
 (Debian's python3-matplotlib: run with /usr/bin/python3 if another python3 comes first.)
 """
 import csv
@@ -24,7 +25,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 ORDER = ("off", "on", "pfc", "pfc+on")
 LABEL = {"off": "lossy, no CC", "on": "DCQCN only", "pfc": "PFC only", "pfc+on": "PFC + DCQCN"}
 COLS = ("flow0_MBps", "flow1_MBps", "victim_MBps", "spine_pause_frames",
-        "leaf_pause_frames", "uplink_held_ms", "drops", "ring_full", "cnps")
+        "leaf_pause_frames", "uplink_held_ms", "drops", "ring_full", "cnps", "xoff_events")
 
 
 def main():
@@ -38,10 +39,10 @@ def main():
         for m in modes:
             rs = [r for r in rows if r["mode"] == m]
             for c in COLS:
-                v = [float(r[c]) for r in rs]
+                v = [float(r.get(c) or 0) for r in rs]  # older CSVs lack xoff_events
                 stats[m, c] = (min(v), statistics.median(v), max(v))
                 f.write("%s %d %s %g %g %g\n" % ((m, len(v), c) + stats[m, c]))
-    fig, ax = plt.subplots(figsize=(8, 4.5))
+    fig, ax = plt.subplots(figsize=(9, 5))
     w = 0.27
     for i, (c, name) in enumerate((("flow0_MBps", "flow 0 (shares the leaf uplink)"),
                                    ("flow1_MBps", "flow 1"),
@@ -52,12 +53,14 @@ def main():
                [stats[m, c][2] - stats[m, c][1] for m in modes]]
         ax.bar(xs, med, w, yerr=err, capsize=3, label=name)
     ax.set_xticks(range(len(modes)))
-    ax.set_xticklabels(["%s\n%d pause frames\nuplink held %.0f ms" %
+    ax.set_xticklabels(["%s\n%d pause frames\n%d XOFF events\nuplink held %.0f ms" %
                         (LABEL[m], stats[m, "spine_pause_frames"][1] +
-                         stats[m, "leaf_pause_frames"][1], stats[m, "uplink_held_ms"][1])
+                         stats[m, "leaf_pause_frames"][1], stats[m, "xoff_events"][1],
+                         stats[m, "uplink_held_ms"][1])
                         for m in modes], fontsize=8)
     ax.set_ylabel("MB/s (median of rounds, bar: min..max)")
-    ax.set_title("Real processes: 2:1 incast + victim flow through droce-fabric leaf/spine")
+    ax.set_title("Real processes: %s incast + victim flow through droce-fabric leaf/spine" %
+                 (sys.argv[3] if len(sys.argv) > 3 else "2:1"))
     ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(os.path.join(out, "cc_victim.png"), dpi=110)
