@@ -15,7 +15,13 @@
  *
  *   bench_soak [--minutes=M] [--seconds=S] [--qps=1024] [--max-size=65536]
  *              [--interval=60] [--csv=FILE] [--seed=N]
- *              [--loss=P] [--dup=P] [--reorder=P] [--corrupt=P]
+ *              [--loss=P] [--dup=P] [--reorder=P] [--corrupt=P] [--ack-timeout=E]
+ *              [--memif=DIR [--workers=N]] [--inflight-bytes=B]
+ *
+ * --inflight-bytes=B: WRs whose bytes would take the total in flight over B wait, in
+ * posting order (a QP still has one WR at a time): 1,024 QPs of up to 1 MiB each would
+ * otherwise keep far more in flight than a forwarder's buffer holds, and the go-back-N
+ * storm that follows retries a QP out (retry exceeded) before it teaches anything.
  *
  * With any fault probability above 0 the two devices talk through bench/fault_wire.h (a
  * copying wire that loses, duplicates, reorders and corrupts frames) instead of a plain
@@ -36,6 +42,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
+#include <functional>
 #include <random>
 #include <string>
 #include <thread>
@@ -65,6 +73,11 @@ struct Args {
     bench::FaultProfile faults;
     std::string memif; /* socket directory: memif mode */
     uint32_t workers = 2;
+    /* local ACK timeout exponent: a memif run's queues (a forwarder on cores it shares with
+     * the soak) hold a QP's frames longer than an in-process wire does */
+    uint8_t ack_timeout = 14;
+    /* bytes of WRs in flight at most (0: no limit; one WR per QP is the only limit) */
+    uint64_t inflight_bytes = 0;
 };
 
 [[noreturn]] void die(const std::string &what) {
@@ -165,12 +178,16 @@ Args parse(int argc, char **argv) {
             a.faults.corrupt = probability("--corrupt", v);
         else if ((v = val("--memif")))
             a.memif = v;
+        else if ((v = val("--inflight-bytes")))
+            a.inflight_bytes = std::strtoull(v, nullptr, 0);
+        else if ((v = val("--ack-timeout")))
+            a.ack_timeout = static_cast<uint8_t>(std::clamp(std::atoi(v), 1, 31));
         else if ((v = val("--workers")))
             a.workers = static_cast<uint32_t>(std::atoi(v));
         else
             die("usage: bench_soak [--minutes=M | --seconds=S] [--qps=N] [--max-size=B] "
                 "[--interval=S] [--csv=FILE] [--seed=N] [--loss=P] [--dup=P] [--reorder=P] "
-                "[--corrupt=P] [--memif=DIR [--workers=N]]");
+                "[--corrupt=P] [--memif=DIR [--workers=N]] [--ack-timeout=E] [--inflight-bytes=B]");
     }
     if (!a.memif.empty() && a.faults.any())
         die("--memif: the faults are the forwarder's (droce-fabric --loss --dup ...), not ours");
@@ -309,10 +326,12 @@ int main(int argc, char **argv) {
                     std::this_thread::yield();
         });
     for (uint32_t q = 0; q < n; ++q) {
-        std::string e = flood::connect_qp(*qp[0][q], gb, qp[1][q]->qp_num(), 0x900, 0x100, 0);
+        std::string e =
+            flood::connect_qp(*qp[0][q], gb, qp[1][q]->qp_num(), 0x900, 0x100, 0, args.ack_timeout);
         if (e.empty())
             e = flood::connect_qp(*qp[1][q], ga, qp[0][q]->qp_num(), 0x100, 0x900,
-                                  kAccessRemoteWrite | kAccessRemoteRead | kAccessRemoteAtomic);
+                                  kAccessRemoteWrite | kAccessRemoteRead | kAccessRemoteAtomic,
+                                  args.ack_timeout);
         if (!e.empty())
             die("connect: " + e);
     }
@@ -331,6 +350,10 @@ int main(int argc, char **argv) {
                           std::to_string(st[q].len) + ": " + why;
     };
 
+    /* --inflight-bytes: WRs wait in posting order until their bytes fit the budget */
+    uint64_t inflight = 0;
+    std::deque<uint32_t> waiting;
+    std::function<void(uint32_t)> send;
     auto post = [&](uint32_t q) {
         Track &s = st[q];
         const uint64_t word = s.expect_word;
@@ -340,7 +363,18 @@ int main(int argc, char **argv) {
         /* log-uniform 1 .. win */
         const double lg = std::uniform_real_distribution<double>(0, std::log2(win))(rng);
         s.len = std::clamp<uint32_t>(static_cast<uint32_t>(std::exp2(lg)), 1, win);
+        if (s.op == Op::FetchAdd || s.op == Op::CmpSwap)
+            s.len = 8;
         s.seed = rng();
+        s.busy = true;
+        if (args.inflight_bytes != 0 && inflight != 0 && inflight + s.len > args.inflight_bytes)
+            waiting.push_back(q); /* sent when enough of the budget is back */
+        else
+            send(q);
+    };
+    send = [&](uint32_t q) {
+        Track &s = st[q];
+        inflight += s.len;
         const size_t off = static_cast<size_t>(q) * win;
         SendWr wr;
         wr.wr_id = q;
@@ -396,7 +430,6 @@ int main(int argc, char **argv) {
         default:
             break;
         }
-        s.busy = true;
         s.posted_at = now_ns();
         if (!qp[0][q]->post_send(wr))
             die("post_send");
@@ -442,6 +475,7 @@ int main(int argc, char **argv) {
         bytes += s.len;
         ++completed;
         s.busy = false;
+        inflight -= s.len;
     };
 
     FILE *csv = args.csv.empty() ? nullptr : std::fopen(args.csv.c_str(), "w");
@@ -486,6 +520,7 @@ int main(int argc, char **argv) {
                                       ": completion status " +
                                       std::to_string(static_cast<int>(wc[i].status));
                     st[q].busy = false;
+                    inflight -= st[q].len;
                     continue;
                 }
                 Track &x = st[q];
@@ -504,6 +539,12 @@ int main(int argc, char **argv) {
                 if (!draining && wr_errors == 0)
                     post(q);
             }
+        }
+        while (!waiting.empty() &&
+               (inflight == 0 || inflight + st[waiting.front()].len <= args.inflight_bytes)) {
+            const uint32_t q = waiting.front();
+            waiting.pop_front();
+            send(q);
         }
         if (memif && idle)
             std::this_thread::sleep_for(std::chrono::microseconds(20)); /* workers do the work */

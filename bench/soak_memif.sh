@@ -11,8 +11,10 @@
 #   --loss P --dup P --reorder P --corrupt P --delay-us D   the forwarder's faults
 #                                (defaults 0.01 0.01 0.01 0.005 0)
 #   --seed N                     the forwarder's and the soak's seed (default 1)
+#   --rate-gbps R                the forwarder's rate each way (default 10)
 #   any other --x=y option goes to bench_soak (--qps=1024 --max-size=1048576
-#   --workers=2 --interval=60 are the defaults here)
+#   --workers=2 --interval=60 --ack-timeout=16 (~270 ms) --inflight-bytes=4194304 are
+#   the defaults here: at most 4 MiB of WRs in flight, the forwarder's buffer is 8 MB)
 # Exit status: the soak's (1 on any data or WR error), 1 if a fault kind was never
 # injected, 2 on a set-up failure. Run it under the heavy-job lock on a shared machine.
 set -u
@@ -20,8 +22,8 @@ build=${1:?usage: $0 BUILD_DIR MINUTES CSV [options]}
 minutes=${2:?minutes}
 csv=${3:?csv}
 shift 3
-loss=0.01 dup=0.01 reorder=0.01 corrupt=0.005 delay=0 seed=1
-soak_args=(--qps=1024 --max-size=1048576 --workers=2 --interval=60)
+loss=0.01 dup=0.01 reorder=0.01 corrupt=0.005 delay=0 seed=1 rate=10
+soak_args=(--qps=1024 --max-size=1048576 --workers=2 --interval=60 --ack-timeout=16 --inflight-bytes=4194304)
 while [ $# -gt 0 ]; do
     case $1 in
     --loss) loss=$2; shift 2 ;;
@@ -30,7 +32,8 @@ while [ $# -gt 0 ]; do
     --corrupt) corrupt=$2; shift 2 ;;
     --delay-us) delay=$2; shift 2 ;;
     --seed) seed=$2; shift 2 ;;
-    --loss=* | --dup=* | --reorder=* | --corrupt=* | --delay-us=* | --seed=*)
+    --rate-gbps) rate=$2; shift 2 ;;
+    --loss=* | --dup=* | --reorder=* | --corrupt=* | --delay-us=* | --seed=* | --rate-gbps=*)
         k=${1%%=*}; set -- "$k" "${1#*=}" "${@:2}" ;;
     --*=*) soak_args+=("$1"); shift ;;
     *) echo "soak_memif.sh: unknown argument $1" >&2; exit 2 ;;
@@ -47,17 +50,20 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 2' INT TERM
 
-# The forwarder: memif server for both sockets; both ports are bottlenecks (fast: the
-# queue is only where the loss is applied, never congested), faults toward both. Two
-# queues per port: a peer with two workers brings two rings. --idle-us: it shares two
-# cores with the soak's threads. --secs bounds it if this script dies.
+# The forwarder: memif server for both sockets; both ports are bottlenecks with RED/ECN
+# (DCQCN at the devices answers the marks), faults toward both. The rate paces delivery
+# to what the soak's workers take on cores they share with it: a memif ring the receiver
+# cannot drain overflows (tx_full), a loss far beyond the one asked for, and a 1,024-QP
+# go-back-N storm. One queue per port per worker: a peer with two workers brings two
+# rings. --idle-us: it shares two cores with the soak's threads. --secs bounds it if this
+# script dies.
 workers=2
 for a in "${soak_args[@]}"; do [[ $a == --workers=* ]] && workers=${a#*=}; done
 "$fab" -l 0 --no-huge -m 512 --no-pci --no-shconf --log-level='*:warning' \
     --file-prefix "soakfab$$" \
     "--vdev=net_memif0,role=server,socket=$work/a.sock,socket-abstract=no" \
     "--vdev=net_memif1,role=server,socket=$work/b.sock,socket-abstract=no" -- \
-    --to 0,1 --rate-gbps 100 --buffer 16000000 --no-ecn --queues "$workers" \
+    --to 0,1 --rate-gbps "$rate" --buffer 8000000 --queues "$workers" \
     --loss "$loss" --dup "$dup" --reorder "$reorder" --corrupt "$corrupt" --delay-us "$delay" \
     --seed "$seed" --idle-us 20 --secs "$(awk -v m="$minutes" 'BEGIN { printf "%d", m * 60 + 600 }')" >"$work/fabric.log" 2>&1 &
 fpid=$!
@@ -77,7 +83,7 @@ kill -INT "$fpid" 2>/dev/null
 wait "$fpid"
 fpid=
 echo
-echo "forwarder (droce-fabric, loss $loss dup $dup reorder $reorder corrupt $corrupt delay ${delay} us):"
+echo "forwarder (droce-fabric, $rate Gb/s, loss $loss dup $dup reorder $reorder corrupt $corrupt delay ${delay} us):"
 grep -E '^(port|faults|flooded)' "$work/fabric.log"
 # frames lost at the bottlenecks (both ports)
 lost=$(awk '$1 == "port" { for (i = 1; i < NF; ++i) if ($i == "dropped_loss") s += $(i + 1) }
