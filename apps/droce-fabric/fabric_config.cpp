@@ -107,7 +107,7 @@ std::string load_fabric_config(const std::string &path, FabricConfig &out) {
     std::vector<std::string> vdevs;
     for (const auto &sec : cf.sections) {
         if (sec.name == "engine" || sec.name == "port" || sec.name == "qp" || sec.name == "dcqcn" ||
-            sec.name == "pfc" || sec.name == "capture")
+            sec.name == "pfc" || sec.name == "capture" || sec.name == "cm")
             return cf.at(sec.line, "section [" + sec.name +
                                        "] is not used by droce-fabric (it configures a droce "
                                        "device; droce-fabric has [eal] and [fabric])");
