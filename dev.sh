@@ -16,6 +16,8 @@
 #                    RSS / mbufs / latency each minute into bench/soak.csv and bench/soak.png
 #                    (not in CI); e.g. `./dev.sh soak 10 --loss=0.01 --dup=0.01
 #                    --reorder=0.01 --corrupt=0.005` runs it through a faulty wire
+#                    `./dev.sh soak 60 --memif [--loss P --dup P --reorder P --corrupt P
+#                    --delay-us D]`: over memif through droce-fabric (bench/soak_memif.sh)
 # Environment: BUILD_DIR (default build), ASAN_BUILD_DIR (default build-asan: the
 # sanitizer stage), FUZZ_SECONDS (default 60, split between the fuzz targets), SKIP_INTEROP=1
 # (developer convenience only; CI never sets it).
@@ -293,6 +295,14 @@ bench)
 soak)
     # Not in CI. Like bench: on a shared machine, flock /tmp/droce-heavy.lock ./dev.sh soak.
     build
+    if [ "${3:-}" = --memif ]; then
+        # droce<->droce over net_memif through a droce-fabric forwarder injecting faults
+        bench/soak_memif.sh "$BUILD_DIR" "${2:-60}" bench/soak_memif.csv "${@:4}" |
+            tee bench/soak_memif.log
+        rc=${PIPESTATUS[0]}
+        /usr/bin/python3 bench/plot_soak.py bench/soak_memif.csv bench/soak_memif.png || true
+        exit "$rc"
+    fi
     "$BUILD_DIR/bench/bench_soak" --minutes="${2:-60}" --interval=60 --csv=bench/soak.csv \
         "${@:3}" | tee bench/soak.log
     rc=${PIPESTATUS[0]}
@@ -300,7 +310,7 @@ soak)
     exit "$rc"
     ;;
 *)
-    sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'
     exit 2
     ;;
 esac

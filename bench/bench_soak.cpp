@@ -15,11 +15,23 @@
  *
  *   bench_soak [--minutes=M] [--seconds=S] [--qps=1024] [--max-size=65536]
  *              [--interval=60] [--csv=FILE] [--seed=N]
- *              [--loss=P] [--dup=P] [--reorder=P] [--corrupt=P]
+ *              [--loss=P] [--dup=P] [--reorder=P] [--corrupt=P] [--ack-timeout=E]
+ *              [--memif=DIR [--workers=N]] [--inflight-bytes=B]
+ *
+ * --inflight-bytes=B: WRs whose bytes would take the total in flight over B wait, in
+ * posting order (a QP still has one WR at a time): 1,024 QPs of up to 1 MiB each would
+ * otherwise keep far more in flight than a forwarder's buffer holds, and the go-back-N
+ * storm that follows retries a QP out (retry exceeded) before it teaches anything.
  *
  * With any fault probability above 0 the two devices talk through bench/fault_wire.h (a
  * copying wire that loses, duplicates, reorders and corrupts frames) instead of a plain
  * net_ring pair, and the summary adds the faults injected.
+ *
+ * --memif=DIR: the devices are two net_memif clients (sockets DIR/a.sock and DIR/b.sock)
+ * instead, joined by another process that serves both sockets (droce-fabric with its
+ * --loss --dup --reorder --corrupt --delay-us: bench/soak_memif.sh), and the engine runs in
+ * worker mode with --workers=N workers (default 2; lcores float over the CPUs there are,
+ * idle workers sleep, as the tools' engines do), QPs spread over the workers' CQs.
  *
  * Not run by CI (./dev.sh soak [minutes]). */
 #include <algorithm>
@@ -30,6 +42,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
+#include <functional>
 #include <random>
 #include <string>
 #include <thread>
@@ -57,6 +71,13 @@ struct Args {
     std::string csv;
     uint64_t seed = 1;
     bench::FaultProfile faults;
+    std::string memif; /* socket directory: memif mode */
+    uint32_t workers = 2;
+    /* local ACK timeout exponent: a memif run's queues (a forwarder on cores it shares with
+     * the soak) hold a QP's frames longer than an in-process wire does */
+    uint8_t ack_timeout = 14;
+    /* bytes of WRs in flight at most (0: no limit; one WR per QP is the only limit) */
+    uint64_t inflight_bytes = 0;
 };
 
 [[noreturn]] void die(const std::string &what) {
@@ -93,11 +114,13 @@ uint8_t pat(uint64_t seed, uint32_t i) {
     return static_cast<uint8_t>(x >> 29);
 }
 
-/* One side's memory: per QP a window of max_size bytes in each of three regions
- * (src: what this side sends or lets be read, dst: what it receives or has read, and
- * 8-byte atomic words). */
+/* One side's memory: per QP a window of max_size bytes (src: what this side sends or lets
+ * be read, dst: what it receives or has read: the same bytes, as a QP has one WR in
+ * flight at a time; two regions over them for least privilege; half the memory at 1 MiB
+ * x 1,024 QPs) and 8-byte atomic words. */
 struct Mem {
-    std::vector<uint8_t> src, dst;
+    std::vector<uint8_t> buf;
+    uint8_t *src = nullptr, *dst = nullptr;
     std::vector<uint64_t> words;
     std::unique_ptr<MemoryRegion> mr_src, mr_dst, mr_words;
 };
@@ -153,11 +176,23 @@ Args parse(int argc, char **argv) {
             a.faults.reorder = probability("--reorder", v);
         else if ((v = val("--corrupt")))
             a.faults.corrupt = probability("--corrupt", v);
+        else if ((v = val("--memif")))
+            a.memif = v;
+        else if ((v = val("--inflight-bytes")))
+            a.inflight_bytes = std::strtoull(v, nullptr, 0);
+        else if ((v = val("--ack-timeout")))
+            a.ack_timeout = static_cast<uint8_t>(std::clamp(std::atoi(v), 1, 31));
+        else if ((v = val("--workers")))
+            a.workers = static_cast<uint32_t>(std::atoi(v));
         else
             die("usage: bench_soak [--minutes=M | --seconds=S] [--qps=N] [--max-size=B] "
                 "[--interval=S] [--csv=FILE] [--seed=N] [--loss=P] [--dup=P] [--reorder=P] "
-                "[--corrupt=P]");
+                "[--corrupt=P] [--memif=DIR [--workers=N]] [--ack-timeout=E] [--inflight-bytes=B]");
     }
+    if (!a.memif.empty() && a.faults.any())
+        die("--memif: the faults are the forwarder's (droce-fabric --loss --dup ...), not ours");
+    if (a.workers < 1 || a.workers > 8)
+        die("bad --workers (1..8)");
     if (a.qps == 0 || a.qps > 4096 || a.max_size < 8 || a.max_size > (1u << 20) || a.seconds <= 0 ||
         a.interval <= 0)
         die("bad argument (qps 1..4096, max-size 8..1048576)");
@@ -168,23 +203,44 @@ Args parse(int argc, char **argv) {
 
 int main(int argc, char **argv) {
     const Args args = parse(argc, argv);
-    static std::string prefix = "--file-prefix=bench_soak_" + std::to_string(getpid());
-    static const char *eal[] = {
-        "bench_soak",  "-l",        "0",           "--no-huge",      "-m",
-        "2048",        "--no-pci",  "--no-shconf", "--no-telemetry", prefix.c_str(),
-        "--log-level", "*:warning", "--",          nullptr};
+    const bool memif = !args.memif.empty();
+    std::vector<std::string> eal_s = {"bench_soak", "-l", "0"};
+    if (memif) {
+        /* main + workers lcores floating over every CPU: more threads than cores here */
+        const long cpus = std::max(1L, sysconf(_SC_NPROCESSORS_ONLN));
+        eal_s = {"bench_soak", "--lcores",
+                 "(0-" + std::to_string(args.workers) + ")@(0-" + std::to_string(cpus - 1) + ")"};
+        for (int s = 0; s < 2; ++s)
+            eal_s.push_back("--vdev=net_memif" + std::to_string(s) + ",role=client,socket=" +
+                            args.memif + (s ? "/b.sock" : "/a.sock") + ",socket-abstract=no");
+    }
+    for (const char *x : {"--no-huge", "-m", "2048", "--no-pci", "--no-shconf", "--no-telemetry",
+                          "--log-level", "*:warning"})
+        eal_s.emplace_back(x);
+    eal_s.push_back("--file-prefix=bench_soak_" + std::to_string(getpid()));
+    eal_s.emplace_back("--");
+    std::vector<char *> eal;
+    for (auto &x : eal_s)
+        eal.push_back(x.data());
+    eal.push_back(nullptr);
     EngineOptions eo;
-    eo.embedded = true;
+    eo.embedded = !memif;
+    eo.workers = memif ? args.workers : 1;
+    /* idle workers sleep (as the tools' engines do): three busy processes share two cores */
+    eo.idle_polls_before_sleep = memif ? 1000 : 0;
+    eo.idle_sleep_us = 20;
     eo.mbufs = 32767;
     eo.log_level = "warn";
     int consumed = 0;
-    auto er = Engine::create(13, const_cast<char **>(eal), &consumed, eo);
+    auto er = Engine::create(static_cast<int>(eal.size() - 1), eal.data(), &consumed, eo);
     if (!er)
         die("Engine::create: " + er.status().message());
     std::unique_ptr<Engine> engine = std::move(*er);
     std::pair<std::string, std::string> ports;
     std::unique_ptr<bench::FaultWire> wire;
-    if (args.faults.any()) {
+    if (memif) {
+        ports = {"net_memif0", "net_memif1"};
+    } else if (args.faults.any()) {
         wire = std::make_unique<bench::FaultWire>();
         if (std::string e = wire->open("soakwire", args.faults, args.seed); !e.empty())
             die("fault wire: " + e);
@@ -215,7 +271,8 @@ int main(int argc, char **argv) {
 
     const uint32_t n = args.qps, win = args.max_size;
     std::unique_ptr<ProtectionDomain> pd[2];
-    std::unique_ptr<CompletionQueue> cq[2];
+    const uint32_t nw = engine->workers();
+    std::vector<std::unique_ptr<CompletionQueue>> cq[2]; /* one per worker */
     Mem mem[2];
     std::vector<std::unique_ptr<QueuePair>> qp[2];
     for (int s = 0; s < 2; ++s) {
@@ -223,19 +280,21 @@ int main(int argc, char **argv) {
         if (!p)
             die("alloc_pd");
         pd[s] = std::move(*p);
-        auto c = dev[s]->create_cq(2 * n + 64);
-        if (!c)
-            die("create_cq: " + c.status().message());
-        cq[s] = std::move(*c);
+        for (uint32_t w = 0; w < nw; ++w) {
+            auto c = dev[s]->create_cq(2 * n + 64, static_cast<int>(w));
+            if (!c)
+                die("create_cq: " + c.status().message());
+            cq[s].push_back(std::move(*c));
+        }
         Mem &m = mem[s];
-        m.src.assign(static_cast<size_t>(n) * win, 0);
-        m.dst.assign(static_cast<size_t>(n) * win, 0);
+        m.buf.assign(static_cast<size_t>(n) * win, 0);
+        m.src = m.dst = m.buf.data();
         m.words.assign(n, 0);
         /* Least privilege: B lets A write (dst), read (src) and do atomics (words); A
          * grants nothing remote. */
         const uint32_t lw = kAccessLocalWrite;
-        auto r1 = pd[s]->reg_mr(m.src.data(), m.src.size(), s ? lw | kAccessRemoteRead : lw);
-        auto r2 = pd[s]->reg_mr(m.dst.data(), m.dst.size(), s ? lw | kAccessRemoteWrite : lw);
+        auto r1 = pd[s]->reg_mr(m.src, m.buf.size(), s ? lw | kAccessRemoteRead : lw);
+        auto r2 = pd[s]->reg_mr(m.dst, m.buf.size(), s ? lw | kAccessRemoteWrite : lw);
         auto r3 =
             pd[s]->reg_mr(m.words.data(), m.words.size() * 8, s ? lw | kAccessRemoteAtomic : lw);
         if (!r1 || !r2 || !r3)
@@ -245,7 +304,7 @@ int main(int argc, char **argv) {
         m.mr_words = std::move(*r3);
         for (uint32_t q = 0; q < n; ++q) {
             QpInitAttr at;
-            at.send_cq = at.recv_cq = cq[s].get();
+            at.send_cq = at.recv_cq = cq[s][q % nw].get(); /* QP q on worker q % nw */
             at.cap.max_send_wr = 4;
             at.cap.max_recv_wr = 4;
             auto x = pd[s]->create_qp(at);
@@ -267,10 +326,12 @@ int main(int argc, char **argv) {
                     std::this_thread::yield();
         });
     for (uint32_t q = 0; q < n; ++q) {
-        std::string e = flood::connect_qp(*qp[0][q], gb, qp[1][q]->qp_num(), 0x900, 0x100, 0);
+        std::string e =
+            flood::connect_qp(*qp[0][q], gb, qp[1][q]->qp_num(), 0x900, 0x100, 0, args.ack_timeout);
         if (e.empty())
             e = flood::connect_qp(*qp[1][q], ga, qp[0][q]->qp_num(), 0x100, 0x900,
-                                  kAccessRemoteWrite | kAccessRemoteRead | kAccessRemoteAtomic);
+                                  kAccessRemoteWrite | kAccessRemoteRead | kAccessRemoteAtomic,
+                                  args.ack_timeout);
         if (!e.empty())
             die("connect: " + e);
     }
@@ -289,6 +350,10 @@ int main(int argc, char **argv) {
                           std::to_string(st[q].len) + ": " + why;
     };
 
+    /* --inflight-bytes: WRs wait in posting order until their bytes fit the budget */
+    uint64_t inflight = 0;
+    std::deque<uint32_t> waiting;
+    std::function<void(uint32_t)> send;
     auto post = [&](uint32_t q) {
         Track &s = st[q];
         const uint64_t word = s.expect_word;
@@ -298,7 +363,18 @@ int main(int argc, char **argv) {
         /* log-uniform 1 .. win */
         const double lg = std::uniform_real_distribution<double>(0, std::log2(win))(rng);
         s.len = std::clamp<uint32_t>(static_cast<uint32_t>(std::exp2(lg)), 1, win);
+        if (s.op == Op::FetchAdd || s.op == Op::CmpSwap)
+            s.len = 8;
         s.seed = rng();
+        s.busy = true;
+        if (args.inflight_bytes != 0 && inflight != 0 && inflight + s.len > args.inflight_bytes)
+            waiting.push_back(q); /* sent when enough of the budget is back */
+        else
+            send(q);
+    };
+    send = [&](uint32_t q) {
+        Track &s = st[q];
+        inflight += s.len;
         const size_t off = static_cast<size_t>(q) * win;
         SendWr wr;
         wr.wr_id = q;
@@ -354,7 +430,6 @@ int main(int argc, char **argv) {
         default:
             break;
         }
-        s.busy = true;
         s.posted_at = now_ns();
         if (!qp[0][q]->post_send(wr))
             die("post_send");
@@ -400,6 +475,7 @@ int main(int argc, char **argv) {
         bytes += s.len;
         ++completed;
         s.busy = false;
+        inflight -= s.len;
     };
 
     FILE *csv = args.csv.empty() ? nullptr : std::fopen(args.csv.c_str(), "w");
@@ -417,16 +493,23 @@ int main(int argc, char **argv) {
     const uint64_t every = static_cast<uint64_t>(args.interval * 1e9);
     uint64_t next_sample = t0 + every, last_completed = 0, last_t = t0;
     std::vector<uint64_t> rss_s, mbuf_s;
+    std::vector<std::pair<int, CompletionQueue *>> cqs; /* (side, CQ): all polled here */
+    for (int s = 0; s < 2; ++s)
+        for (auto &c : cq[s])
+            cqs.emplace_back(s, c.get());
     Wc wc[64];
     bool draining = false;
     uint64_t last_progress = t0;
     for (;;) {
-        engine->poll();
+        if (!memif)
+            engine->poll();
         if (wire)
             wire->pump();
         const uint64_t t = now_ns();
-        for (int s = 0; s < 2; ++s) {
-            const int got = cq[s]->poll(wc, 64);
+        bool idle = true;
+        for (const auto &[s, c] : cqs) {
+            const int got = c->poll(wc, 64);
+            idle = idle && got == 0;
             for (int i = 0; i < got; ++i) {
                 const uint32_t q = static_cast<uint32_t>(wc[i].wr_id);
                 last_progress = t;
@@ -437,6 +520,7 @@ int main(int argc, char **argv) {
                                       ": completion status " +
                                       std::to_string(static_cast<int>(wc[i].status));
                     st[q].busy = false;
+                    inflight -= st[q].len;
                     continue;
                 }
                 Track &x = st[q];
@@ -456,6 +540,14 @@ int main(int argc, char **argv) {
                     post(q);
             }
         }
+        while (!waiting.empty() &&
+               (inflight == 0 || inflight + st[waiting.front()].len <= args.inflight_bytes)) {
+            const uint32_t q = waiting.front();
+            waiting.pop_front();
+            send(q);
+        }
+        if (memif && idle)
+            std::this_thread::sleep_for(std::chrono::microseconds(20)); /* workers do the work */
         if (t >= next_sample) {
             std::sort(lat.begin(), lat.end());
             auto pct = [&](double p) {
@@ -517,6 +609,10 @@ int main(int argc, char **argv) {
                 bytes / 1e9, data_errors, wr_errors,
                 counter(*dev[0], "retransmitted_packets") +
                     counter(*dev[1], "retransmitted_packets"));
+    if (memif)
+        std::printf("memif: engine in worker mode, %u workers (rx_handoff %" PRIu64
+                    "); faults: the forwarder's\n",
+                    nw, counter(*dev[0], "rx_handoff") + counter(*dev[1], "rx_handoff"));
     if (wire) {
         const bench::FaultCounters &f = wire->counters();
         /* A fault asked for and never injected would make a clean run prove nothing. */

@@ -385,7 +385,7 @@ struct Flooder {
 };
 
 inline std::string connect_qp(QueuePair &qp, const Gid &dgid, uint32_t dqpn, uint32_t rq_psn,
-                              uint32_t sq_psn, uint32_t access) {
+                              uint32_t sq_psn, uint32_t access, uint8_t timeout = 14) {
     QpAttr at;
     at.qp_state = QpState::Init;
     at.qp_access_flags = access;
@@ -407,7 +407,7 @@ inline std::string connect_qp(QueuePair &qp, const Gid &dgid, uint32_t dqpn, uin
     at = QpAttr{};
     at.qp_state = QpState::Rts;
     at.sq_psn = sq_psn;
-    at.timeout = 14; /* ~67 ms: a NAK-provoked go-back-N is what is measured, not timeouts */
+    at.timeout = timeout; /* 14, ~67 ms: a NAK-provoked go-back-N is measured, not timeouts */
     at.retry_cnt = 7;
     at.rnr_retry = 7;
     at.max_rd_atomic = 4;

@@ -17,6 +17,13 @@ std::unique_ptr<CmDevice> open_cm(Engine &engine, Device &dev, const CmDeviceOpt
     return std::move(*cm);
 }
 
+std::unique_ptr<CmDevice> open_cm(Engine &engine, Device &dev, const DeviceOptions &o,
+                                  CmDeviceOptions opt) {
+    opt.channel.stateless_per_sec = o.cm_stateless_per_sec;
+    opt.channel.stateless_burst = o.cm_stateless_burst;
+    return open_cm(engine, dev, opt);
+}
+
 void cm_linger(EngineRun &run, CmDevice &cm, uint64_t ns) {
     const uint64_t until = cm.now_ns() + ns;
     while (cm.now_ns() < until) {

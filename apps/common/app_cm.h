@@ -17,6 +17,10 @@ namespace droce::app {
 /** Binds the CM to dev's QP1; on failure prints "Couldn't open the CM of DEV: why" to
  * stderr and returns nullptr. */
 std::unique_ptr<CmDevice> open_cm(Engine &engine, Device &dev, const CmDeviceOptions &opt = {});
+/** The same with the command line's and configuration file's CM settings
+ * (--cm-stateless-per-sec, --cm-stateless-burst, [cm]) put into opt.channel. */
+std::unique_ptr<CmDevice> open_cm(Engine &engine, Device &dev, const DeviceOptions &o,
+                                  CmDeviceOptions opt = {});
 
 /** How long a CM tool keeps running after its last event (librdmacm's tools exit while
  * the kernel's CM lives on; here the CM dies with the process). */

@@ -65,6 +65,7 @@ void apply_congestion_options(const DeviceOptions &o, DeviceConfig &cfg) {
     cfg.pfc_tx_xoff = o.pfc_tx_xoff;
     cfg.pfc_tx_xon = o.pfc_tx_xon;
     cfg.line_rate_bps = o.line_rate_bps; /* --line-rate: the RP's maximum, PFC quanta */
+    cfg.rc_pacing = o.rc_pacing;
     cfg.tx_burst_frames = o.tx_burst;    /* --tx-burst: QPs held to the line rate */
 }
 

@@ -21,7 +21,7 @@ struct Key {
     bool tool_only = false;
 };
 
-const char *const kSections[] = {"eal", "engine", "port", "qp", "dcqcn", "pfc", "capture"};
+const char *const kSections[] = {"eal", "engine", "port", "qp", "dcqcn", "pfc", "capture", "cm"};
 
 std::string range(uint64_t lo, uint64_t hi) {
     return "want " + std::to_string(lo) + ".." + std::to_string(hi);
@@ -220,6 +220,14 @@ const std::vector<Key> &schema() {
             [](DeviceOptions &o, uint64_t u) { o.qp.rnr_retry = static_cast<uint8_t>(u); }),
         num("qp", "min_rnr_timer", 0, 31,
             [](DeviceOptions &o, uint64_t u) { o.qp.min_rnr_timer = static_cast<uint8_t>(u); }),
+        num("qp", "dup_ack_interval_ns", 0, kMaxPacingNs,
+            [](DeviceOptions &o, uint64_t u) { o.rc_pacing.dup_ack_interval_ns = u; }),
+        num("qp", "seq_nak_interval_ns", 0, kMaxPacingNs,
+            [](DeviceOptions &o, uint64_t u) { o.rc_pacing.seq_nak_interval_ns = u; }),
+        num("qp", "seq_nak_after_run", 0, kMaxSeqNakRun,
+            [](DeviceOptions &o, uint64_t u) {
+                o.rc_pacing.seq_nak_after_run = static_cast<uint32_t>(u);
+            }),
         unsupported("qp", "window", "the requester window is not settable through droce's API"),
         unsupported("qp", "ack_every", "ACK coalescing is not settable through droce's API"),
         // ---- [dcqcn]: DeviceConfig::dcqcn and dcqcn_params ----
@@ -286,6 +294,13 @@ const std::vector<Key> &schema() {
                                                         }},
         num("capture", "snaplen", 64, 65535,
             [](DeviceOptions &o, uint64_t u) { o.capture_snaplen = static_cast<uint32_t>(u); }),
+        // ---- [cm]: CmChannelConfig's stateless-answer limits ----
+        num("cm", "stateless_per_sec", 0, kMaxStatelessPerSec,
+            [](DeviceOptions &o, uint64_t u) {
+                o.cm_stateless_per_sec = static_cast<uint32_t>(u);
+            }),
+        num("cm", "stateless_burst", 1, kMaxStatelessBurst,
+            [](DeviceOptions &o, uint64_t u) { o.cm_stateless_burst = static_cast<uint32_t>(u); }),
     };
     return keys;
 }

@@ -41,6 +41,11 @@ const struct option kDeviceLongOptions[] = {
     {"line-rate", required_argument, nullptr, kOptLineRate},
     {"tx-burst", required_argument, nullptr, kOptTxBurst},
     {"gid-type", required_argument, nullptr, kOptGidType},
+    {"dup-ack-interval-ns", required_argument, nullptr, kOptDupAckInterval},
+    {"seq-nak-interval-ns", required_argument, nullptr, kOptSeqNakInterval},
+    {"seq-nak-after-run", required_argument, nullptr, kOptSeqNakAfterRun},
+    {"cm-stateless-per-sec", required_argument, nullptr, kOptCmStatelessRate},
+    {"cm-stateless-burst", required_argument, nullptr, kOptCmStatelessBurst},
 };
 
 bool valid_ipv4_cidr(const char *s) {
@@ -188,6 +193,28 @@ const char *take(int c, const char *arg, DeviceOptions &o, const DeviceOptionRul
         if (!parse_u64(arg, 4096, u))
             return "frames 0..4096 (0 = off)";
         o.tx_burst = static_cast<uint32_t>(u);
+        return "";
+    case kOptDupAckInterval:
+    case kOptSeqNakInterval:
+        if (!parse_u64(arg, kMaxPacingNs, u))
+            return "nanoseconds 0..10000000000 (0 = every one)";
+        (c == kOptDupAckInterval ? o.rc_pacing.dup_ack_interval_ns
+                                 : o.rc_pacing.seq_nak_interval_ns) = u;
+        return "";
+    case kOptSeqNakAfterRun:
+        if (!parse_u64(arg, kMaxSeqNakRun, u))
+            return "packets 0..4096";
+        o.rc_pacing.seq_nak_after_run = static_cast<uint32_t>(u);
+        return "";
+    case kOptCmStatelessRate:
+        if (!parse_u64(arg, kMaxStatelessPerSec, u))
+            return "answers per second 0..1000000 (0 = no limit)";
+        o.cm_stateless_per_sec = static_cast<uint32_t>(u);
+        return "";
+    case kOptCmStatelessBurst:
+        if (!parse_u64(arg, kMaxStatelessBurst, u) || u == 0)
+            return "answers 1..65536";
+        o.cm_stateless_burst = static_cast<uint32_t>(u);
         return "";
     case kOptConfig:
         return ""; /* read before the command line (load_config_option) */

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include <droce/dcqcn.h>
+#include <droce/droce.h>
 
 namespace droce::app {
 
@@ -83,6 +84,13 @@ struct DeviceOptions {
     uint32_t pfc_tx_xoff = 0;      /**< --pfc-tx XOFF,XON, [pfc] tx_xoff (frames; 0 = off) */
     uint32_t pfc_tx_xon = 0;       /**< [pfc] tx_xon */
     QpDefaults qp;                 /**< [qp] */
+    /** --dup-ack-interval-ns --seq-nak-interval-ns --seq-nak-after-run, [qp] keys of the
+     * same names (DeviceConfig::rc_pacing) */
+    DeviceConfig::RcPacing rc_pacing;
+    /** --cm-stateless-per-sec --cm-stateless-burst, [cm] stateless_per_sec and
+     * stateless_burst (CmChannelConfig; tools that use the CM) */
+    uint32_t cm_stateless_per_sec = 1000;
+    uint32_t cm_stateless_burst = 64;
 
     std::vector<std::string> eal_args; /**< before "--" (or the defaults) */
     bool eal_defaulted = false;        /**< eal_args are default_eal_args() */
@@ -116,8 +124,20 @@ enum DeviceOption : int {
     kOptTxBurst,
     kOptPfcTx,
     kOptGidType,
+    kOptDupAckInterval,
+    kOptSeqNakInterval,
+    kOptSeqNakAfterRun,
+    kOptCmStatelessRate,
+    kOptCmStatelessBurst,
     kFirstToolOption = 1100,
 };
+
+/** Ranges of the RC responder pacing and CM stateless-answer limits (flags and config
+ * keys alike): wide enough for any real setting, narrow enough to catch a unit mistake. */
+constexpr uint64_t kMaxPacingNs = 10'000'000'000ull; /* 10 s */
+constexpr uint64_t kMaxSeqNakRun = 4096;
+constexpr uint64_t kMaxStatelessPerSec = 1'000'000; /* 0 = no limit */
+constexpr uint64_t kMaxStatelessBurst = 65536;      /* at least 1 */
 
 /** A tool's long options, then the device options, then the terminating entry. */
 std::vector<struct option> with_device_options(std::initializer_list<struct option> own);

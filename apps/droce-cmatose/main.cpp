@@ -451,7 +451,7 @@ int main(int argc, char **argv) {
     Device *dev = app::open_port_device(*engine, o);
     if (dev == nullptr || !app::start_engine(*engine))
         return 1;
-    auto cm = app::open_cm(*engine, *dev);
+    auto cm = app::open_cm(*engine, *dev, o);
     if (!cm)
         return 1;
     int rc;

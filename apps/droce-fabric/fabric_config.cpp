@@ -25,11 +25,15 @@ const NumKey kNumbers[] = {
     {"pmax", "--pmax", 0, 1},
     {"loss", "--loss", 0, 1},
     {"delay_us", "--delay-us", 0, 1e7},
+    {"dup", "--dup", 0, 1},
+    {"reorder", "--reorder", 0, 1},
+    {"corrupt", "--corrupt", 0, 1},
     {"seed", "--seed", 0, 1e18},
     {"sample_us", "--sample-us", 1, 1e9},
     {"secs", "--secs", 0, 1e9},
     {"honour_pfc", "--honour-pfc", 0, 7},
     {"idle_us", "--idle-us", 0, 1e6},
+    {"queues", "--queues", 1, 16},
 };
 constexpr int kMaxPorts = 16;
 
@@ -103,7 +107,7 @@ std::string load_fabric_config(const std::string &path, FabricConfig &out) {
     std::vector<std::string> vdevs;
     for (const auto &sec : cf.sections) {
         if (sec.name == "engine" || sec.name == "port" || sec.name == "qp" || sec.name == "dcqcn" ||
-            sec.name == "pfc" || sec.name == "capture")
+            sec.name == "pfc" || sec.name == "capture" || sec.name == "cm")
             return cf.at(sec.line, "section [" + sec.name +
                                        "] is not used by droce-fabric (it configures a droce "
                                        "device; droce-fabric has [eal] and [fabric])");

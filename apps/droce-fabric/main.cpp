@@ -39,6 +39,7 @@
 #include "config_device.h"
 #include "fabric_bottleneck.h"
 #include "fabric_config.h"
+#include "fabric_faults.h"
 #include "net_pfc.h"
 
 using droce::fabric::Bottleneck;
@@ -71,6 +72,8 @@ struct Opts {
     bool shared = false; /* one queue for all --to ports (their common upstream link) */
     int honour_pfc = -1; /* priority whose pause frames hold a bottleneck queue; -1: none */
     uint64_t idle_us = 0; /* sleep this long when a loop found nothing to do; 0: spin */
+    droce::fabric::FaultParams faults; /* --dup --reorder --corrupt, toward --to ports */
+    uint16_t queues = 1; /* RX/TX queues per port (a memif peer with several workers) */
 };
 
 constexpr uint16_t kFullPause = 0xFFFF; /* quanta of an XOFF */
@@ -94,7 +97,12 @@ void usage(FILE *f) {
            "  --mark enqueue|dequeue   RED on the depth found / left behind (default dequeue)\n"
            "  --loss P           random loss at the bottleneck, 0..1 (default 0)\n"
            "  --delay-us D       fixed delay after the queue, µs (default 0)\n"
-           "  --seed N           marking/loss random seed (default 1)\n"
+           "  --dup P            duplicate frames toward a --to port, 0..1 (default 0)\n"
+           "  --reorder P        hold a frame toward a --to port back until the next one\n"
+           "                     toward that port has passed it, 0..1 (default 0)\n"
+           "  --corrupt P        flip one random bit past the Ethernet header of a frame\n"
+           "                     toward a --to port, 0..1 (default 0)\n"
+           "  --seed N           marking/loss/fault random seed (default 1)\n"
            "  --sample-us U      queue-depth sample period, µs (default 100)\n"
            "  --csv PATH         write depth samples: t_us,port,depth_bytes,depth_frames\n"
            "  --secs S           stop after S seconds (default: run until SIGINT/SIGTERM)\n"
@@ -103,6 +111,9 @@ void usage(FILE *f) {
            "  --honour-pfc PRIO  a bottleneck queue obeys the PFC pause frames its egress\n"
            "                     port receives for priority PRIO (0..7): it holds its\n"
            "                     frames for the pause time (one FIFO: all of them)\n"
+           "  --queues N         RX and TX queues per port, 1..16 (default 1): a peer with\n"
+           "                     several queues (a droce with several workers on memif)\n"
+           "                     connects only with as many; all are read, queue 0 sends\n"
            "  --idle-us U        sleep U µs when a poll found no frame and none was due\n"
            "                     (default 0: spin). Coarsens departures to about U µs; for\n"
            "                     runs with more busy processes than cores\n"
@@ -177,6 +188,12 @@ Opts parse(int argc, char **argv) {
             o.bp.mark_at_dequeue = v == "dequeue";
         } else if (k == "--loss")
             o.bp.loss = number(k, val(), 0, 1);
+        else if (k == "--dup")
+            o.faults.dup = number(k, val(), 0, 1);
+        else if (k == "--reorder")
+            o.faults.reorder = number(k, val(), 0, 1);
+        else if (k == "--corrupt")
+            o.faults.corrupt = number(k, val(), 0, 1);
         else if (k == "--delay-us")
             o.bp.delay_ns = static_cast<uint64_t>(number(k, val(), 0, 1e7) * 1000);
         else if (k == "--seed")
@@ -185,6 +202,8 @@ Opts parse(int argc, char **argv) {
             o.sample_us = static_cast<uint64_t>(number(k, val(), 1, 1e9));
         else if (k == "--csv")
             o.csv = val();
+        else if (k == "--queues")
+            o.queues = static_cast<uint16_t>(number(k, val(), 1, 16));
         else if (k == "--idle-us")
             o.idle_us = static_cast<uint64_t>(number(k, val(), 0, 1e6));
         else if (k == "--honour-pfc")
@@ -205,6 +224,8 @@ Opts parse(int argc, char **argv) {
             bad("unknown option " + k);
     }
     if (const char *err = droce::fabric::validate(o.bp))
+        bad(err);
+    if (const char *err = droce::fabric::validate(o.faults))
         bad(err);
     return o;
 }
@@ -266,6 +287,12 @@ struct Port {
     uint64_t paused_ns = 0;
     uint64_t speed_bps = 0;       /* 0: unknown (pause times taken at 100 Gb/s) */
     uint64_t rx_pfc_honoured = 0; /* --honour-pfc: pause frames that held our queue */
+    /* --reorder: the frame held back toward this port, its ingress port and the loop
+     * iteration it was held in (released when the next frame passes it, or at the end of
+     * the next iteration when none came) */
+    rte_mbuf *held = nullptr;
+    uint16_t held_in = 0;
+    uint64_t held_iter = 0;
 };
 
 struct Mac {
@@ -425,11 +452,12 @@ int main(int argc, char **argv) {
         if (port_max >= 9000)
             conf.rxmode.mtu = 9000;
         uint16_t nrxd = kDescriptors, ntxd = kDescriptors;
-        if (rte_eth_dev_configure(id, 1, 1, &conf) != 0 ||
-            rte_eth_dev_adjust_nb_rx_tx_desc(id, &nrxd, &ntxd) != 0 ||
-            rte_eth_rx_queue_setup(id, 0, nrxd, rte_socket_id(), nullptr, mp) != 0 ||
-            rte_eth_tx_queue_setup(id, 0, ntxd, rte_socket_id(), nullptr) != 0 ||
-            rte_eth_dev_start(id) != 0) {
+        bool ok = rte_eth_dev_configure(id, o.queues, o.queues, &conf) == 0 &&
+                  rte_eth_dev_adjust_nb_rx_tx_desc(id, &nrxd, &ntxd) == 0;
+        for (uint16_t qi = 0; ok && qi < o.queues; ++qi)
+            ok = rte_eth_rx_queue_setup(id, qi, nrxd, rte_socket_id(), nullptr, mp) == 0 &&
+                 rte_eth_tx_queue_setup(id, qi, ntxd, rte_socket_id(), nullptr) == 0;
+        if (!ok || rte_eth_dev_start(id) != 0) {
             std::fprintf(stderr, "droce-fabric: port %u set-up failed\n", id);
             return 1;
         }
@@ -492,24 +520,24 @@ int main(int argc, char **argv) {
     if (o.bp.pfc_xoff_bytes)
         std::printf("droce-fabric: PFC XOFF %u B XON %u B per ingress port\n", o.bp.pfc_xoff_bytes,
                     o.bp.pfc_xon_bytes);
+    if (o.faults.any())
+        std::printf("droce-fabric: faults toward the bottleneck ports: dup %g reorder %g "
+                    "corrupt %g\n",
+                    o.faults.dup, o.faults.reorder, o.faults.corrupt);
     if (o.honour_pfc >= 0)
         std::printf("droce-fabric: bottleneck queues obey pause frames for priority %d\n",
                     o.honour_pfc);
     std::fflush(stdout);
 
-    /* Frame m from port `in` toward port `out`: into out's bottleneck or straight out. */
-    auto forward = [&](rte_mbuf *m, Port &in, Port &out, uint64_t now) {
-        if (!out.q) {
-            tx_one(out, m);
-            return;
-        }
-        /* The model reads the headers in place: they must be in the first segment. */
+    /* Dup, reorder and corrupt toward the bottleneck ports (loss is the bottleneck's). */
+    std::unique_ptr<droce::fabric::FaultInjector> faults;
+    if (o.faults.any())
+        faults = std::make_unique<droce::fabric::FaultInjector>(o.faults, o.seed);
+    uint64_t iter = 0;
+
+    /* Frame m (headers in its first segment) from port `in` into out's bottleneck. */
+    auto enqueue = [&](rte_mbuf *m, Port &in, Port &out, uint64_t now) {
         const uint32_t len = m->pkt_len;
-        if (m->data_len < std::min<uint32_t>(len, 128)) {
-            ++out.drop_head;
-            rte_pktmbuf_free(m);
-            return;
-        }
         uint8_t *bytes = rte_pktmbuf_mtod(m, uint8_t *);
         const auto d = out.q->q->enqueue(bytes, len, now, static_cast<uint8_t>(in.id));
         if (d.pfc == droce::fabric::PfcSignal::xoff) {
@@ -526,13 +554,53 @@ int main(int argc, char **argv) {
         out.q->held->push(m, 0, out.id); /* the model had a slot: so has the FIFO */
     };
 
+    /* Frame m from port `in` toward port `out`: into out's bottleneck or straight out. */
+    auto forward = [&](rte_mbuf *m, Port &in, Port &out, uint64_t now) {
+        if (!out.q) {
+            tx_one(out, m);
+            return;
+        }
+        /* The model reads the headers in place: they must be in the first segment. */
+        if (m->data_len < std::min<uint32_t>(m->pkt_len, 128)) {
+            ++out.drop_head;
+            rte_pktmbuf_free(m);
+            return;
+        }
+        /* A flooded frame is shared by every port it goes to: left alone. */
+        if (!faults || rte_mbuf_refcnt_read(m) != 1) {
+            enqueue(m, in, out, now);
+            return;
+        }
+        const auto a = faults->decide(m->data_len, out.held == nullptr);
+        droce::fabric::FaultInjector::corrupt(rte_pktmbuf_mtod(m, uint8_t *), a);
+        rte_mbuf *dup = nullptr;
+        if (a.dup && (dup = rte_pktmbuf_copy(m, mp, 0, UINT32_MAX)) == nullptr)
+            faults->dup_failed(); /* only faulted frames are copied */
+        if (a.hold) {
+            out.held = m;
+            out.held_in = in.id;
+            out.held_iter = iter;
+        } else {
+            enqueue(m, in, out, now);
+            if (out.held) {
+                faults->overtaken();
+                enqueue(out.held, ports[out.held_in], out, now);
+                out.held = nullptr;
+            }
+        }
+        if (dup)
+            enqueue(dup, in, out, now);
+    };
+
     while (!g_stop) {
+        ++iter;
         const uint64_t now = ns_now(hz) - t0;
         if (o.secs > 0 && static_cast<double>(now) > o.secs * 1e9)
             break;
         bool busy = false;
-        for (Port &in : ports) {
-            const uint16_t n = rte_eth_rx_burst(in.id, 0, rx, kBurst);
+        for (uint16_t rxq = 0; rxq < o.queues * nports; ++rxq) {
+            Port &in = ports[rxq % nports];
+            const uint16_t n = rte_eth_rx_burst(in.id, rxq / nports, rx, kBurst);
             in.rx += n;
             busy = busy || n != 0;
             for (uint16_t i = 0; i < n; ++i) {
@@ -602,6 +670,12 @@ int main(int argc, char **argv) {
                 }
             }
         }
+        for (Port &p : ports)
+            if (p.held && p.held_iter != iter) { /* nothing came to pass it: let it go */
+                rte_mbuf *m = p.held;
+                p.held = nullptr;
+                enqueue(m, ports[p.held_in], p, now);
+            }
         for (auto &qp : queues) {
             Queue &q = *qp;
             if (q.held_by_pause && now >= q.paused_until) {
@@ -687,6 +761,14 @@ int main(int argc, char **argv) {
             static_cast<unsigned long long>(
                 own ? (p.q->held_ns + (p.q->held_by_pause ? end - p.q->hold_since : 0)) / 1000
                     : 0));
+    }
+    if (faults) {
+        const auto &f = faults->counters();
+        std::printf("faults duplicated %llu reordered %llu corrupted %llu dup_failed %llu\n",
+                    static_cast<unsigned long long>(f.duplicated),
+                    static_cast<unsigned long long>(f.reordered),
+                    static_cast<unsigned long long>(f.corrupted),
+                    static_cast<unsigned long long>(f.dup_failed));
     }
     std::printf("flooded %llu mac_table_full %llu secs %.3f\n",
                 static_cast<unsigned long long>(flood), static_cast<unsigned long long>(mac_full),

@@ -823,7 +823,7 @@ int main(int argc, char **argv) {
         return 1;
     CmDeviceOptions cmo;
     cmo.access_flags = kAccessLocalWrite | kAccessRemoteRead | kAccessRemoteWrite;
-    auto cm = app::open_cm(*engine, *dev, cmo);
+    auto cm = app::open_cm(*engine, *dev, o, cmo);
     if (!cm)
         return 1;
     int rc;

@@ -371,7 +371,7 @@ int main(int argc, char **argv) {
         return 1;
     CmDeviceOptions cmo;
     cmo.access_flags = kAccessLocalWrite; /* QP1's hook: no remote rights either */
-    auto cm = app::open_cm(*engine, *dev, cmo);
+    auto cm = app::open_cm(*engine, *dev, o, cmo);
     if (!cm)
         return 1;
     int rc = 0;

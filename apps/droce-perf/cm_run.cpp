@@ -771,6 +771,8 @@ int run_cm(app::EngineRun &run, const Options &opt, Device &dev, const CmRunArgs
     CmDeviceOptions o;
     o.channel.cm_response_timeout = opt.cm_response_timeout;
     o.channel.max_cm_retries = opt.cm_retries;
+    o.channel.stateless_per_sec = opt.cm_stateless_per_sec;
+    o.channel.stateless_burst = opt.cm_stateless_burst;
     auto cm = CmDevice::open(run.engine, dev, o);
     if (!cm) {
         std::fprintf(stderr, " Couldn't open the RDMA-CM of %s: %s\n", dev.name().c_str(),

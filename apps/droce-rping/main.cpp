@@ -532,7 +532,7 @@ int main(int argc, char **argv) {
     CmDeviceOptions cmo;
     cmo.access_flags =
         kAccessLocalWrite | (o.server == 1 ? 0u : kAccessRemoteRead | kAccessRemoteWrite);
-    auto cm = app::open_cm(*engine, *dev, cmo);
+    auto cm = app::open_cm(*engine, *dev, o, cmo);
     if (!cm)
         return 1;
     int rc;

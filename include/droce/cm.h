@@ -103,6 +103,12 @@ struct CmChannelConfig {
     uint8_t cm_response_timeout = 20;
     uint8_t max_cm_retries = 15;
     uint8_t packet_life_time = 16;
+    /** Stateless answers (a REJ for a REQ nothing is kept for, a REJ for an unasked REP,
+     * the DREP for an unknown DREQ) toward a source GID the sender may have forged: at
+     * most stateless_burst at once and stateless_per_sec on average; the rest are
+     * counted (stateless_rate_limited), not sent. stateless_per_sec 0 = no limit. */
+    uint32_t stateless_per_sec = 1000;
+    uint32_t stateless_burst = 64;
 };
 
 struct CmConnectParam {

@@ -137,6 +137,18 @@ struct DeviceConfig {
      * ECN). A real port's wire does this; a virtual port would take a whole RC window in
      * one go. 0 = off: a QP at line rate is not paced (pays nothing). */
     uint32_t tx_burst_frames = 0;
+    /** How often an RC responder answers duplicate and out-of-sequence requests (a
+     * forged PSN must not make it answer 1:1 toward the real peer; lib/rc QpTuning has
+     * the reasoning). For QPs created from now on; the defaults are rxe-safe. */
+    struct RcPacing {
+        /** Duplicate requests re-ACKed / replayed / re-served at most once per this
+         * (0 = every one); also the PSN sequence NAK interval after a run of ahead PSNs. */
+        uint64_t dup_ack_interval_ns = 50'000;
+        /** A lone ahead PSN (no run behind it) is NAKed at most once per this. */
+        uint64_t seq_nak_interval_ns = 1'000'000;
+        /** Ahead packets with consecutive PSNs that make a run (0 or 1: every one). */
+        uint32_t seq_nak_after_run = 3;
+    } rc_pacing;
     /** PFC (802.1Qbb): the priority to make lossless on the port through the PMD's
      * rte_eth_dev_priority_flow_ctrl_set (0..7); -1 = do not ask. Where the PMD does not
      * implement it (the vdevs, mlx5), open_device says so in one line (and droce-info).

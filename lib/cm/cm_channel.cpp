@@ -79,6 +79,8 @@ struct CmChannel::Impl : cm::MadSink, cm::CmEventSink {
         o.cm_response_timeout = c.cm_response_timeout;
         o.max_cm_retries = c.max_cm_retries;
         o.packet_life_time = c.packet_life_time;
+        o.stateless_per_sec = c.stateless_per_sec;
+        o.stateless_burst = c.stateless_burst;
         o.comm_id_seed = static_cast<uint32_t>(c.ca_guid ^ (c.ca_guid >> 32));
         return o;
     }

@@ -490,6 +490,8 @@ class Dev final {
     uint64_t line_rate_bps() const { return line_rate_bps_; }
     /** DeviceConfig::tx_burst_frames for QPs created from now on (0 = off). */
     void set_tx_burst(uint32_t frames) { tx_burst_frames_ = frames; }
+    /** DeviceConfig::rc_pacing for QPs created from now on. */
+    void set_rc_pacing(const DeviceConfig::RcPacing &p) { rc_pacing_ = p; }
     /** PFC as configured at open: the lossless priority (-1: none asked), the pause-storm
      * watchdog, and what the PMD said to rte_eth_dev_priority_flow_ctrl_set (droce-info). */
     void set_pfc(int lossless_prio, uint64_t storm_ns, std::string status) {
@@ -688,6 +690,7 @@ class Dev final {
     cc::CcParams cc_;
     uint64_t line_rate_bps_ = 0;
     uint32_t tx_burst_frames_ = 0;
+    DeviceConfig::RcPacing rc_pacing_;
     int pfc_prio_ = -1;
     uint32_t pfc_tx_xoff_ = 0, pfc_tx_xon_ = 0; /* 0: droce sends no pause */
     bool pfc_tx_count_ = false;

@@ -355,6 +355,14 @@ Result<uint32_t> Dev::create_qp(uint32_t pd, const QpInitAttr &attr, CqCtx *scq,
     cfg.cc = cc_on_ ? &cc_ : nullptr;
     cfg.line_rate_bps = line_rate_bps_;
     cfg.tx_burst_frames = tx_burst_frames_;
+    /* DeviceConfig's defaults are the library's: a device that sets nothing changes nothing */
+    static_assert(
+        DeviceConfig::RcPacing{}.dup_ack_interval_ns == rc::QpTuning{}.dup_ack_interval_ns &&
+        DeviceConfig::RcPacing{}.seq_nak_interval_ns == rc::QpTuning{}.seq_nak_interval_ns &&
+        DeviceConfig::RcPacing{}.seq_nak_after_run == rc::QpTuning{}.seq_nak_after_run);
+    cfg.tuning.dup_ack_interval_ns = rc_pacing_.dup_ack_interval_ns;
+    cfg.tuning.seq_nak_interval_ns = rc_pacing_.seq_nak_interval_ns;
+    cfg.tuning.seq_nak_after_run = rc_pacing_.seq_nak_after_run;
     if (!cc_on_ && tx_burst_frames_ != 0)
         cfg.cc = &rc::kShapeOnlyCc; /* held to the line rate, but DCQCN stays off */
     ctx->qp = std::make_unique<rc::Qp>(cfg);

@@ -96,6 +96,7 @@ Result<Dev *> Runtime::open_hosted(const DeviceConfig &cfg, uint16_t port, const
                  cfg.pfc_priority < 0 ? "not requested" : "the host's port: not set by droce");
     dev->set_cc(cfg.dcqcn ? &ccp : nullptr, line);
     dev->set_tx_burst(cfg.tx_burst_frames);
+    dev->set_rc_pacing(cfg.rc_pacing);
     dev->set_rtr_nonblocking(cfg.rtr_nonblocking);
     dev->set_worker_rings(!opts_.embedded);
     /* Zero-copy attaches droce's own small mbufs to frames that the host's queue and pool

@@ -626,6 +626,7 @@ Result<Dev *> Runtime::open_device(const DeviceConfig &cfg) {
     dev->set_pfc(cfg.pfc_priority, uint64_t{cfg.pfc_storm_ms} * 1'000'000, std::move(pfc_status));
     dev->set_cc(cfg.dcqcn ? &ccp : nullptr, line);
     dev->set_tx_burst(cfg.tx_burst_frames);
+    dev->set_rc_pacing(cfg.rc_pacing);
     dev->set_rtr_nonblocking(cfg.rtr_nonblocking);
     logger().info("{}: DCQCN {} (line rate {} Mb/s{}, data ECN {}, TX burst {})", name,
                   cfg.dcqcn ? "on" : "off", line / 1'000'000,

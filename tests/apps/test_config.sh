@@ -275,6 +275,19 @@ done
 badarg "$pp" 1 "invalid value '99999' for --tx-burst $burst_want" --tx-burst 99999
 case_all '[port]\nline_rate = 1gb\n' "$c:2: [port] line_rate = 1gb: want a rate in bit/s"
 case_all '[port]\ntx_burst = 4097\n' "$c:2: [port] tx_burst = 4097: out of range (want 0..4096)"
+# RC responder pacing and the CM's stateless-answer bucket (issue 15): [qp] and [cm] keys,
+# flags of the same names; out of range is an error naming the range.
+case_all '[qp]\nseq_nak_after_run = 4097\n' "$c:2: [qp] seq_nak_after_run = 4097: out of range (want 0..4096)"
+case_all '[qp]\ndup_ack_interval_ns = 1ms\n' "$c:2: [qp] dup_ack_interval_ns = 1ms: not a number (want 0..10000000000)"
+case_all '[qp]\nseq_nak_interval_ns = 10000000001\n' "$c:2: [qp] seq_nak_interval_ns = 10000000001: out of range (want 0..10000000000)"
+case_all '[cm]\nstateless_burst = 0\n' "$c:2: [cm] stateless_burst = 0: out of range (want 1..65536)"
+case_all '[cm]\nstateless_per_sec = 2000000\n' "$c:2: [cm] stateless_per_sec = 2000000: out of range (want 0..1000000)"
+case_all '[cm]\nstateless = 5\n' "$c:2: [cm] unknown key 'stateless'"
+badarg "$perf" 1 "invalid value '4097' for --seq-nak-after-run (packets 0..4096)" --seq-nak-after-run=4097
+badarg "$perf" 1 "invalid value '-1' for --dup-ack-interval-ns (nanoseconds 0..10000000000" --dup-ack-interval-ns=-1
+badarg "$perf" 1 "invalid value '0' for --cm-stateless-burst (answers 1..65536)" --cm-stateless-burst=0
+badarg "$pp" 1 "invalid value 'x' for --seq-nak-interval-ns (nanoseconds 0..10000000000" --seq-nak-interval-ns x
+badarg "$pp" 1 "invalid value '1000001' for --cm-stateless-per-sec (answers per second 0..1000000" --cm-stateless-per-sec 1000001
 # droce-fabric: its own sections, the same file/line/key errors, exit 2.
 printf '[eal]\nlcores = 0\n[dcqcn]\nenabled = on\n' >"$c"
 bad "$fab" 2 "$c:3: section [dcqcn] is not used by droce-fabric" "$c"
@@ -286,6 +299,12 @@ printf '[fabric]\nrate = 1\n' >"$c"
 bad "$fab" 2 "$c:2: [fabric] unknown key 'rate'" "$c"
 printf '[fabric]\nloss = 0.1\nloss = 0.2\n' >"$c"
 bad "$fab" 2 "$c:3: [fabric] loss: duplicate key (first at line 2)" "$c"
+printf '[fabric]\ncorrupt = 1.5\n' >"$c"
+bad "$fab" 2 "$c:2: [fabric] corrupt = 1.5: want a number in 0 .. 1 (as --corrupt)" "$c"
+printf '[fabric]\nqueues = 0\n' >"$c"
+bad "$fab" 2 "$c:2: [fabric] queues = 0: want a number in 1 .. 16 (as --queues)" "$c"
+printf '[cm]\nstateless_burst = 2\n' >"$c"
+bad "$fab" 2 "$c:1: section [cm] is not used by droce-fabric" "$c"
 printf '[fabrik]\n' >"$c"
 bad "$fab" 2 "$c:1: unknown section [fabrik]" "$c"
 bad "$fab" 2 "$work/missing.conf: cannot open: No such file or directory" "$work/missing.conf"

@@ -13,6 +13,9 @@
 
 #include <gtest/gtest.h>
 
+#include <droce/cm.h>
+#include <droce/droce.h>
+
 #include "cli_numbers.h"
 
 #include "config_device.h"
@@ -54,6 +57,8 @@ TEST(ConfigFile, EveryKeyReachesItsField) {
                "gateway = fd00::fe\nvlan = 100\nforce_dscp = 26\nforce_ttl = 9\n"
                "mtu = 4000\nline_rate = 2.5g\ntx_burst = 16\n"
                "[qp]\ntimeout = 20\nretry_cnt = 3\nrnr_retry = 2\nmin_rnr_timer = 5\n"
+               "dup_ack_interval_ns = 7000\nseq_nak_interval_ns = 0\nseq_nak_after_run = 9\n"
+               "[cm]\nstateless_per_sec = 0\nstateless_burst = 2\n"
                "[dcqcn]\nenabled = off\necn = ect1\nrp_enabled = off\nnp_enabled = off\n"
                "dce_tcp_g = 1000\ndce_tcp_rtt_ns = 1234\ninitial_alpha_value = 512\n"
                "rpg_gd = 9\nrpg_min_dec_fac = 20\nrate_reduce_monitor_period_ns = 77\n"
@@ -83,6 +88,11 @@ TEST(ConfigFile, EveryKeyReachesItsField) {
     EXPECT_EQ(o.qp.retry_cnt, 3);
     EXPECT_EQ(o.qp.rnr_retry, 2);
     EXPECT_EQ(o.qp.min_rnr_timer, 5);
+    EXPECT_EQ(o.rc_pacing.dup_ack_interval_ns, 7000u);
+    EXPECT_EQ(o.rc_pacing.seq_nak_interval_ns, 0u);
+    EXPECT_EQ(o.rc_pacing.seq_nak_after_run, 9u);
+    EXPECT_EQ(o.cm_stateless_per_sec, 0u);
+    EXPECT_EQ(o.cm_stateless_burst, 2u);
     EXPECT_FALSE(o.dcqcn);
     EXPECT_EQ(o.ecn, 2);
     const DcqcnParams &p = o.dcqcn_params;
@@ -241,4 +251,45 @@ TEST(ConfigFile, ShippedDroceConfLoads) {
         };
         EXPECT_EQ(apply_device_config(std::string(dir) + "/" + name, o, "test", keys), "") << name;
     }
+}
+
+/* The RC pacing and CM stateless-limit flags: each reaches its field, a value out of range
+ * is refused with the range, and the defaults are the library's (a tool that sets nothing
+ * changes nothing). */
+TEST(ConfigFile, RcPacingAndCmFlags) {
+    DeviceOptions o(60);
+    char prog[] = "t";
+    char *argv[] = {prog, nullptr};
+    const auto longs = with_device_options({});
+    auto take = [&](int c, const char *v) {
+        return take_device_option(c, v, argv, longs.data(), o, kRules);
+    };
+    const DeviceConfig::RcPacing lib_defaults;
+    EXPECT_EQ(o.rc_pacing.dup_ack_interval_ns, lib_defaults.dup_ack_interval_ns);
+    EXPECT_EQ(o.rc_pacing.seq_nak_interval_ns, lib_defaults.seq_nak_interval_ns);
+    EXPECT_EQ(o.rc_pacing.seq_nak_after_run, lib_defaults.seq_nak_after_run);
+    const CmChannelConfig cm_defaults;
+    EXPECT_EQ(o.cm_stateless_per_sec, cm_defaults.stateless_per_sec);
+    EXPECT_EQ(o.cm_stateless_burst, cm_defaults.stateless_burst);
+
+    EXPECT_EQ(take(kOptDupAckInterval, "123"), "");
+    EXPECT_EQ(take(kOptSeqNakInterval, "10000000000"), "");
+    EXPECT_EQ(take(kOptSeqNakAfterRun, "0"), "");
+    EXPECT_EQ(take(kOptCmStatelessRate, "1000000"), "");
+    EXPECT_EQ(take(kOptCmStatelessBurst, "1"), "");
+    EXPECT_EQ(o.rc_pacing.dup_ack_interval_ns, 123u);
+    EXPECT_EQ(o.rc_pacing.seq_nak_interval_ns, 10'000'000'000u);
+    EXPECT_EQ(o.rc_pacing.seq_nak_after_run, 0u);
+    EXPECT_EQ(o.cm_stateless_per_sec, 1'000'000u);
+    EXPECT_EQ(o.cm_stateless_burst, 1u);
+
+    for (const char *bad : {"10000000001", "-1", "1ms", ""})
+        EXPECT_NE(take(kOptDupAckInterval, bad), "") << bad;
+    EXPECT_NE(take(kOptSeqNakAfterRun, "4097"), "");
+    EXPECT_NE(take(kOptCmStatelessRate, "1000001"), "");
+    EXPECT_NE(take(kOptCmStatelessBurst, "0"), "");
+    EXPECT_NE(take(kOptCmStatelessBurst, "65537"), "");
+    /* nothing refused changed a field */
+    EXPECT_EQ(o.rc_pacing.dup_ack_interval_ns, 123u);
+    EXPECT_EQ(o.cm_stateless_burst, 1u);
 }
