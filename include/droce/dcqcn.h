@@ -72,7 +72,7 @@ enum class DcqcnProfile : uint8_t {
     ConnectX = 0,
     /** Converges toward the fair share far faster than ConnectX's defaults (simulator,
      * bench/README.md "A profile that converges"): 2:1 and 8:1 incast reach their share
-     * within 10% on 1 ms means within 1-11 ms on 9 runs of 10 (one 8:1 run: 27 ms), Jain
+     * within 10% on 1 ms means within 1-19 ms on 9 runs of 10 (one 8:1 run: 27 ms), Jain
      * >= 0.999, no drop. Increases are timer-only and additive in small, fine-grained steps
      * (a stage every 2 µs, +0.25 Mb/s, no byte-counter stages, one fast-recovery stage),
      * every CNP lowers the target (clamp_tgt_rate), and alpha is updated every 1 µs
