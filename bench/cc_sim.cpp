@@ -37,6 +37,36 @@ constexpr Time kUs = 1000, kMs = 1000 * kUs;
 /* Fair share is judged on 5 ms averages (100 bins of 50 µs), as tests/unit/test_cc.cpp
  * does: DCQCN with ConnectX defaults keeps oscillating around the share at shorter scales. */
 constexpr size_t kWindow = 100;
+/* ... and on 1 ms averages (20 bins), the issue's "within 10% of the fair share within
+ * 20 ms" read strictly: the 5 ms means hide oscillations a flow sees at the 1 ms scale. */
+constexpr size_t kWindow1ms = 20;
+
+/* How far from the fair share the flows stay on sliding `window`-bin means over bins
+ * [from, to): the largest |rate - fair| / fair of any flow in any window, the flow and the
+ * window end (ns) where it happened. The fair share of a window is the flows' mean (the
+ * bottleneck's output over N: it runs at line rate whenever a queue stands). */
+struct Deviation {
+    double worst = 0;
+    size_t flow = 0;
+    Time at = 0;
+    double rate = 0, fair = 0; /* of that flow in that window, Gb/s */
+};
+Deviation max_deviation(const IncastResult &r, const std::vector<size_t> &flows, size_t window,
+                        size_t from, size_t to) {
+    Deviation d;
+    for (size_t b = from; b + window <= to; ++b) {
+        const std::vector<double> m = mean_rates(r, b, b + window, flows);
+        double fair = 0;
+        for (double v : m)
+            fair += v / static_cast<double>(m.size());
+        for (size_t k = 0; k < m.size(); ++k) {
+            const double dev = fair > 0 ? std::fabs(m[k] - fair) / fair : 1.0;
+            if (dev > d.worst)
+                d = {dev, flows[k], (b + window) * r.bin_ns, m[k], fair};
+        }
+    }
+    return d;
+}
 
 struct Opts {
     std::string out = ".";
@@ -46,6 +76,7 @@ struct Opts {
     double pmax = 0.05;
     bool mark_dequeue = true;
     bool paper = false; /* the paper's DCQCN parameters instead of ConnectX's */
+    bool fair = false;  /* DcqcnProfile::Fair (droce/dcqcn.h) */
     uint32_t kmin = 5'000, kmax = 200'000, buffer = 2'000'000;
     uint32_t small_buffer = 500'000;              /* f's buffer */
     uint32_t pfc_xoff = 80'000, pfc_xon = 77'800; /* per ingress port; xon = xoff - 2 MTU */
@@ -62,7 +93,8 @@ struct Opts {
         "  --modes LIST     on,off | on | off (default on,off; e runs its three modes)\n"
         "  --rounds N       seeds per experiment (default 3)\n"
         "  --pmax P         RED marking probability at Kmax (default 0.05)\n"
-        "  --params connectx|paper   DCQCN parameters (default connectx)\n"
+        "  --params connectx|paper|fair   DCQCN parameters (default connectx; fair: the\n"
+        "                   profile of droce/dcqcn.h, meant for --pmax 1)\n"
         "  --mark enqueue|dequeue   where RED looks at the queue (default dequeue)\n"
         "  --kmin B --kmax B --buffer B   bottleneck bytes (5000, 200000, 2000000)\n"
         "  --small-buffer B f's bottleneck buffer (default 500000)\n"
@@ -70,7 +102,9 @@ struct Opts {
         "  --cc KEY=VALUE   one DCQCN parameter over --params (repeatable): dce_tcp_rtt_ns,\n"
         "                   rate_reduce_monitor_period_ns, rpg_byte_reset, rpg_time_reset_ns,\n"
         "                   rpg_threshold, clamp_tgt_rate, clamp_tgt_rate_after_time_inc,\n"
-        "                   min_time_between_cnps_ns, dce_tcp_g, rpg_ai_rate_bps\n"
+        "                   min_time_between_cnps_ns, dce_tcp_g, rpg_ai_rate_bps,\n"
+        "                   rpg_hai_rate_bps, rpg_min_dec_fac, rpg_gd, initial_alpha_value,\n"
+        "                   rate_to_set_on_first_cnp_bps\n"
         "  --pfc-xoff B --pfc-xon B   e's PFC thresholds per ingress port (80000, 77800)\n");
     std::exit(code);
 }
@@ -109,11 +143,13 @@ Opts parse(int argc, char **argv) {
             o.rounds = static_cast<int>(num(1, 100));
         else if (a == "--params") {
             const std::string v = val();
-            if (v != "paper" && v != "connectx") {
-                std::fprintf(stderr, "cc_sim: --params %s: want connectx or paper\n", v.c_str());
+            if (v != "paper" && v != "connectx" && v != "fair") {
+                std::fprintf(stderr, "cc_sim: --params %s: want connectx, paper or fair\n",
+                             v.c_str());
                 usage(2);
             }
             o.paper = v == "paper";
+            o.fair = v == "fair";
         } else if (a == "--mark")
             o.mark_dequeue = val() != "enqueue";
         else if (a == "--pmax")
@@ -192,7 +228,7 @@ std::string csv_name(const Opts &o, const char *exp, bool on, int round) {
 
 /* (a) and (c): N flows start together at 100 µs and run to the end. */
 void incast(const Opts &o, const char *name, size_t n, const cc::CcParams *cc) {
-    Stat conv, jn, qafter, qmax, drops, marks, util;
+    Stat conv, jn, qafter, qmax, drops, marks, util, conv1, qafter1, dev20;
     for (int round = 0; round < o.rounds; ++round) {
         IncastConfig c = base(o, cc, 1 + static_cast<uint64_t>(round));
         c.flows.assign(n, FlowSpec{});
@@ -232,12 +268,29 @@ void incast(const Opts &o, const char *name, size_t n, const cc::CcParams *cc) {
         qmax.add(static_cast<double>(r.bq.max_depth_bytes) / 1e3);
         drops.add(total_drops(r));
         marks.add(static_cast<double>(r.bq.marked));
+        /* The issue's metric on 1 ms means: converged at the end of the first window from
+         * which on every flow stays within 10% to the end of the run (measured from the
+         * flows' start, 100 µs); the queue's maximum after that; and, converged or not, the
+         * worst deviation of any flow from 20 ms on (below 10%: the 20 ms target is met). */
+        const Time t1 = convergence_time(r, all, kWindow1ms, 2, bins, 0.10);
+        const bool ok1 = t1 != std::numeric_limits<Time>::max();
+        conv1.add(ok1 ? (t1 - 100.0 * kUs) / 1e6 : std::nan(""));
+        qafter1.add(ok1 ? max_depth_after(r, t1) / 1e3 : std::nan(""));
+        const Deviation d = max_deviation(r, all, kWindow1ms, 20 * kMs / c.bin_ns, bins);
+        dev20.add(100 * d.worst);
+        if (cc)
+            std::printf("#   %s seed %d: 1 ms windows from 20 ms: worst flow %zu at %.2f ms, "
+                        "%.2f Gb/s against a share of %.2f (%+.0f%%)\n",
+                        name, round + 1, d.flow, static_cast<double>(d.at) / 1e6, d.rate, d.fair,
+                        d.fair > 0 ? 100 * (d.rate / d.fair - 1) : 0.0);
     }
     std::printf("%s dcqcn=%-3s flows=%zu converge_ms=%s jain=%s goodput_gbps=%s "
-                "qmax_after_conv_kb=%s qmax_kb=%s drops=%s marked=%s (min/median/max of %d)\n",
+                "qmax_after_conv_kb=%s qmax_kb=%s drops=%s marked=%s conv1ms_ms=%s "
+                "qmax_after_conv1ms_kb=%s maxdev_from20ms_pct=%s (min/median/max of %d)\n",
                 name, cc ? "on" : "off", n, conv.str().c_str(), jn.str().c_str(),
                 util.str().c_str(), qafter.str("%.1f").c_str(), qmax.str("%.1f").c_str(),
-                drops.str("%.0f").c_str(), marks.str("%.0f").c_str(), o.rounds);
+                drops.str("%.0f").c_str(), marks.str("%.0f").c_str(), conv1.str().c_str(),
+                qafter1.str("%.1f").c_str(), dev20.str("%.1f").c_str(), o.rounds);
 }
 
 /* The reaction point after one CNP, from the paper's equations (not from lib/cc): the
@@ -472,6 +525,8 @@ void small_buffer(const Opts &o, const cc::CcParams *cc) {
 int main(int argc, char **argv) {
     const Opts o = parse(argc, argv);
     cc::CcParams params; /* ConnectX defaults */
+    if (o.fair)
+        params = cc_params_of(dcqcn_profile_params(DcqcnProfile::Fair));
     if (o.paper) {
         /* Zhu et al. 2015: T = 55 µs, B = 10 MB, g = 1/256, a CNP per 50 µs, Rt = Rc on
          * every CNP, R_AI 40 Mb/s, R_HAI 100 Mb/s (as tests/unit/test_cc.cpp) */
@@ -508,6 +563,16 @@ int main(int argc, char **argv) {
             params.dce_tcp_g = static_cast<uint32_t>(v);
         else if (k == "rpg_ai_rate_bps")
             params.rpg_ai_rate_bps = v;
+        else if (k == "rpg_hai_rate_bps")
+            params.rpg_hai_rate_bps = v;
+        else if (k == "rpg_min_dec_fac")
+            params.rpg_min_dec_fac = static_cast<uint32_t>(v);
+        else if (k == "rpg_gd")
+            params.rpg_gd = static_cast<uint32_t>(v);
+        else if (k == "initial_alpha_value")
+            params.initial_alpha_value = static_cast<uint32_t>(v);
+        else if (k == "rate_to_set_on_first_cnp_bps")
+            params.rate_to_set_on_first_cnp_bps = v;
         else {
             std::fprintf(stderr, "cc_sim: --cc %s: unknown parameter\n", kv.c_str());
             return 2;
@@ -529,7 +594,7 @@ int main(int argc, char **argv) {
     std::printf(
         "# 10 Gb/s bottleneck, buffer %u B, Kmin %u B, Kmax %u B, Pmax %.3f; 10 Gb/s "
         "links, 2 us; MTU 1024; 64 KiB WRITEs, 4 outstanding; DCQCN %s parameters; marking at %s\n",
-        o.buffer, o.kmin, o.kmax, o.pmax, o.paper ? "paper" : "ConnectX",
+        o.buffer, o.kmin, o.kmax, o.pmax, o.paper ? "paper" : o.fair ? "fair profile" : "ConnectX",
         o.mark_dequeue ? "dequeue" : "enqueue");
     if (o.exps.find('e') != std::string::npos) {
         if (o.pfc_xon >= o.pfc_xoff || o.pfc_xoff > o.buffer) {

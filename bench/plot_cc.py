@@ -13,6 +13,8 @@ side by side:
             (incast_depth_<mode>_1.csv)
   cc_d.png  two long flows, then 15 senders of 4 KB WRITEs for 1 ms (10-11 ms): the long
             flows' rate, the short flows' sum and the queue depth
+  cc_fair_a.png, cc_fair_c.png  2:1 and 8:1 under DcqcnProfile::Fair with Pmax 100%
+            (<CSV dir>/fair/, from cc_sim --params fair --pmax 1 --exp ac --rounds 1)
   cc_e2.png, cc_e8.png  2:1 and 8:1 incast with PFC only, DCQCN only and PFC + DCQCN (issue
             16): per-flow rate, the victim flow's rate (shares flow 0's link, not the
             bottleneck) and the queue depth (e<N>_<pfc|dcqcn|both>_0.csv)
@@ -55,7 +57,7 @@ def flows(cols):
                    and "_sent_" not in k), key=lambda k: int(k[4:].split("_")[0]))
 
 
-def incast(d, out, exp, title, buffer_kb=None):
+def incast(d, out, exp, title, buffer_kb=None, png=None):
     fig, ax = plt.subplots(2, 2, figsize=(12, 6), sharex=True, sharey="row")
     for j, mode in enumerate(("on", "off")):
         path = os.path.join(d, f"{exp}_{mode}.csv")
@@ -80,7 +82,7 @@ def incast(d, out, exp, title, buffer_kb=None):
     ax[0][0].set_ylabel("rate at the bottleneck (Gb/s, 0.5 ms avg)")
     ax[1][0].set_ylabel("queue depth (KB)")
     fig.tight_layout()
-    fig.savefig(os.path.join(out, f"cc_{exp}.png"), dpi=110)
+    fig.savefig(os.path.join(out, png or f"cc_{exp}.png"), dpi=110)
     plt.close(fig)
 
 
@@ -214,6 +216,10 @@ def main():
     real(d, out)
     pfc_lab(d, out, 2)
     pfc_lab(d, out, 8)
+    fair = os.path.join(d, "fair")
+    if os.path.isdir(fair):  # cc_sim --params fair --pmax 1 --exp ac --out <d>/fair
+        incast(fair, out, "a", "2:1, fair profile, Pmax 100%", png="cc_fair_a.png")
+        incast(fair, out, "c", "8:1, fair profile, Pmax 100%", png="cc_fair_c.png")
     print("wrote", ", ".join(os.path.join(out, f"cc_{e}.png") for e in ("a", "b", "c", "d", "f", "e2", "e8")))
 
 

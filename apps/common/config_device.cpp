@@ -64,9 +64,13 @@ constexpr uint64_t kU32 = UINT32_MAX;
 #define DCQCN_NUM(name, lo, hi)                                                                    \
     num("dcqcn", #name, lo, hi, [](DeviceOptions &o, uint64_t u) {                                 \
         o.dcqcn_params.name = static_cast<decltype(o.dcqcn_params.name)>(u);                       \
+        o.dcqcn_keys_given = true;                                                                 \
     })
 #define DCQCN_FLAG(name)                                                                           \
-    flag("dcqcn", #name, [](DeviceOptions &o, bool b) { o.dcqcn_params.name = b; })
+    flag("dcqcn", #name, [](DeviceOptions &o, bool b) {                                            \
+        o.dcqcn_params.name = b;                                                                   \
+        o.dcqcn_keys_given = true;                                                                 \
+    })
 
 const std::vector<Key> &schema() {
     static const std::vector<Key> keys = {
@@ -242,6 +246,21 @@ const std::vector<Key> &schema() {
                  o.ecn = 2;
              else
                  return "want off, ect0 or ect1";
+             return "";
+         }},
+        {"dcqcn", "profile",
+         [](const std::string &v, DeviceOptions &o) -> std::string {
+             /* The base the other keys change: after one of them it would undo it. */
+             if (o.dcqcn_keys_given)
+                 return "must come before the other [dcqcn] parameter keys (they change the "
+                        "profile's values)";
+             if (v == "connectx")
+                 o.dcqcn_profile = DcqcnProfile::ConnectX;
+             else if (v == "fair")
+                 o.dcqcn_profile = DcqcnProfile::Fair;
+             else
+                 return "want connectx or fair";
+             o.dcqcn_params = dcqcn_profile_params(o.dcqcn_profile);
              return "";
          }},
         DCQCN_FLAG(rp_enabled),

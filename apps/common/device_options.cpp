@@ -29,6 +29,7 @@ const struct option kDeviceLongOptions[] = {
     {"log-level", required_argument, nullptr, kOptLogLevel},
     {"dcqcn", required_argument, nullptr, kOptDcqcn},
     {"ecn", required_argument, nullptr, kOptEcn},
+    {"dcqcn-profile", required_argument, nullptr, kOptDcqcnProfile},
     {"pfc", required_argument, nullptr, kOptPfc},
     {"pfc-tx", required_argument, nullptr, kOptPfcTx},
     {"config", required_argument, nullptr, kOptConfig},
@@ -159,6 +160,16 @@ const char *take(int c, const char *arg, DeviceOptions &o, const DeviceOptionRul
         if (std::strcmp(arg, "on") != 0 && std::strcmp(arg, "off") != 0)
             return "on or off";
         o.dcqcn = std::strcmp(arg, "on") == 0;
+        return "";
+    case kOptDcqcnProfile:
+        /* The command line overrides the file: every [dcqcn] parameter key too. */
+        if (std::strcmp(arg, "connectx") == 0)
+            o.dcqcn_profile = DcqcnProfile::ConnectX;
+        else if (std::strcmp(arg, "fair") == 0)
+            o.dcqcn_profile = DcqcnProfile::Fair;
+        else
+            return "connectx or fair";
+        o.dcqcn_params = dcqcn_profile_params(o.dcqcn_profile);
         return "";
     case kOptEcn:
         if (std::strcmp(arg, "off") == 0)

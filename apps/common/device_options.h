@@ -80,6 +80,10 @@ struct DeviceOptions {
     ConfigEal config_eal;          /**< its [eal] section */
     bool mode_from_config = false; /**< [engine] mode set embedded/worker (a flag overrides) */
     DcqcnParams dcqcn_params;      /**< [dcqcn] (ecn: the ecn field above) */
+    /** [dcqcn] profile or --dcqcn-profile: the base of dcqcn_params (the flag replaces
+     * dcqcn_params with the profile's; the key must precede the other [dcqcn] keys). */
+    DcqcnProfile dcqcn_profile = DcqcnProfile::ConnectX;
+    bool dcqcn_keys_given = false; /**< a [dcqcn] parameter key was read */
     uint32_t pfc_storm_ms = 100;   /**< [pfc] storm_ms (DeviceConfig::pfc_storm_ms) */
     uint32_t pfc_tx_xoff = 0;      /**< --pfc-tx XOFF,XON, [pfc] tx_xoff (frames; 0 = off) */
     uint32_t pfc_tx_xon = 0;       /**< [pfc] tx_xon */
@@ -129,6 +133,7 @@ enum DeviceOption : int {
     kOptSeqNakAfterRun,
     kOptCmStatelessRate,
     kOptCmStatelessBurst,
+    kOptDcqcnProfile,
     kFirstToolOption = 1100,
 };
 

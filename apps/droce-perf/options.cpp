@@ -181,6 +181,7 @@ void print_usage(const char *argv0, FILE *out) {
         "  --dpdk-port=<name|id>    DPDK port (default the first)\n"
         "  --eth-mtu=<n>            Ethernet MTU (default the port's)\n"
         "  --dcqcn=on|off           DCQCN congestion control (default on)\n"
+        "  --dcqcn-profile=connectx|fair  DCQCN parameter set (default connectx)\n"
         "  --ecn=off|ect0|ect1      ECN field of RoCE data sent (default ect0)\n"
         "  --pfc=PRIO               PFC: ask the PMD to make priority PRIO lossless\n"
         "  --pfc-tx=XOFF,XON        send PFC for PRIO at XOFF frames in an RX queue,\n"

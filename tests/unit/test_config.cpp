@@ -134,6 +134,39 @@ TEST(ConfigFile, EveryKeyReachesItsField) {
 }
 
 /* --line-rate and [port] line_rate: k/m/g suffixes, nothing else after the number. */
+/* [dcqcn] profile: the base the other keys change (so it must come first), and
+ * --dcqcn-profile, which replaces the parameters as any flag overrides the file. */
+TEST(ConfigFile, DcqcnProfile) {
+    TempConf f("[dcqcn]\nprofile = fair\nrpg_ai_rate_bps = 300000\n");
+    DeviceOptions o(60);
+    ASSERT_EQ(apply_device_config(f.path(), o, "test"), "");
+    EXPECT_EQ(o.dcqcn_profile, DcqcnProfile::Fair);
+    const DcqcnParams fair = dcqcn_profile_params(DcqcnProfile::Fair);
+    EXPECT_EQ(o.dcqcn_params.rpg_time_reset_ns, fair.rpg_time_reset_ns);
+    EXPECT_EQ(o.dcqcn_params.dce_tcp_rtt_ns, fair.dce_tcp_rtt_ns);
+    EXPECT_TRUE(o.dcqcn_params.clamp_tgt_rate);
+    EXPECT_EQ(o.dcqcn_params.rpg_ai_rate_bps, 300'000u); /* the key after it wins */
+    EXPECT_NE(fair.rpg_time_reset_ns, DcqcnParams{}.rpg_time_reset_ns);
+
+    TempConf late("[dcqcn]\nrpg_threshold = 2\nprofile = fair\n");
+    DeviceOptions l(60);
+    EXPECT_NE(apply_device_config(late.path(), l, "test").find("must come before"),
+              std::string::npos);
+    TempConf bad("[dcqcn]\nprofile = fast\n");
+    DeviceOptions b(60);
+    EXPECT_NE(apply_device_config(bad.path(), b, "test").find("want connectx or fair"),
+              std::string::npos);
+
+    DeviceOptions c(60);
+    ASSERT_EQ(apply_device_config(f.path(), c, "test"), "");
+    const std::vector<struct option> lo = with_device_options({});
+    char *argv[] = {nullptr};
+    EXPECT_EQ(take_device_option(kOptDcqcnProfile, "connectx", argv, lo.data(), c, kRules), "");
+    EXPECT_EQ(c.dcqcn_profile, DcqcnProfile::ConnectX);
+    EXPECT_EQ(c.dcqcn_params.rpg_ai_rate_bps, DcqcnParams{}.rpg_ai_rate_bps);
+    EXPECT_NE(take_device_option(kOptDcqcnProfile, "nope", argv, lo.data(), c, kRules), "");
+}
+
 TEST(ConfigFile, LineRateParsing) {
     uint64_t v = 0;
     EXPECT_TRUE(parse_rate_bps("1g", v));
