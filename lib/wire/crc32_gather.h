@@ -45,12 +45,15 @@ struct Cursor {
             n -= c;
         }
     }
-    /* The next n bytes: in place when one span holds them, else gathered into stage. */
-    const uint8_t *take(size_t n, uint8_t *stage) {
+    void skip_empty() {
         while (off == s->len) {
             ++s;
             off = 0;
         }
+    }
+    /* The next n bytes: in place when one span holds them, else gathered into stage. */
+    const uint8_t *take(size_t n, uint8_t *stage) {
+        skip_empty();
         if (s->len - off >= n) {
             const uint8_t *p = s->addr + off;
             off += n;
@@ -93,13 +96,28 @@ void fold_gather(const ByteSpan *spans, size_t total, uint32_t state, uint8_t ac
 
     /* Four independent lanes: each fold waits only on its own lane's previous one. */
     const typename V::T kstep = V::kvec(crcmath::fold_k(8 * kChunk));
+    /* The inner loop runs over whole chunks inside one span and calls nothing, so the
+     * lanes stay in registers (a memcpy call in the loop body would make the compiler
+     * keep them on the stack: every fold chain then waits on a store and a reload, 60%
+     * slower at 4 KiB); a chunk that straddles spans is gathered outside it. */
     while (left >= kChunk) {
-        const uint8_t *p = cur.take(kChunk, stage);
-        x0 = V::xor_(V::fold(x0, kstep), V::load(p));
-        x1 = V::xor_(V::fold(x1, kstep), V::load(p + W));
-        x2 = V::xor_(V::fold(x2, kstep), V::load(p + 2 * W));
-        x3 = V::xor_(V::fold(x3, kstep), V::load(p + 3 * W));
-        left -= kChunk;
+        cur.skip_empty();
+        const size_t in_span = cur.s->len - cur.off;
+        size_t run = (in_span < left ? in_span : left) / kChunk;
+        const uint8_t *p = cur.s->addr + cur.off;
+        if (run == 0) {
+            p = cur.take(kChunk, stage);
+            run = 1;
+        } else {
+            cur.off += run * kChunk;
+        }
+        left -= run * kChunk;
+        for (; run; --run, p += kChunk) {
+            x0 = V::xor_(V::fold(x0, kstep), V::load(p));
+            x1 = V::xor_(V::fold(x1, kstep), V::load(p + W));
+            x2 = V::xor_(V::fold(x2, kstep), V::load(p + 2 * W));
+            x3 = V::xor_(V::fold(x3, kstep), V::load(p + 3 * W));
+        }
     }
     /* Lanes into one: lane i is (3 - i) vectors ahead of the last. */
     const typename V::T k1 = V::kvec(crcmath::fold_k(8 * W));
