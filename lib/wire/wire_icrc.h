@@ -58,6 +58,18 @@ uint32_t crc32_eth_copy(uint8_t *dst, const uint8_t *src, size_t len);
 enum class CrcKernel : uint8_t { Auto, Dpdk, Fold128, Fold256, Fold512 };
 uint32_t crc32_eth_kernel(const uint8_t *p, size_t len, CrcKernel k);
 bool crc_kernel_available(CrcKernel k);
+/* zlib's crc32(crc, ...) over the concatenation of segs[0..nsegs) (empty ones allowed):
+ * one folding pass across the segment boundaries (a 16-byte block that straddles two is
+ * gathered on the stack), so a frame in several mbufs costs one kernel call. crc = 0
+ * starts a new CRC; passing an earlier result continues it. Kernel: the 512-bit or
+ * 256-bit VPCLMULQDQ fold from 512 bytes when the CPU has it, else one crc32_eth per
+ * segment joined by crc32_combine. */
+uint32_t crc32_eth_gather(uint32_t crc, const ByteSpan *segs, uint32_t nsegs);
+/* The same with a chosen kernel (Fold256, Fold512; anything else or a CPU without it:
+ * per-segment crc32_eth + crc32_combine), for tests and benchmarks. */
+uint32_t crc32_eth_gather_kernel(uint32_t crc, const ByteSpan *segs, uint32_t nsegs,
+                                 CrcKernel k);
+
 /* zlib's crc32_combine: the CRC of A||B from crc(A), crc(B) and len(B), by multiplying
  * crc(A) with x^(8*len(B)) mod P (table of x^(8n) for n < 2^14, square-and-multiply
  * beyond). */
