@@ -526,7 +526,7 @@ int main(int argc, char **argv) {
     const Opts o = parse(argc, argv);
     cc::CcParams params; /* ConnectX defaults */
     if (o.fair)
-        params = cc_params_of(dcqcn_profile_params(DcqcnProfile::Fair));
+        params = cc::params_from(dcqcn_profile_params(DcqcnProfile::Fair));
     if (o.paper) {
         /* Zhu et al. 2015: T = 55 µs, B = 10 MB, g = 1/256, a CNP per 50 µs, Rt = Rc on
          * every CNP, R_AI 40 Mb/s, R_HAI 100 Mb/s (as tests/unit/test_cc.cpp) */

@@ -179,7 +179,7 @@ class QpImpl final : public QueuePair {
 
     /* DCQCN: on the QP's worker (the QP's state is the worker's), as modify/query. */
     Status set_dcqcn(const DcqcnParams &params) override {
-        const cc::CcParams p = engine::to_cc_params(params);
+        const cc::CcParams p = cc::params_from(params);
         Status s;
         rt_.exec_on(ctx_->worker, [&] {
             s = ctx_->qp->set_cc_params(p, rt_.now_ns());

@@ -45,4 +45,32 @@ const char *validate(const CcParams &p, uint64_t line_rate_bps) {
     return nullptr;
 }
 
+CcParams params_from(const DcqcnParams &d) {
+    CcParams p;
+    p.rp_enabled = d.rp_enabled;
+    p.np_enabled = d.np_enabled;
+    p.dce_tcp_g = d.dce_tcp_g;
+    p.dce_tcp_rtt_ns = d.dce_tcp_rtt_ns;
+    p.initial_alpha_value = d.initial_alpha_value;
+    p.rpg_gd = d.rpg_gd;
+    p.rpg_min_dec_fac = d.rpg_min_dec_fac;
+    p.rate_reduce_monitor_period_ns = d.rate_reduce_monitor_period_ns;
+    p.rpg_time_reset_ns = d.rpg_time_reset_ns;
+    p.rpg_byte_reset = d.rpg_byte_reset;
+    p.rpg_threshold = d.rpg_threshold;
+    p.rpg_ai_rate_bps = d.rpg_ai_rate_bps;
+    p.rpg_hai_rate_bps = d.rpg_hai_rate_bps;
+    p.rpg_min_rate_bps = d.rpg_min_rate_bps;
+    p.rpg_max_rate_bps = d.rpg_max_rate_bps;
+    p.clamp_tgt_rate = d.clamp_tgt_rate;
+    p.clamp_tgt_rate_after_time_inc = d.clamp_tgt_rate_after_time_inc;
+    p.rate_to_set_on_first_cnp_bps = d.rate_to_set_on_first_cnp_bps;
+    p.min_time_between_cnps_ns = d.min_time_between_cnps_ns;
+    p.cnp_dscp = d.cnp_dscp;
+    p.cnp_802p_prio = d.cnp_802p_prio;
+    /* An out-of-range enum value stays out of range: validate() names it. */
+    p.ecn_mode = static_cast<EcnMode>(static_cast<uint8_t>(d.ecn_mode));
+    return p;
+}
+
 } // namespace droce::cc

@@ -9,6 +9,8 @@
 
 #include <cstdint>
 
+#include <droce/dcqcn.h>
+
 namespace droce::cc {
 
 /** How RoCE data leaves the port (IP ECN field). ConnectX with DCQCN: ECT(0). */
@@ -72,5 +74,10 @@ struct CcParams {
  * allowed range (static storage). line_rate_bps (0 = unknown) also checks the rates
  * against the port. */
 const char *validate(const CcParams &p, uint64_t line_rate_bps = 0);
+
+/** The public DcqcnParams (droce/dcqcn.h) as lib/cc's: the same fields, kept apart so that
+ * the public header does not depend on the library's internals. Used by the engine and by
+ * the simulator, which does not link the engine. */
+CcParams params_from(const DcqcnParams &d);
 
 } // namespace droce::cc

@@ -253,8 +253,31 @@ struct QpCtx {
     ~QpCtx();
 };
 
+/* The shard's ready list and its held-ACK list are intrusive doubly linked lists of QpCtx
+ * through ready_next / ready_prev; these keep the two lists' edits in one place. */
+inline void qp_list_append(QpCtx &q, QpCtx *&head, QpCtx *&tail) {
+    q.ready_next = nullptr;
+    q.ready_prev = tail;
+    if (tail)
+        tail->ready_next = &q;
+    else
+        head = &q;
+    tail = &q;
+}
+
+inline void qp_list_unlink(QpCtx &q, QpCtx *&head, QpCtx *&tail) {
+    if (q.ready_prev)
+        q.ready_prev->ready_next = q.ready_next;
+    else
+        head = q.ready_next;
+    if (q.ready_next)
+        q.ready_next->ready_prev = q.ready_prev;
+    else
+        tail = q.ready_prev;
+    q.ready_next = q.ready_prev = nullptr;
+}
+
 /* engine_cc.cpp: the public DCQCN types and lib/cc's. */
-cc::CcParams to_cc_params(const DcqcnParams &d);
 DcqcnState to_dcqcn_state(const rc::CcState &c);
 /** Line rate of a port from rte_eth_link::link_speed (Mb/s; none/unknown: 100 Gb/s). */
 uint64_t line_rate_from_link(uint32_t link_speed_mbps);

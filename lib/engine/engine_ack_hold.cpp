@@ -17,13 +17,7 @@ bool Shard::ack_hold(QpCtx &q) {
     /* in_ready stays set: schedule() (a post meanwhile) must not queue it twice. */
     q.in_ready = true;
     q.ack_held = q.ack_waited = true;
-    q.ready_next = nullptr;
-    q.ready_prev = held_tail_;
-    if (held_tail_)
-        held_tail_->ready_next = &q;
-    else
-        held_head_ = &q;
-    held_tail_ = &q;
+    qp_list_append(q, held_head_, held_tail_);
     ++nheld_;
     ++ec.tx_ack_held;
     return true;

@@ -667,13 +667,7 @@ void Shard::free_qpn(uint32_t qpn, uint64_t now) { freed_.emplace_back(qpn, now)
 
 void Shard::ready_push(QpCtx &q) {
     q.in_ready = true;
-    q.ready_next = nullptr;
-    q.ready_prev = ready_tail_;
-    if (ready_tail_)
-        ready_tail_->ready_next = &q;
-    else
-        ready_head_ = &q;
-    ready_tail_ = &q;
+    qp_list_append(q, ready_head_, ready_tail_);
     ++nready_;
 }
 
@@ -720,28 +714,12 @@ void Shard::ready_remove(QpCtx &q) {
     if (!q.in_ready)
         return;
     if (q.ack_held) {
-        if (q.ready_prev)
-            q.ready_prev->ready_next = q.ready_next;
-        else
-            held_head_ = q.ready_next;
-        if (q.ready_next)
-            q.ready_next->ready_prev = q.ready_prev;
-        else
-            held_tail_ = q.ready_prev;
-        q.ready_next = q.ready_prev = nullptr;
+        qp_list_unlink(q, held_head_, held_tail_);
         q.in_ready = q.ack_held = false;
         --nheld_;
         return;
     }
-    if (q.ready_prev)
-        q.ready_prev->ready_next = q.ready_next;
-    else
-        ready_head_ = q.ready_next;
-    if (q.ready_next)
-        q.ready_next->ready_prev = q.ready_prev;
-    else
-        ready_tail_ = q.ready_prev;
-    q.ready_next = q.ready_prev = nullptr;
+    qp_list_unlink(q, ready_head_, ready_tail_);
     q.in_ready = false;
     --nready_;
 }

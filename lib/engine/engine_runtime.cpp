@@ -355,7 +355,7 @@ Result<Dev *> Runtime::open_device(const DeviceConfig &cfg) {
                                   ".." + std::to_string(kMaxQpn) + " (the 24-bit QPN space)");
     if (cfg.pkeys.empty() || cfg.pkeys.size() > 0x10000)
         return Status(EINVAL, "open_device: the P_Key table needs 1..65536 entries");
-    const cc::CcParams ccp = to_cc_params(cfg.dcqcn_params);
+    const cc::CcParams ccp = cc::params_from(cfg.dcqcn_params);
     if (const char *e = cc::validate(ccp))
         return Status(EINVAL, std::string("open_device: DCQCN parameter ") + e);
     if (worker_running())

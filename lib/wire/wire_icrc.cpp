@@ -15,6 +15,7 @@ extern "C" {
 #include <rte_vect.h>
 }
 
+#include "crc32_fold.h"
 #include "crc32_vpclmul.h"
 #include "wire_headers.h"
 
@@ -39,23 +40,9 @@ inline void crc_init_once() {
     (void)done;
 }
 
-/* ---- CRC-32 combination (zlib's crc32_combine, reflected domain: x^0 is bit 31) ---- */
-constexpr uint32_t kPoly = 0xEDB88320u;
-
-/* a * b mod P. */
-constexpr uint32_t multmodp(uint32_t a, uint32_t b) {
-    uint32_t m = 1u << 31, p = 0;
-    for (;;) {
-        if (a & m) {
-            p ^= b;
-            if ((a & (m - 1)) == 0)
-                break;
-        }
-        m >>= 1;
-        b = (b & 1) ? (b >> 1) ^ kPoly : b >> 1;
-    }
-    return p;
-}
+/* ---- CRC-32 combination (zlib's crc32_combine, reflected domain: x^0 is bit 31) ----
+ * The polynomial arithmetic is crc32_fold.h's, shared with the folding kernels. */
+using crcmath::multmodp;
 
 /* x^(2^k) mod P, k = 0..31. */
 constexpr std::array<uint32_t, 32> make_x2n() {

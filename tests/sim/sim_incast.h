@@ -76,9 +76,6 @@ struct IncastResult {
 
 IncastResult run_incast(const IncastConfig &c);
 
-/** A public DcqcnParams (a profile, droce/dcqcn.h) as the reaction and notification
- * points' cc::CcParams. */
-cc::CcParams cc_params_of(const DcqcnParams &d);
 
 /** Jain's fairness index of the values (1 = equal). */
 double jain(const std::vector<double> &x);

@@ -252,7 +252,7 @@ struct FairRun {
 };
 
 FairRun run_fair(size_t n, uint64_t seed) {
-    const cc::CcParams p = cc_params_of(dcqcn_profile_params(DcqcnProfile::Fair));
+    const cc::CcParams p = cc::params_from(dcqcn_profile_params(DcqcnProfile::Fair));
     EXPECT_EQ(cc::validate(p, 10'000'000'000), nullptr);
     IncastConfig c = incast(n, &p, seed);
     c.bottleneck.pmax = kFairPmax;
