@@ -15,6 +15,7 @@
 #include <droce/droce.h>
 
 #include "net.h"
+#include "raw_peer.h"
 #include "wire_packet.h"
 
 using namespace droce;
@@ -68,27 +69,10 @@ class AckHold : public ::testing::Test {
         auto d = engine->open_device(c);
         ASSERT_TRUE(d) << d.status().message();
         dev = *d;
-        ASSERT_EQ(rte_eth_dev_get_port_by_name(ports->second.c_str(), &peer), 0);
-        static int seq = 0;
-        const std::string pn = "ack_hold_pool" + std::to_string(seq++);
-        pool = rte_pktmbuf_pool_create(pn.c_str(), 255, 0, 0, RTE_MBUF_DEFAULT_BUF_SIZE,
-                                       SOCKET_ID_ANY);
-        ASSERT_NE(pool, nullptr);
-        rte_eth_conf conf{};
-        ASSERT_EQ(rte_eth_dev_configure(peer, 1, 1, &conf), 0);
-        ASSERT_EQ(rte_eth_rx_queue_setup(peer, 0, 256, SOCKET_ID_ANY, nullptr, pool), 0);
-        ASSERT_EQ(rte_eth_tx_queue_setup(peer, 0, 256, SOCKET_ID_ANY, nullptr), 0);
-        ASSERT_EQ(rte_eth_dev_start(peer), 0);
-        /* The peer makes itself known (ARP), so the QP goes to RTR without waiting. */
-        std::vector<uint8_t> arp(14);
-        std::memset(arp.data(), 0xff, 6);
-        std::memcpy(arp.data() + 6, kPeerMac, 6);
-        arp[12] = 0x08;
-        arp[13] = 0x06;
-        const uint8_t who_has[] = {0,  1,  8, 0, 6, 4, 0, 1, 0x02, 0, 0,  0,  0x02, 0x09,
-                                   10, 78, 0, 9, 0, 0, 0, 0, 0,    0, 10, 78, 0,    1};
-        arp.insert(arp.end(), who_has, who_has + sizeof(who_has));
-        arp.resize(60, 0);
+        ASSERT_NO_FATAL_FAILURE(
+            droce::test::start_raw_peer(ports->second, "ack_hold_pool", peer, pool));
+        const uint8_t peer_ip[4] = {10, 78, 0, 9}, dev_ip[4] = {10, 78, 0, 1};
+        const auto arp = droce::test::arp_who_has(kPeerMac, peer_ip, dev_ip);
         ASSERT_NO_FATAL_FAILURE(inject({arp}));
         for (int i = 0; i < 4; ++i)
             engine->poll();
