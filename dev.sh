@@ -18,6 +18,10 @@
 #                    --reorder=0.01 --corrupt=0.005` runs it through a faulty wire
 #                    `./dev.sh soak 60 --memif [--loss P --dup P --reorder P --corrupt P
 #                    --delay-us D]`: over memif through droce-fabric (bench/soak_memif.sh)
+#                    `./dev.sh soak 10 --rxe [--netem SPEC --case-seconds S]`: against
+#                    Linux Soft-RoCE in the rxe VM through netem, droce-rping/rping -V and
+#                    droce-pingpong/ibv_rc_pingpong -c in both roles (bench/soak_rxe.sh;
+#                    bench/soak_rxe.csv and .png)
 # Environment: BUILD_DIR (default build), ASAN_BUILD_DIR (default build-asan: the
 # sanitizer stage), FUZZ_SECONDS (default 60, split between the fuzz targets), SKIP_INTEROP=1
 # (developer convenience only; CI never sets it).
@@ -303,6 +307,16 @@ soak)
         /usr/bin/python3 bench/plot_soak.py bench/soak_memif.csv bench/soak_memif.png || true
         exit "$rc"
     fi
+    if [ "${3:-}" = --rxe ]; then
+        # droce against Linux Soft-RoCE in the rxe VM, netem on the guest's egress
+        bench/soak_rxe.sh "$BUILD_DIR" "${2:-60}" bench/soak_rxe.csv "${@:4}" |
+            tee bench/soak_rxe.log
+        rc=${PIPESTATUS[0]}
+        /usr/bin/python3 bench/plot_soak.py bench/soak_rxe.csv bench/soak_rxe.png \
+            "droce <-> Soft-RoCE via netem (WR errors: failed cases)" \
+            "ibv_rc_pingpong round trip, ms" || true
+        exit "$rc"
+    fi
     "$BUILD_DIR/bench/bench_soak" --minutes="${2:-60}" --interval=60 --csv=bench/soak.csv \
         "${@:3}" | tee bench/soak.log
     rc=${PIPESTATUS[0]}
@@ -310,7 +324,7 @@ soak)
     exit "$rc"
     ;;
 *)
-    sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'
     exit 2
     ;;
 esac
