@@ -38,7 +38,7 @@
 # Options:
 #   --netem SPEC         default "loss 1% duplicate 1% reorder 1% corrupt 0.5% delay 1ms"
 #                        (reorder needs the delay: netem reorders by sending a packet early)
-#   --case-seconds S     traffic time per case (default 15)
+#   --case-seconds S     traffic time per case (default 20)
 #   --cases REGEX        only the cases whose names match
 #   --keep               keep the logs of passing cases too
 #   --out DIR            per-case logs (default: a new /tmp/droce-soak-rxe.XXXXXX; failed
@@ -55,7 +55,7 @@ BUILD=${1:-} MINUTES=${2:-} CSV=${3:-}
 [ -n "$BUILD" ] && [ -n "$MINUTES" ] && [ -n "$CSV" ] || {
   sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 2; }
 shift 3
-NETEM="loss 1% duplicate 1% reorder 1% corrupt 0.5% delay 1ms" CASE_SECONDS=15 ONLY="" OUT="" KEEP=0
+NETEM="loss 1% duplicate 1% reorder 1% corrupt 0.5% delay 1ms" CASE_SECONDS=20 ONLY="" OUT="" KEEP=0
 while (($#)); do case $1 in
   --netem) NETEM=$2; shift 2;; --case-seconds) CASE_SECONDS=$2; shift 2;;
   --cases) ONLY=$2; shift 2;; --out) OUT=$2; shift 2;; --keep) KEEP=1; shift;;
@@ -98,7 +98,10 @@ wait_pair() {
   HWM_KIB=0 FIRST=none T_FIRST=$(date +%s.%N)
   while :; do
     h=$(awk '/^VmHWM:/{print $2}' "/proc/$dpid/status" 2>/dev/null) && [ -n "$h" ] && [ "$h" -gt "$HWM_KIB" ] && HWM_KIB=$h
-    local da=0 ga=0; kill -0 "$dpid" 2>/dev/null && da=1; kill -0 "$gpid" 2>/dev/null && ga=1
+    # (pid 0 = reaped already; `kill -0 0` would test this shell's own group)
+    local da=0 ga=0
+    [ "$dpid" != 0 ] && kill -0 "$dpid" 2>/dev/null && da=1
+    [ "$gpid" != 0 ] && kill -0 "$gpid" 2>/dev/null && ga=1
     [ $da = 0 ] && [ $ga = 0 ] && break
     if [ $((da + ga)) = 1 ] && [ "$grace_end" = 0 ]; then
       local rc=0
@@ -151,9 +154,12 @@ run_case() {
     # shellcheck disable=SC2206
     droce=("$RP" $DROCE_EAL --vdev "$VDEV" -- --ip "$IL_DROCE_IP/$IL_PREFIX" --mac "$IL_DROCE_MAC"
            --eth-mtu "$IL_ETH_MTU" --timeout "$CASE_TIMEOUT" --counters -d "${common[@]}")
-    guest=(rping "${common[@]}")
-    if [ "$role" = server ]; then droce+=(-s); guest+=(-c -a "$IL_DROCE_IP")
-    else droce+=(-c -a "$IL_VM_IP"); guest+=(-s -a 0.0.0.0); fi
+    local g="rping ${common[*]}"
+    if [ "$role" = server ]; then droce+=(-s); g+=" -c -a $IL_DROCE_IP"
+    else droce+=(-c -a "$IL_VM_IP"); g+=" -s -a 0.0.0.0"; fi
+    # -v prints each ping's whole buffer (64 KiB lines): cut them in the guest (rxe-vm
+    # exec's streaming dies of SIGPIPE on such output) and pass rping's status on
+    guest=("{ $g 2>&1; echo rping-exit=\$?; } | cut -c1-80")
   fi
   printf '%q ' "${droce[@]}" > "$dir/droce.cmd"; printf '%q ' "${guest[@]}" > "$dir/guest.cmd"
   local t0 dpid="" gpid="" i; t0=$(date +%s.%N); DRC=-1 GRC=-1 FIRST=none T_FIRST=$t0
@@ -178,7 +184,7 @@ run_case() {
     local ready=0
     if [ "$kind" = pp ]; then il_wait_guest_listen "$IL_PORT" 20 >/dev/null 2>&1 && ready=1
     else # rping's listener is not a socket: wait for the process, then give it a moment
-      il_vm_exec -- "i=0; while ! pidof rping >/dev/null; do usleep 100000; i=\$((i+1)); [ \$i -ge 200 ] && exit 1; done" \
+      il_vm_exec -- "i=0; while ! pidof rping >/dev/null; do usleep 100000; i=\$((i+1)); [ \$i -ge 200 ] && exit 1; done; exit 0" \
         >/dev/null 2>&1 && { sleep 2; ready=1; }
     fi
     if [ $ready = 1 ]; then
@@ -194,6 +200,13 @@ run_case() {
   C_HWM=$HWM_KIB
   local dlog=$dir/droce.log glog=$dir/guest.log
   touch "$dlog" "$glog"
+  if [ "$kind" = rp ]; then
+    # the same for droce's -v lines, after the fact (its pid is sampled for RSS)
+    cut -c1-80 "$dlog" > "$dlog.cut" && mv "$dlog.cut" "$dlog"
+    if [ "$GRC" = 0 ]; then
+      GRC=$(awk -F= '/^rping-exit=/ {rc = $2} END {print (rc == "") ? "none" : rc}' "$glog")
+    fi
+  fi
   C_MBUFS=$(awk '$1 == "mbufs_in_use" {print $2; exit}' "$dlog"); C_MBUFS=${C_MBUFS:-0}
   # verification failures the tools themselves report
   local bad
