@@ -21,6 +21,9 @@
 #include <droce/cm_device.h>
 #include <droce/droce.h>
 
+#include "app_cm.h"
+#include "cm_mad.h"
+#include "device_options.h"
 #include "engine.h"
 #include "engine_gsi.h"
 
@@ -119,9 +122,15 @@ class CmTelemetry : public ::testing::TestWithParam<bool> {
         ASSERT_TRUE(engine->start());
         a = *da;
         b = *db;
-        auto cm = CmDevice::open(*engine, *b);
-        ASSERT_TRUE(cm) << cm.status().message();
-        cm_b = std::move(*cm);
+        /* B's CM as the tools open it, from their flags (app::open_cm). */
+        app::DeviceOptions o(10);
+        char prog[] = "t";
+        char *argv[] = {prog, nullptr};
+        const auto longs = app::with_device_options({});
+        for (const auto &[c, v] : cm_flags)
+            ASSERT_EQ(app::take_device_option(c, v, argv, longs.data(), o, {}), "") << v;
+        cm_b = app::open_cm(*engine, *b, o, {});
+        ASSERT_TRUE(cm_b);
         engine::Runtime *rt = engine::debug_runtimes().back();
         engine::Dev *raw = nullptr;
         for (const auto &d : rt->devices())
@@ -161,6 +170,7 @@ class CmTelemetry : public ::testing::TestWithParam<bool> {
         return j;
     }
 
+    std::vector<std::pair<int, const char *>> cm_flags; /* B's CM's, set before SetUp */
     std::unique_ptr<Engine> engine;
     Device *a = nullptr, *b = nullptr;
     std::unique_ptr<CmDevice> cm_b;
@@ -216,6 +226,86 @@ TEST_P(CmTelemetry, ClosedCmIsGone) {
     const std::string j = tel.ask("/droce/cm," + b->name());
     EXPECT_NE(j.find("no CM open"), std::string::npos) << j;
 }
+
+/* --cm-stateless-burst end to end: REQs for a port nobody listens on, from A's raw QP1;
+ * B answers each with a stateless REJ up to the burst (the rate, 1/s, adds at most one
+ * more during the test) and counts the rest as rate-limited, on the wire and on the
+ * telemetry socket alike. */
+class CmStateless : public CmTelemetry {
+  protected:
+    /* The REJs (reason 8, invalid service ID) A's QP1 got for kReqs REQs. */
+    int rejs_for_reqs(int n_reqs) {
+        int sent = 0, rejs = 0;
+        for (auto end = std::chrono::steady_clock::now() + 5s;
+             std::chrono::steady_clock::now() < end;) {
+            if (sent < n_reqs) {
+                cm::CmMad m;
+                m.hdr.attr_id = static_cast<uint16_t>(cm::CmAttr::Req);
+                m.hdr.tid = 0x5000 + static_cast<uint64_t>(sent);
+                m.req.local_comm_id = 0x7000 + static_cast<uint32_t>(sent);
+                m.req.service_id = cm::ip_service_id(cm::kRdmaPsTcp, 7999);
+                m.req.local_qpn = 0x100 + static_cast<uint32_t>(sent);
+                m.req.pkey = 0xFFFF;
+                m.req.path_mtu = 3;
+                uint8_t mad[engine::kMadLen];
+                EXPECT_EQ(cm::build_cm_mad(m, mad, sizeof mad), sizeof mad);
+                AhAttr to;
+                to.dgid = b->gids().at(1).gid;
+                to.sgid_index = 1;
+                if (gsi_a->send(to, 1, mad, sizeof mad))
+                    ++sent; /* else EAGAIN: every send slot in flight, next turn */
+            }
+            drive();
+            engine::MadIn in[8];
+            const int k = gsi_a->poll(in, 8);
+            for (int i = 0; i < k; ++i) {
+                cm::CmMad r;
+                if (cm::parse_cm_mad(in[i].data, in[i].len, r) == cm::MadError::Ok &&
+                    r.hdr.attr_id == static_cast<uint16_t>(cm::CmAttr::Rej) && r.rej.reason == 8)
+                    ++rejs;
+            }
+            if (sent == n_reqs && k == 0 &&
+                json_u64(tel.ask("/droce/cm," + b->name()), "drop_req_no_listener") == n_reqs)
+                break;
+        }
+        EXPECT_EQ(sent, n_reqs);
+        return rejs;
+    }
+};
+
+class CmStatelessBurst4 : public CmStateless {
+  public:
+    CmStatelessBurst4() {
+        cm_flags = {{app::kOptCmStatelessBurst, "4"}, {app::kOptCmStatelessRate, "1"}};
+    }
+};
+class CmStatelessBurst64 : public CmStateless {
+  public:
+    CmStatelessBurst64() {
+        cm_flags = {{app::kOptCmStatelessBurst, "64"}, {app::kOptCmStatelessRate, "1"}};
+    }
+};
+
+TEST_P(CmStatelessBurst4, RejectsUpToTheBurst) {
+    const int rejs = rejs_for_reqs(20);
+    EXPECT_GE(rejs, 4);
+    EXPECT_LE(rejs, 5);
+    const std::string j = wait_for("rej_sent_invalid_service_id", rejs);
+    EXPECT_EQ(json_u64(j, "rej_sent_invalid_service_id"), rejs) << j;
+    EXPECT_EQ(json_u64(j, "stateless_rate_limited"), 20 - rejs) << j;
+}
+
+TEST_P(CmStatelessBurst64, RejectsEveryOne) {
+    EXPECT_EQ(rejs_for_reqs(20), 20);
+    const std::string j = wait_for("rej_sent_invalid_service_id", 20);
+    EXPECT_EQ(json_u64(j, "rej_sent_invalid_service_id"), 20) << j;
+    EXPECT_EQ(json_u64(j, "stateless_rate_limited"), 0) << j;
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, CmStatelessBurst4, ::testing::Values(true, false),
+                         [](const auto &i) { return i.param ? "Embedded" : "Worker"; });
+INSTANTIATE_TEST_SUITE_P(Modes, CmStatelessBurst64, ::testing::Values(true, false),
+                         [](const auto &i) { return i.param ? "Embedded" : "Worker"; });
 
 INSTANTIATE_TEST_SUITE_P(Modes, CmTelemetry, ::testing::Values(true, false),
                          [](const auto &i) { return i.param ? "Embedded" : "Worker"; });
