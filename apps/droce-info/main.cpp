@@ -6,7 +6,8 @@
  * A droce device lives inside the process that runs the engine, so droce-info is a
  * client of that process's DPDK telemetry socket (<runtime dir>/<file prefix>/
  * dpdk_telemetry.v2) and asks the commands the engine registers: /droce/devices,
- * /droce/info,<dev>, /droce/counters,<dev>, /droce/qps,<dev>. */
+ * /droce/info,<dev>, /droce/counters,<dev>, /droce/qps,<dev>, and /droce/cm,<dev> (the
+ * RDMA-CM's counters, when the process opened a CM on the device). */
 #include <getopt.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -32,6 +33,7 @@ struct Options {
     std::string socket_path;
     std::string ib_dev;
     bool qps = false;
+    bool cm_all = false; /* -c: every CM counter, zeros too */
     bool list = false;
     std::string config; /* --config: the droce process's configuration file */
 };
@@ -181,7 +183,33 @@ bool is_error(json_t *v, const std::string &what) {
     return false;
 }
 
-/** ibv_devinfo -v for one device, then its counters and (-q) QPs. */
+/** The CM's counters (/droce/cm): the ones that moved, or all with -c. A device without a
+ * CM (a process that does not use RDMA-CM) shows nothing, unless -c asked for them. */
+void show_cm(Telemetry &t, const std::string &dev, const Options &opt) {
+    json_t *cm = t.ask("/droce/cm," + dev);
+    json_t *e = json_object_get(cm, "error");
+    if (cm == nullptr || json_is_string(e)) {
+        if (opt.cm_all)
+            std::printf("\t\t\tcm_counters:\t\t%s\n",
+                        json_is_string(e) ? json_string_value(e) : "no reply");
+        json_decref(cm);
+        return;
+    }
+    std::printf("\t\t\tcm_counters:\t\t(as of %lld ms ago%s)\n", num(cm, "age_ms"),
+                opt.cm_all ? "" : "; zeros omitted, -c shows all");
+    const char *k;
+    json_t *v;
+    json_object_foreach(cm, k, v) {
+        if (std::strcmp(k, "age_ms") == 0 || std::strcmp(k, "publishes") == 0)
+            continue;
+        const long long x = json_is_integer(v) ? json_integer_value(v) : 0;
+        if (x != 0 || opt.cm_all)
+            std::printf("\t\t\t\t%-36s %lld\n", k, x);
+    }
+    json_decref(cm);
+}
+
+/** ibv_devinfo -v for one device, then its counters, its CM's and (-q) QPs. */
 bool show_device(Telemetry &t, const std::string &dev, const Options &opt,
                  std::vector<std::string> &gid_lines) {
     json_t *info = t.ask("/droce/info," + dev);
@@ -266,6 +294,7 @@ bool show_device(Telemetry &t, const std::string &dev, const Options &opt,
         std::printf("\t\t\t\t%-36s %lld\n", k, json_is_integer(v) ? json_integer_value(v) : 0);
     }
     json_decref(ctr);
+    show_cm(t, dev, opt);
 
     if (opt.qps) {
         json_t *qps = t.ask("/droce/qps," + dev);
@@ -328,6 +357,7 @@ void usage(FILE *out) {
                  "  -S, --socket=<path>    this telemetry socket\n"
                  "  -d, --ib-dev=<dev>     only this device\n"
                  "  -q, --qps              also the state of every QP\n"
+                 "  -c, --cm               every RDMA-CM counter (default: those not zero)\n"
                  "  -v, --verbose          accepted (the output is always ibv_devinfo -v's)\n"
                  "  -l, --list             list the droce processes found\n"
                  "      --config=<file>    the process's config file: its [eal] file prefix\n"
@@ -346,10 +376,11 @@ int main(int argc, char **argv) {
         {"socket", required_argument, nullptr, 'S'},      {"ib-dev", required_argument, nullptr, 'd'},
         {"qps", no_argument, nullptr, 'q'},               {"verbose", no_argument, nullptr, 'v'},
         {"list", no_argument, nullptr, 'l'},              {"help", no_argument, nullptr, 'h'},
-        {"config", required_argument, nullptr, 'C'},      {nullptr, 0, nullptr, 0}};
+        {"config", required_argument, nullptr, 'C'},      {"cm", no_argument, nullptr, 'c'},
+        {nullptr, 0, nullptr, 0}};
     int c;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":f:p:S:d:qvlh", longopts, nullptr)) != -1) {
+    while ((c = getopt_long(argc, argv, ":f:p:S:d:qcvlh", longopts, nullptr)) != -1) {
         switch (c) {
         case 'f':
             opt.file_prefix = optarg;
@@ -372,6 +403,9 @@ int main(int argc, char **argv) {
             break;
         case 'q':
             opt.qps = true;
+            break;
+        case 'c':
+            opt.cm_all = true;
             break;
         case 'v':
             break;

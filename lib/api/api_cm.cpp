@@ -13,6 +13,7 @@
 
 #include "api_internal.h"
 #include "engine.h"
+#include "engine_cm_stats.h"
 #include "engine_gsi.h"
 #include "engine_log.h"
 
@@ -66,7 +67,19 @@ class CmDeviceImpl final : public CmDevice, CmQp1Transport, CmQpHook {
     CmDeviceImpl(engine::Runtime &rt, Device &dev, std::unique_ptr<engine::Gsi> gsi,
                  const CmDeviceOptions &opt, CmGids gids)
         : rt_(rt), dev_(dev), gsi_(std::move(gsi)), opt_(opt), gids_(gids),
-          ch_(opt.channel, *this, this) {}
+          ch_(opt.channel, *this, this) {
+        /* /droce/cm: the channel's counters, then the glue's, published from poll(). */
+        std::vector<const char *> names;
+        const char *n;
+        uint64_t v;
+        for (size_t i = 0; counter(i, n, v); ++i)
+            names.push_back(n);
+        n_channel_ = names.size() - kGlueCtrs;
+        snapshot_.resize(names.size());
+        board_ = std::make_unique<engine::CmStatsBoard>(std::move(names));
+        engine::cm_stats_attach(rt_, dev_.name(), board_.get());
+    }
+    ~CmDeviceImpl() override { engine::cm_stats_detach(board_.get()); }
 
     CmChannel &channel() override { return ch_; }
     uint64_t now_ns() const override { return rt_.now_ns(); }
@@ -97,6 +110,10 @@ class CmDeviceImpl final : public CmDevice, CmQp1Transport, CmQpHook {
         for (uint32_t id : failed_)
             ch_.disconnect(id, rt_.now_ns());
         failed_.clear();
+        if (now >= next_publish_) {
+            next_publish_ = now + kPublishNs;
+            publish(now);
+        }
         return total;
     }
 
@@ -161,6 +178,17 @@ class CmDeviceImpl final : public CmDevice, CmQp1Transport, CmQpHook {
     static constexpr int kBatch = 16;
     static constexpr uint64_t kTimerCheckNs = 100'000;
     uint64_t next_timer_check_ = 0;
+    /* Telemetry's view of the counters lags them by at most this (plus a poll). */
+    static constexpr uint64_t kPublishNs = 1'000'000;
+    uint64_t next_publish_ = 0;
+
+    void publish(uint64_t now) {
+        const char *n;
+        for (size_t i = 0; i < n_channel_; ++i)
+            ch_.counter(i, n, snapshot_[i]);
+        std::copy(ctr_, ctr_ + kGlueCtrs, snapshot_.begin() + static_cast<ptrdiff_t>(n_channel_));
+        board_->publish(snapshot_.data(), now);
+    }
 
     void bind(uint32_t id, QueuePair &qp) {
         for (auto &b : qps_)
@@ -290,7 +318,10 @@ class CmDeviceImpl final : public CmDevice, CmQp1Transport, CmQpHook {
     std::vector<uint32_t> failed_;
     uint64_t ctr_[kGlueCtrs] = {};
     engine::MadIn in_[kBatch];
-    CmChannel ch_; /* last: it holds references to this object's transport and hook */
+    CmChannel ch_; /* it holds references to this object's transport and hook */
+    size_t n_channel_ = 0;
+    std::vector<uint64_t> snapshot_; /* publish()'s scratch: no allocation there */
+    std::unique_ptr<engine::CmStatsBoard> board_;
 };
 
 } // namespace

@@ -69,6 +69,40 @@ def parse_counters(out):
     return c
 
 
+def cm_live(srv):
+    """The CM's counters as the running server publishes them (/droce/cm), {} if none."""
+    c = srv.tel.q('/droce/cm,' + srv.dev) or {}
+    return {} if 'error' in c else c
+
+
+class LiveCheck:
+    """Each case's CM counters, checked on the telemetry socket while the server runs:
+    the counters the case expects moved by exactly as much since the previous case (the
+    CM publishes every 1 ms: a short wait for the snapshot to catch up)."""
+
+    def __init__(self, srv):
+        self.srv, self.pending, self.bad, self.cases = srv, {}, [], 0
+        self.snap = cm_live(srv)
+
+    def expect(self, ctr, n=1):
+        self.pending[ctr] = self.pending.get(ctr, 0) + n
+
+    def check(self):
+        if not self.pending:
+            return
+        end = time.time() + 2
+        while True:
+            now = cm_live(self.srv)
+            diff = {k: now.get(k, 0) - self.snap.get(k, 0) for k in self.pending}
+            if diff == self.pending or time.time() > end:
+                break
+            time.sleep(0.02)
+        self.cases += 1
+        if diff != self.pending:
+            self.bad.append('want %s got %s' % (self.pending, diff))
+        self.pending, self.snap = {}, now
+
+
 def rss_kb(pid):
     with open('/proc/%d/status' % pid) as f:
         for line in f:
@@ -189,9 +223,15 @@ def run_rping(veth, wire):
     srv = rping_server(veth, port)
     c = CmClient(wire, veth)
     want = {}  # CM counter -> how many the cases must have added
+    live = LiveCheck(srv)
 
     def expect(ctr, n=1):
         want[ctr] = want.get(ctr, 0) + n
+        live.expect(ctr, n)
+
+    def case(*a, **kw):  # the previous case's counters first, on the socket
+        live.check()
+        return mad_case(*a, **kw)
 
     try:
         # The CM answers only once the tool polls it, i.e. after rdma_listen.
@@ -204,44 +244,44 @@ def run_rping(veth, wire):
                 break
         sid_ok = lambda g: None if g[0].remote_comm_id == c.comm else 'REJ names %08x' % (
             g[0].remote_comm_id)
-        mad_case('rping', c, 'REQ, port with no listener',
+        case('rping', c, 'REQ, port with no listener',
                  [c.req_frame(port + 2, c.next_comm(), 0x301, 1)], 'REJ8', check=sid_ok)
         expect('drop_req_no_listener')
         expect('rej_sent_invalid_service_id')
-        mad_case('rping', c, 'REQ, UC transport', [c.req_frame(port, c.next_comm(), 0x302, 1,
+        case('rping', c, 'REQ, UC transport', [c.req_frame(port, c.next_comm(), 0x302, 1,
                                                                transport=1)], 'REJ9')
         expect('drop_req_bad_transport')
         expect('rej_sent_invalid_transport')
-        mad_case('rping', c, 'REP, no such connection',
+        case('rping', c, 'REP, no such connection',
                  [c.frame(cm.REP, cm.rep(c.next_comm(), 0xDEAD0001, 0x303, 5))], 'REJ6',
                  check=lambda g: None if g[0].msg_rejected == 1 else 'message rejected %d' %
                  g[0].msg_rejected)
         expect('drop_rep_unknown')
         expect('rej_sent_invalid_comm_id')
-        mad_case('rping', c, 'RTU, no such connection',
+        case('rping', c, 'RTU, no such connection',
                  [c.frame(cm.RTU, cm.rtu(c.next_comm(), 0xDEAD0002))], 'DROP')
         expect('drop_rtu_unknown')
-        mad_case('rping', c, 'DREQ, no such connection',
+        case('rping', c, 'DREQ, no such connection',
                  [c.frame(cm.DREQ, cm.dreq(c.next_comm(), 0xDEAD0003, 0x42))], 'DREP',
                  check=lambda g: None if g[0].remote_comm_id == c.comm else 'DREP names %08x' %
                  g[0].remote_comm_id)
         expect('drop_dreq_unknown')
-        mad_case('rping', c, 'REJ, no such connection',
+        case('rping', c, 'REJ, no such connection',
                  [c.frame(cm.REJ, cm.rej(c.next_comm(), 0xDEAD0004, 28))], 'DROP')
         expect('drop_rej_unknown')
-        mad_case('rping', c, 'DREP, no such connection',
+        case('rping', c, 'DREP, no such connection',
                  [c.frame(cm.DREP, cm.drep(c.next_comm(), 0xDEAD0005))], 'DROP')
         expect('drop_drep_unknown')
-        mad_case('rping', c, 'MRA, no such connection',
+        case('rping', c, 'MRA, no such connection',
                  [c.frame(cm.MRA, struct.pack('!II', c.next_comm(), 0xDEAD0006))], 'DROP')
         expect('drop_mra_unknown')
         for name, f, ctr in malformed(c):
-            mad_case('rping', c, name, [f], 'DROP')
+            case('rping', c, name, [f], 'DROP')
             expect(ctr)
         # A REQ to the listening port under a Q_Key that is not QP1's: the UD QP drops it
         # before the CM sees it (it would otherwise be accepted: REP).
         before = srv.tel.counters(srv.dev)
-        mad_case('rping', c, 'REQ with Q_Key 0x11111111',
+        case('rping', c, 'REQ with Q_Key 0x11111111',
                  [c.frame(0, None, raw=cm.mad(cm.REQ, c.next_tid(), cm.req(
                      c.next_comm(), cm.service_id(port), 0x304, 1, c.my_gid, c.their_gid,
                      cm.ip_cm_hdr(c.my_ip, 0xD001, c.their_ip))), qkey=0x11111111)], 'DROP')
@@ -251,6 +291,9 @@ def run_rping(veth, wire):
         qk = [k for k in moved if 'qkey' in k]
         record('rping', 'Q_Key drop counted (telemetry)', 'a *qkey* counter',
                ','.join(qk) or 'none', bool(qk), str(moved))
+        live.check()
+        record('rping', 'CM counters live (/droce/cm)', '%d cases' % live.cases,
+               '%d wrong' % len(live.bad), live.cases > 10 and not live.bad, '; '.join(live.bad))
         # The real thing: a droce-rping client session against the same server.
         t0 = time.time()
         cl = rping_client(veth, port, 3)
@@ -327,6 +370,22 @@ def run_flood(veth, wire, n_flood=400, n_unknown=200):
         record('flood', '%d REQs for a port with no listener' % n_unknown, 'REJ8 only, < %d' %
                n_unknown, 'REJ8:%d other:%d' % (rej8, len(got) - rej8),
                0 < rej8 < n_unknown and rej8 == len(got))
+        # The same on the telemetry socket, while the server runs: every unknown-port REQ
+        # either answered (as many REJs as the wire carried) or rate-limited.
+        end = time.time() + 2
+        while True:
+            lc = cm_live(srv)
+            sent, lim = lc.get('rej_sent_invalid_service_id', 0), lc.get(
+                'stateless_rate_limited', 0)
+            if sent + lim >= n_unknown or time.time() > end:
+                break
+            time.sleep(0.02)
+        record('flood', 'live /droce/cm: REJ sent + rate-limited', '%d' % n_unknown,
+               '%d + %d' % (sent, lim), sent + lim == n_unknown and lim > 0 and sent == rej8,
+               'timewait_evicted %d, age %s ms' % (lc.get('timewait_evicted', 0),
+                                                   lc.get('age_ms')))
+        record('flood', 'live /droce/cm: Timewait slots given way', '> 0',
+               '%d' % lc.get('timewait_evicted', 0), lc.get('timewait_evicted', 0) > 0)
         # The legitimate connection is still there: DREQ -> DREP, and the server ends.
         c.w.drain()
         c.w.send(c.frame(cm.DREQ, cm.dreq(cid, rep.local_comm_id, rep.qpn)))

@@ -1,0 +1,278 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The responder pacing flags end to end: a tool's --dup-ack-interval-ns and
+ * --seq-nak-after-run (apps/common/device_options) parsed as the tools parse them, the
+ * device opened as they open it (open_port_device: DeviceConfig::rc_pacing, copied into
+ * each QP's rc::QpTuning), and a raw peer on the other end of a net_ring pair (raw_peer.h)
+ * counting what the QP answers on the wire for two values of the flag:
+ *   - duplicate WRITEs: re-ACKed every time (0) or once per interval (2 s);
+ *   - a run of ahead PSNs after a NAK: NAKed again once the run is long enough
+ *     (seq_nak_after_run 2), or held to the lone-packet interval (100).
+ * Embedded engine: every poll is the test's, so it sees exactly what each frame drew. */
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <rte_ethdev.h>
+#include <rte_mbuf.h>
+
+#include <droce/droce.h>
+
+#include "app_engine.h"
+#include "device_options.h"
+#include "net.h"
+#include "raw_peer.h"
+#include "wire_packet.h"
+
+using namespace droce;
+
+namespace {
+
+std::unique_ptr<Engine> make_engine() {
+    static const char *args[] = {"test_engine_rc_pacing",
+                                 "--no-huge",
+                                 "-m",
+                                 "512",
+                                 "--no-pci",
+                                 "--no-shconf",
+                                 "--no-telemetry",
+                                 "-l",
+                                 "0",
+                                 "--log-level",
+                                 "*:warning",
+                                 "--",
+                                 nullptr};
+    EngineOptions o;
+    o.embedded = true;
+    o.mbufs = 4095;
+    o.log_level = "warn";
+    int consumed = 0;
+    auto e = Engine::create(12, const_cast<char **>(args), &consumed, o);
+    EXPECT_TRUE(e) << e.status().message();
+    return e ? std::move(*e) : nullptr;
+}
+
+uint64_t counter(const Device &d, const std::string &name) {
+    for (const auto &[k, v] : d.counters())
+        if (k == name)
+            return v;
+    ADD_FAILURE() << "no counter " << name;
+    return 0;
+}
+
+const uint8_t kDevMac[6] = {0x02, 0, 0, 0, 0x06, 0x01};
+const uint8_t kPeerMac[6] = {0x02, 0, 0, 0, 0x06, 0x09};
+constexpr uint32_t kPeerIp = 0x0A520009, kDevIp = 0x0A520001; /* 10.82.0.9, 10.82.0.1 */
+constexpr uint32_t kPeerQpn = 0x61;
+constexpr uint32_t kRqPsn = 0x500;
+constexpr uint8_t kAck = 0x1F;
+
+struct Answers {
+    int acks = 0, seq_naks = 0;
+};
+
+class RcPacing : public ::testing::Test {
+  protected:
+    /* flags: (option, value) pairs, taken as a tool's command line takes them. */
+    void open(const std::vector<std::pair<int, const char *>> &flags) {
+        engine = make_engine();
+        ASSERT_TRUE(engine);
+        auto ports = engine->create_ring_pair();
+        ASSERT_TRUE(ports);
+        app::DeviceOptions o(10);
+        char prog[] = "t";
+        char *argv[] = {prog, nullptr};
+        const auto longs = app::with_device_options({});
+        for (const auto &[c, v] : flags)
+            ASSERT_EQ(app::take_device_option(c, v, argv, longs.data(), o, {}), "") << v;
+        o.dpdk_port = ports->first;
+        o.ip = "10.82.0.1/24";
+        o.mac = "02:00:00:00:06:01";
+        dev = app::open_port_device(*engine, o);
+        ASSERT_NE(dev, nullptr);
+        ASSERT_TRUE(engine->start());
+        ASSERT_NO_FATAL_FAILURE(
+            droce::test::start_raw_peer(ports->second, "rc_pacing_pool", peer, pool));
+        const uint8_t peer_ip[4] = {10, 82, 0, 9}, dev_ip[4] = {10, 82, 0, 1};
+        ASSERT_NO_FATAL_FAILURE(inject(droce::test::arp_who_has(kPeerMac, peer_ip, dev_ip)));
+        polls(4);
+        receive();
+
+        pd = std::move(*dev->alloc_pd());
+        cq = std::move(*dev->create_cq(64));
+        buf.assign(64 << 10, 0);
+        auto m = pd->reg_mr(buf.data(), buf.size(), kAccessLocalWrite | kAccessRemoteWrite);
+        ASSERT_TRUE(m) << m.status().message();
+        mr = std::move(*m);
+        QpInitAttr qa;
+        qa.send_cq = qa.recv_cq = cq.get();
+        auto q = pd->create_qp(qa);
+        ASSERT_TRUE(q) << q.status().message();
+        qp = std::move(*q);
+        QpAttr a;
+        a.qp_state = QpState::Init;
+        a.qp_access_flags = kAccessLocalWrite | kAccessRemoteWrite;
+        ASSERT_TRUE(qp->modify(a, kQpState | kQpPkeyIndex | kQpPort | kQpAccessFlags));
+        a = QpAttr{};
+        a.qp_state = QpState::Rtr;
+        a.path_mtu = Mtu::Mtu1024;
+        a.dest_qp_num = kPeerQpn;
+        a.rq_psn = kRqPsn;
+        a.max_dest_rd_atomic = 4;
+        a.min_rnr_timer = 12;
+        a.ah_attr.dgid = net::GidTable::ipv4_mapped(kPeerIp);
+        a.ah_attr.sgid_index = 1;
+        ASSERT_TRUE(qp->modify(a, kQpState | kQpAv | kQpPathMtu | kQpDestQpn | kQpRqPsn |
+                                      kQpMaxDestRdAtomic | kQpMinRnrTimer));
+        a = QpAttr{};
+        a.qp_state = QpState::Rts;
+        a.sq_psn = 0x900;
+        /* 4.096 us x 2^22 = 17 s: the pacing intervals are capped at a quarter of it, so
+         * the 2 s ones below hold whatever the machine's load. */
+        a.timeout = 22;
+        a.retry_cnt = 7;
+        a.rnr_retry = 7;
+        a.max_rd_atomic = 4;
+        ASSERT_TRUE(qp->modify(a, kQpState | kQpSqPsn | kQpTimeout | kQpRetryCnt | kQpRnrRetry |
+                                      kQpMaxQpRdAtomic));
+        polls(4);
+        receive();
+    }
+    void TearDown() override {
+        qp.reset();
+        mr.reset();
+        cq.reset();
+        pd.reset();
+        if (pool != nullptr) {
+            rte_eth_dev_stop(peer);
+            rte_eth_dev_close(peer);
+        }
+        engine.reset();
+        rte_mempool_free(pool);
+    }
+    void polls(int n) {
+        for (int i = 0; i < n; ++i)
+            engine->poll();
+    }
+    void inject(const std::vector<uint8_t> &f) {
+        rte_mbuf *m = rte_pktmbuf_alloc(pool);
+        ASSERT_NE(m, nullptr);
+        std::memcpy(rte_pktmbuf_append(m, static_cast<uint16_t>(f.size())), f.data(), f.size());
+        ASSERT_EQ(rte_eth_tx_burst(peer, 0, &m, 1), 1);
+    }
+    /* What the QP answered to the frames so far. */
+    Answers receive() {
+        Answers a;
+        rte_mbuf *m[32];
+        const uint16_t n = rte_eth_rx_burst(peer, 0, m, 32);
+        for (uint16_t i = 0; i < n; ++i) {
+            std::vector<uint8_t> f(rte_pktmbuf_pkt_len(m[i]));
+            const void *p = rte_pktmbuf_read(m[i], 0, f.size(), f.data());
+            if (p != f.data())
+                std::memcpy(f.data(), p, f.size());
+            rte_pktmbuf_free(m[i]);
+            wire::ParsedPacket pp;
+            if (wire::parse_frame(f.data(), f.size(), pp, true) != wire::ParseResult::Ok ||
+                pp.bth.opcode != wire::kRcAcknowledge)
+                continue;
+            a.acks += pp.aeth.syndrome == kAck;
+            a.seq_naks += pp.aeth.syndrome == wire::kAethNakPsnSeqErr;
+        }
+        return a;
+    }
+    /* One frame in, two polls (an ACK is held one poll), its answers out. */
+    Answers exchange(uint32_t psn, bool ack_req) {
+        inject(write_frame(psn, ack_req));
+        polls(2);
+        return receive();
+    }
+    /* A 64-byte RDMA WRITE ONLY from the peer into buf. */
+    std::vector<uint8_t> write_frame(uint32_t psn, bool ack_req) {
+        static const uint8_t payload[64] = {1, 2, 3};
+        const wire::FrameSpec::Seg seg{payload, sizeof payload};
+        wire::FrameSpec s{};
+        std::memcpy(s.eth.dst, kDevMac, 6);
+        std::memcpy(s.eth.src, kPeerMac, 6);
+        wire::gid_from_ipv4(kPeerIp, s.src_gid);
+        wire::gid_from_ipv4(kDevIp, s.dst_gid);
+        s.ttl = 64;
+        s.udp_sport = 0xC125;
+        s.bth.opcode = wire::kRcWriteOnly;
+        s.bth.pkey = 0xFFFF;
+        s.bth.dest_qp = qp->qp_num();
+        s.bth.psn = psn;
+        s.bth.ack_req = ack_req;
+        s.reth = {reinterpret_cast<uint64_t>(buf.data()) + 64 * (psn & 15), mr->rkey(), 64};
+        s.segs = &seg;
+        s.nsegs = 1;
+        s.payload_len = sizeof payload;
+        std::vector<uint8_t> f(wire::frame_len(s));
+        f.resize(wire::build_frame(s, f.data(), f.size()));
+        return f;
+    }
+
+    /* A WRITE, then `dups` duplicates of it (AckReq set), one per two polls: the ACKs
+     * the duplicates drew. */
+    int dup_acks(int dups) {
+        EXPECT_EQ(exchange(kRqPsn, true).acks, 1);
+        int acks = 0;
+        for (int i = 0; i < dups; ++i)
+            acks += exchange(kRqPsn, true).acks;
+        return acks;
+    }
+    /* A lone ahead PSN (NAKed: the first), the missing PSN (in sequence again), then a
+     * run of three consecutive ahead PSNs: the sequence NAKs the run drew. */
+    int run_naks() {
+        EXPECT_EQ(exchange(kRqPsn + 5, false).seq_naks, 1);
+        EXPECT_EQ(exchange(kRqPsn, false).seq_naks, 0);
+        int naks = 0;
+        for (uint32_t psn = kRqPsn + 3; psn < kRqPsn + 6; ++psn)
+            naks += exchange(psn, false).seq_naks;
+        return naks;
+    }
+
+    std::unique_ptr<Engine> engine;
+    Device *dev = nullptr;
+    uint16_t peer = 0;
+    rte_mempool *pool = nullptr;
+    std::unique_ptr<ProtectionDomain> pd;
+    std::unique_ptr<CompletionQueue> cq;
+    std::vector<uint8_t> buf;
+    std::unique_ptr<MemoryRegion> mr;
+    std::unique_ptr<QueuePair> qp;
+};
+
+TEST_F(RcPacing, DupAckIntervalZeroReAcksEveryDuplicate) {
+    ASSERT_NO_FATAL_FAILURE(open({{app::kOptDupAckInterval, "0"}}));
+    EXPECT_EQ(dup_acks(5), 5);
+    EXPECT_EQ(counter(*dev, "duplicate_request"), 5u);
+    EXPECT_EQ(counter(*dev, "duplicate_ack_suppressed"), 0u);
+}
+
+TEST_F(RcPacing, DupAckIntervalLongReAcksOnce) {
+    ASSERT_NO_FATAL_FAILURE(open({{app::kOptDupAckInterval, "2000000000"}}));
+    EXPECT_EQ(dup_acks(5), 1);
+    EXPECT_EQ(counter(*dev, "duplicate_request"), 5u);
+    EXPECT_EQ(counter(*dev, "duplicate_ack_suppressed"), 4u);
+}
+
+/* A lone ahead PSN waits seq_nak_interval (2 s) for another NAK; a run of
+ * seq_nak_after_run consecutive ones only dup_ack_interval (0). */
+TEST_F(RcPacing, ShortSeqNakRunNaksAgain) {
+    ASSERT_NO_FATAL_FAILURE(open({{app::kOptSeqNakAfterRun, "2"},
+                                  {app::kOptSeqNakInterval, "2000000000"},
+                                  {app::kOptDupAckInterval, "0"}}));
+    /* PSN +3 (run 1) held back, +4 (run 2) NAKed; +5 not: one NAK per gap. */
+    EXPECT_EQ(run_naks(), 1);
+    EXPECT_EQ(counter(*dev, "nak_seq_suppressed"), 1u);
+}
+
+TEST_F(RcPacing, LongSeqNakRunHoldsTheNak) {
+    ASSERT_NO_FATAL_FAILURE(open({{app::kOptSeqNakAfterRun, "100"},
+                                  {app::kOptSeqNakInterval, "2000000000"},
+                                  {app::kOptDupAckInterval, "0"}}));
+    EXPECT_EQ(run_naks(), 0);
+    EXPECT_EQ(counter(*dev, "nak_seq_suppressed"), 3u);
+}
+
+} // namespace
