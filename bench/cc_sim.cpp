@@ -43,8 +43,9 @@ constexpr size_t kWindow1ms = 20;
 
 /* How far from the fair share the flows stay on sliding `window`-bin means over bins
  * [from, to): the largest |rate - fair| / fair of any flow in any window, the flow and the
- * window end (ns) where it happened. The fair share of a window is the flows' mean (the
- * bottleneck's output over N: it runs at line rate whenever a queue stands). */
+ * window end (ns) where it happened. The fair share is `share` (the link's capacity over
+ * N), or with share 0 the window's mean of the flows (equal flows on an under-used link
+ * count as fair then). */
 struct Deviation {
     double worst = 0;
     size_t flow = 0;
@@ -52,13 +53,15 @@ struct Deviation {
     double rate = 0, fair = 0; /* of that flow in that window, Gb/s */
 };
 Deviation max_deviation(const IncastResult &r, const std::vector<size_t> &flows, size_t window,
-                        size_t from, size_t to) {
+                        size_t from, size_t to, double share) {
     Deviation d;
     for (size_t b = from; b + window <= to; ++b) {
         const std::vector<double> m = mean_rates(r, b, b + window, flows);
         double fair = 0;
         for (double v : m)
             fair += v / static_cast<double>(m.size());
+        if (share > 0)
+            fair = share;
         for (size_t k = 0; k < m.size(); ++k) {
             const double dev = fair > 0 ? std::fabs(m[k] - fair) / fair : 1.0;
             if (dev > d.worst)
@@ -228,7 +231,8 @@ std::string csv_name(const Opts &o, const char *exp, bool on, int round) {
 
 /* (a) and (c): N flows start together at 100 µs and run to the end. */
 void incast(const Opts &o, const char *name, size_t n, const cc::CcParams *cc) {
-    Stat conv, jn, qafter, qmax, drops, marks, util, conv1, qafter1, dev20;
+    Stat conv, jn, qafter, qmax, drops, marks, util, conv1, qafter1, dev20, convc, conv1c,
+        qafter1c, dev20c, cap;
     for (int round = 0; round < o.rounds; ++round) {
         IncastConfig c = base(o, cc, 1 + static_cast<uint64_t>(round));
         c.flows.assign(n, FlowSpec{});
@@ -276,21 +280,46 @@ void incast(const Opts &o, const char *name, size_t n, const cc::CcParams *cc) {
         const bool ok1 = t1 != std::numeric_limits<Time>::max();
         conv1.add(ok1 ? (t1 - 100.0 * kUs) / 1e6 : std::nan(""));
         qafter1.add(ok1 ? max_depth_after(r, t1) / 1e3 : std::nan(""));
-        const Deviation d = max_deviation(r, all, kWindow1ms, 20 * kMs / c.bin_ns, bins);
+        const Deviation d = max_deviation(r, all, kWindow1ms, 20 * kMs / c.bin_ns, bins, 0);
         dev20.add(100 * d.worst);
+        /* The same against the link's share, capacity / N (the issue's fair share): flows
+         * equal to each other but together below the link's capacity are not converged.
+         * These are the figures the targets use. */
+        const double share = r.capacity_gbps / static_cast<double>(n);
+        cap.add(r.capacity_gbps);
+        const Time tc = convergence_time(r, all, kWindow, 2, bins, 0.10, share);
+        convc.add(tc == std::numeric_limits<Time>::max() ? std::nan("")
+                                                           : (tc - 100.0 * kUs) / 1e6);
+        const Time t1c = convergence_time(r, all, kWindow1ms, 2, bins, 0.10, share);
+        const bool ok1c = t1c != std::numeric_limits<Time>::max();
+        conv1c.add(ok1c ? (t1c - 100.0 * kUs) / 1e6 : std::nan(""));
+        qafter1c.add(ok1c ? max_depth_after(r, t1c) / 1e3 : std::nan(""));
+        const Deviation dc =
+            max_deviation(r, all, kWindow1ms, 20 * kMs / c.bin_ns, bins, share);
+        dev20c.add(100 * dc.worst);
         if (cc)
             std::printf("#   %s seed %d: 1 ms windows from 20 ms: worst flow %zu at %.2f ms, "
-                        "%.2f Gb/s against a share of %.2f (%+.0f%%)\n",
+                        "%.2f Gb/s against the flows' mean %.2f (%+.0f%%), worst against the "
+                        "link's share %.3f: flow %zu at %.2f ms, %.2f Gb/s (%+.0f%%); "
+                        "converged %.2f ms (mean) %.2f ms (share), Jain %.4f, queue after "
+                        "%.1f KB, drops %.0f\n",
                         name, round + 1, d.flow, static_cast<double>(d.at) / 1e6, d.rate, d.fair,
-                        d.fair > 0 ? 100 * (d.rate / d.fair - 1) : 0.0);
+                        d.fair > 0 ? 100 * (d.rate / d.fair - 1) : 0.0, share, dc.flow,
+                        static_cast<double>(dc.at) / 1e6, dc.rate,
+                        100 * (dc.rate / share - 1), conv1.v.back(), conv1c.v.back(),
+                        jn.v.back(), qafter1c.v.back(), total_drops(r));
     }
     std::printf("%s dcqcn=%-3s flows=%zu converge_ms=%s jain=%s goodput_gbps=%s "
                 "qmax_after_conv_kb=%s qmax_kb=%s drops=%s marked=%s conv1ms_ms=%s "
-                "qmax_after_conv1ms_kb=%s maxdev_from20ms_pct=%s (min/median/max of %d)\n",
+                "qmax_after_conv1ms_kb=%s maxdev_from20ms_pct=%s capacity_gbps=%s "
+                "converge_cap_ms=%s conv1ms_cap_ms=%s qmax_after_conv1ms_cap_kb=%s "
+                "maxdev_cap_from20ms_pct=%s (min/median/max of %d)\n",
                 name, cc ? "on" : "off", n, conv.str().c_str(), jn.str().c_str(),
                 util.str().c_str(), qafter.str("%.1f").c_str(), qmax.str("%.1f").c_str(),
                 drops.str("%.0f").c_str(), marks.str("%.0f").c_str(), conv1.str().c_str(),
-                qafter1.str("%.1f").c_str(), dev20.str("%.1f").c_str(), o.rounds);
+                qafter1.str("%.1f").c_str(), dev20.str("%.1f").c_str(), cap.str().c_str(),
+                convc.str().c_str(), conv1c.str().c_str(), qafter1c.str("%.1f").c_str(),
+                dev20c.str("%.1f").c_str(), o.rounds);
 }
 
 /* The reaction point after one CNP, from the paper's equations (not from lib/cc): the

@@ -2,8 +2,12 @@
 # DCQCN parameter sweep in the simulator (issue 10): one change at a time from droce's
 # defaults (ConnectX's, alpha period 55 µs), 2:1 and 8:1 incast (bench/cc_sim --exp ac,
 # DCQCN on), min/median/max over ROUNDS seeds, one CSV row per change and experiment:
-#   change,exp,converge_ms,jain,goodput_gbps,qmax_after_conv_kb,qmax_kb,drops
-# (each figure min/median/max; converge_ms nan = never within 10% for good, on 5 ms means).
+#   change,exp,converge_ms,converge_cap_ms,conv1ms_ms,conv1ms_cap_ms,jain,goodput_gbps,
+#   qmax_after_conv_kb,qmax_kb,drops
+# (each figure min/median/max; converge_ms nan = never within 10% for good, on 5 ms means;
+# conv1ms_ms the same on 1 ms means; the _cap_ columns against the link's share, capacity
+# / N, the others against the flows' mean in each window, which counts equal flows on an
+# under-used link as converged).
 # Usage: flock /tmp/droce-heavy.lock bench/cc_sweep.sh [build dir] [out.csv] [rounds]
 set -eu
 build=${1:-build}
@@ -12,14 +16,14 @@ rounds=${3:-5}
 sim=$build/bench/cc_sim
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-echo "change,exp,converge_ms,jain,goodput_gbps,qmax_after_conv_kb,qmax_kb,drops" >"$out"
+echo "change,exp,converge_ms,converge_cap_ms,conv1ms_ms,conv1ms_cap_ms,jain,goodput_gbps,qmax_after_conv_kb,qmax_kb,drops" >"$out"
 run() {
     local name=$1
     shift
     "$sim" --out "$work" --exp ac --modes on --rounds "$rounds" "$@" | grep -v '^#' |
         while read -r l; do
-            g() { grep -o "$1=[^ ]*" <<<"$l" | cut -d= -f2; }
-            echo "\"$name\",${l%% *},$(g converge_ms),$(g jain),$(g goodput_gbps),$(g qmax_after_conv_kb),$(g qmax_kb),$(g drops)"
+            g() { grep -o " $1=[^ ]*" <<<"$l" | cut -d= -f2; }
+            echo "\"$name\",${l%% *},$(g converge_ms),$(g converge_cap_ms),$(g conv1ms_ms),$(g conv1ms_cap_ms),$(g jain),$(g goodput_gbps),$(g qmax_after_conv_kb),$(g qmax_kb),$(g drops)"
         done >>"$out"
 }
 run "defaults (dce_tcp_rtt 55 us)"

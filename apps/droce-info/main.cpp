@@ -245,6 +245,9 @@ bool show_device(Telemetry &t, const std::string &dev, const Options &opt,
     std::printf("\t\t\teth_mtu:\t\t%lld\n", num(info, "eth_mtu"));
     std::printf("\t\t\tmac:\t\t\t%s\n", str(info, "mac").c_str());
     std::printf("\t\t\tpfc:\t\t\t%s\n", str(info, "pfc", "?").c_str());
+    /* "on, profile fair"; a process from before the field shows "?" */
+    std::printf("\t\t\tdcqcn:\t\t\t%s, profile %s\n", str(info, "dcqcn", "?").c_str(),
+                str(info, "dcqcn_profile", "?").c_str());
     /* The port's adapter (drivers/): what droce relies on, and its rte_flow rules. */
     std::printf("\t\t\tadapter:\t\t%s\n", str(info, "adapter", "?").c_str());
     for (const char *key : {"capabilities", "flow_rules", "steering_errors"}) {

@@ -511,6 +511,9 @@ class Dev final {
         line_rate_bps_ = line_rate_bps;
     }
     uint64_t line_rate_bps() const { return line_rate_bps_; }
+    /** The DCQCN parameters new QPs get (set_cc); nullptr = DCQCN off. Immutable after
+     * open, so the telemetry thread may read them. */
+    const cc::CcParams *cc_params() const { return cc_on_ ? &cc_ : nullptr; }
     /** DeviceConfig::tx_burst_frames for QPs created from now on (0 = off). */
     void set_tx_burst(uint32_t frames) { tx_burst_frames_ = frames; }
     /** DeviceConfig::rc_pacing for QPs created from now on. */

@@ -3,7 +3,8 @@
  * running droce process through its dpdk_telemetry.v2 socket.
  *
  *   /droce/devices          array of device names (every live engine of the process)
- *   /droce/info,<dev>       port, driver, MAC, IPv4, link state, MTUs, GID table, the
+ *   /droce/info,<dev>       port, driver, MAC, IPv4, link state, MTUs, GID table, DCQCN
+ *                           (on/off and its profile: connectx, fair or custom), the
  *                           port's adapter, capabilities and rte_flow rules
  *   /droce/counters,<dev>   every counter of Device::counters()
  *   /droce/qps,<dev>        per live QP (key: QPN in hex): its state summary, cut into
@@ -30,6 +31,7 @@
 #include <rte_ethdev.h>
 #include <rte_telemetry.h>
 
+#include "cc_profile.h"
 #include "engine.h"
 
 namespace droce::engine {
@@ -136,6 +138,11 @@ int cmd_info(const char *, const char *params, rte_tel_data *d) {
     rte_tel_data_add_dict_string(d, "link_layer", "Ethernet");
     rte_tel_data_add_dict_string(d, "mode", rt->embedded() ? "embedded" : "worker");
     rte_tel_data_add_dict_string(d, "pfc", dev->pfc_status().c_str());
+    /* DCQCN as new QPs get it: off, or the named profile its parameters are ("custom" when
+     * [dcqcn] keys changed a profile's values), so a device's fairness setup is visible. */
+    const cc::CcParams *ccp = dev->cc_params();
+    rte_tel_data_add_dict_string(d, "dcqcn", ccp ? "on" : "off");
+    rte_tel_data_add_dict_string(d, "dcqcn_profile", ccp ? cc::profile_name(*ccp) : "none");
     rte_tel_data_add_dict_string(d, "adapter", dev->caps().adapter.c_str());
     rte_tel_data_add_dict_string(d, "steering", dev->steering().mode.c_str());
     add_strings(d, "capabilities", dev->caps().lines());

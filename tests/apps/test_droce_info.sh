@@ -25,8 +25,8 @@ counter() { # FILE NAME: the first value of counter NAME in droce-info output
 }
 
 one_mode() {
-    local mode=$1
-    "$pp" --loopback $mode -n 100000000 -s 64 --timeout 300 >"$tmp/pp.out" 2>&1 &
+    local mode=$1 profile=$2
+    "$pp" --loopback $mode --dcqcn-profile "$profile" -n 100000000 -s 64 --timeout 300 >"$tmp/pp.out" 2>&1 &
     bgpid=$!
     local out=$tmp/info.out err=$tmp/info.err ok=0
     for _ in $(seq 150); do
@@ -54,6 +54,8 @@ one_mode() {
         grep -q "active_mtu:${t}${t}1024 (3)" "$out" || fail "$mode: no active_mtu line"
         grep -q "link_layer:${t}${t}Ethernet" "$out" || fail "$mode: no link_layer line"
         grep -q "pfc:${t}${t}${t}not requested" "$out" || fail "$mode: no pfc line"
+        [ "$(grep -c "^${t}${t}${t}dcqcn:${t}${t}${t}on, profile $profile$" "$out")" = 2 ] ||
+            fail "$mode: not 2 'dcqcn: on, profile $profile' lines"
         [ "$(grep -c "^${t}${t}${t}adapter:${t}${t}ring$" "$out")" = 2 ] || fail "$mode: not 2 ring adapter lines"
         grep -Eq "^${t}${t}${t}${t}queues [0-9]+ rx / [0-9]+ tx$" "$out" || fail "$mode: no adapter queues line"
         grep -q "^${t}${t}${t}${t}multi-segment tx yes$" "$out" || fail "$mode: no multi-segment line"
@@ -91,8 +93,8 @@ one_mode() {
     bgpid=
 }
 
-one_mode --embedded
-one_mode --worker
+one_mode --embedded connectx
+one_mode --worker fair
 
 # No process: one line on stderr, exit 1.
 "$info" --file-prefix "no-such-droce-$$" >"$tmp/o" 2>"$tmp/e"

@@ -131,11 +131,18 @@ IncastResult run_incast(const IncastConfig &c) {
         const size_t k = mac[5];
         return k >= 1 && k <= n ? k - 1 : n;
     };
+    /* The flows' frames at the bottleneck's output: their mean size against the per-frame
+     * wire overhead gives its capacity in the units the rates are measured in. */
+    double out_bytes = 0, out_frames = 0;
     fab.on_bottleneck_out = [&](const std::vector<uint8_t> &fr, Time t) {
         const size_t k = flow_of(fr.data() + 6);
         const size_t b = t / c.bin_ns;
         if (k < n && b < nbins)
             r.rate_gbps[k][b] += static_cast<double>(fr.size());
+        if (k < n) {
+            out_bytes += static_cast<double>(fr.size());
+            out_frames += 1;
+        }
     };
     fab.on_send = [&](std::vector<uint8_t> &fr) {
         if (fr.size() > kOpcodeOff && fr[kOpcodeOff] == wire::kCnp)
@@ -224,6 +231,11 @@ IncastResult run_incast(const IncastConfig &c) {
     if (c.victim)
         r.qp_error |= victim.qp->state() == QpState::Err;
     r.pause_frames = fab.pause_frames;
+    r.capacity_gbps =
+        static_cast<double>(c.bottleneck.rate_bps) / 1e9 *
+        (out_frames > 0
+             ? out_bytes / (out_bytes + out_frames * static_cast<double>(c.bottleneck.overhead_bytes))
+             : 1.0);
     r.depth = fab.depth_samples();
     r.bq = fab.bottleneck()->counters();
     for (auto &f : flows) {
@@ -263,7 +275,7 @@ std::vector<double> mean_rates(const IncastResult &r, size_t from, size_t to,
 }
 
 Time convergence_time(const IncastResult &r, const std::vector<size_t> &flows, size_t window,
-                      size_t from_bin, size_t until_bin, double tol) {
+                      size_t from_bin, size_t until_bin, double tol, double share_gbps) {
     /* Walk back from the end: the last window that breaks the band marks the start. */
     size_t first_ok = std::numeric_limits<size_t>::max();
     for (size_t b = from_bin; b + window <= until_bin; ++b) {
@@ -272,6 +284,8 @@ Time convergence_time(const IncastResult &r, const std::vector<size_t> &flows, s
         for (double v : m)
             fair += v;
         fair /= static_cast<double>(m.size());
+        if (share_gbps > 0)
+            fair = share_gbps;
         bool ok = fair > 0;
         for (double v : m)
             ok &= std::fabs(v - fair) <= tol * fair;

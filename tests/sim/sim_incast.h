@@ -72,6 +72,10 @@ struct IncastResult {
     std::vector<uint64_t> rp_cuts;
     uint64_t pause_frames = 0;     /* PFC frames the congestion point sent upstream */
     std::vector<double> paused_ms; /* per flow: time its host's link was paused */
+    /* The bottleneck's capacity in the units of rate_gbps (frame bytes, without the
+     * per-frame wire overhead), for the flows' mean frame size: the most their rates at its
+     * output can add up to. A flow's fair share of the link is capacity_gbps / N. */
+    double capacity_gbps = 0;
 };
 
 IncastResult run_incast(const IncastConfig &c);
@@ -83,10 +87,12 @@ double jain(const std::vector<double> &x);
 std::vector<double> mean_rates(const IncastResult &r, size_t from, size_t to,
                                const std::vector<size_t> &flows);
 /** The end (ns) of the first window of `window` bins from which on every window (sliding
- * by one bin, up to `until_bin`) has every listed flow within `tol` of the window's fair
- * share (the flows' mean); UINT64_MAX if never. */
+ * by one bin, up to `until_bin`) has every listed flow within `tol` of the fair share;
+ * UINT64_MAX if never. The fair share is share_gbps (the link's: capacity_gbps / N), or
+ * with share_gbps 0 the window's mean of the flows, which also counts equal flows on an
+ * under-used link as converged. */
 Time convergence_time(const IncastResult &r, const std::vector<size_t> &flows, size_t window,
-                      size_t from_bin, size_t until_bin, double tol);
+                      size_t from_bin, size_t until_bin, double tol, double share_gbps = 0);
 /** Largest queue depth (bytes) among samples at or after t. */
 uint32_t max_depth_after(const IncastResult &r, Time t);
 
