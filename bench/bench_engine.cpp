@@ -10,6 +10,7 @@
  *    waits), against PostToWire's line-rate QP (one test per packet);
  *  - PacerPerPacket: that per-packet pacer path alone (lib/cc Pacer + Rp), 1 KB frames
  *    at 10 Gb/s with the clock advancing one frame time per packet.
+ *  - IdlePoll: one embedded-mode iteration (Runtime::poll_once) with nothing to do.
  * Draining (ACKs, completions, reposting receives) runs with the timer paused every
  * kBatch iterations. Run with --benchmark_repetitions=5 (the default here) for
  * min/median/max. */
@@ -270,6 +271,14 @@ void BM_WireToCompletion(benchmark::State &state) {
     state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * len);
 }
 
+/* The fixed cost of one embedded-mode iteration with nothing to do (mailbox check, clock
+ * read, both devices' empty RX bursts, timer check): what a ping-pong pays per spin while
+ * it waits for the peer, so it adds to the latency and takes from small-message rates. */
+void BM_IdlePoll(benchmark::State &state) {
+    for (auto _ : state)
+        benchmark::DoNotOptimize(g->rt->poll_once());
+}
+
 double stat_min(const std::vector<double> &v) {
     return v.empty() ? 0 : *std::min_element(v.begin(), v.end());
 }
@@ -285,6 +294,9 @@ int main(int argc, char **argv) {
         return 1;
     }
     benchmark::RegisterBenchmark("PacerPerPacket", BM_PacerPerPacket)
+        ->ComputeStatistics("min", stat_min)
+        ->ComputeStatistics("max", stat_max);
+    benchmark::RegisterBenchmark("IdlePoll", BM_IdlePoll)
         ->ComputeStatistics("min", stat_min)
         ->ComputeStatistics("max", stat_max);
     for (auto *b : {benchmark::RegisterBenchmark("PostToWire", BM_PostToWire),

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include <droce/droce.h>
+#include <rte_cycles.h>
 #include <rte_mbuf_core.h>
 #include <rte_spinlock.h>
 
@@ -440,6 +441,9 @@ class Shard final : public rc::TxPort, public rc::AsyncEventSink {
     rte_ring *doorbells_ = nullptr; /* MP/SC: QPNs and SRQ indices with posted WRs */
     rte_ring *rx_in_ = nullptr;     /* MP/SC: mbufs for this shard's QPs from others */
     rte_ring *tx_in_ = nullptr;     /* shard 0 of a port with fewer TX queues: frames */
+    /* Other shards may hand frames in (more than one worker, or tx_in_): else poll()
+     * skips the two ring checks, a fixed cost of every poll. */
+    bool handoffs_ = true;
     sched::TimerWheel timers_;
     wire::HeaderTemplate tmpl_; /* for transmit() without a QP's own (QpTx) */
     QpCtx *ready_head_ = nullptr, *ready_tail_ = nullptr;
@@ -795,8 +799,13 @@ class Runtime {
     /** Runs fn on the calling thread with every worker parked at a safe point: for state
      * every worker reads (MR table, zero-copy regions) and for whole-device snapshots. */
     void exec_all(const std::function<void()> &fn);
-    /** TSC-derived nanoseconds. */
-    uint64_t now_ns() const;
+    /** TSC-derived nanoseconds: one TSC read, one multiply and a shift (no division, no
+     * system call). Inline: every poll and every control wait reads it. */
+    uint64_t now_ns() const {
+        __extension__ typedef unsigned __int128 u128_t;
+        return static_cast<uint64_t>((static_cast<u128_t>(rte_get_tsc_cycles()) * ns_mult_) >>
+                                     kNsShift);
+    }
     rte_mempool *pool() const { return pool_; }
     /** Small mbufs for zero-copy frames: headers, external-buffer attachments, ICRC. */
     rte_mempool *zc_pool() const { return zc_pool_; }

@@ -624,6 +624,8 @@ Shard::Shard(Dev &dev, uint32_t index, uint32_t workers, uint32_t max_qps)
     rx_in_ = ring_alloc((base + "h").c_str(), sizeof(void *), 4096, RING_F_SC_DEQ);
     if (index == 0 && dev.ntxq_ < workers)
         tx_in_ = ring_alloc((base + "t").c_str(), sizeof(void *), 4096, RING_F_SC_DEQ);
+    /* rx_in_ is fed only by the other shards (wrong-owner frames, pauses): none alone. */
+    handoffs_ = workers > 1 || tx_in_ != nullptr;
     if (doorbells_ == nullptr || rx_in_ == nullptr ||
         (index == 0 && dev.ntxq_ < workers && tx_in_ == nullptr))
         throw std::bad_alloc();
@@ -1590,7 +1592,8 @@ uint32_t Shard::poll(uint64_t now, uint32_t *work) {
     uint32_t w = 0;
     if (dev_.worker_rings_)
         w += drain_doorbells();
-    w += drain_handoff(now);
+    if (handoffs_)
+        w += drain_handoff(now);
 
     /* What was posted since the last poll (and the ACKs held for it) leaves before this
      * poll's RX: in ping-pong the reply is then not behind an RX burst. */
@@ -1625,8 +1628,11 @@ uint32_t Shard::poll(uint64_t now, uint32_t *work) {
     if (index_ == 0 && dev_.neigh_waiting()) [[unlikely]]
         dev_.neigh_step(now); /* QPs in RTR waiting for their next hop's MAC */
 
-    serve_ready(now);
-    ntx += flush_tx();
+    /* Both cost a call per poll when idle: only with something to send. */
+    if (nready_ + nheld_ != 0)
+        serve_ready(now);
+    if (ntx_ != 0)
+        ntx += flush_tx();
     *work = w + nrx + ntx + nheld_; /* a held ACK leaves at the next poll: not idle */
     return nrx + ntx;
 }

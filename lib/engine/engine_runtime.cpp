@@ -262,11 +262,6 @@ Runtime::~Runtime() {
      * in a process, and another engine may follow. */
 }
 
-uint64_t Runtime::now_ns() const {
-    /* One multiply and a shift (no division per call): this runs per packet. */
-    return static_cast<uint64_t>((static_cast<u128>(rte_get_tsc_cycles()) * ns_mult_) >> kNsShift);
-}
-
 Result<std::pair<std::string, std::string>> Runtime::create_ring_pair(uint16_t queues) {
     if (queues == 0 || queues > kMaxWorkers)
         return Status(EINVAL, "ring pair: 1.." + std::to_string(kMaxWorkers) + " queues");
@@ -726,8 +721,10 @@ int Runtime::worker_main(void *arg) {
     const uint32_t wi = self->index;
     uint32_t idle = 0;
     const uint32_t idle_limit = rt->opts_.idle_polls_before_sleep;
+    rte_ring *const mb = self->mailbox;
     while (!rt->stop_.load(std::memory_order_acquire)) {
-        uint32_t work = rt->drain_commands(wi);
+        /* Commands are rare: an empty mailbox costs two loads, not a call. */
+        uint32_t work = rte_ring_empty(mb) ? 0 : rt->drain_commands(wi);
         const uint64_t now = rt->now_ns();
         uint32_t paced = 0;
         for (const auto &d : rt->devs_) {
@@ -787,7 +784,7 @@ int Runtime::poll_worker(uint32_t i, uint32_t *work) {
     const bool lock = embedded_multi();
     if (lock)
         rte_spinlock_lock(&workers_[i]->lock);
-    uint32_t w = drain_commands(i);
+    uint32_t w = rte_ring_empty(workers_[i]->mailbox) ? 0 : drain_commands(i);
     uint32_t pkts = 0;
     const uint64_t now = now_ns();
     for (const auto &d : devs_) {
