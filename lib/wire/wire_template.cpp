@@ -161,26 +161,8 @@ size_t HeaderTemplate::build_frame(const FrameSpec &s, uint8_t *out, size_t cap)
     const OpcodeInfo &op = opcode_info(s.bth.opcode);
     const size_t h = check(s, op);
     const uint32_t pad = pad_len(s.payload_len);
-    const size_t total = h + s.payload_len + pad + kIcrcLen;
-    if (h == 0 || total > cap)
+    if (h == 0 || h + s.payload_len + pad + kIcrcLen > cap)
         return 0;
-    if (total <= kStageMax) {
-        /* Small frames are built and CRC'd in a stack buffer, then copied out whole. The
-         * ICRC reads the bytes just written with narrow stores back with wide loads; such
-         * a load cannot be forwarded from the store buffer and waits until the stores
-         * reach L1. In an mbuf that the peer process has read (virtio_user: the vhost
-         * backend on the other core reads the frame in place) the stores first need the
-         * line back from the other core, so every frame stalled on a cross-core miss
-         * (perf, 64 B write_bw client on virtio_user: 38% of its cycles on the first
-         * loads in icrc_compute_inplace and rte_net_crc). The stack lines are already
-         * ours; the mbuf then only takes stores, which drain in the background. */
-        alignas(64) uint8_t stage[kStageMax];
-        uint8_t *p = write(s, op, pad, stage);
-        if (detail::finish_frame(s, stage + l2_len_, p) == 0)
-            return 0;
-        std::memcpy(out, stage, total);
-        return total;
-    }
     uint8_t *p = write(s, op, pad, out);
     const size_t tail = detail::finish_frame(s, out + l2_len_, p);
     return tail == 0 ? 0 : h + tail;

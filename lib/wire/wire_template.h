@@ -59,9 +59,6 @@ class HeaderTemplate {
     size_t check(const FrameSpec &s, const OpcodeInfo &op) const;
 
     static constexpr size_t kMaxL4 = kEthLen + kVlanLen + kIpv6Len + kUdpLen;
-    /* build_frame stages frames up to this size on the stack (see there): a 256 B
-     * payload's frame fits, and the extra copy stays a few cache lines. */
-    static constexpr size_t kStageMax = 512;
 
     Key key_{};
     bool valid_ = false;
