@@ -1628,6 +1628,9 @@ uint32_t Shard::poll(uint64_t now, uint32_t *work) {
     serve_ready(now);
     ntx += flush_tx();
     *work = w + nrx + ntx + nheld_; /* a held ACK leaves at the next poll: not idle */
+    /* Idle: the stash's mbufs go back, so mbufs_in_use drops to what the ports hold. */
+    if (*work == 0 && tx_stash_.held() != 0) [[unlikely]]
+        tx_stash_.release();
     return nrx + ntx;
 }
 
