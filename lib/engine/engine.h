@@ -30,6 +30,7 @@
 
 #include "drivers.h"
 #include "engine_capture.h"
+#include "engine_tx_stash.h"
 #include "mem_mr.h"
 #include "net.h"
 #include "net_ipv6.h"
@@ -468,6 +469,7 @@ class Shard final : public rc::TxPort, public rc::AsyncEventSink {
     uint64_t pfc_tx_since_ = 0;   /* start of the pause time not yet counted */
     rte_mbuf *tx_[kTxQueueCap];
     uint16_t ntx_ = 0;
+    TxStash tx_stash_; /* transmit()'s copied frames (engine_tx_stash.h) */
     /* QPN allocation: never-used numbers first, then freed ones after quarantine. */
     uint32_t next_fresh_;
     std::deque<std::pair<uint32_t, uint64_t>> freed_;

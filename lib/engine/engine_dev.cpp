@@ -1179,7 +1179,7 @@ bool Shard::transmit(const wire::FrameSpec &frame, wire::HeaderTemplate &tmpl) {
             return r != 0;
         }
     }
-    rte_mbuf *m = rte_pktmbuf_alloc(dev_.tx_pool_);
+    rte_mbuf *m = tx_stash_.take(dev_.tx_pool_);
     if (m == nullptr) {
         ++ec.tx_no_mbuf;
         return false;
@@ -1634,6 +1634,9 @@ uint32_t Shard::poll(uint64_t now, uint32_t *work) {
     if (ntx_ != 0)
         ntx += flush_tx();
     *work = w + nrx + ntx + nheld_; /* a held ACK leaves at the next poll: not idle */
+    /* Idle: the stash's mbufs go back, so mbufs_in_use drops to what the ports hold. */
+    if (*work == 0 && tx_stash_.held() != 0) [[unlikely]]
+        tx_stash_.release();
     return nrx + ntx;
 }
 

@@ -91,21 +91,29 @@ class AckHold : public ::testing::Test {
         auto q = pd->create_qp(qa);
         ASSERT_TRUE(q) << q.status().message();
         qp = std::move(*q);
+        ASSERT_NO_FATAL_FAILURE(to_rts(*qp, kPeerQpn));
+        /* Nothing left over from the set-up. */
+        for (int i = 0; i < 4; ++i)
+            engine->poll();
+        receive();
+    }
+    /* Init -> RTR -> RTS toward the peer's QP dest_qpn. */
+    void to_rts(QueuePair &qp, uint32_t dest_qpn) {
         QpAttr a;
         a.qp_state = QpState::Init;
         a.qp_access_flags = kAccessLocalWrite | kAccessRemoteWrite;
-        ASSERT_TRUE(qp->modify(a, kQpState | kQpPkeyIndex | kQpPort | kQpAccessFlags));
+        ASSERT_TRUE(qp.modify(a, kQpState | kQpPkeyIndex | kQpPort | kQpAccessFlags));
         a = QpAttr{};
         a.qp_state = QpState::Rtr;
         a.path_mtu = Mtu::Mtu1024;
-        a.dest_qp_num = kPeerQpn;
+        a.dest_qp_num = dest_qpn;
         a.rq_psn = kRqPsn;
         a.max_dest_rd_atomic = 4;
         a.min_rnr_timer = 12;
         a.ah_attr.dgid = net::GidTable::ipv4_mapped(0x0A4E0009);
         a.ah_attr.sgid_index = 1;
-        Status s = qp->modify(a, kQpState | kQpAv | kQpPathMtu | kQpDestQpn | kQpRqPsn |
-                                     kQpMaxDestRdAtomic | kQpMinRnrTimer);
+        Status s = qp.modify(a, kQpState | kQpAv | kQpPathMtu | kQpDestQpn | kQpRqPsn |
+                                    kQpMaxDestRdAtomic | kQpMinRnrTimer);
         ASSERT_TRUE(s) << s.message();
         a = QpAttr{};
         a.qp_state = QpState::Rts;
@@ -114,12 +122,8 @@ class AckHold : public ::testing::Test {
         a.retry_cnt = 7;
         a.rnr_retry = 7;
         a.max_rd_atomic = 4;
-        ASSERT_TRUE(qp->modify(a, kQpState | kQpSqPsn | kQpTimeout | kQpRetryCnt | kQpRnrRetry |
-                                      kQpMaxQpRdAtomic));
-        /* Nothing left over from the set-up. */
-        for (int i = 0; i < 4; ++i)
-            engine->poll();
-        receive();
+        ASSERT_TRUE(qp.modify(a, kQpState | kQpSqPsn | kQpTimeout | kQpRetryCnt | kQpRnrRetry |
+                                     kQpMaxQpRdAtomic));
     }
     void TearDown() override {
         qp.reset();
@@ -169,6 +173,23 @@ class AckHold : public ::testing::Test {
                      pp.bth.opcode == wire::kRcAcknowledge ? pp.aeth.syndrome : uint8_t{0}});
         }
         return out;
+    }
+    /* Everything the peer's RX ring holds, parsed: receive() reads one burst of 32, and
+     * 64 of them empty the 1024-slot ring. */
+    std::vector<Frame> drain() {
+        std::vector<Frame> all;
+        for (int i = 0; i < 64; ++i) {
+            const auto got = receive();
+            all.insert(all.end(), got.begin(), got.end());
+        }
+        return all;
+    }
+    static size_t count_naks(const std::vector<Frame> &fs) {
+        size_t n = 0;
+        for (const auto &f : fs)
+            n += f.opcode == wire::kRcAcknowledge && f.syndrome == wire::kAethNakPsnSeqErr &&
+                 f.psn == kRqPsn;
+        return n;
     }
     /* A 64-byte RDMA WRITE ONLY from the peer into buf. */
     std::vector<uint8_t> write_frame(uint32_t psn, bool ack_req) {
@@ -294,6 +315,57 @@ TEST_F(AckHold, NakIsNotHeld) {
     EXPECT_EQ(got[0].opcode, wire::kRcAcknowledge);
     EXPECT_EQ(got[0].syndrome, wire::kAethNakPsnSeqErr);
     EXPECT_EQ(got[0].psn, kRqPsn);
+}
+
+/* A NAK that met a full TX queue is owed (transmit refused, tx_blocked); it still leaves
+ * at the first poll with room, not one poll later: ack_only_tx_work() excludes NAKs. To
+ * fill the queue the peer stops reading: the ring toward it takes 1023 frames
+ * (kPairRingSize) and the shard queues kTxQueueCap (512) more. A QP keeps at most 128
+ * unacked packets (max_inflight_pkts), so 13 filler QPs post 128 64-B WRITEs each toward
+ * a peer QPN that never acknowledges (1664 frames; 129 stay unbuilt: the queue stays
+ * full). The QP under test has no requester work, so only the owed NAK is its TX. */
+TEST_F(AckHold, NakOwedAfterFullTxQueueIsNotHeld) {
+    constexpr int kFillers = 13;
+    constexpr uint32_t kPerQp = 128;
+    std::vector<std::unique_ptr<QueuePair>> fill;
+    for (int i = 0; i < kFillers; ++i) {
+        QpInitAttr qa;
+        qa.send_cq = scq.get();
+        qa.recv_cq = rcq.get();
+        qa.cap.max_send_wr = kPerQp;
+        auto q = pd->create_qp(qa);
+        ASSERT_TRUE(q) << q.status().message();
+        ASSERT_NO_FATAL_FAILURE(to_rts(**q, kPeerQpn + 1 + static_cast<uint32_t>(i)));
+        for (uint32_t k = 0; k < kPerQp; ++k) {
+            SendWr w;
+            w.wr_id = k;
+            w.opcode = WrOpcode::RdmaWrite;
+            w.sg_list[0] = Sge{reinterpret_cast<uint64_t>(buf.data()), 64, mr->lkey()};
+            w.num_sge = 1;
+            w.remote_addr = 0x10000;
+            w.rkey = 0x1234;
+            ASSERT_TRUE((*q)->post_send(w));
+        }
+        fill.push_back(std::move(*q));
+    }
+    const uint64_t full0 = counter(*dev, "tx_queue_full");
+    for (int i = 0; i < 64; ++i)
+        engine->poll();
+    ASSERT_GT(counter(*dev, "tx_queue_full"), full0) << "the TX queue never filled";
+
+    /* The gap: the NAK finds the queue full and is owed. */
+    const uint64_t blocked0 = counter(*dev, "tx_blocked");
+    const uint64_t held0 = counter(*dev, "tx_ack_held");
+    ASSERT_NO_FATAL_FAILURE(inject({write_frame(kRqPsn + 2, true)}));
+    engine->poll();
+    ASSERT_GT(counter(*dev, "tx_blocked"), blocked0) << "the NAK was not refused by a full queue";
+
+    /* The peer reads everything; the next poll has room and must send the NAK. */
+    EXPECT_EQ(count_naks(drain()), 0u);
+    engine->poll();
+    EXPECT_EQ(count_naks(drain()), 1u) << "the owed NAK waited a poll";
+    EXPECT_EQ(counter(*dev, "tx_ack_held"), held0) << "a NAK was held";
+    fill.clear();
 }
 
 /* Held, then the QP is destroyed before the next poll: the held list forgets it. */
