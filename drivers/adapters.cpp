@@ -85,6 +85,7 @@ class VirtioUser final : public Adapter {
     const char *name() const override { return "virtio_user"; }
     void refine(uint16_t, const rte_eth_dev_info &, Caps &c) const override {
         c.reach = Reach::DpdkFd;
+        c.peer_reads_tx = true;
         c.notes.emplace_back("the backend reaches only the EAL's hugepage/memfd memory: "
                              "application buffers (malloc, rte_extmem) are copied");
     }
@@ -319,6 +320,8 @@ std::vector<std::string> Caps::lines() const {
     v.push_back(std::string("external buffers ") + reach_str(reach));
     if (zc_min_bytes != 0)
         v.push_back("zero-copy from " + std::to_string(zc_min_bytes) + " B");
+    if (peer_reads_tx)
+        v.push_back("tx mbufs prefetched for write (the peer reads them in place)");
     v.push_back(std::string("checksum offload tx ") +
                 (tx_ipv4_cksum ? (tx_udp_cksum ? "ipv4+udp" : "ipv4") : "none") + ", rx " +
                 (rx_ipv4_cksum ? (rx_udp_cksum ? "ipv4+udp" : "ipv4") : "none"));

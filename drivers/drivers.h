@@ -38,6 +38,10 @@ struct Caps {
     /* net_ring hands mbuf pointers to its peer: chains pass even without the offload
      * flag, but the peer's thread frees them (zero-copy only with one worker). */
     bool tx_passes_mbufs = false;
+    /* The backend reads our TX mbufs in place on its own core (virtio_user): a recycled
+     * mbuf's lines sit in its cache, so the engine prefetches them for write a few
+     * frames ahead (lib/engine/engine_tx_stash.h). Elsewhere that is useless work. */
+    bool peer_reads_tx = false;
     Reach reach = Reach::Copy;
     /* Payloads below this are copied even where zero-copy reaches (0: the engine's
      * default): where the PMD copies each segment anyway, an attached buffer saves

@@ -1179,7 +1179,8 @@ bool Shard::transmit(const wire::FrameSpec &frame, wire::HeaderTemplate &tmpl) {
             return r != 0;
         }
     }
-    rte_mbuf *m = tx_stash_.take(dev_.tx_pool_);
+    rte_mbuf *m = dev_.caps().peer_reads_tx ? tx_stash_.take(dev_.tx_pool_)
+                                            : rte_pktmbuf_alloc(dev_.tx_pool_);
     if (m == nullptr) {
         ++ec.tx_no_mbuf;
         return false;

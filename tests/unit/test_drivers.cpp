@@ -124,6 +124,7 @@ TEST_F(Drivers, RingCapabilities) {
     EXPECT_EQ(c.driver, "net_ring");
     EXPECT_TRUE(c.tx_passes_mbufs);
     EXPECT_EQ(c.reach, drv::Reach::VirtAddr);
+    EXPECT_FALSE(c.peer_reads_tx); /* the TX prefetch is virtio_user's alone */
     EXPECT_FALSE(c.can_steer);
     EXPECT_FALSE(c.mtu_hidden);
     EXPECT_EQ(c.auto_mtu(), 0u);
