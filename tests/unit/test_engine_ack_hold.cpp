@@ -22,27 +22,7 @@ using namespace droce;
 
 namespace {
 
-std::unique_ptr<Engine> make_engine() {
-    static const char *args[] = {
-        "test_engine_ack_hold", "--no-huge", "-m", "512",  "--no-pci", "--no-shconf", "-l", "0",
-        "--log-level",          "*:warning", "--", nullptr};
-    EngineOptions o;
-    o.embedded = true; /* the test thread runs the engine: every poll is the test's */
-    o.mbufs = 4095;
-    o.log_level = "warn";
-    int consumed = 0;
-    auto e = Engine::create(11, const_cast<char **>(args), &consumed, o);
-    EXPECT_TRUE(e) << e.status().message();
-    return e ? std::move(*e) : nullptr;
-}
-
-uint64_t counter(const Device &d, const std::string &name) {
-    for (const auto &[k, v] : d.counters())
-        if (k == name)
-            return v;
-    ADD_FAILURE() << "no counter " << name;
-    return 0;
-}
+using droce::test::device_counter;
 
 const uint8_t kDevMac[6] = {0x02, 0, 0, 0, 0x02, 0x01};
 const uint8_t kPeerMac[6] = {0x02, 0, 0, 0, 0x02, 0x09};
@@ -58,7 +38,7 @@ struct Frame {
 class AckHold : public ::testing::Test {
   protected:
     void SetUp() override {
-        engine = make_engine();
+        engine = droce::test::embedded_engine("test_engine_ack_hold");
         ASSERT_TRUE(engine);
         auto ports = engine->create_ring_pair();
         ASSERT_TRUE(ports);
@@ -99,31 +79,9 @@ class AckHold : public ::testing::Test {
     }
     /* Init -> RTR -> RTS toward the peer's QP dest_qpn. */
     void to_rts(QueuePair &qp, uint32_t dest_qpn) {
-        QpAttr a;
-        a.qp_state = QpState::Init;
-        a.qp_access_flags = kAccessLocalWrite | kAccessRemoteWrite;
-        ASSERT_TRUE(qp.modify(a, kQpState | kQpPkeyIndex | kQpPort | kQpAccessFlags));
-        a = QpAttr{};
-        a.qp_state = QpState::Rtr;
-        a.path_mtu = Mtu::Mtu1024;
-        a.dest_qp_num = dest_qpn;
-        a.rq_psn = kRqPsn;
-        a.max_dest_rd_atomic = 4;
-        a.min_rnr_timer = 12;
-        a.ah_attr.dgid = net::GidTable::ipv4_mapped(0x0A4E0009);
-        a.ah_attr.sgid_index = 1;
-        Status s = qp.modify(a, kQpState | kQpAv | kQpPathMtu | kQpDestQpn | kQpRqPsn |
-                                    kQpMaxDestRdAtomic | kQpMinRnrTimer);
-        ASSERT_TRUE(s) << s.message();
-        a = QpAttr{};
-        a.qp_state = QpState::Rts;
-        a.sq_psn = kSqPsn;
-        a.timeout = 18;
-        a.retry_cnt = 7;
-        a.rnr_retry = 7;
-        a.max_rd_atomic = 4;
-        ASSERT_TRUE(qp.modify(a, kQpState | kQpSqPsn | kQpTimeout | kQpRetryCnt | kQpRnrRetry |
-                                     kQpMaxQpRdAtomic));
+        ASSERT_NO_FATAL_FAILURE(
+            droce::test::connect_to_peer(qp, {dest_qpn, 0x0A4E0009, kRqPsn, kSqPsn, 18,
+                                              kAccessLocalWrite | kAccessRemoteWrite}));
     }
     void TearDown() override {
         qp.reset();
@@ -141,27 +99,12 @@ class AckHold : public ::testing::Test {
 
     /* Into the device's RX ring in one go (no engine poll): one RX burst. */
     void inject(const std::vector<std::vector<uint8_t>> &frames) {
-        std::vector<rte_mbuf *> ms;
-        for (const auto &f : frames) {
-            rte_mbuf *m = rte_pktmbuf_alloc(pool);
-            ASSERT_NE(m, nullptr);
-            std::memcpy(rte_pktmbuf_append(m, static_cast<uint16_t>(f.size())), f.data(), f.size());
-            ms.push_back(m);
-        }
-        ASSERT_EQ(rte_eth_tx_burst(peer, 0, ms.data(), static_cast<uint16_t>(ms.size())),
-                  ms.size());
+        ASSERT_NO_FATAL_FAILURE(droce::test::peer_send(peer, pool, frames));
     }
     /* What the device sent so far, parsed (ICRC checked). */
     std::vector<Frame> receive() {
         std::vector<Frame> out;
-        rte_mbuf *m[32];
-        const uint16_t n = rte_eth_rx_burst(peer, 0, m, 32);
-        for (uint16_t i = 0; i < n; ++i) {
-            std::vector<uint8_t> f(rte_pktmbuf_pkt_len(m[i]));
-            const void *p = rte_pktmbuf_read(m[i], 0, f.size(), f.data());
-            if (p != f.data())
-                std::memcpy(f.data(), p, f.size());
-            rte_pktmbuf_free(m[i]);
+        for (const auto &f : droce::test::peer_receive(peer)) {
             wire::ParsedPacket pp;
             const wire::ParseResult r = wire::parse_frame(f.data(), f.size(), pp, true);
             if (r == wire::ParseResult::NotRoce)
@@ -242,7 +185,7 @@ constexpr uint8_t kAck = 0x1F;
 
 /* A burst of 8 WRITEs, the last with AckReq: one ACK, for the last PSN, one poll late. */
 TEST_F(AckHold, BurstOfWritesGetsOneAckOnePollLate) {
-    const uint64_t held0 = counter(*dev, "tx_ack_held");
+    const uint64_t held0 = device_counter(*dev, "tx_ack_held");
     std::vector<std::vector<uint8_t>> burst;
     for (uint32_t i = 0; i < 8; ++i)
         burst.push_back(write_frame(kRqPsn + i, i == 7));
@@ -255,7 +198,7 @@ TEST_F(AckHold, BurstOfWritesGetsOneAckOnePollLate) {
     EXPECT_EQ(got[0].opcode, wire::kRcAcknowledge);
     EXPECT_EQ(got[0].syndrome, kAck);
     EXPECT_EQ(got[0].psn, kRqPsn + 7);
-    EXPECT_EQ(counter(*dev, "tx_ack_held") - held0, 1u);
+    EXPECT_EQ(device_counter(*dev, "tx_ack_held") - held0, 1u);
     engine->poll();
     EXPECT_TRUE(receive().empty());
 }
@@ -292,7 +235,7 @@ TEST_F(AckHold, AckLeavesWithThePostedReply) {
 TEST_F(AckHold, PostedDataLeavesBeforeTheRxBurst) {
     ASSERT_NO_FATAL_FAILURE(post_write());
     ASSERT_NO_FATAL_FAILURE(inject({write_frame(kRqPsn, true)}));
-    const uint64_t held0 = counter(*dev, "tx_ack_held");
+    const uint64_t held0 = device_counter(*dev, "tx_ack_held");
     engine->poll();
     auto got = receive();
     ASSERT_EQ(got.size(), 1u);
@@ -303,7 +246,7 @@ TEST_F(AckHold, PostedDataLeavesBeforeTheRxBurst) {
     ASSERT_EQ(got.size(), 1u);
     EXPECT_EQ(got[0].opcode, wire::kRcAcknowledge);
     EXPECT_EQ(got[0].psn, kRqPsn);
-    EXPECT_EQ(counter(*dev, "tx_ack_held") - held0, 1u);
+    EXPECT_EQ(device_counter(*dev, "tx_ack_held") - held0, 1u);
 }
 
 /* A NAK (a PSN gap) is not held. */
@@ -348,23 +291,24 @@ TEST_F(AckHold, NakOwedAfterFullTxQueueIsNotHeld) {
         }
         fill.push_back(std::move(*q));
     }
-    const uint64_t full0 = counter(*dev, "tx_queue_full");
+    const uint64_t full0 = device_counter(*dev, "tx_queue_full");
     for (int i = 0; i < 64; ++i)
         engine->poll();
-    ASSERT_GT(counter(*dev, "tx_queue_full"), full0) << "the TX queue never filled";
+    ASSERT_GT(device_counter(*dev, "tx_queue_full"), full0) << "the TX queue never filled";
 
     /* The gap: the NAK finds the queue full and is owed. */
-    const uint64_t blocked0 = counter(*dev, "tx_blocked");
-    const uint64_t held0 = counter(*dev, "tx_ack_held");
+    const uint64_t blocked0 = device_counter(*dev, "tx_blocked");
+    const uint64_t held0 = device_counter(*dev, "tx_ack_held");
     ASSERT_NO_FATAL_FAILURE(inject({write_frame(kRqPsn + 2, true)}));
     engine->poll();
-    ASSERT_GT(counter(*dev, "tx_blocked"), blocked0) << "the NAK was not refused by a full queue";
+    ASSERT_GT(device_counter(*dev, "tx_blocked"), blocked0)
+        << "the NAK was not refused by a full queue";
 
     /* The peer reads everything; the next poll has room and must send the NAK. */
     EXPECT_EQ(count_naks(drain()), 0u);
     engine->poll();
     EXPECT_EQ(count_naks(drain()), 1u) << "the owed NAK waited a poll";
-    EXPECT_EQ(counter(*dev, "tx_ack_held"), held0) << "a NAK was held";
+    EXPECT_EQ(device_counter(*dev, "tx_ack_held"), held0) << "a NAK was held";
     fill.clear();
 }
 

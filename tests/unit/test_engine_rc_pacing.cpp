@@ -28,37 +28,7 @@ using namespace droce;
 
 namespace {
 
-std::unique_ptr<Engine> make_engine() {
-    static const char *args[] = {"test_engine_rc_pacing",
-                                 "--no-huge",
-                                 "-m",
-                                 "512",
-                                 "--no-pci",
-                                 "--no-shconf",
-                                 "--no-telemetry",
-                                 "-l",
-                                 "0",
-                                 "--log-level",
-                                 "*:warning",
-                                 "--",
-                                 nullptr};
-    EngineOptions o;
-    o.embedded = true;
-    o.mbufs = 4095;
-    o.log_level = "warn";
-    int consumed = 0;
-    auto e = Engine::create(12, const_cast<char **>(args), &consumed, o);
-    EXPECT_TRUE(e) << e.status().message();
-    return e ? std::move(*e) : nullptr;
-}
-
-uint64_t counter(const Device &d, const std::string &name) {
-    for (const auto &[k, v] : d.counters())
-        if (k == name)
-            return v;
-    ADD_FAILURE() << "no counter " << name;
-    return 0;
-}
+using droce::test::device_counter;
 
 const uint8_t kDevMac[6] = {0x02, 0, 0, 0, 0x06, 0x01};
 const uint8_t kPeerMac[6] = {0x02, 0, 0, 0, 0x06, 0x09};
@@ -75,7 +45,7 @@ class RcPacing : public ::testing::Test {
   protected:
     /* flags: (option, value) pairs, taken as a tool's command line takes them. */
     void open(const std::vector<std::pair<int, const char *>> &flags) {
-        engine = make_engine();
+        engine = droce::test::embedded_engine("test_engine_rc_pacing");
         ASSERT_TRUE(engine);
         auto ports = engine->create_ring_pair();
         ASSERT_TRUE(ports);
@@ -109,32 +79,10 @@ class RcPacing : public ::testing::Test {
         auto q = pd->create_qp(qa);
         ASSERT_TRUE(q) << q.status().message();
         qp = std::move(*q);
-        QpAttr a;
-        a.qp_state = QpState::Init;
-        a.qp_access_flags = kAccessLocalWrite | kAccessRemoteWrite;
-        ASSERT_TRUE(qp->modify(a, kQpState | kQpPkeyIndex | kQpPort | kQpAccessFlags));
-        a = QpAttr{};
-        a.qp_state = QpState::Rtr;
-        a.path_mtu = Mtu::Mtu1024;
-        a.dest_qp_num = kPeerQpn;
-        a.rq_psn = kRqPsn;
-        a.max_dest_rd_atomic = 4;
-        a.min_rnr_timer = 12;
-        a.ah_attr.dgid = net::GidTable::ipv4_mapped(kPeerIp);
-        a.ah_attr.sgid_index = 1;
-        ASSERT_TRUE(qp->modify(a, kQpState | kQpAv | kQpPathMtu | kQpDestQpn | kQpRqPsn |
-                                      kQpMaxDestRdAtomic | kQpMinRnrTimer));
-        a = QpAttr{};
-        a.qp_state = QpState::Rts;
-        a.sq_psn = 0x900;
-        /* 4.096 us x 2^22 = 17 s: the pacing intervals are capped at a quarter of it, so
-         * the 2 s ones below hold whatever the machine's load. */
-        a.timeout = 22;
-        a.retry_cnt = 7;
-        a.rnr_retry = 7;
-        a.max_rd_atomic = 4;
-        ASSERT_TRUE(qp->modify(a, kQpState | kQpSqPsn | kQpTimeout | kQpRetryCnt | kQpRnrRetry |
-                                      kQpMaxQpRdAtomic));
+        /* 4.096 us x 2^22 = 17 s: the pacing intervals are capped at a quarter of the
+         * ACK timeout, so the 2 s ones below hold whatever the machine's load. */
+        ASSERT_NO_FATAL_FAILURE(droce::test::connect_to_peer(
+            *qp, {kPeerQpn, kPeerIp, kRqPsn, 0x900, 22, kAccessLocalWrite | kAccessRemoteWrite}));
         polls(4);
         receive();
     }
@@ -155,22 +103,12 @@ class RcPacing : public ::testing::Test {
             engine->poll();
     }
     void inject(const std::vector<uint8_t> &f) {
-        rte_mbuf *m = rte_pktmbuf_alloc(pool);
-        ASSERT_NE(m, nullptr);
-        std::memcpy(rte_pktmbuf_append(m, static_cast<uint16_t>(f.size())), f.data(), f.size());
-        ASSERT_EQ(rte_eth_tx_burst(peer, 0, &m, 1), 1);
+        ASSERT_NO_FATAL_FAILURE(droce::test::peer_send(peer, pool, {f}));
     }
     /* What the QP answered to the frames so far. */
     Answers receive() {
         Answers a;
-        rte_mbuf *m[32];
-        const uint16_t n = rte_eth_rx_burst(peer, 0, m, 32);
-        for (uint16_t i = 0; i < n; ++i) {
-            std::vector<uint8_t> f(rte_pktmbuf_pkt_len(m[i]));
-            const void *p = rte_pktmbuf_read(m[i], 0, f.size(), f.data());
-            if (p != f.data())
-                std::memcpy(f.data(), p, f.size());
-            rte_pktmbuf_free(m[i]);
+        for (const auto &f : droce::test::peer_receive(peer)) {
             wire::ParsedPacket pp;
             if (wire::parse_frame(f.data(), f.size(), pp, true) != wire::ParseResult::Ok ||
                 pp.bth.opcode != wire::kRcAcknowledge)
@@ -245,15 +183,15 @@ class RcPacing : public ::testing::Test {
 TEST_F(RcPacing, DupAckIntervalZeroReAcksEveryDuplicate) {
     ASSERT_NO_FATAL_FAILURE(open({{app::kOptDupAckInterval, "0"}}));
     EXPECT_EQ(dup_acks(5), 5);
-    EXPECT_EQ(counter(*dev, "duplicate_request"), 5u);
-    EXPECT_EQ(counter(*dev, "duplicate_ack_suppressed"), 0u);
+    EXPECT_EQ(device_counter(*dev, "duplicate_request"), 5u);
+    EXPECT_EQ(device_counter(*dev, "duplicate_ack_suppressed"), 0u);
 }
 
 TEST_F(RcPacing, DupAckIntervalLongReAcksOnce) {
     ASSERT_NO_FATAL_FAILURE(open({{app::kOptDupAckInterval, "2000000000"}}));
     EXPECT_EQ(dup_acks(5), 1);
-    EXPECT_EQ(counter(*dev, "duplicate_request"), 5u);
-    EXPECT_EQ(counter(*dev, "duplicate_ack_suppressed"), 4u);
+    EXPECT_EQ(device_counter(*dev, "duplicate_request"), 5u);
+    EXPECT_EQ(device_counter(*dev, "duplicate_ack_suppressed"), 4u);
 }
 
 /* A lone ahead PSN waits seq_nak_interval (2 s) for another NAK; a run of
@@ -264,7 +202,7 @@ TEST_F(RcPacing, ShortSeqNakRunNaksAgain) {
                                   {app::kOptDupAckInterval, "0"}}));
     /* PSN +3 (run 1) held back, +4 (run 2) NAKed; +5 not: one NAK per gap. */
     EXPECT_EQ(run_naks(), 1);
-    EXPECT_EQ(counter(*dev, "nak_seq_suppressed"), 1u);
+    EXPECT_EQ(device_counter(*dev, "nak_seq_suppressed"), 1u);
 }
 
 TEST_F(RcPacing, LongSeqNakRunHoldsTheNak) {
@@ -272,7 +210,7 @@ TEST_F(RcPacing, LongSeqNakRunHoldsTheNak) {
                                   {app::kOptSeqNakInterval, "2000000000"},
                                   {app::kOptDupAckInterval, "0"}}));
     EXPECT_EQ(run_naks(), 0);
-    EXPECT_EQ(counter(*dev, "nak_seq_suppressed"), 3u);
+    EXPECT_EQ(device_counter(*dev, "nak_seq_suppressed"), 3u);
 }
 
 } // namespace

@@ -26,21 +26,6 @@ using namespace droce;
 
 namespace {
 
-std::unique_ptr<Engine> make_engine() {
-    static const char *args[] = {
-        "test_engine_zc_retx", "--no-huge", "-m", "512",  "--no-pci", "--no-shconf", "-l", "0",
-        "--log-level",         "*:warning", "--", nullptr};
-    EngineOptions o;
-    o.embedded = true; /* the test thread runs the engine: every step is deterministic */
-    o.mbufs = 4095;
-    o.zero_copy = true;
-    o.log_level = "warn";
-    int consumed = 0;
-    auto e = Engine::create(11, const_cast<char **>(args), &consumed, o);
-    EXPECT_TRUE(e) << e.status().message();
-    return e ? std::move(*e) : nullptr;
-}
-
 std::map<std::string, uint64_t> counters(const Device &d) {
     std::map<std::string, uint64_t> m;
     for (const auto &[k, v] : d.counters())
@@ -56,7 +41,7 @@ constexpr uint32_t kLen = 1024; /* one MTU-1024 packet, at the zero-copy thresho
 class ZcLateFrame : public ::testing::Test {
   protected:
     void SetUp() override {
-        engine = make_engine();
+        engine = droce::test::embedded_engine("test_engine_zc_retx", /*zero_copy=*/true);
         ASSERT_TRUE(engine);
         auto ports = engine->create_ring_pair();
         ASSERT_TRUE(ports);
@@ -87,31 +72,9 @@ class ZcLateFrame : public ::testing::Test {
         auto q = pd->create_qp(qa);
         ASSERT_TRUE(q) << q.status().message();
         qp = std::move(*q);
-        QpAttr a;
-        a.qp_state = QpState::Init;
-        a.qp_access_flags = kAccessLocalWrite | kAccessRemoteRead;
-        ASSERT_TRUE(qp->modify(a, kQpState | kQpPkeyIndex | kQpPort | kQpAccessFlags));
-        a = QpAttr{};
-        a.qp_state = QpState::Rtr;
-        a.path_mtu = Mtu::Mtu1024;
-        a.dest_qp_num = kPeerQpn;
-        a.rq_psn = 0x300;
-        a.max_dest_rd_atomic = 4;
-        a.min_rnr_timer = 12;
-        a.ah_attr.dgid = net::GidTable::ipv4_mapped(0x0A4D0009);
-        a.ah_attr.sgid_index = 1;
-        Status s = qp->modify(a, kQpState | kQpAv | kQpPathMtu | kQpDestQpn | kQpRqPsn |
-                                     kQpMaxDestRdAtomic | kQpMinRnrTimer);
-        ASSERT_TRUE(s) << s.message();
-        a = QpAttr{};
-        a.qp_state = QpState::Rts;
-        a.sq_psn = 0x900;
-        a.timeout = 18; /* ~1 s: only the test's NAK makes the requester go back */
-        a.retry_cnt = 7;
-        a.rnr_retry = 7;
-        a.max_rd_atomic = 4;
-        ASSERT_TRUE(qp->modify(a, kQpState | kQpSqPsn | kQpTimeout | kQpRetryCnt | kQpRnrRetry |
-                                      kQpMaxQpRdAtomic));
+        /* ACK timeout ~1 s: only the test's NAK makes the requester go back. */
+        ASSERT_NO_FATAL_FAILURE(droce::test::connect_to_peer(
+            *qp, {kPeerQpn, 0x0A4D0009, 0x300, 0x900, 18, kAccessLocalWrite | kAccessRemoteRead}));
     }
     void TearDown() override {
         qp.reset();
@@ -132,28 +95,12 @@ class ZcLateFrame : public ::testing::Test {
             engine->poll();
     }
     void send(const std::vector<uint8_t> &f) {
-        rte_mbuf *m = rte_pktmbuf_alloc(pool);
-        ASSERT_NE(m, nullptr);
-        std::memcpy(rte_pktmbuf_append(m, static_cast<uint16_t>(f.size())), f.data(), f.size());
-        ASSERT_EQ(rte_eth_tx_burst(peer, 0, &m, 1), 1);
+        ASSERT_NO_FATAL_FAILURE(droce::test::peer_send(peer, pool, {f}));
         poll();
     }
     /* The peer's RX: reads whatever the ring holds now (chains too: zero-copy frames are
      * a header mbuf, the attached payload and an ICRC mbuf). */
-    std::vector<std::vector<uint8_t>> receive() {
-        std::vector<std::vector<uint8_t>> out;
-        rte_mbuf *m[16];
-        const uint16_t n = rte_eth_rx_burst(peer, 0, m, 16);
-        for (uint16_t i = 0; i < n; ++i) {
-            std::vector<uint8_t> f(rte_pktmbuf_pkt_len(m[i]));
-            const void *p = rte_pktmbuf_read(m[i], 0, f.size(), f.data());
-            if (p != f.data())
-                std::memcpy(f.data(), p, f.size());
-            out.push_back(std::move(f));
-            rte_pktmbuf_free(m[i]);
-        }
-        return out;
-    }
+    std::vector<std::vector<uint8_t>> receive() { return droce::test::peer_receive(peer); }
     /* A frame from the peer to the device's QP. */
     std::vector<uint8_t> peer_frame(uint8_t opcode, uint32_t psn, const wire::Reth &reth,
                                     const wire::Aeth &aeth) {
