@@ -39,14 +39,14 @@ inline rc::Path path(const engine::Dev &from, const net::Mac &to_mac, uint32_t t
 
 /* access: the remote rights the benchmark's peer uses on q (kAccessRemote*), no more. */
 inline bool connect(rc::Qp &q, const rc::Path &p, uint32_t dqpn, uint32_t sq_psn, uint32_t rq_psn,
-                    uint32_t access) {
+                    uint32_t access, Mtu mtu = Mtu::Mtu4096) {
     QpAttr a;
     a.qp_state = QpState::Init;
     a.qp_access_flags = access;
     if (!q.modify(a, kQpState | kQpPkeyIndex | kQpPort | kQpAccessFlags))
         return false;
     a.qp_state = QpState::Rtr;
-    a.path_mtu = Mtu::Mtu4096;
+    a.path_mtu = mtu;
     a.dest_qp_num = dqpn;
     a.rq_psn = rq_psn;
     a.max_dest_rd_atomic = 4;
