@@ -13,12 +13,15 @@ droce and its reference alike):
   - kernel UDP (bench/udp_kernel) between two network namespaces over a veth pair:
     ping-pong with 138-B frames (= droce's 64 B WRITE) and streaming.
 Ratios droce / raw are taken within a round, then summarised (min / median / max).
+write_bw 64 B and 64 KiB also get a second reference (unless --no-touch): raw_link --touch,
+a generator that copies each payload in and a sink that copies it out, with no protocol —
+what the link gives a mover of real data (the plain reference never reads or writes one).
 
 Output (--out, default bench/e2e): e2e.json (every run), e2e.md (the tables), and the plots
 e2e_bw.png / e2e_lat.png (bench/plot_e2e.py). Must run as root (hugepages, netns).
 
 Usage: bench/e2e.py [--build build] [--rounds 5] [--secs 2] [--lat-iters 100000] [--quick]
-                    [--out bench/e2e] [--only memif,vhost,kernel]
+                    [--out bench/e2e] [--only memif,vhost,kernel] [--no-touch]
 """
 import argparse
 import datetime
@@ -262,7 +265,7 @@ class Runner:
         return rec
 
     # ---- raw link ----------------------------------------------------------------------
-    def raw_bw(self, link, sender, frames, reply, rnd, tag):
+    def raw_bw(self, link, sender, frames, reply, rnd, tag, touch=False):
         sock = self.new_sock(link)
         recv = "b" if sender == "a" else "a"
         lc = {"a": 0, "b": 1}
@@ -270,12 +273,16 @@ class Runner:
             "--", "--frames", rle(frames), "--secs", str(self.secs_for(sum(frames)))]
         sink = [self.raw, "sink"] + self.eal(link, recv, lc[recv]) + [
             "--", "--every", str(len(frames)), "--reply-bytes", str(reply)]
+        if touch:
+            # Payloads written by the generator and copied out by the sink (raw_link.cpp).
+            gen += ["--touch", "1"]
+            sink += ["--frames", rle(frames), "--touch", "1"]
         cmd = {sender: gen, recv: sink}
         r1, o1, r2, o2 = self.pair(cmd["a"], cmd["b"], timeout=self.a.secs + 60,
                                    wait_for=sock)
         out = o1 if recv == "a" else o2
-        rec = {"kind": "raw", "link": link, "client": sender, "mode": tag, "round": rnd,
-               "frames": rle(frames), "rc": [r1, r2]}
+        rec = {"kind": "raw_touch" if touch else "raw", "link": link, "client": sender, "mode": tag,
+               "round": rnd, "frames": rle(frames), "rc": [r1, r2]}
         m = [ln for ln in out.splitlines() if ln.startswith('{"role":"sink"')]
         if r1 == 0 and r2 == 0 and m:
             j = json.loads(m[-1])
@@ -367,6 +374,8 @@ def main():
     ap.add_argument("--quick", action="store_true", help="2 rounds, 1 s runs, 20000 ping-pongs, short sweep")
     ap.add_argument("--out", default="bench/e2e")
     ap.add_argument("--only", default="memif,vhost,kernel")
+    ap.add_argument("--no-touch", dest="touch", action="store_false",
+                    help="skip the second raw reference that copies payloads in and out")
     a = ap.parse_args()
     if a.quick:
         a.rounds, a.secs, a.lat_iters = 2, 1, 20000
@@ -386,13 +395,15 @@ def main():
             for link, cl, mode, size, ref in order:
                 droce_first = (rnd % 2 == 1)
                 pair = []
-                for which in ((0, 1) if droce_first else (1, 0)):
+                members = [0, 1] + ([2] if a.touch and mode == "write_bw" and size in (64, 65536) else [])
+                for which in (members if droce_first else list(reversed(members))):
                     if which == 0:
                         rec = r.droce(link, cl, mode, size, rnd)
                     elif ref[0] == "bw":
                         # read: the responses flow server -> client
                         sender = cl if mode != "read_bw" else ("b" if cl == "a" else "a")
-                        rec = r.raw_bw(link, sender, ref[1], ref[2], rnd, f"{mode}:{size}")
+                        rec = r.raw_bw(link, sender, ref[1], ref[2], rnd, f"{mode}:{size}",
+                                       touch=which == 2)
                         rec["client"] = cl
                     else:
                         rec = r.raw_lat(link, cl, ref[1], rnd, f"{mode}:{size}")
@@ -476,6 +487,15 @@ def summarise(runs):
                     ratios.append(dv / wv)
         fails = sum(1 for x in rounds.values() if "droce" in x and "error" in x["droce"])
         out[job] = {"droce": summ(d), "raw": summ(w), "ratio": summ(ratios), "droce_failed_rounds": fails}
+        t = [x for x in rounds.values() if "raw_touch" in x]
+        if t:
+            tr = []
+            for x in t:
+                dv, tv = metric(x["droce"]) if "droce" in x else None, metric(x["raw_touch"])
+                if dv is not None and tv:
+                    tr.append(dv / tv)
+            out[job]["raw_touch"] = summ([metric(x["raw_touch"]) for x in t])
+            out[job]["ratio_touch"] = summ(tr)
         if job.split("/")[2].endswith("_lat"):
             for k in ("p99", "p99_9"):
                 out[job]["droce_" + k] = summ([x["droce"].get(k) for x in rounds.values() if "droce" in x])
@@ -523,6 +543,20 @@ def table(res):
         fail = f" ({v['droce_failed_rounds']} rounds failed)" if v["droce_failed_rounds"] else ""
         lines.append(f"| {LINKNAME[(link, cl)]} | {mode} {size_s} | {unit} | {fmt(v['droce'])}{fail} | "
                      f"{fmt(v['raw'])} | {fmt(v['ratio'])} |")
+    touched = [(job, v) for job, v in s.items() if "raw_touch" in v]
+    if touched:
+        lines += ["", "The same write_bw runs against a second reference, `raw_link --touch`: the generator "
+                  "copies each frame's payload in from a buffer and the sink copies it out into one "
+                  "(no protocol, no CRC). The targets stay against the plain raw link above.", "",
+                  "| link | test | unit | droce | raw link, payload copied in and out | ratio droce / it |",
+                  "|---|---|---|---|---|---|"]
+        for job, v in touched:
+            link, cl, mode, size = job.split("/")
+            size = int(size)
+            unit = "Mpps" if size <= 64 else "Gb/s"
+            size_s = f"{size // 1024} KiB" if size >= 1024 else f"{size} B"
+            lines.append(f"| {LINKNAME[(link, cl)]} | {mode} {size_s} | {unit} | {fmt(v['droce'])} | "
+                         f"{fmt(v['raw_touch'])} | {fmt(v['ratio_touch'])} |")
     lines += ["", "Latency percentiles (RTT/2, µs; median over rounds of each run's figure):", "",
               "| link | test | droce typical / p99 / p99.9 | raw typical / p99 / p99.9 | kernel UDP (veth) typical / p99 / p99.9 |",
               "|---|---|---|---|---|"]

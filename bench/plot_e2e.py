@@ -57,9 +57,10 @@ def main():
         med = [statistics.median(pts[x]) for x in xs]
         lo = [m - min(pts[x]) for m, x in zip(med, xs)]
         hi = [max(pts[x]) - m for m, x in zip(med, xs)]
-        ax.errorbar(xs, med, yerr=[lo, hi], marker="o" if kind == "droce" else "s",
-                    linestyle="-" if kind == "droce" else "--", color=colors[(link, cl)],
-                    capsize=3, label=f"{LINKNAME[(link, cl)]}: {'droce' if kind == 'droce' else 'raw link'}")
+        style = {"droce": ("o", "-", "droce"), "raw": ("s", "--", "raw link"),
+                 "raw_touch": ("^", ":", "raw link, payload copied in and out")}[kind]
+        ax.errorbar(xs, med, yerr=[lo, hi], marker=style[0], linestyle=style[1],
+                    color=colors[(link, cl)], capsize=3, label=f"{LINKNAME[(link, cl)]}: {style[2]}")
     ax.set_xscale("log", base=2)
     ax.set_xlabel("message size (bytes), path MTU 4096")
     ax.set_ylabel("goodput, Gb/s (message payload)")

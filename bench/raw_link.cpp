@@ -18,8 +18,17 @@
  * The frames carry Ethernet + IPv4 + UDP headers to port 4791 (the size is what matters,
  * the content is zeros beyond them). One JSON object on stdout at the end.
  *
+ * --touch 1 (gen and sink) makes the reference move data as an application does, with no
+ * protocol at all: the generator builds every frame in a fresh mbuf, headers from the
+ * template and the payload copied from a source buffer (one message's worth, as
+ * droce-perf's write_bw cycles over one buffer), and the sink copies every payload into a
+ * destination buffer of one message (give it the same --frames) before it frees the frame. Without
+ * it the generator resends the same refcounted frames and the sink frees them unread, so no payload
+ * byte ever crosses between the cores: the link's ceiling, but not what any data mover can reach.
+ *
  * Usage: raw_link ROLE [EAL args] -- [--frames LIST] [--every N] [--reply-bytes B]
  *                                  [--secs S] [--iters N] [--warmup N] [--idle-ms MS]
+ *                                  [--touch 0|1]
  * A number in LIST may be written FxN (N frames of F bytes). */
 #include <rte_cycles.h>
 #include <rte_eal.h>
@@ -50,7 +59,11 @@ struct Args {
     uint32_t iters = 100000;
     uint32_t warmup = 1000;
     uint32_t idle_ms = 300;
+    bool touch = false;
 };
+
+/** Ethernet + IPv4 + UDP: what the templates carry before the "payload". */
+constexpr uint16_t kHeaderBytes = 42;
 
 [[noreturn]] void die(const char *msg) {
     std::fprintf(stderr, "raw_link: %s\n", msg);
@@ -104,6 +117,10 @@ Args parse(int argc, char **argv) {
             a.warmup = static_cast<uint32_t>(std::strtoul(v, nullptr, 10));
         else if (k == "--idle-ms")
             a.idle_ms = static_cast<uint32_t>(std::strtoul(v, nullptr, 10));
+        else if (k == "--touch" && (std::strcmp(v, "0") == 0 || std::strcmp(v, "1") == 0))
+            a.touch = v[0] == '1';
+        else if (k == "--touch")
+            die("--touch takes 0 or 1");
         else
             die(("unknown option " + k).c_str());
     }
@@ -149,15 +166,8 @@ struct Templates {
     }
 };
 
-/** Sends n frames of `tpl`, starting at index *next, cycling; retries until all are taken.
- * Each send takes a reference: the PMD's free drops it, the template stays. */
-void send_frames(uint16_t port, const std::vector<rte_mbuf *> &tpl, size_t &next, uint16_t n) {
-    rte_mbuf *burst[kBurst];
-    for (uint16_t i = 0; i < n; ++i) {
-        burst[i] = tpl[next];
-        rte_mbuf_refcnt_update(burst[i], 1);
-        next = next + 1 == tpl.size() ? 0 : next + 1;
-    }
+/** Hands burst[0..n) to the port, retrying until all are taken. */
+void send_burst(uint16_t port, rte_mbuf **burst, uint16_t n) {
     uint16_t sent = 0;
     uint64_t t0 = 0;
     while (sent < n) {
@@ -172,6 +182,75 @@ void send_frames(uint16_t port, const std::vector<rte_mbuf *> &tpl, size_t &next
             rte_pktmbuf_free_bulk(burst + sent, static_cast<unsigned>(n - sent));
             return;
         }
+    }
+}
+
+/** Sends n frames of `tpl`, starting at index *next, cycling; retries until all are taken.
+ * Each send takes a reference: the PMD's free drops it, the template stays. */
+void send_frames(uint16_t port, const std::vector<rte_mbuf *> &tpl, size_t &next, uint16_t n) {
+    rte_mbuf *burst[kBurst];
+    for (uint16_t i = 0; i < n; ++i) {
+        burst[i] = tpl[next];
+        rte_mbuf_refcnt_update(burst[i], 1);
+        next = next + 1 == tpl.size() ? 0 : next + 1;
+    }
+    send_burst(port, burst, n);
+}
+
+/** --touch: the payload a message carries, cycled over as droce-perf cycles over its
+ * buffer; each frame takes the next slice. */
+struct PayloadBuffer {
+    std::vector<uint8_t> bytes;
+    size_t off = 0;
+    explicit PayloadBuffer(const std::vector<uint16_t> &frames) {
+        size_t total = 0;
+        for (uint16_t f : frames)
+            total += f - kHeaderBytes;
+        bytes.resize(total);
+        for (size_t i = 0; i < total; ++i)
+            bytes[i] = static_cast<uint8_t>(i * 131 + 7);
+    }
+    uint8_t *take(size_t len) {
+        if (off + len > bytes.size())
+            off = 0;
+        uint8_t *p = bytes.data() + off;
+        off += len;
+        return p;
+    }
+};
+
+/** --touch generator: n new frames, headers from the template and payload from `src`. */
+bool send_built(uint16_t port, rte_mempool *mp, const std::vector<rte_mbuf *> &tpl,
+                PayloadBuffer &src, size_t &next, uint16_t n) {
+    rte_mbuf *burst[kBurst];
+    if (rte_pktmbuf_alloc_bulk(mp, burst, n) != 0)
+        return false;
+    for (uint16_t i = 0; i < n; ++i) {
+        const rte_mbuf *t = tpl[next];
+        const uint16_t len = t->data_len;
+        auto *p = rte_pktmbuf_mtod(burst[i], uint8_t *);
+        std::memcpy(p, rte_pktmbuf_mtod(t, const uint8_t *), kHeaderBytes);
+        std::memcpy(p + kHeaderBytes, src.take(len - kHeaderBytes), len - kHeaderBytes);
+        burst[i]->data_len = len;
+        burst[i]->pkt_len = len;
+        next = next + 1 == tpl.size() ? 0 : next + 1;
+    }
+    send_burst(port, burst, n);
+    return true;
+}
+
+/** --touch sink: every payload byte read and placed, as a receiver of data must. */
+void place_payload(const rte_mbuf *m, PayloadBuffer &dst) {
+    uint32_t skip = kHeaderBytes;
+    for (const rte_mbuf *seg = m; seg != nullptr; seg = seg->next) {
+        const uint32_t len = seg->data_len;
+        if (len <= skip) {
+            skip -= len;
+            continue;
+        }
+        std::memcpy(dst.take(len - skip), rte_pktmbuf_mtod_offset(seg, const uint8_t *, skip),
+                    len - skip);
+        skip = 0;
     }
 }
 
@@ -258,12 +337,20 @@ int main(int argc, char **argv) {
         uint64_t frames = 0, bytes_per_msg = 0;
         for (uint16_t f : a.frames)
             bytes_per_msg += f;
+        PayloadBuffer src(a.frames);
+        uint64_t alloc_failed = 0;
         const uint64_t t0 = rte_rdtsc();
         const uint64_t end = t0 + static_cast<uint64_t>(a.secs * static_cast<double>(hz));
         uint64_t now = t0;
         while (now < end) {
-            send_frames(port, tpl.m, next, kBurst);
-            frames += kBurst;
+            if (!a.touch) {
+                send_frames(port, tpl.m, next, kBurst);
+                frames += kBurst;
+            } else if (send_built(port, mp, tpl.m, src, next, kBurst)) {
+                frames += kBurst;
+            } else {
+                ++alloc_failed; // the PMD still holds them all: poll, then try again
+            }
             const uint16_t n = rte_eth_rx_burst(port, 0, rx, kBurst);
             rte_pktmbuf_free_bulk(rx, n);
             now = rte_rdtsc();
@@ -271,13 +358,18 @@ int main(int argc, char **argv) {
         const double secs = static_cast<double>(now - t0) / static_cast<double>(hz);
         std::snprintf(b, sizeof b,
                       "{\"role\":\"gen\",\"frames\":%lu,\"secs\":%.6f,\"tx_pps\":%.1f,"
-                      "\"frames_per_msg\":%zu,\"bytes_per_msg\":%lu}",
+                      "\"frames_per_msg\":%zu,\"bytes_per_msg\":%lu,\"touch\":%d,"
+                      "\"alloc_failed\":%lu}",
                       static_cast<unsigned long>(frames), secs, static_cast<double>(frames) / secs,
-                      a.frames.size(), static_cast<unsigned long>(bytes_per_msg));
+                      a.frames.size(), static_cast<unsigned long>(bytes_per_msg), a.touch ? 1 : 0,
+                      static_cast<unsigned long>(alloc_failed));
         json = b;
     } else if (role == "sink") {
         if (a.reply_bytes)
             tpl.build(mp, {a.reply_bytes});
+        // The destination is one message's payload (--frames, as the generator's), written
+        // over and over as droce-perf's write_bw target is.
+        PayloadBuffer dst(a.frames);
         uint64_t frames = 0, bytes = 0, first = 0, last = 0, since_reply = 0, replies = 0,
                  reply_drops = 0;
         const uint64_t idle = a.idle_ms * hz / 1000;
@@ -294,8 +386,11 @@ int main(int argc, char **argv) {
                 first = now;
             last = now;
             frames += n;
-            for (uint16_t i = 0; i < n; ++i)
+            for (uint16_t i = 0; i < n; ++i) {
                 bytes += rx[i]->pkt_len;
+                if (a.touch)
+                    place_payload(rx[i], dst);
+            }
             rte_pktmbuf_free_bulk(rx, n);
             if (a.reply_bytes) {
                 since_reply += n;
