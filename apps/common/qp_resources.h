@@ -17,12 +17,13 @@
 
 namespace droce::app {
 
-/** A side's work buffer (std::aligned_alloc) and verbs objects. Declaration order is the
- * reverse of destruction order: the QP goes first, then the CQ, MR and PD, then the
- * buffer. */
+/** A side's work buffer (droce::alloc_buf or std::aligned_alloc) and verbs objects.
+ * Declaration order is the reverse of destruction order: the QP goes first, then the CQ,
+ * MR and PD, then the buffer. */
 struct QpResources {
     struct FreeBuffer {
-        void operator()(uint8_t *p) const { std::free(p); }
+        /* free_buf tells alloc_buf's DPDK memory from ordinary memory itself. */
+        void operator()(uint8_t *p) const { free_buf(p); }
     };
 
     std::unique_ptr<uint8_t, FreeBuffer> buf;

@@ -153,6 +153,7 @@ SideConfig side_config(const Options &opt, bool client, std::string prefix) {
     c.sl = opt.sl;
     c.atomic_cas = opt.atomic_cas;
     c.duration_s = opt.run_infinitely ? 0 : opt.duration_s;
+    c.buf_malloc = opt.buf_malloc;
     c.prefix = std::move(prefix);
     return c;
 }

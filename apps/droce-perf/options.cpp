@@ -42,6 +42,7 @@ enum LongOnly : int {
     kOptWorkers,
     kOptCmResponseTimeout,
     kOptCmRetries,
+    kOptBufMalloc,
 };
 
 const std::vector<struct option> kLongOptions = app::with_device_options({
@@ -73,6 +74,7 @@ const std::vector<struct option> kLongOptions = app::with_device_options({
     {"workers", required_argument, nullptr, kOptWorkers},
     {"cm-response-timeout", required_argument, nullptr, kOptCmResponseTimeout},
     {"cm-retries", required_argument, nullptr, kOptCmRetries},
+    {"buf-malloc", no_argument, nullptr, kOptBufMalloc},
 });
 
 const char kShortOptions[] = ":p:d:i:s:an:D:q:m:x:S:Ft:r:l:c:RA:eo:h";
@@ -209,6 +211,8 @@ void print_usage(const char *argv0, FILE *out) {
         "  --cm-response-timeout=<n> -R: the CM's response timeout, 4.096 us x 2^n (default\n"
         "                           20: ~4.3 s, as Linux rdma_cm)\n"
         "  --cm-retries=<n>         -R: CM MAD retries before giving up (default 15)\n"
+        "  --buf-malloc             work buffer from aligned_alloc, not droce::alloc_buf's\n"
+        "                           DPDK memory (virtio_user then copies every payload)\n"
         "  --timeout=<sec>          give up after <sec> seconds (default 120; 0 = never)\n"
         "  --log-level=<lvl>        droce log level: trace..off (default warn)\n"
         "  --config=<file>          settings from a configuration file (config/droce.conf);\n"
@@ -404,6 +408,9 @@ ParseResult parse_command_line(int argc, char **argv, Options &opt) {
             if (!parse_u64(optarg, 15, u))
                 return bad_value(argv0, c, optarg, "0..15");
             opt.cm_retries = static_cast<uint8_t>(u);
+            break;
+        case kOptBufMalloc:
+            opt.buf_malloc = true;
             break;
         case kOptWorkers:
             if (!parse_u64(optarg, kMaxWorkers, u))

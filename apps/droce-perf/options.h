@@ -59,6 +59,9 @@ struct Options : app::DeviceOptions {
      * --cm-retries; Linux rdma_cm's 20 and 15 by default). */
     uint8_t cm_response_timeout = 20;
     uint8_t cm_retries = 15;
+    /** --buf-malloc: the work buffer from ordinary memory (aligned_alloc) instead of
+     * droce::alloc_buf's DPDK memory: copied on TX on virtio_user (an A/B switch). */
+    bool buf_malloc = false;
 
     std::string servername;
 };

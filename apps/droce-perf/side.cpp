@@ -64,7 +64,16 @@ bool Side::setup(Device &dev, uint32_t workers) {
     half_ = (std::max<uint64_t>(cfg_.max_size + (cfg_.ud ? kGrh : 0), kPage) + kPage - 1) / kPage *
             kPage;
     const size_t total = 2 * size_t{nq} * half_;
-    buf_.reset(static_cast<uint8_t *>(std::aligned_alloc(kPage, total)));
+    /* DPDK memory by default: zero-copy TX can attach it on every port (virtio_user
+     * reaches nothing else); alloc_buf falls back to ordinary memory by itself. */
+    if (cfg_.buf_malloc) {
+        buf_.reset(static_cast<uint8_t *>(std::aligned_alloc(kPage, total)));
+    } else {
+        Result<void *> b = alloc_buf(dev, total);
+        if (!b)
+            return fail("Couldn't allocate work buf: %s", b.status().message().c_str());
+        buf_.reset(static_cast<uint8_t *>(*b));
+    }
     if (!buf_)
         return fail("Couldn't allocate work buf (%zu bytes)", total);
     std::memset(buf(), 0, total);

@@ -47,6 +47,7 @@ struct SideConfig {
     bool atomic_cas = false;
     double duration_s = 0; /**< > 0: run for this long (iters ignored) */
     bool ud = false;       /**< -c UD: UD QPs, Q_Key 0x11111111, receives with the GRH area */
+    bool buf_malloc = false; /**< --buf-malloc: aligned_alloc, not droce::alloc_buf */
     std::string prefix;
 };
 

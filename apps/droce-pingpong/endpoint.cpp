@@ -31,9 +31,11 @@ bool PingpongEndpoint::setup(Device &dev, uint32_t psn) {
         return fail("Requested size larger than port MTU (%u)", dev.active_mtu());
     buf_len_ = std::max<size_t>(cfg_.size, 1) + (cfg_.ud ? kGrh : 0);
     const size_t alloc = (buf_len_ + page_size_ - 1) / page_size_ * page_size_;
-    res_.buf.reset(static_cast<uint8_t *>(std::aligned_alloc(page_size_, alloc)));
-    if (!res_.buf)
-        return fail("Couldn't allocate work buf.");
+    /* DPDK memory, which zero-copy TX can attach on every port (virtio_user too). */
+    Result<void *> b = alloc_buf(dev, alloc);
+    if (!b)
+        return fail("Couldn't allocate work buf: %s", b.status().message().c_str());
+    res_.buf.reset(static_cast<uint8_t *>(*b));
     std::memset(buf(), 0x7b, alloc);
 
     auto pd = dev.alloc_pd();

@@ -14,6 +14,7 @@
  * Memory: a registered region must stay allocated, and must not move, until its
  * MemoryRegion is destroyed; buffers named by a work request belong to the engine from
  * post_send/post_recv until the WR's completion is polled (or the QP is destroyed).
+ * alloc_buf (buffer.h) gives memory that zero-copy TX can attach on every port.
  *
  * Errors: control calls return Status / Result<T> (status.h); nothing throws.
  *
@@ -32,6 +33,7 @@
 #include <utility>
 #include <vector>
 
+#include "buffer.h"
 #include "dcqcn.h"
 #include "status.h"
 #include "verbs.h"

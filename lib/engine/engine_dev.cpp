@@ -24,6 +24,7 @@
 #include <rte_ring_elem.h>
 
 #include "engine.h"
+#include "engine_dpdk_mem.h"
 #include "engine_log.h"
 #include "engine_rss.h"
 #include "wire_rocev1.h"
@@ -141,26 +142,6 @@ void Dev::set_zero_copy(ZcReach reach, uint32_t min_bytes) {
     zc_min_ = min_bytes;
 }
 
-namespace {
-/** True when [a, a + len) is DPDK's own memory, every segment with an fd: the memory a
- * virtio_user port hands its vhost-user backend in the memory table. External memory
- * (rte_extmem_register, whatever the application allocated) has no fd there. */
-bool dpdk_memory_with_fd(uintptr_t a, uint64_t len) {
-    const uintptr_t end = a + len;
-    while (a < end) {
-        const void *p = reinterpret_cast<const void *>(a);
-        rte_memseg_list *msl = rte_mem_virt2memseg_list(p);
-        if (msl == nullptr || msl->external)
-            return false;
-        const rte_memseg *ms = rte_mem_virt2memseg(p, msl);
-        if (ms == nullptr || ms->addr == nullptr || ms->len == 0 || rte_memseg_get_fd(ms) < 0)
-            return false;
-        a = reinterpret_cast<uintptr_t>(ms->addr) + ms->len;
-    }
-    return true;
-}
-} // namespace
-
 Result<mem::MemoryRegion> Dev::reg_mr(uint32_t pd, const void *addr, uint64_t length,
                                       uint32_t access) {
     Result<mem::MemoryRegion> r = mrs_.reg(pd, addr, length, access);
@@ -179,11 +160,19 @@ Result<mem::MemoryRegion> Dev::reg_mr(uint32_t pd, const void *addr, uint64_t le
     const uintptr_t a = reinterpret_cast<uintptr_t>(addr);
     if (zc_reach_ == ZcReach::DpdkFd) {
         /* Already DPDK's memory (nothing to register), or out of the backend's reach. */
-        z->usable = length != 0 && dpdk_memory_with_fd(a, length);
+        z->usable = dpdk_own_memory(addr, length, true);
         if (!z->usable)
             logger().debug("{}: MR 0x{:x}: not DPDK memory shared with the vhost-user "
                            "backend; copied on TX",
                            name_, r->key);
+        zc_[slot] = std::move(z);
+        return r;
+    }
+    if (dpdk_own_memory(addr, length, false)) {
+        /* DPDK's own memory (droce::alloc_buf): already in its memory map, and mapped for
+         * DMA by the EAL; rte_extmem_register would refuse it (EEXIST). */
+        z->usable = zc_reach_ == ZcReach::VirtAddr ||
+                    (zc_reach_ == ZcReach::DmaMapped && rte_eal_iova_mode() == RTE_IOVA_VA);
         zc_[slot] = std::move(z);
         return r;
     }
@@ -228,7 +217,13 @@ Status Dev::dereg_mr(uint32_t key, uint32_t *outstanding) {
         std::unique_ptr<ZcRegion> z = std::move(zc_[slot]);
         const uint32_t n = z->outstanding();
         if (n != 0) {
-            *outstanding = n;
+            /* virtio_user frees sent mbufs only when a later burst finds its ring nearly
+             * full, so the last frames of a run stay attached after the backend read them
+             * (their WRs completed: the peer received them). The memory is DPDK's own and
+             * stays mapped; only the shared info (kept in zc_retired_) is touched when they
+             * are freed: no wait. Elsewhere a PMD may still read the memory: wait. */
+            if (zc_reach_ != ZcReach::DpdkFd)
+                *outstanding = n;
             shards_[0]->ec.mr_dereg_inflight_refs += n;
             zc_retired_.push_back(std::move(z));
         }
