@@ -4,6 +4,7 @@
 #define ALLOW_EXPERIMENTAL_API
 #endif
 #include "wire_icrc.h"
+#include "wire_icrc_small.h"
 
 #include <array>
 #include <cstring>
@@ -546,6 +547,8 @@ uint32_t icrc_compute_inplace(uint8_t *l3, size_t len, bool ipv6) {
     const size_t hlen = ip_len(ipv6) + kUdpLen + kBthLen;
     if (len < hlen)
         return 0;
+    if (len <= kIcrcSmallInplaceMax) /* a stack copy is cheaper than the stalls */
+        return icrc_compute_small(l3, len, ipv6);
     uint8_t *udp = l3 + ip_len(ipv6);
     uint8_t saved_prefix[8];
     uint8_t saved_ip[12];
@@ -568,17 +571,12 @@ uint32_t icrc_compute_inplace(uint8_t *l3, size_t len, bool ipv6) {
 
 uint32_t icrc_compute(const uint8_t *l3, size_t len, bool ipv6) {
     /* Small frames: one copy to the stack and one CRC pass beat two CRC calls plus a
-     * combine (bench_engine WireToCompletion/64). Larger ones: masked headers on the
-     * stack, the rest CRC'd where it lies, joined by crc32_combine. */
-    constexpr size_t kCopyMax = 1024;
+     * combine (bench_engine WireToCompletion/64); the copy is masked in vector
+     * registers (wire_icrc_small.h). Larger ones: masked headers on the stack, the rest
+     * CRC'd where it lies, joined by crc32_combine. */
     const size_t hlen = ip_len(ipv6) + kUdpLen + kBthLen;
-    if (len >= hlen && len <= kCopyMax) {
-        uint8_t buf[8 + kCopyMax];
-        std::memset(buf, 0xFF, 8);
-        std::memcpy(buf + 8, l3, len);
-        mask_variant(buf + 8, ipv6);
-        return crc32_eth(buf, 8 + len);
-    }
+    if (len >= hlen && len <= kIcrcSmallMax)
+        return icrc_compute_small(l3, len, ipv6);
     return icrc_compute_segments(l3, len, nullptr, 0, ipv6);
 }
 

@@ -158,6 +158,11 @@ size_t HeaderTemplate::build_headers(const FrameSpec &s, uint8_t *out, size_t ca
 size_t HeaderTemplate::build_frame(const FrameSpec &s, uint8_t *out, size_t cap) {
     if (!matches(s))
         rebuild(s);
+    const bool ack = AckTemplate::eligible(s);
+    if (ack) {
+        if (const size_t n = ack_.build(s, rebuilds_, out, cap); n != 0)
+            return n;
+    }
     const OpcodeInfo &op = opcode_info(s.bth.opcode);
     const size_t h = check(s, op);
     const uint32_t pad = pad_len(s.payload_len);
@@ -165,7 +170,11 @@ size_t HeaderTemplate::build_frame(const FrameSpec &s, uint8_t *out, size_t cap)
         return 0;
     uint8_t *p = write(s, op, pad, out);
     const size_t tail = detail::finish_frame(s, out + l2_len_, p);
-    return tail == 0 ? 0 : h + tail;
+    if (tail == 0)
+        return 0;
+    if (ack) /* the next ACK of this QP is a copy of this one with 8 bytes patched */
+        ack_.learn(s, rebuilds_, out, h + tail);
+    return h + tail;
 }
 
 } // namespace droce::wire

@@ -18,6 +18,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "wire_ack_template.h"
 #include "wire_packet.h"
 
 namespace droce::wire {
@@ -34,6 +35,8 @@ class HeaderTemplate {
     /* How many times the prebuilt headers were (re)computed: once per path in steady
      * state; a growing count means the spec keeps changing under the template. */
     uint64_t rebuilds() const { return rebuilds_; }
+    /* The prebuilt plain ACK build_frame serves ACKs from (wire_ack_template.h). */
+    const AckTemplate &ack_template() const { return ack_; }
 
   private:
     /* Everything of a FrameSpec the prebuilt bytes depend on (MACs and GIDs each one
@@ -69,6 +72,7 @@ class HeaderTemplate {
                               length, id and checksum, with TOS 0 */
     uint64_t rebuilds_ = 0;
     uint8_t hdr_[kMaxL4] = {};
+    AckTemplate ack_;
 };
 
 } // namespace droce::wire
