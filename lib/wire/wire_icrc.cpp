@@ -331,6 +331,10 @@ __attribute__((target("avx512f,vpclmulqdq,pclmul"))) inline __m512i ld512(const 
     return _mm512_loadu_si512(p);
 }
 
+/* Software prefetch distance of the 512-bit loop (bench_wire BM_ParseWrite4K/4096, the
+ * frame in L3: 165 -> 152-156 ns; in L1/L2 no change). */
+constexpr size_t kFold512Prefetch = 1024;
+
 /* len >= kFold512Min. */
 __attribute__((target("avx512f,vpclmulqdq,pclmul,sse4.1"))) uint32_t
 crc32_fold512(const uint8_t *p, size_t len, const MaskPad *m = nullptr) {
@@ -353,6 +357,12 @@ crc32_fold512(const uint8_t *p, size_t len, const MaskPad *m = nullptr) {
     o += 224;
     const __m512i k4 = kvec512(kFold2048);
     while (len - o >= 256) {
+        /* 1 KiB ahead: a frame another core wrote (virtio_user RX, shared memory) comes
+         * from its cache or L3 and the loop waited on its loads; within the buffer only. */
+        if (len - o >= kFold512Prefetch + 256)
+            for (size_t j = 0; j < 256; j += 64)
+                _mm_prefetch(reinterpret_cast<const char *>(p + o + kFold512Prefetch + j),
+                             _MM_HINT_T0);
         z0 = _mm512_xor_si512(fold512(z0, k4), ld512(p + o));
         z1 = _mm512_xor_si512(fold512(z1, k4), ld512(p + o + 64));
         z2 = _mm512_xor_si512(fold512(z2, k4), ld512(p + o + 128));
