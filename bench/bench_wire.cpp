@@ -55,6 +55,24 @@ void BM_IcrcInplace(benchmark::State &st) {
 }
 BENCHMARK(BM_IcrcInplace)->Arg(64)->Arg(1024)->Arg(4096);
 
+/* The read-only RX variants on the same frame: range(1) = 0 icrc_compute (masked headers
+ * on the stack, the rest gathered), 1 icrc_compute_contig (raw frame, masks applied by
+ * linearity). */
+void BM_IcrcRx(benchmark::State &st) {
+    const std::vector<uint8_t> f = make_frame(kRcWriteMiddle, static_cast<size_t>(st.range(0)));
+    const uint8_t *l3 = f.data() + kEthLen;
+    const size_t len = f.size() - kEthLen - kIcrcLen;
+    const bool contig = st.range(1) != 0;
+    for (auto _ : st) {
+        benchmark::DoNotOptimize(contig ? icrc_compute_contig(l3, len, false)
+                                        : icrc_compute(l3, len, false));
+        benchmark::ClobberMemory();
+    }
+    st.SetLabel(contig ? "contig" : "const");
+    st.SetBytesProcessed(static_cast<int64_t>(st.iterations() * (len + 8)));
+}
+BENCHMARK(BM_IcrcRx)->ArgsProduct({{256, 512, 1024, 4096}, {0, 1}});
+
 void BM_ParseWrite1K(benchmark::State &st) {
     const std::vector<uint8_t> f = make_frame(kRcWriteFirst, 1024);
     const bool verify = st.range(0) != 0;
@@ -66,6 +84,32 @@ void BM_ParseWrite1K(benchmark::State &st) {
     st.SetLabel(verify ? "verify_icrc" : "no_icrc");
 }
 BENCHMARK(BM_ParseWrite1K)->Arg(0)->Arg(1);
+
+/* RX of one MTU-4096 WRITE_MIDDLE frame with ICRC check, as rx_one() runs it on a
+ * single-segment mbuf. range(0) = 0: the same frame every time (in L1/L2); otherwise a
+ * ring of that many frames (4096: ~17 MiB, past L2, in L3), as when the frame was written
+ * by the other core (memif zero-copy, virtio_user) and reaches this one cold. */
+void BM_ParseWrite4K(benchmark::State &st) {
+    const std::vector<uint8_t> f = make_frame(kRcWriteMiddle, 4096);
+    const size_t n = st.range(0) ? static_cast<size_t>(st.range(0)) : 1;
+    const size_t stride = (f.size() + 63) & ~size_t{63};
+    std::vector<uint8_t> ring(n * stride + 64);
+    uint8_t *base = ring.data() + (64 - reinterpret_cast<uintptr_t>(ring.data()) % 64) % 64;
+    for (size_t i = 0; i < n; ++i)
+        std::memcpy(base + i * stride, f.data(), f.size());
+    ParsedPacket p;
+    size_t i = 0;
+    for (auto _ : st) {
+        benchmark::DoNotOptimize(parse_frame(base + i * stride, f.size(), p, true));
+        benchmark::ClobberMemory();
+        if (++i == n)
+            i = 0;
+    }
+    if (p.icrc == 0)
+        st.SkipWithError("bad frame");
+    st.SetBytesProcessed(static_cast<int64_t>(st.iterations() * f.size()));
+}
+BENCHMARK(BM_ParseWrite4K)->Arg(0)->Arg(4096);
 
 void BM_BuildWriteMiddle1K(benchmark::State &st) {
     std::vector<uint8_t> payload(1024, 0x5A);
@@ -100,26 +144,42 @@ void BM_Crc32Kernel(benchmark::State &st) {
 BENCHMARK(BM_Crc32Kernel)->ArgsProduct({{1, 2, 3, 4}, {128, 256, 512, 1024, 4096}});
 
 /* RX placement of one MTU-4096 payload: memcpy into the target then CRC over the source
- * (two passes, what the engine does) against the fused copy+CRC. */
+ * (two passes, what the engine does) against the fused copy+CRC. range(1) = 0: the same
+ * source every time (in L1/L2); otherwise a ring of that many sources (4096 x 4 KiB: past
+ * L2, in L3), as when the other core wrote the frame; the target (an MR) stays warm. */
+struct CopyBufs {
+    std::vector<uint8_t> src, dst;
+    size_t len, n;
+    explicit CopyBufs(const benchmark::State &st)
+        : len(static_cast<size_t>(st.range(0))), n(st.range(1) ? st.range(1) : 1) {
+        src.assign(n * len, 0x5A);
+        dst.assign(len, 0);
+    }
+};
 void BM_CopyThenCrc(benchmark::State &st) {
-    std::vector<uint8_t> src(static_cast<size_t>(st.range(0)), 0x5A), dst(src.size());
+    CopyBufs b(st);
+    size_t i = 0;
     for (auto _ : st) {
-        std::memcpy(dst.data(), src.data(), src.size());
-        benchmark::DoNotOptimize(crc32_eth(src.data(), src.size()));
+        const uint8_t *src = b.src.data() + i * b.len;
+        std::memcpy(b.dst.data(), src, b.len);
+        benchmark::DoNotOptimize(crc32_eth(src, b.len));
         benchmark::ClobberMemory();
+        i = i + 1 == b.n ? 0 : i + 1;
     }
-    st.SetBytesProcessed(static_cast<int64_t>(st.iterations() * src.size()));
+    st.SetBytesProcessed(static_cast<int64_t>(st.iterations() * b.len));
 }
-BENCHMARK(BM_CopyThenCrc)->Arg(1024)->Arg(4096);
+BENCHMARK(BM_CopyThenCrc)->ArgsProduct({{1024, 4096}, {0}})->Args({4096, 4096});
 void BM_CopyCrcFused(benchmark::State &st) {
-    std::vector<uint8_t> src(static_cast<size_t>(st.range(0)), 0x5A), dst(src.size());
+    CopyBufs b(st);
+    size_t i = 0;
     for (auto _ : st) {
-        benchmark::DoNotOptimize(crc32_eth_copy(dst.data(), src.data(), src.size()));
+        benchmark::DoNotOptimize(crc32_eth_copy(b.dst.data(), b.src.data() + i * b.len, b.len));
         benchmark::ClobberMemory();
+        i = i + 1 == b.n ? 0 : i + 1;
     }
-    st.SetBytesProcessed(static_cast<int64_t>(st.iterations() * src.size()));
+    st.SetBytesProcessed(static_cast<int64_t>(st.iterations() * b.len));
 }
-BENCHMARK(BM_CopyCrcFused)->Arg(1024)->Arg(4096);
+BENCHMARK(BM_CopyCrcFused)->ArgsProduct({{1024, 4096}, {0}})->Args({4096, 4096});
 
 /* A chained 4096-byte payload as memif hands it (2 KiB segments) plus the pad: the
  * headers, three spans, two crc32_combine per span. */

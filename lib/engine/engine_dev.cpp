@@ -1282,12 +1282,6 @@ wire::ParseResult Shard::parse_chain(rte_mbuf *m, wire::ParsedPacket &pp, wire::
         if (a < b)
             pay[npay++] = {d + (a - lo), b - a};
     }
-    uint8_t ib[wire::kIcrcLen];
-    const uint8_t *ip = static_cast<const uint8_t *>(
-        rte_pktmbuf_read(m, crc_end, static_cast<uint32_t>(wire::kIcrcLen), ib));
-    if (ip == nullptr)
-        return wire::ParseResult::TooShort;
-    pp.icrc = wire::icrc_load(ip);
     /* Payload bytes inside the first segment, if any, come first. */
     if (pay_lo < contig) {
         const uint32_t e = pay_hi < contig ? pay_hi : contig;
@@ -1298,9 +1292,18 @@ wire::ParseResult Shard::parse_chain(rte_mbuf *m, wire::ParsedPacket &pp, wire::
     }
     const uint32_t first_end = contig < crc_end ? contig : crc_end;
     const size_t l3_len = first_end - pp.l3_off;
-    if ((pp.rocev1
-             ? wire::icrc_v1_compute_segments(p + pp.l3_off, l3_len, crc, ncrc)
-             : wire::icrc_compute_segments(p + pp.l3_off, l3_len, crc, ncrc, pp.ipv6)) != pp.icrc)
+    const uint32_t icrc =
+        pp.rocev1 ? wire::icrc_v1_compute_segments(p + pp.l3_off, l3_len, crc, ncrc)
+                  : wire::icrc_compute_segments(p + pp.l3_off, l3_len, crc, ncrc, pp.ipv6);
+    /* The trailer after the CRC pass, which streams the frame up to it (loaded first, a
+     * frame another core wrote paid a demand miss there before the fold began). */
+    uint8_t ib[wire::kIcrcLen];
+    const uint8_t *ip = static_cast<const uint8_t *>(
+        rte_pktmbuf_read(m, crc_end, static_cast<uint32_t>(wire::kIcrcLen), ib));
+    if (ip == nullptr)
+        return wire::ParseResult::TooShort;
+    pp.icrc = wire::icrc_load(ip);
+    if (icrc != pp.icrc)
         return wire::ParseResult::BadIcrc;
     pp.payload_segs = pay;
     pp.payload_nsegs = npay;

@@ -23,6 +23,14 @@ uint32_t icrc_compute(const uint8_t *l3, size_t len, bool ipv6);
  * CRC runs in one pass over contiguous memory. Everything touched is restored. */
 uint32_t icrc_compute_inplace(uint8_t *l3, size_t len, bool ipv6);
 
+/* Read-only ICRC of a contiguous frame, for RX: one pass of the fastest fold kernel over
+ * [l3 - 8, l3 + len) where it lies (the 8 bytes before l3, the Ethernet header's tail,
+ * must be readable), the 0xFF prefix and the variant-field masks ORed into the first
+ * vectors as they are loaded. Nothing is written to the frame (a shared or zero-copy
+ * buffer stays untouched) and nothing copied but the first 32 bytes. Where no 256/512-bit
+ * fold kernel runs (short frames, older CPUs) it is icrc_compute(). */
+uint32_t icrc_compute_contig(const uint8_t *l3, size_t len, bool ipv6);
+
 /* Reference implementation (plain table CRC, no DPDK, no length limit): for tests and
  * for frames longer than kIcrcMaxLen, which icrc_compute() hands to it. */
 uint32_t icrc_compute_reference(const uint8_t *l3, size_t len, bool ipv6);
