@@ -49,15 +49,20 @@ DROCE_SMALL_TARGET inline __m128i ld(const uint8_t *p) {
     return _mm_loadu_si128(reinterpret_cast<const __m128i *>(p));
 }
 
-/* Masked = true: every 16-byte block read at message offset o is first ORed with the 16
- * bytes at mask + o (the ICRC's ones over the variant header fields), so the frame is
- * never written; mask holds len + 16 readable bytes. */
+/* The 16-byte block at message offset o. Masked = true: the message is the ICRC's 8-byte
+ * prefix (not read: the mask's ones) and then p[0..len-8); the block is ORed with the 16
+ * bytes at mask + o (the ones over the variant header fields), so the frame is never
+ * written, and nothing before p is read (a block reaching into the prefix is p's first
+ * 16 bytes moved up, zeros in front). mask holds len + 16 readable bytes. */
 template <bool Masked>
 DROCE_SMALL_TARGET inline __m128i block(const uint8_t *p, const uint8_t *mask, size_t o) {
-    if constexpr (Masked)
-        return _mm_or_si128(ld(p + o), ld(mask + o));
-    else
+    if constexpr (Masked) {
+        const __m128i v =
+            o >= 8 ? ld(p + (o - 8)) : _mm_shuffle_epi8(ld(p), ld(kShift + 16 - (8 - o)));
+        return _mm_or_si128(v, ld(mask + o));
+    } else {
         return ld(p + o);
+    }
 }
 
 /* (A lambda here would not be inlined: it lacks the target attribute.) */
@@ -131,7 +136,7 @@ DROCE_SMALL_TARGET uint32_t crc32_small(const uint8_t *p, size_t len) {
 }
 
 DROCE_SMALL_TARGET uint32_t icrc_small(const uint8_t *l3, size_t len, bool ipv6) {
-    return crc32_small_t<true>(l3 - 8, len + 8, ipv6 ? kMask6.b : kMask4.b);
+    return crc32_small_t<true>(l3, len + 8, ipv6 ? kMask6.b : kMask4.b);
 }
 
 } // namespace droce::wire

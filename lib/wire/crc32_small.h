@@ -20,8 +20,8 @@ uint32_t crc32_small(const uint8_t *p, size_t len);
 
 /* The RoCEv2 ICRC (wire_icrc.h) of the frame at l3 with len bytes from the IP header up
  * to the ICRC, kCrcSmallMin <= len + 8 < kCrcSmallMax, IPv4 or IPv6 (not RoCEv1): the
- * 8 bytes before l3 (the end of the Ethernet header) are read as the 0xFF prefix and the
- * variant fields masked in registers, so the frame is only read, where
+ * 0xFF prefix and the variant fields are applied in registers, so only [l3, l3 + len) is
+ * read and nothing written, where
  * icrc_compute_inplace's byte stores made the CRC's 16-byte loads of the same lines wait
  * (store forwarding fails on a load that spans several smaller stores). The CPU needs
  * what crc32_small needs. */
