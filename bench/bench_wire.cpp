@@ -127,7 +127,7 @@ BENCHMARK(BM_BuildWriteMiddle1K);
 } // namespace
 
 /* One CRC-32 kernel over len bytes in cache: range(0) = CrcKernel (1 DPDK, 2 128-bit
- * fold, 3 256-bit fold, 4 512-bit), range(1) = len. */
+ * fold, 3 256-bit fold, 4 512-bit, 5 short-run), range(1) = len. */
 void BM_Crc32Kernel(benchmark::State &st) {
     const auto k = static_cast<CrcKernel>(st.range(0));
     std::vector<uint8_t> b(static_cast<size_t>(st.range(1)), 0x5A);
@@ -142,6 +142,8 @@ void BM_Crc32Kernel(benchmark::State &st) {
     st.SetBytesProcessed(static_cast<int64_t>(st.iterations() * b.size()));
 }
 BENCHMARK(BM_Crc32Kernel)->ArgsProduct({{1, 2, 3, 4}, {128, 256, 512, 1024, 4096}});
+/* rte_net_crc vs the short-run kernel (5) at a 64 B WRITE's ICRC (128), an ACK's (52). */
+BENCHMARK(BM_Crc32Kernel)->ArgsProduct({{1, 5}, {52, 128, 256}});
 
 /* RX placement of one MTU-4096 payload: memcpy into the target then CRC over the source
  * (two passes, what the engine does) against the fused copy+CRC. range(1) = 0: the same

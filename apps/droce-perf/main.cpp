@@ -147,6 +147,7 @@ SideConfig side_config(const Options &opt, bool client, std::string prefix) {
     c.iters = opt.run_infinitely ? UINT32_MAX : opt.iters;
     c.num_qps = opt.num_qps;
     c.tx_depth = opt.tx_depth;
+    c.cq_mod = opt.cq_mod;
     c.rx_depth = opt.rx_depth;
     c.out_reads = opt.out_reads;
     c.gid_idx = opt.gid_idx;

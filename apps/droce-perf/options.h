@@ -42,6 +42,7 @@ struct Options : app::DeviceOptions {
     uint32_t tx_depth = 128;                         /**< -t */
     uint32_t rx_depth = 512;                         /**< -r */
     uint32_t post_list = 1;                          /**< -l (accepted) */
+    uint32_t cq_mod = 100; /**< -Q: bw tests signal every cq_mod-th WR (perftest's default) */
     bool report_gbits = false;                       /**< --report_gbits */
     bool out_json = false;                           /**< --out_json */
     std::string out_json_file = "perftest_out.json"; /**< --out_json_file */

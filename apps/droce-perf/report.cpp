@@ -95,9 +95,13 @@ BwReport compute_bw(const Options &opt, const Side &s) {
     r.bw_peak = r.bw_avg;
     // Peak: the best window of tx_depth x qps consecutive completions.
     if (tc.size() == r.iters && r.iters >= 2) {
-        // One window = what all QPs keep in flight.
+        // One window = what all QPs keep in flight, in whole -Q batches: a batch's
+        // completions share one timestamp, and a window cutting one would count its
+        // messages with no time for them.
+        const size_t mod = std::max<size_t>(1, opt.cq_mod);
         const size_t w = std::max<size_t>(
-            1, std::min<size_t>(size_t{opt.tx_depth} * opt.num_qps, tc.size() - 1));
+            1, std::min<size_t>((size_t{opt.tx_depth} * opt.num_qps + mod - 1) / mod * mod,
+                                tc.size() - 1));
         for (size_t i = w; i < tc.size(); i += w) {
             const double dt = (tc[i] - tc[i - w]) / 1e9;
             if (dt > 0)

@@ -40,6 +40,9 @@ struct SideConfig {
     uint32_t iters = 1000;     /**< per QP */
     uint32_t num_qps = 1;
     uint32_t tx_depth = 128;
+    /** bw clients: every cq_mod-th WR of a QP (and its last) is signaled, and its
+     * completion accounts for the cq_mod WRs up to it (perftest's -Q). */
+    uint32_t cq_mod = 1;
     uint32_t rx_depth = 512;
     uint32_t out_reads = 16;
     int gid_idx = 1;

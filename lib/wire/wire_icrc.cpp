@@ -4,7 +4,6 @@
 #define ALLOW_EXPERIMENTAL_API
 #endif
 #include "wire_icrc.h"
-#include "wire_icrc_small.h"
 
 #include <array>
 #include <cstring>
@@ -17,6 +16,7 @@ extern "C" {
 }
 
 #include "crc32_fold.h"
+#include "crc32_small.h"
 #include "crc32_vpclmul.h"
 #include "wire_headers.h"
 
@@ -400,6 +400,10 @@ bool have_pclmul() {
     static const bool yes = __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse4.1");
     return yes;
 }
+bool have_pclmul_ssse3() {
+    static const bool yes = have_pclmul() && __builtin_cpu_supports("ssse3");
+    return yes;
+}
 bool have_vpclmul256() {
     static const bool yes =
         have_pclmul() && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("vpclmulqdq");
@@ -417,6 +421,10 @@ constexpr size_t kAutoFoldMin = 512;
 constexpr size_t kAuto512Min = 2048;
 uint32_t crc32_eth_kernel(const uint8_t *p, size_t len, CrcKernel k) {
     crc_init_once();
+    /* Short runs (small messages' frames, ACKs): rte_net_crc's serial chain costs ~2x. */
+    if ((k == CrcKernel::Auto || k == CrcKernel::Small) && len < kAutoFoldMin &&
+        len >= kCrcSmallMin && have_pclmul_ssse3())
+        return crc32_small(p, len);
     if (k == CrcKernel::Auto)
         k = len < kAutoFoldMin                        ? CrcKernel::Dpdk
             : len >= kAuto512Min && have_vpclmul512() ? CrcKernel::Fold512
@@ -442,6 +450,8 @@ bool crc_kernel_available(CrcKernel k) {
         return have_vpclmul256();
     case CrcKernel::Fold128:
         return have_pclmul();
+    case CrcKernel::Small:
+        return have_pclmul_ssse3();
     default:
         return true;
     }
@@ -587,8 +597,10 @@ uint32_t icrc_compute_inplace(uint8_t *l3, size_t len, bool ipv6) {
     const size_t hlen = ip_len(ipv6) + kUdpLen + kBthLen;
     if (len < hlen)
         return 0;
-    if (len <= kIcrcSmallInplaceMax) /* a stack copy is cheaper than the stalls */
-        return icrc_compute_small(l3, len, ipv6);
+    if (len + 8 < kCrcSmallMax && have_pclmul_ssse3()) { /* small frames: masked as read */
+        crc_init_once();
+        return icrc_small(l3, len, ipv6);
+    }
     uint8_t *udp = l3 + ip_len(ipv6);
     uint8_t saved_prefix[8];
     uint8_t saved_ip[12];
@@ -637,13 +649,23 @@ uint32_t icrc_compute_contig(const uint8_t *l3, size_t len, bool ipv6) {
 }
 
 uint32_t icrc_compute(const uint8_t *l3, size_t len, bool ipv6) {
-    /* Small frames: one copy to the stack and one CRC pass beat two CRC calls plus a
-     * combine (bench_engine WireToCompletion/64); the copy is masked in vector
-     * registers (wire_icrc_small.h). Larger ones: masked headers on the stack, the rest
-     * CRC'd where it lies, joined by crc32_combine. */
+    /* Short frames: read in place with the masks applied in registers (crc32_small.h).
+     * Up to 1 KiB: one copy to the stack and one CRC pass beat two CRC calls plus a
+     * combine (bench_engine WireToCompletion/64). Larger ones: masked headers on the
+     * stack, the rest CRC'd where it lies, joined by crc32_combine. */
+    constexpr size_t kCopyMax = 1024;
     const size_t hlen = ip_len(ipv6) + kUdpLen + kBthLen;
-    if (len >= hlen && len <= kIcrcSmallMax)
-        return icrc_compute_small(l3, len, ipv6);
+    if (len >= hlen && len + 8 < kCrcSmallMax && have_pclmul_ssse3()) { /* no copy */
+        crc_init_once();
+        return icrc_small(l3, len, ipv6);
+    }
+    if (len >= hlen && len <= kCopyMax) {
+        uint8_t buf[8 + kCopyMax];
+        std::memset(buf, 0xFF, 8);
+        std::memcpy(buf + 8, l3, len);
+        mask_variant(buf + 8, ipv6);
+        return crc32_eth(buf, 8 + len);
+    }
     return icrc_compute_segments(l3, len, nullptr, 0, ipv6);
 }
 

@@ -63,7 +63,9 @@ uint32_t crc32_eth_copy(uint8_t *dst, const uint8_t *src, size_t len);
 /* crc32_eth with a chosen kernel, for tests and benchmarks: Auto is crc32_eth's own
  * choice; a kernel the CPU lacks (crc_kernel_available) or a length below its minimum
  * falls back to the next slower one. */
-enum class CrcKernel : uint8_t { Auto, Dpdk, Fold128, Fold256, Fold512 };
+/* Small: four-lane 128-bit fold with the head and the last block built in registers
+ * (crc32_small.h), which crc32_eth takes from 32 bytes up to where the others start. */
+enum class CrcKernel : uint8_t { Auto, Dpdk, Fold128, Fold256, Fold512, Small };
 uint32_t crc32_eth_kernel(const uint8_t *p, size_t len, CrcKernel k);
 bool crc_kernel_available(CrcKernel k);
 /* zlib's crc32(crc, ...) over the concatenation of segs[0..nsegs) (empty ones allowed):

@@ -598,7 +598,7 @@ TEST(WireCrc, EveryKernelEveryLengthAndAlignment) {
         c = static_cast<uint8_t>(rng());
     int kernels = 0;
     for (CrcKernel k : {CrcKernel::Auto, CrcKernel::Dpdk, CrcKernel::Fold128, CrcKernel::Fold256,
-                        CrcKernel::Fold512}) {
+                        CrcKernel::Fold512, CrcKernel::Small}) {
         if (!crc_kernel_available(k))
             continue;
         ++kernels;
