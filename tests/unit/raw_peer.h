@@ -122,10 +122,11 @@ struct RawPath {
     uint32_t sq_psn;
     uint8_t timeout; /* local ACK timeout exponent */
     uint32_t access; /* the QP's remote rights */
+    Mtu mtu = Mtu::Mtu1024;
 };
 
-/** Init -> RTR -> RTS toward the raw peer (path MTU 1024, 4 reads / atomics each way,
- * 7 retries). Use under ASSERT_NO_FATAL_FAILURE. */
+/** Init -> RTR -> RTS toward the raw peer (or another droce QP: its QPN and IPv4
+ * address), 4 reads / atomics each way, 7 retries. Use under ASSERT_NO_FATAL_FAILURE. */
 inline void connect_to_peer(QueuePair &qp, const RawPath &p) {
     QpAttr a;
     a.qp_state = QpState::Init;
@@ -133,7 +134,7 @@ inline void connect_to_peer(QueuePair &qp, const RawPath &p) {
     ASSERT_TRUE(qp.modify(a, kQpState | kQpPkeyIndex | kQpPort | kQpAccessFlags));
     a = QpAttr{};
     a.qp_state = QpState::Rtr;
-    a.path_mtu = Mtu::Mtu1024;
+    a.path_mtu = p.mtu;
     a.dest_qp_num = p.dest_qpn;
     a.rq_psn = p.rq_psn;
     a.max_dest_rd_atomic = 4;

@@ -22,6 +22,8 @@
 
 #include <droce/droce.h>
 
+#include "raw_peer.h"
+
 using namespace droce;
 
 namespace {
@@ -34,30 +36,6 @@ std::map<std::string, uint64_t> counter_map(const Device &d) {
     for (const auto &[k, v] : d.counters())
         m[k] = v;
     return m;
-}
-
-Status modify(QueuePair &qp, QpState st, const Gid &dgid, uint32_t dqpn) {
-    QpAttr a;
-    a.qp_state = st;
-    if (st == QpState::Init) {
-        a.qp_access_flags = kAccessLocalWrite | kAccessRemoteWrite;
-        return qp.modify(a, kQpState | kQpPkeyIndex | kQpPort | kQpAccessFlags);
-    }
-    if (st == QpState::Rtr) {
-        a.path_mtu = Mtu::Mtu4096; /* frames above virtio_user's zero-copy threshold */
-        a.dest_qp_num = dqpn;
-        a.rq_psn = 0x10;
-        a.ah_attr.dgid = dgid;
-        a.ah_attr.sgid_index = 1;
-        return qp.modify(a, kQpState | kQpAv | kQpPathMtu | kQpDestQpn | kQpRqPsn |
-                                kQpMaxDestRdAtomic | kQpMinRnrTimer);
-    }
-    a.sq_psn = 0x10;
-    a.timeout = 14;
-    a.retry_cnt = 7;
-    a.rnr_retry = 7;
-    return qp.modify(a, kQpState | kQpSqPsn | kQpTimeout | kQpRetryCnt | kQpRnrRetry |
-                            kQpMaxQpRdAtomic);
 }
 
 struct FreeBuf {
@@ -171,15 +149,13 @@ TEST_F(ZcVirtio, AllocBufIsZeroCopyMallocIsCopied) {
     ia.send_cq = ia.recv_cq = cqv.get();
     auto qv = pv->create_qp(ia);
     ASSERT_TRUE(qv) << qv.status().message();
-    const Gid gu = vuser_->gids()[1].gid, gv = vhost_->gids()[1].gid;
-    ASSERT_TRUE(modify(**qu, QpState::Init, gv, 0));
-    ASSERT_TRUE(modify(**qv, QpState::Init, gu, 0));
-    Status s = modify(**qu, QpState::Rtr, gv, (*qv)->qp_num());
-    ASSERT_TRUE(s) << s.message();
-    s = modify(**qv, QpState::Rtr, gu, (*qu)->qp_num());
-    ASSERT_TRUE(s) << s.message();
-    ASSERT_TRUE(modify(**qu, QpState::Rts, gv, 0));
-    ASSERT_TRUE(modify(**qv, QpState::Rts, gu, 0));
+    /* Path MTU 4096: frames above virtio_user's zero-copy threshold. */
+    const uint32_t ip_u = 0x0A510002, ip_v = 0x0A510001; /* 10.81.0.2, 10.81.0.1 */
+    const uint32_t access = kAccessLocalWrite | kAccessRemoteWrite;
+    ASSERT_NO_FATAL_FAILURE(droce::test::connect_to_peer(
+        **qu, {(*qv)->qp_num(), ip_v, 0x10, 0x10, 14, access, Mtu::Mtu4096}));
+    ASSERT_NO_FATAL_FAILURE(droce::test::connect_to_peer(
+        **qv, {(*qu)->qp_num(), ip_u, 0x10, 0x10, 14, access, Mtu::Mtu4096}));
 
     /* One signaled 64 KiB WRITE from `src` (MR `lkey`) to dst + off. */
     auto write = [&](const uint8_t *src, uint32_t lkey, size_t off) {
