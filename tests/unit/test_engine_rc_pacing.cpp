@@ -22,6 +22,7 @@
 #include "device_options.h"
 #include "net.h"
 #include "raw_peer.h"
+#include "raw_peer_write.h"
 #include "wire_packet.h"
 
 using namespace droce;
@@ -126,27 +127,9 @@ class RcPacing : public ::testing::Test {
     }
     /* A 64-byte RDMA WRITE ONLY from the peer into buf. */
     std::vector<uint8_t> write_frame(uint32_t psn, bool ack_req) {
-        static const uint8_t payload[64] = {1, 2, 3};
-        const wire::FrameSpec::Seg seg{payload, sizeof payload};
-        wire::FrameSpec s{};
-        std::memcpy(s.eth.dst, kDevMac, 6);
-        std::memcpy(s.eth.src, kPeerMac, 6);
-        wire::gid_from_ipv4(kPeerIp, s.src_gid);
-        wire::gid_from_ipv4(kDevIp, s.dst_gid);
-        s.ttl = 64;
-        s.udp_sport = 0xC125;
-        s.bth.opcode = wire::kRcWriteOnly;
-        s.bth.pkey = 0xFFFF;
-        s.bth.dest_qp = qp->qp_num();
-        s.bth.psn = psn;
-        s.bth.ack_req = ack_req;
-        s.reth = {reinterpret_cast<uint64_t>(buf.data()) + 64 * (psn & 15), mr->rkey(), 64};
-        s.segs = &seg;
-        s.nsegs = 1;
-        s.payload_len = sizeof payload;
-        std::vector<uint8_t> f(wire::frame_len(s));
-        f.resize(wire::build_frame(s, f.data(), f.size()));
-        return f;
+        return test::peer_write_frame({kDevMac, kPeerMac, kPeerIp, kDevIp, 0xC125}, qp->qp_num(),
+                                      psn, ack_req, reinterpret_cast<uint64_t>(buf.data()),
+                                      mr->rkey());
     }
 
     /* A WRITE, then `dups` duplicates of it (AckReq set), one per two polls: the ACKs
