@@ -4,6 +4,7 @@
  * rings in worker mode, or the QP itself in embedded mode. */
 #include <chrono>
 #include <cstring>
+#include <type_traits>
 
 #include <rte_errno.h>
 #include <rte_ring.h>
@@ -205,7 +206,7 @@ class QpImpl final : public QueuePair {
         if (rt_.embedded()) {
             Status s = qp_->post_send(wr);
             if (s)
-                dev_.touch(*ctx_);
+                dev_.posted(*ctx_);
             return s;
         }
         /* Worker mode: check here what can be checked here, so that the caller gets
@@ -249,8 +250,12 @@ class QpImpl final : public QueuePair {
             s = post_one(wrs[i]);
         if (!s)
             --i;
-        if (i != 0)
-            dev_.touch(*ctx_);
+        if (i != 0) {
+            if constexpr (std::is_same_v<Wr, SendWr>)
+                dev_.posted(*ctx_); /* a reply may go with the ACK it answers at once */
+            else
+                dev_.touch(*ctx_);
+        }
         if (bad_index)
             *bad_index = i;
         return s;

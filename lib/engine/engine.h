@@ -79,6 +79,7 @@ inline constexpr uint32_t kDoorbellSrq = 0x80000000u;
     X(tx_handoff)           /* frames given to the shard that owns the single TX queue */          \
     X(tx_handoff_full)      /* ... refused by that ring: kept queued, retried */                   \
     X(tx_ack_held)          /* ACKs held one poll to leave with the next post */                   \
+    X(tx_ack_answered)      /* ... sent by the post that answered them, not at the next poll */    \
     X(rx_handoff)           /* packets for a QP of another worker, passed to it over a ring */     \
     X(rx_drop_handoff_full) /* ... and dropped: that worker's ring was full */                     \
     X(doorbells)            /* QPs and SRQs woken by the application (worker mode) */              \
@@ -356,6 +357,9 @@ class Shard final : public rc::TxPort, public rc::AsyncEventSink {
     template <bool Cap> void rx_one_t(rte_mbuf *m, uint64_t now);
     /** Offers the TX queue to the port; frames it refuses stay queued, in order. */
     uint32_t flush_tx();
+    /** Embedded mode, the application just posted to a QP whose ACK is held: what the
+     * next poll would send first (the ready QPs, held ACKs ahead) leaves now instead. */
+    void answer_held(uint64_t now);
     /** After anything touched a QP (packet, posted WR, timer, modify): ready list,
      * timer and the retired counts the application side reads. */
     void schedule(QpCtx &q);
@@ -628,6 +632,9 @@ class Dev final {
     uint16_t udp_sport_for(uint32_t dst_ip, uint32_t dest_qpn, uint16_t fallback) const;
     /** Schedules q on its worker (after a control call or an embedded-mode post). */
     void touch(QpCtx &q) { shards_[q.worker]->schedule(q); }
+    /** An embedded-mode post: touch(q), and when q's ACK is held the reply and that ACK
+     * leave now (Shard::answer_held, engine_ack_hold.cpp). */
+    void posted(QpCtx &q);
     /** The oldest pending asynchronous event (any thread). */
     bool next_event(EngineEvent *ev);
     /** Per live QP of worker w: its QPN and a one-line state summary. On worker w. */

@@ -6,7 +6,12 @@
  * then leaves in the same rte_eth_tx_burst as the ACK, which in ping-pong halves the
  * bursts on the link. An ACK waits for at most one poll: a held QP is served first in the
  * next serve_ready, whatever it has then, and is never held twice in a row. NAKs, READ
- * responses and data never wait (Qp::ack_only_tx_work). */
+ * responses and data never wait (Qp::ack_only_tx_work).
+ *
+ * Embedded mode goes one step further: the post that answers a held ACK (a post to the
+ * held QP itself) sends at once what the next poll would have sent first, so the reply
+ * does not wait for the application's loop to come back into the engine. The frames and
+ * their order are those of that next poll; only the hand-off is shorter. */
 #include "engine.h"
 
 namespace droce::engine {
@@ -36,6 +41,21 @@ void Shard::ack_release() {
     nready_ += nheld_;
     held_head_ = held_tail_ = nullptr;
     nheld_ = 0;
+}
+
+void Shard::answer_held(uint64_t now) {
+    ++ec.tx_ack_answered;
+    serve_ready(now);
+    flush_tx();
+}
+
+void Dev::posted(QpCtx &q) {
+    Shard &s = *shards_[q.worker];
+    s.schedule(q);
+    /* Only a post to the held QP: any other post waits for the next poll as before, so
+     * a stream of posts still leaves in bursts (after the first, nothing is held). */
+    if (q.ack_held) [[unlikely]]
+        s.answer_held(rt_.now_ns());
 }
 
 } // namespace droce::engine

@@ -213,6 +213,91 @@ TEST_F(AckHold, AckLeavesWithThePostedReply) {
     EXPECT_EQ(got[1].psn, kSqPsn);
 }
 
+/* Embedded mode: the post that answers a held ACK sends the ACK and the reply at once,
+ * without waiting for the next poll (Dev::posted); the frames and their order are those
+ * the next poll would have sent. */
+TEST_F(AckHold, PostToTheHeldQpSendsAtOnce) {
+    const uint64_t ans0 = device_counter(*dev, "tx_ack_answered");
+    ASSERT_NO_FATAL_FAILURE(inject({write_frame(kRqPsn, true)}));
+    engine->poll();
+    EXPECT_TRUE(receive().empty()) << "held for one poll";
+    ASSERT_NO_FATAL_FAILURE(post_write());
+    auto got = receive(); /* no poll in between */
+    ASSERT_EQ(got.size(), 2u) << "the reply and the ACK wait for no poll";
+    EXPECT_EQ(got[0].opcode, wire::kRcAcknowledge);
+    EXPECT_EQ(got[0].syndrome, kAck);
+    EXPECT_EQ(got[0].psn, kRqPsn);
+    EXPECT_EQ(got[1].opcode, wire::kRcWriteOnly);
+    EXPECT_EQ(got[1].psn, kSqPsn);
+    EXPECT_EQ(device_counter(*dev, "tx_ack_answered") - ans0, 1u);
+    /* Nothing held any more: a second post waits for the poll, as any post does. */
+    ASSERT_NO_FATAL_FAILURE(post_write());
+    EXPECT_TRUE(receive().empty());
+    engine->poll();
+    got = receive();
+    ASSERT_EQ(got.size(), 1u);
+    EXPECT_EQ(got[0].opcode, wire::kRcWriteOnly);
+    EXPECT_EQ(got[0].psn, kSqPsn + 1);
+    EXPECT_EQ(device_counter(*dev, "tx_ack_answered") - ans0, 1u);
+}
+
+/* A post to another QP while this one's ACK is held does not send anything early: the
+ * ACK keeps its one-poll hold and leaves at the next poll, with the other QP's WRITE. */
+TEST_F(AckHold, PostToAnotherQpWaitsForThePoll) {
+    QpInitAttr qa;
+    qa.send_cq = scq.get();
+    qa.recv_cq = rcq.get();
+    auto q2 = pd->create_qp(qa);
+    ASSERT_TRUE(q2) << q2.status().message();
+    ASSERT_NO_FATAL_FAILURE(to_rts(**q2, kPeerQpn + 1));
+    for (int i = 0; i < 4; ++i)
+        engine->poll();
+    receive();
+    const uint64_t ans0 = device_counter(*dev, "tx_ack_answered");
+    ASSERT_NO_FATAL_FAILURE(inject({write_frame(kRqPsn, true)}));
+    engine->poll();
+    EXPECT_TRUE(receive().empty());
+    SendWr w;
+    w.wr_id = 2;
+    w.opcode = WrOpcode::RdmaWrite;
+    w.sg_list[0] = Sge{reinterpret_cast<uint64_t>(buf.data()), 64, mr->lkey()};
+    w.num_sge = 1;
+    w.remote_addr = 0x10000;
+    w.rkey = 0x1234;
+    ASSERT_TRUE((*q2)->post_send(w));
+    EXPECT_TRUE(receive().empty()) << "another QP's post sent the held ACK early";
+    engine->poll();
+    const auto got = receive();
+    ASSERT_EQ(got.size(), 2u);
+    EXPECT_EQ(got[0].opcode, wire::kRcAcknowledge) << "the held QP is served first";
+    EXPECT_EQ(got[0].psn, kRqPsn);
+    EXPECT_EQ(got[1].opcode, wire::kRcWriteOnly);
+    EXPECT_EQ(device_counter(*dev, "tx_ack_answered"), ans0);
+}
+
+/* A chain posted to the held QP answers it too, with the whole chain. */
+TEST_F(AckHold, PostedChainToTheHeldQpSendsAtOnce) {
+    ASSERT_NO_FATAL_FAILURE(inject({write_frame(kRqPsn, true)}));
+    engine->poll();
+    EXPECT_TRUE(receive().empty());
+    SendWr w[2];
+    for (int i = 0; i < 2; ++i) {
+        w[i].wr_id = 10 + static_cast<uint64_t>(i);
+        w[i].opcode = WrOpcode::RdmaWrite;
+        w[i].sg_list[0] = Sge{reinterpret_cast<uint64_t>(buf.data()), 64, mr->lkey()};
+        w[i].num_sge = 1;
+        w[i].remote_addr = 0x10000;
+        w[i].rkey = 0x1234;
+    }
+    uint32_t bad = 99;
+    ASSERT_TRUE(qp->post_send(w, 2, &bad));
+    const auto got = receive();
+    ASSERT_EQ(got.size(), 3u);
+    EXPECT_EQ(got[0].opcode, wire::kRcAcknowledge);
+    EXPECT_EQ(got[1].psn, kSqPsn);
+    EXPECT_EQ(got[2].psn, kSqPsn + 1);
+}
+
 /* What the application posted since the last poll leaves before that poll's RX burst is
  * read (the reply is not behind it); the ACK the burst then owes waits one poll. */
 TEST_F(AckHold, PostedDataLeavesBeforeTheRxBurst) {
