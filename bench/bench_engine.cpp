@@ -11,6 +11,11 @@
  *  - PacerPerPacket: that per-packet pacer path alone (lib/cc Pacer + Rp), 1 KB frames
  *    at 10 Gb/s with the clock advancing one frame time per packet.
  *  - IdlePoll: one embedded-mode iteration (Runtime::poll_once) with nothing to do.
+ *  - PingPong: one round trip of 64 B SENDs between A and B, each side answering the
+ *    message it received (its ACK held, Shard's ACK hold), every poll of both sides
+ *    and the reposted receive included: two hops of droce's own work with a free link.
+ *    Arg 0: the answer is scheduled and a poll sends it (Dev::touch, as before);
+ *    Arg 1: the post sends it with the held ACK at once (Dev::posted, embedded mode).
  * Draining (ACKs, completions, reposting receives) runs with the timer paused every
  * kBatch iterations. Run with --benchmark_repetitions=5 (the default here) for
  * min/median/max. */
@@ -271,6 +276,73 @@ void BM_WireToCompletion(benchmark::State &state) {
     state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * len);
 }
 
+void post_recvs_into(rc::Qp &q, int n, std::vector<uint8_t> &buf, uint32_t key) {
+    for (int i = static_cast<int>(q.recv_queue_depth()); i < n; ++i) {
+        RecvWr r;
+        r.sg_list[0] = Sge{reinterpret_cast<uint64_t>(buf.data()), 65536, key};
+        r.num_sge = 1;
+        q.post_recv(r);
+    }
+}
+
+/* One side of the ping-pong: polls dev until cq has the receive completion, then
+ * reposts the receive and answers with a SEND from q. */
+bool pong(engine::Dev &dev, engine::CqCtx &cq, engine::QpCtx &q, const SendWr &w, bool answer,
+          std::vector<uint8_t> &buf, uint32_t key) {
+    Wc wc[4];
+    uint32_t work;
+    int got = 0;
+    for (int spins = 0; got == 0; ++spins) {
+        if (spins == 1000000)
+            return false;
+        dev.poll(g->rt->now_ns(), &work);
+        got = cq.poll(wc, 4);
+    }
+    post_recvs_into(*q.qp, 4, buf, key);
+    if (!q.qp->post_send(w).is_ok())
+        return false;
+    if (answer) {
+        dev.posted(q);
+    } else {
+        dev.touch(q);
+        dev.poll(g->rt->now_ns(), &work);
+    }
+    return true;
+}
+
+void BM_PingPong(benchmark::State &state) {
+    const bool answer = state.range(0) != 0;
+    SendWr w;
+    w.opcode = WrOpcode::Send;
+    w.send_flags = 0; /* unsignaled: the CQs hold the receives only */
+    w.sg_list[0] = Sge{reinterpret_cast<uint64_t>(g->bufa.data()), 64, g->keya};
+    w.num_sge = 1;
+    SendWr wb = w;
+    wb.sg_list[0] = Sge{reinterpret_cast<uint64_t>(g->bufb.data()), 64, g->keyb};
+    /* A's receives land in bufa (it has local write on it). */
+    post_recvs_into(*g->qb->qp, 4, g->bufb, g->keyb);
+    post_recvs_into(*g->qa->qp, 4, g->bufa, g->keya);
+    uint32_t work;
+    /* The first message: A starts. */
+    g->qa->qp->post_send(w);
+    g->a->touch(*g->qa);
+    g->a->poll(g->rt->now_ns(), &work);
+    for (auto _ : state) {
+        if (!pong(*g->b, *g->bcq, *g->qb, wb, answer, g->bufb, g->keyb) ||
+            !pong(*g->a, *g->acq, *g->qa, w, answer, g->bufa, g->keya)) {
+            state.SkipWithError("ping-pong stalled");
+            break;
+        }
+    }
+    /* B answers the last message; A takes it: nothing left in flight. */
+    for (int i = 0; i < 64; ++i) {
+        g->rt->poll_once();
+        Wc wc[8];
+        g->acq->poll(wc, 8);
+        g->bcq->poll(wc, 8);
+    }
+}
+
 /* The fixed cost of one embedded-mode iteration with nothing to do (mailbox check, clock
  * read, both devices' empty RX bursts, timer check): what a ping-pong pays per spin while
  * it waits for the peer, so it adds to the latency and takes from small-message rates. */
@@ -297,6 +369,11 @@ int main(int argc, char **argv) {
         ->ComputeStatistics("min", stat_min)
         ->ComputeStatistics("max", stat_max);
     benchmark::RegisterBenchmark("IdlePoll", BM_IdlePoll)
+        ->ComputeStatistics("min", stat_min)
+        ->ComputeStatistics("max", stat_max);
+    benchmark::RegisterBenchmark("PingPong", BM_PingPong)
+        ->Arg(0)
+        ->Arg(1)
         ->ComputeStatistics("min", stat_min)
         ->ComputeStatistics("max", stat_max);
     for (auto *b : {benchmark::RegisterBenchmark("PostToWire", BM_PostToWire),
