@@ -8,10 +8,10 @@
  * next serve_ready, whatever it has then, and is never held twice in a row. NAKs, READ
  * responses and data never wait (Qp::ack_only_tx_work).
  *
- * Embedded mode goes one step further: the post that answers a held ACK (a post to the
- * held QP itself) sends at once what the next poll would have sent first, so the reply
- * does not wait for the application's loop to come back into the engine. The frames and
- * their order are those of that next poll; only the hand-off is shorter. */
+ * Embedded mode with one worker goes one step further: the post that answers a held ACK (a
+ * post to the held QP itself) sends at once what the next poll would have sent first, so the
+ * reply does not wait for the application's loop to come back into the engine. The frames
+ * and their order are those of that next poll; only the hand-off is shorter. */
 #include "engine.h"
 
 namespace droce::engine {
@@ -53,8 +53,10 @@ void Dev::posted(QpCtx &q) {
     Shard &s = *shards_[q.worker];
     s.schedule(q);
     /* Only a post to the held QP: any other post waits for the next poll as before, so
-     * a stream of posts still leaves in bursts (after the first, nothing is held). */
-    if (q.ack_held) [[unlikely]]
+     * a stream of posts still leaves in bursts (after the first, nothing is held). One
+     * worker only: with several, a worker's poll runs under its lock (control calls from
+     * other threads), and TX outside it could meet one of those on the same queue. */
+    if (q.ack_held && rt_.workers() == 1) [[unlikely]]
         s.answer_held(rt_.now_ns());
 }
 

@@ -38,8 +38,12 @@ struct Frame {
 
 class AckHold : public ::testing::Test {
   protected:
+    /* Embedded, one worker; AckHoldTwoWorkers overrides it. */
+    virtual std::unique_ptr<Engine> make_engine() {
+        return droce::test::embedded_engine("test_engine_ack_hold");
+    }
     void SetUp() override {
-        engine = droce::test::embedded_engine("test_engine_ack_hold");
+        engine = make_engine();
         ASSERT_TRUE(engine);
         auto ports = engine->create_ring_pair();
         ASSERT_TRUE(ports);
@@ -60,8 +64,8 @@ class AckHold : public ::testing::Test {
         receive();
 
         pd = std::move(*dev->alloc_pd());
-        scq = std::move(*dev->create_cq(64));
-        rcq = std::move(*dev->create_cq(64));
+        scq = std::move(*dev->create_cq(64, 0)); /* one worker for both (AckHoldTwoWorkers) */
+        rcq = std::move(*dev->create_cq(64, 0));
         buf.assign(64 << 10, 0);
         auto m = pd->reg_mr(buf.data(), buf.size(), kAccessLocalWrite | kAccessRemoteWrite);
         ASSERT_TRUE(m) << m.status().message();
@@ -296,6 +300,44 @@ TEST_F(AckHold, PostedChainToTheHeldQpSendsAtOnce) {
     EXPECT_EQ(got[0].opcode, wire::kRcAcknowledge);
     EXPECT_EQ(got[1].psn, kSqPsn);
     EXPECT_EQ(got[2].psn, kSqPsn + 1);
+}
+
+/* Embedded mode with two workers: a worker's poll runs under its lock, so the post does
+ * not send (Dev::posted); the held ACK and the reply leave at the next poll, as before. */
+class AckHoldTwoWorkers : public AckHold {
+  protected:
+    std::unique_ptr<Engine> make_engine() override {
+        static const char *args[] = {
+            "test_engine_ack_hold", "--no-huge", "-m",   "512",         "--no-pci",
+            "--no-shconf",          "-l",        "0",    "--log-level", "*:warning",
+            "--no-telemetry",       "--",        nullptr};
+        EngineOptions o;
+        o.embedded = true;
+        o.workers = 2;
+        o.mbufs = 4095;
+        o.log_level = "warn";
+        int consumed = 0;
+        auto e = Engine::create(12, const_cast<char **>(args), &consumed, o);
+        EXPECT_TRUE(e) << e.status().message();
+        return e ? std::move(*e) : nullptr;
+    }
+};
+
+TEST_F(AckHoldTwoWorkers, PostToTheHeldQpWaitsForThePoll) {
+    const uint64_t ans0 = device_counter(*dev, "tx_ack_answered");
+    ASSERT_NO_FATAL_FAILURE(inject({write_frame(kRqPsn, true)}));
+    engine->poll();
+    EXPECT_TRUE(receive().empty()) << "held for one poll";
+    ASSERT_NO_FATAL_FAILURE(post_write());
+    EXPECT_TRUE(receive().empty()) << "sent outside the worker's lock";
+    engine->poll();
+    const auto got = receive();
+    ASSERT_EQ(got.size(), 2u);
+    EXPECT_EQ(got[0].opcode, wire::kRcAcknowledge);
+    EXPECT_EQ(got[0].psn, kRqPsn);
+    EXPECT_EQ(got[1].opcode, wire::kRcWriteOnly);
+    EXPECT_EQ(got[1].psn, kSqPsn);
+    EXPECT_EQ(device_counter(*dev, "tx_ack_answered"), ans0);
 }
 
 /* What the application posted since the last poll leaves before that poll's RX burst is
