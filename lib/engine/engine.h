@@ -633,8 +633,14 @@ class Dev final {
     /** Schedules q on its worker (after a control call or an embedded-mode post). */
     void touch(QpCtx &q) { shards_[q.worker]->schedule(q); }
     /** An embedded-mode post: touch(q), and when q's ACK is held the reply and that ACK
-     * leave now (Shard::answer_held, engine_ack_hold.cpp). */
-    void posted(QpCtx &q);
+     * leave now (answer_held, engine_ack_hold.cpp). Inline: every other post pays only
+     * the test of a flag on the line schedule() just wrote. */
+    void posted(QpCtx &q) {
+        shards_[q.worker]->schedule(q);
+        if (q.ack_held) [[unlikely]]
+            answer_held(q);
+    }
+    void answer_held(QpCtx &q);
     /** The oldest pending asynchronous event (any thread). */
     bool next_event(EngineEvent *ev);
     /** Per live QP of worker w: its QPN and a one-line state summary. On worker w. */

@@ -49,14 +49,13 @@ void Shard::answer_held(uint64_t now) {
     flush_tx();
 }
 
-void Dev::posted(QpCtx &q) {
+void Dev::answer_held(QpCtx &q) {
     Shard &s = *shards_[q.worker];
-    s.schedule(q);
     /* Only a post to the held QP: any other post waits for the next poll as before, so
      * a stream of posts still leaves in bursts (after the first, nothing is held). One
      * worker only: with several, a worker's poll runs under its lock (control calls from
      * other threads), and TX outside it could meet one of those on the same queue. */
-    if (q.ack_held && rt_.workers() == 1) [[unlikely]]
+    if (rt_.workers() == 1)
         s.answer_held(rt_.now_ns());
 }
 
