@@ -235,6 +235,106 @@ ParseResult parse_frame(const uint8_t *frame, size_t len, ParsedPacket &out, boo
     return parse_impl(frame, len, len, out, verify_icrc);
 }
 
+namespace {
+inline uint16_t be16(const uint8_t *p) { return static_cast<uint16_t>((p[0] << 8) | p[1]); }
+inline uint32_t be24(const uint8_t *p) {
+    return (uint32_t{p[0]} << 16) | (uint32_t{p[1]} << 8) | p[2];
+}
+inline uint32_t be32(const uint8_t *p) {
+    return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | p[3];
+}
+} // namespace
+
+bool parse_frame_rc_small(const uint8_t *f, size_t len, ParsedPacket &out) {
+    /* Offsets of an untagged IPv4 frame without options: L3 at 14, UDP at 34, BTH at 42.
+     * Each test below is one parse_impl makes (or implies) on the way to Ok for such a
+     * frame; the generic path's other branches cannot be taken by it. */
+    constexpr size_t l2 = kEthLen, bo = kEthLen + kIpv4Len + kUdpLen;
+    if (len < bo + kBthLen + 4 + kIcrcLen) /* the shortest of the two: an ACK, 62 bytes */
+        return false;
+    if (f[12] != 0x08 || f[13] != 0x00 || f[l2] != 0x45 || f[l2 + 9] != kIpProtoUdp)
+        return false;
+    const uint8_t *bth = f + bo;
+    const uint8_t opc = bth[0];
+    size_t hdr_len;
+    if (opc == kRcAcknowledge)
+        hdr_len = kBthLen + 4;
+    else if (opc == kRcWriteOnly)
+        hdr_len = kBthLen + 16;
+    else
+        return false;
+    const uint16_t total = be16(f + l2 + 2);
+    const uint16_t frag = be16(f + l2 + 6);
+    /* total covers IP + UDP + headers + ICRC; within len; not a fragment. */
+    if (total < kIpv4Len + kUdpLen + hdr_len + kIcrcLen || total > len - l2 ||
+        (frag & kIpv4MfOffset) != 0)
+        return false;
+    const size_t udp_len = total - kIpv4Len;
+    const uint8_t *udp = f + l2 + kIpv4Len;
+    if (be16(udp + 2) != kRoceV2UdpPort || be16(udp + 4) != udp_len)
+        return false;
+    if ((bth[1] & 0x0F) != 0) /* TVer */
+        return false;
+    const uint32_t pad = (bth[1] >> 4) & 3;
+    const size_t data_area = udp_len - kUdpLen - hdr_len - kIcrcLen;
+    if (pad > data_area)
+        return false;
+    const uint8_t *l3 = f + l2;
+    const size_t crc_len = total - kIcrcLen;
+    const uint32_t crc = icrc_compute_contig(l3, crc_len, false);
+    const uint32_t icrc = icrc_load(l3 + crc_len);
+    if (crc != icrc)
+        return false;
+
+    std::memcpy(out.eth.dst, f, 6);
+    std::memcpy(out.eth.src, f + 6, 6);
+    out.eth.has_vlan = false;
+    out.eth.vlan_tci = 0;
+    out.eth.ethertype = kEtherTypeIpv4;
+    out.ipv6 = out.rocev1 = false;
+    out.ip6 = {};
+    out.ip4.tos = l3[1];
+    out.ip4.total_len = total;
+    out.ip4.id = be16(l3 + 4);
+    out.ip4.frag = frag;
+    out.ip4.ttl = l3[8];
+    out.ip4.proto = kIpProtoUdp;
+    out.ip4.checksum = be16(l3 + 10);
+    out.ip4.src = be32(l3 + 12);
+    out.ip4.dst = be32(l3 + 16);
+    out.udp = UdpHdr{be16(udp), kRoceV2UdpPort, static_cast<uint16_t>(udp_len), be16(udp + 6)};
+    gid_from_ipv4(out.ip4.src, out.src_gid);
+    gid_from_ipv4(out.ip4.dst, out.dst_gid);
+    out.ecn = out.ip4.tos & 3;
+    out.dscp = out.ip4.tos >> 2;
+    out.ttl = out.ip4.ttl;
+    out.l3_off = static_cast<uint16_t>(l2);
+    out.bth_off = static_cast<uint16_t>(bo);
+    decode_bth(bth, out.bth);
+    out.op = &opcode_info(opc);
+    out.atomic = AtomicEth{};
+    out.deth = Deth{};
+    out.atomic_ack = AtomicAckEth{};
+    out.imm = 0;
+    out.ieth = 0;
+    if (opc == kRcAcknowledge) {
+        out.reth = Reth{};
+        out.aeth = Aeth{bth[kBthLen], be24(bth + kBthLen + 1)};
+    } else {
+        const uint8_t *r = bth + kBthLen;
+        out.reth = Reth{(uint64_t{be32(r)} << 32) | be32(r + 4), be32(r + 8), be32(r + 12)};
+        out.aeth = Aeth{};
+    }
+    out.payload = bth + hdr_len;
+    out.payload_len = static_cast<uint32_t>(data_area - pad);
+    out.payload_segs = nullptr;
+    out.payload_nsegs = 0;
+    out.payload_off = static_cast<uint32_t>(bo + hdr_len);
+    out.icrc = icrc;
+    out.frame_len = static_cast<uint32_t>(l2 + total);
+    return true;
+}
+
 ParseResult parse_frame_headers(const uint8_t *frame, size_t contig_len, size_t frame_len,
                                 ParsedPacket &out) {
     if (contig_len > frame_len)

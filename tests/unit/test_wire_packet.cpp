@@ -784,3 +784,70 @@ TEST(WireParse, ReusedParsedPacketEqualsFresh) {
         ASSERT_EQ(first_difference(reused, fresh), "") << "op " << int(b.spec.bth.opcode);
     }
 }
+
+/* parse_frame_rc_small (the engine's RX fast path) may only say yes where parse_frame says
+ * Ok, with the very same ParsedPacket; it must say yes for every well-formed untagged IPv4
+ * ACK and WRITE ONLY; everything else (other opcodes, VLAN, IPv6, RoCEv1, any malformed
+ * header, a bad ICRC) it leaves to parse_frame. Mutations keep the ICRC valid where it can
+ * be (resealed at the end the IP header declares), so header checks are what is tested. */
+TEST(WireParse, RcSmallFastPathEqualsGeneric) {
+    auto check = [](const uint8_t *f, size_t len, bool want_fast, const std::string &what) {
+        ParsedPacket fast, gen;
+        std::memset(&fast, 0xA5, sizeof(fast));
+        std::memset(&gen, 0x5A, sizeof(gen));
+        const bool ok = parse_frame_rc_small(f, len, fast);
+        const ParseResult r = parse_frame(f, len, gen, true);
+        if (want_fast) {
+            EXPECT_TRUE(ok) << what;
+        }
+        if (ok) {
+            EXPECT_EQ(r, ParseResult::Ok) << what;
+            EXPECT_EQ(first_difference(fast, gen), "") << what;
+        }
+        return ok;
+    };
+    /* Every opcode and path: yes exactly for the two opcodes, untagged IPv4. */
+    for (uint8_t opc : kAllOpcodes)
+        for (int path = 0; path < 3; ++path)
+            for (uint32_t plen : {0u, 1u, 2u, 3u, 4u, 61u, 64u, 1024u}) {
+                Built b = build(opc, path == 1, path == 2, plen);
+                const bool want = path == 0 && (opc == kRcAcknowledge || opc == kRcWriteOnly);
+                const bool ok = check(b.frame.data(), b.frame.size(), want,
+                                      "op " + std::to_string(opc) + " path " +
+                                          std::to_string(path) + " len " + std::to_string(plen));
+                EXPECT_EQ(ok, want) << int(opc) << " " << path << " " << plen;
+                /* Trailing bytes (Ethernet padding, FCS) are excluded as by parse_frame. */
+                b.frame.resize(b.frame.size() + 6, 0xEE);
+                EXPECT_EQ(check(b.frame.data(), b.frame.size(), want, "trailing"), want);
+            }
+    /* Each byte of the headers changed (ICRC resealed), and each truncation. */
+    std::mt19937 rng(4791);
+    int fast_yes = 0, fast_no = 0;
+    for (uint8_t opc : {kRcAcknowledge, kRcWriteOnly}) {
+        const Built b = build(opc, false, false, 64);
+        const size_t hdr_end = opc == kRcAcknowledge ? 58 : 70;
+        for (size_t pos = 0; pos < hdr_end; ++pos)
+            for (int k = 0; k < 24; ++k) {
+                std::vector<uint8_t> f = b.frame;
+                f[pos] =
+                    k < 8 ? static_cast<uint8_t>(f[pos] ^ (1u << k)) : static_cast<uint8_t>(rng());
+                const size_t total = (size_t{f[16]} << 8) | f[17];
+                if (total >= 24 && 14 + total <= f.size())
+                    icrc_store(icrc_compute_reference(f.data() + 14, total - 4, false),
+                               f.data() + 14 + total - 4);
+                (check(f.data(), f.size(), false, "pos " + std::to_string(pos)) ? fast_yes
+                                                                                : fast_no)++;
+            }
+        for (size_t len = 0; len < b.frame.size(); ++len)
+            EXPECT_FALSE(check(b.frame.data(), len, false, "truncated " + std::to_string(len)));
+        /* A bad ICRC: no (the generic parse counts it). */
+        std::vector<uint8_t> f = b.frame;
+        f.back() ^= 1;
+        EXPECT_FALSE(check(f.data(), f.size(), false, "bad icrc"));
+        f = b.frame;
+        f[hdr_end] ^= 0x80; /* payload (or, for the ACK, the ICRC itself) */
+        EXPECT_FALSE(check(f.data(), f.size(), false, "bad payload"));
+    }
+    EXPECT_GT(fast_yes, 0);
+    EXPECT_GT(fast_no, 0);
+}
