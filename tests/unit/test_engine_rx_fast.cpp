@@ -52,14 +52,19 @@ class RxFast : public ::testing::Test {
         c.port = ports->first;
         c.ipv4_cidr = "10.79.0.1/24";
         c.mac = "02:00:00:00:03:01";
+        c.vlan = port_vlan;
         auto d = engine->open_device(c);
         ASSERT_TRUE(d) << d.status().message();
         dev = *d;
         ASSERT_NO_FATAL_FAILURE(
             droce::test::start_raw_peer(ports->second, "rx_fast_pool", peer, pool));
         const uint8_t peer_ip[4] = {10, 79, 0, 9}, dev_ip[4] = {10, 79, 0, 1};
-        ASSERT_NO_FATAL_FAILURE(droce::test::peer_send(
-            peer, pool, {droce::test::arp_who_has(kPeerMac, peer_ip, dev_ip)}));
+        auto arp = droce::test::arp_who_has(kPeerMac, peer_ip, dev_ip);
+        if (port_vlan != 0) { /* the peer on the port's VLAN */
+            const uint8_t tag[4] = {0x81, 0x00, 0, static_cast<uint8_t>(port_vlan)};
+            arp.insert(arp.begin() + 12, tag, tag + 4);
+        }
+        ASSERT_NO_FATAL_FAILURE(droce::test::peer_send(peer, pool, {arp}));
         for (int i = 0; i < 4; ++i)
             engine->poll();
         droce::test::peer_receive(peer);
@@ -146,6 +151,7 @@ class RxFast : public ::testing::Test {
     }
     uint64_t ctr(const char *name) { return device_counter(*dev, name); }
 
+    uint16_t port_vlan = 0; /* DeviceConfig::vlan */
     std::unique_ptr<Engine> engine;
     Device *dev = nullptr;
     uint16_t peer = 0;
@@ -278,6 +284,26 @@ TEST_F(RxFast, LongerBurstUsesThePipeline) {
         rx({ack_frame(kSqPsn, kAck), ack_frame(kSqPsn + 1, kAck), ack_frame(kSqPsn + 2, kAck)}));
     EXPECT_EQ(ctr("rx_fast_path") - fast0, 3u);
     EXPECT_EQ(completions(), 3);
+}
+
+/* A port on VLAN 5: the fast path is for untagged ports only. An untagged ACK is dropped
+ * as a VLAN mismatch, a tagged one accepted, both by the generic path. */
+class RxFastVlan : public RxFast {
+  protected:
+    RxFastVlan() { port_vlan = 5; }
+};
+
+TEST_F(RxFastVlan, TaggedPortTakesTheGenericPath) {
+    ASSERT_NO_FATAL_FAILURE(post_write(1));
+    const uint64_t fast0 = ctr("rx_fast_path"), vlan0 = ctr("rx_drop_vlan_mismatch");
+    ASSERT_NO_FATAL_FAILURE(rx({ack_frame(kSqPsn, kAck)}));
+    EXPECT_EQ(ctr("rx_drop_vlan_mismatch") - vlan0, 1u);
+    EXPECT_EQ(completions(), 0);
+    AckOpts o;
+    o.vlan = true;
+    ASSERT_NO_FATAL_FAILURE(rx({ack_frame(kSqPsn, kAck, o)}));
+    EXPECT_EQ(completions(), 1);
+    EXPECT_EQ(ctr("rx_fast_path"), fast0);
 }
 
 } // namespace
