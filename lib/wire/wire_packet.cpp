@@ -3,12 +3,31 @@
 
 #include <cstring>
 
+#include <emmintrin.h>
+
 #include "wire_icrc.h"
 #include "wire_rocev1.h"
 
 namespace droce::wire {
 
 namespace {
+
+/* Zeroes a header struct in place. `x = {}` and a memset of these sizes compile to
+ * `rep stos` (GCC, -march=corei7): ~5 ns each, two of them a third of an ACK's parse
+ * in perf. Explicit 16-byte stores (the last one overlapping) instead. */
+template <class T> inline void zero(T &x) {
+    constexpr size_t n = sizeof(T);
+    auto *p = reinterpret_cast<unsigned char *>(&x);
+    if constexpr (n < 16) {
+        std::memset(p, 0, n);
+    } else {
+        const __m128i z = _mm_setzero_si128();
+        for (size_t i = 0; i + 16 <= n; i += 16)
+            _mm_storeu_si128(reinterpret_cast<__m128i *>(p + i), z);
+        if constexpr (n % 16 != 0)
+            _mm_storeu_si128(reinterpret_cast<__m128i *>(p + n - 16), z);
+    }
+}
 
 constexpr uint8_t kIpProtoUdp = 17;
 constexpr uint16_t kEtherTypeQinQ = 0x88A8;
@@ -92,8 +111,8 @@ ParseResult parse_impl(const uint8_t *frame, size_t contig, size_t len, ParsedPa
         /* GRH: an IPv6 header in layout; a version other than 6 or a next header other
          * than BTH is a malformed RoCEv1 frame (nothing else uses this ethertype). */
         out.ipv6 = out.rocev1 = true;
-        out.ip4 = {};
-        out.udp = {};
+        zero(out.ip4);
+        zero(out.udp);
         if (avail < kGrhLen || contig - l2 < kGrhLen)
             return ParseResult::TooShort;
         if (!decode_ipv6(l3, avail, out.ip6) || out.ip6.next_hdr != kGrhNextHdrBth)
@@ -114,7 +133,7 @@ ParseResult parse_impl(const uint8_t *frame, size_t contig, size_t len, ParsedPa
     }
     if (et == kEtherTypeIpv4) {
         out.ipv6 = out.rocev1 = false;
-        out.ip6 = {};
+        zero(out.ip6);
         if (avail < kIpv4Len || contig - l2 < kIpv4Len)
             return ParseResult::TooShort;
         if ((l3[0] >> 4) != 4 || (l3[0] & 0xF) < 5)
@@ -136,7 +155,7 @@ ParseResult parse_impl(const uint8_t *frame, size_t contig, size_t len, ParsedPa
     } else {
         out.ipv6 = true;
         out.rocev1 = false;
-        out.ip4 = {};
+        zero(out.ip4);
         if (avail < kIpv6Len || contig - l2 < kIpv6Len)
             return ParseResult::TooShort;
         if (!decode_ipv6(l3, avail, out.ip6))
@@ -200,7 +219,10 @@ transport:
     /* Extended headers (all inside hdr_len, checked above); the ones this opcode does not
      * carry are zero, as a fresh ParsedPacket would have them. */
     out.reth = op.off_reth ? decode_reth(bth + op.off_reth) : Reth{};
-    out.atomic = op.off_atomic_eth ? decode_atomic_eth(bth + op.off_atomic_eth) : AtomicEth{};
+    if (op.off_atomic_eth)
+        out.atomic = decode_atomic_eth(bth + op.off_atomic_eth);
+    else
+        zero(out.atomic);
     out.deth = op.off_deth ? decode_deth(bth + op.off_deth) : Deth{};
     out.aeth = op.off_aeth ? decode_aeth(bth + op.off_aeth) : Aeth{};
     out.atomic_ack =
@@ -242,6 +264,12 @@ inline uint32_t be24(const uint8_t *p) {
 }
 inline uint32_t be32(const uint8_t *p) {
     return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | p[3];
+}
+/* gid_from_ipv4 inline, from the address as it lies in the frame (network order). */
+inline void gid_v4(const uint8_t *ip, uint8_t gid[16]) {
+    static constexpr uint8_t kHead[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF};
+    std::memcpy(gid, kHead, 12);
+    std::memcpy(gid + 12, ip, 4);
 }
 } // namespace
 
@@ -292,7 +320,7 @@ bool parse_frame_rc_small(const uint8_t *f, size_t len, ParsedPacket &out) {
     out.eth.vlan_tci = 0;
     out.eth.ethertype = kEtherTypeIpv4;
     out.ipv6 = out.rocev1 = false;
-    out.ip6 = {};
+    zero(out.ip6);
     out.ip4.tos = l3[1];
     out.ip4.total_len = total;
     out.ip4.id = be16(l3 + 4);
@@ -303,8 +331,8 @@ bool parse_frame_rc_small(const uint8_t *f, size_t len, ParsedPacket &out) {
     out.ip4.src = be32(l3 + 12);
     out.ip4.dst = be32(l3 + 16);
     out.udp = UdpHdr{be16(udp), kRoceV2UdpPort, static_cast<uint16_t>(udp_len), be16(udp + 6)};
-    gid_from_ipv4(out.ip4.src, out.src_gid);
-    gid_from_ipv4(out.ip4.dst, out.dst_gid);
+    gid_v4(l3 + 12, out.src_gid);
+    gid_v4(l3 + 16, out.dst_gid);
     out.ecn = out.ip4.tos & 3;
     out.dscp = out.ip4.tos >> 2;
     out.ttl = out.ip4.ttl;
@@ -312,9 +340,9 @@ bool parse_frame_rc_small(const uint8_t *f, size_t len, ParsedPacket &out) {
     out.bth_off = static_cast<uint16_t>(bo);
     decode_bth(bth, out.bth);
     out.op = &opcode_info(opc);
-    out.atomic = AtomicEth{};
-    out.deth = Deth{};
-    out.atomic_ack = AtomicAckEth{};
+    zero(out.atomic);
+    zero(out.deth);
+    zero(out.atomic_ack);
     out.imm = 0;
     out.ieth = 0;
     if (opc == kRcAcknowledge) {
