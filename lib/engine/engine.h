@@ -462,6 +462,7 @@ class Shard final : public rc::TxPort, public rc::AsyncEventSink {
     uint8_t paused_mask_ = 0;     /* bit n: priority n is paused */
     uint8_t storm_mask_ = 0;      /* bit n: priority n's pauses are ignored (storm, see on_pfc) */
     uint8_t held_prio_ = kNoPrio; /* the priority transmit() last refused for a paused QP */
+    wire::AckIcrcCache ack_icrc_; /* RX fast path: ICRC of the last ACK's fixed part */
     uint32_t nparked_ = 0;
     QpCtx *parked_head_[net::kPfcPriorities] = {}, *parked_tail_[net::kPfcPriorities] = {};
     uint64_t paused_since_[net::kPfcPriorities] = {};

@@ -444,6 +444,7 @@ std::vector<std::pair<std::string, uint64_t>> Shard::counters() const {
         v.emplace_back(std::string("rx_drop_") +
                            wire::parse_result_name(static_cast<wire::ParseResult>(r)),
                        ec.rx_drop_parse[r]);
+    v.emplace_back("rx_ack_icrc_cached", ack_icrc_.hits); /* ACK ICRCs from the cache */
     /* Gauges of this worker's scheduling state. */
     v.emplace_back("tx_queue_depth", ntx_);
     v.emplace_back("ready_qps", nready_);
@@ -1391,7 +1392,7 @@ template <bool Cap> void Shard::rx_one_t(rte_mbuf *m, uint64_t now) {
      * holds for it (not MAC Control, our unicast MAC, VID 0 == the port's, not ARP/ICMP,
      * parse Ok with the same ParsedPacket, our IPv4 address on the port's VLAN), so it
      * goes straight to the QP; anything else takes the generic path, which counts. */
-    if (!chained && dev_.vlan_ == 0 && wire::parse_frame_rc_small(p, len, pp) &&
+    if (!chained && dev_.vlan_ == 0 && wire::parse_frame_rc_small(p, len, pp, &ack_icrc_) &&
         pp.ip4.dst == ifc.ip && std::memcmp(p, ifc.mac.data(), 6) == 0) [[likely]] {
         ++ec.rx_fast_path;
         rx_deliver<Cap>(m, pp, len, now);

@@ -286,6 +286,28 @@ TEST_F(RxFast, LongerBurstUsesThePipeline) {
     EXPECT_EQ(completions(), 3);
 }
 
+/* The ACK ICRC cache: the second ACK of the QP hits it; a bad ICRC on a hit is still
+ * caught and counted by the generic path. */
+TEST_F(RxFast, BadIcrcOnACacheHit) {
+    ASSERT_NO_FATAL_FAILURE(post_write(1));
+    ASSERT_NO_FATAL_FAILURE(post_write(2));
+    ASSERT_NO_FATAL_FAILURE(rx({ack_frame(kSqPsn, kAck)}));
+    EXPECT_EQ(completions(), 1);
+    const uint64_t hit0 = ctr("rx_ack_icrc_cached"), bad0 = ctr("rx_drop_bad_icrc"),
+                   fast0 = ctr("rx_fast_path");
+    auto f = ack_frame(kSqPsn + 1, kAck);
+    f[f.size() - 5] ^= 0x01; /* the AETH's MSN: past the cached part, covered */
+    ASSERT_NO_FATAL_FAILURE(rx({f}));
+    EXPECT_EQ(ctr("rx_ack_icrc_cached") - hit0, 1u);
+    EXPECT_EQ(ctr("rx_drop_bad_icrc") - bad0, 1u);
+    EXPECT_EQ(ctr("rx_fast_path"), fast0);
+    EXPECT_EQ(completions(), 0);
+    ASSERT_NO_FATAL_FAILURE(rx({ack_frame(kSqPsn + 1, kAck)}));
+    EXPECT_EQ(ctr("rx_ack_icrc_cached") - hit0, 2u);
+    EXPECT_EQ(ctr("rx_fast_path") - fast0, 1u);
+    EXPECT_EQ(completions(), 1);
+}
+
 /* A port on VLAN 5: the fast path is for untagged ports only. An untagged ACK is dropped
  * as a VLAN mismatch, a tagged one accepted, both by the generic path. */
 class RxFastVlan : public RxFast {

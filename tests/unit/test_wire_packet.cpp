@@ -791,12 +791,18 @@ TEST(WireParse, ReusedParsedPacketEqualsFresh) {
  * header, a bad ICRC) it leaves to parse_frame. Mutations keep the ICRC valid where it can
  * be (resealed at the end the IP header declares), so header checks are what is tested. */
 TEST(WireParse, RcSmallFastPathEqualsGeneric) {
-    auto check = [](const uint8_t *f, size_t len, bool want_fast, const std::string &what) {
-        ParsedPacket fast, gen;
+    AckIcrcCache cache; /* kept across every frame: hits and misses, right either way */
+    auto check = [&cache](const uint8_t *f, size_t len, bool want_fast, const std::string &what) {
+        ParsedPacket fast, gen, cached;
         std::memset(&fast, 0xA5, sizeof(fast));
         std::memset(&gen, 0x5A, sizeof(gen));
+        std::memset(&cached, 0x3C, sizeof(cached));
         const bool ok = parse_frame_rc_small(f, len, fast);
         const ParseResult r = parse_frame(f, len, gen, true);
+        EXPECT_EQ(parse_frame_rc_small(f, len, cached, &cache), ok) << what;
+        if (ok) {
+            EXPECT_EQ(first_difference(cached, gen), "") << what;
+        }
         if (want_fast) {
             EXPECT_TRUE(ok) << what;
         }
@@ -850,4 +856,52 @@ TEST(WireParse, RcSmallFastPathEqualsGeneric) {
     }
     EXPECT_GT(fast_yes, 0);
     EXPECT_GT(fast_no, 0);
+    EXPECT_GT(cache.hits, 0u);
+    EXPECT_GT(cache.misses, 0u);
+}
+
+/* The ACK ICRC cache: ACKs of one QP that differ in PSN, AckReq and AETH hit it; a bad
+ * ICRC or a changed covered byte is still caught on a hit; another QP (or IP ID) misses,
+ * is verified in full and becomes the entry. */
+TEST(WireParse, AckIcrcCacheHitsAndStillVerifies) {
+    AckIcrcCache cache;
+    ParsedPacket pp;
+    auto ack = [](uint32_t qpn, uint32_t psn, uint8_t syn, uint32_t msn, uint16_t ip_id) {
+        Built b = build(kRcAcknowledge, false, false, 0);
+        b.spec.bth.dest_qp = qpn;
+        b.spec.bth.psn = psn;
+        b.spec.bth.ack_req = (psn & 1) != 0;
+        b.spec.aeth = Aeth{syn, msn};
+        b.spec.ip_id = ip_id;
+        b.frame.assign(frame_len(b.spec), 0);
+        EXPECT_EQ(build_frame(b.spec, b.frame.data(), b.frame.size()), b.frame.size());
+        return b.frame;
+    };
+    for (uint32_t i = 0; i < 64; ++i) {
+        const auto f = ack(0x22, 0xFFFFF0 + i, i % 3 == 0 ? 0x1F : 0x60 + (i & 3), i * 977, 0);
+        ASSERT_TRUE(parse_frame_rc_small(f.data(), f.size(), pp, &cache)) << i;
+        EXPECT_EQ(pp.bth.psn, (0xFFFFF0 + i) & kPsnMask);
+        auto bad = f;
+        bad[58 + (i & 3)] ^= static_cast<uint8_t>(1u << (i & 7)); /* the ICRC */
+        EXPECT_FALSE(parse_frame_rc_small(bad.data(), bad.size(), pp, &cache)) << i;
+        bad = f;
+        bad[50 + (i & 7)] ^= 0x10; /* a covered byte past the fixed part */
+        EXPECT_FALSE(parse_frame_rc_small(bad.data(), bad.size(), pp, &cache)) << i;
+    }
+    EXPECT_EQ(cache.misses, 1u);
+    EXPECT_EQ(cache.hits, 64u * 3 - 1);
+    /* Another QP, then another IP ID: each a miss, verified in full, then hits. */
+    for (const auto &f :
+         {ack(0x23, 5, 0x1F, 1, 0), ack(0x23, 6, 0x1F, 2, 0), ack(0x23, 7, 0x1F, 3, 9)})
+        EXPECT_TRUE(parse_frame_rc_small(f.data(), f.size(), pp, &cache));
+    EXPECT_EQ(cache.misses, 3u);
+    /* A bad ICRC on a miss, then the same frame good: the entry was right all along. */
+    auto f = ack(0x24, 5, 0x1F, 1, 0);
+    f.back() ^= 1;
+    EXPECT_FALSE(parse_frame_rc_small(f.data(), f.size(), pp, &cache));
+    f.back() ^= 1;
+    EXPECT_TRUE(parse_frame_rc_small(f.data(), f.size(), pp, &cache));
+    /* A masked field (TTL) changed: a miss, and still a valid ICRC. */
+    f[14 + 8] ^= 0x3F;
+    EXPECT_TRUE(parse_frame_rc_small(f.data(), f.size(), pp, &cache));
 }
