@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include "wire_packet.h"
 
+#include <array>
 #include <cstring>
 
 #include <emmintrin.h>
@@ -274,10 +275,54 @@ inline void gid_v4(const uint8_t *ip, uint8_t gid[16]) {
 }
 } // namespace
 
+namespace {
+/* The ICRC's masked bytes of the fixed part (IP TOS, TTL, checksum; UDP checksum; BTH
+ * byte 4) and the IP ID: what AckIcrcCache does not compare. 0xFF = compared. */
+alignas(16) constexpr uint8_t kAckCmpMask[48] = {
+    0xFF, 0,    0xFF, 0xFF, 0,    0,    0xFF, 0xFF, 0,    0xFF, 0, 0,
+    0xFF, 0xFF, 0xFF, 0xFF,                                           /* IP */
+    0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0, 0, /* IP end, UDP */
+    0xFF, 0xFF, 0xFF, 0xFF, 0,    0xFF, 0xFF, 0xFF,                   /* BTH 0..7 */
+    0,    0,    0,    0,    0,    0,    0,    0,    0,    0,    0, 0};
+/* The CRC-32 (no init, no final xor: the linear part) of byte b at position p of the 44
+ * bytes AckIcrcCache::crc_fixed covers, all others zero: what a change of b there adds
+ * to the CRC. For the IP ID (L3 bytes 4 and 5, buffer 12 and 13), which some senders
+ * (Linux rxe) change in every frame. */
+using DeltaTable = std::array<uint32_t, 256>;
+constexpr DeltaTable make_delta(size_t p) {
+    DeltaTable t{};
+    for (uint32_t b = 0; b < 256; ++b) {
+        uint32_t c = slice8::kT[0][b];
+        for (size_t k = p + 1; k < 8 + AckIcrcCache::kFixed; ++k)
+            c = slice8::kT[0][c & 0xFF] ^ (c >> 8);
+        t[b] = c;
+    }
+    return t;
+}
+constexpr DeltaTable kIdHi = make_delta(8 + 4), kIdLo = make_delta(8 + 5);
+} // namespace
+
 uint32_t AckIcrcCache::compute(const uint8_t *l3) {
-    if (valid && std::memcmp(l3, fixed, kFixed) == 0) {
+    /* Same bytes where they count (the masked ones never do): 36 bytes as 16 + 16 + the
+     * last 16 overlapping, under the mask. */
+    const __m128i a0 = _mm_loadu_si128(reinterpret_cast<const __m128i *>(l3));
+    const __m128i a1 = _mm_loadu_si128(reinterpret_cast<const __m128i *>(l3 + 16));
+    const __m128i a2 = _mm_loadu_si128(reinterpret_cast<const __m128i *>(l3 + kFixed - 16));
+    const __m128i d0 =
+        _mm_and_si128(_mm_xor_si128(a0, _mm_loadu_si128(reinterpret_cast<const __m128i *>(fixed))),
+                      _mm_load_si128(reinterpret_cast<const __m128i *>(kAckCmpMask)));
+    const __m128i d1 = _mm_and_si128(
+        _mm_xor_si128(a1, _mm_loadu_si128(reinterpret_cast<const __m128i *>(fixed + 16))),
+        _mm_load_si128(reinterpret_cast<const __m128i *>(kAckCmpMask + 16)));
+    const __m128i d2 = _mm_and_si128(
+        _mm_xor_si128(a2, _mm_loadu_si128(reinterpret_cast<const __m128i *>(fixed + kFixed - 16))),
+        _mm_loadu_si128(reinterpret_cast<const __m128i *>(kAckCmpMask + kFixed - 16)));
+    const __m128i d = _mm_or_si128(_mm_or_si128(d0, d1), d2);
+    if (valid && _mm_movemask_epi8(_mm_cmpeq_epi8(d, _mm_setzero_si128())) == 0xFFFF) {
         ++hits;
-        return slice8::crc32_continue8(crc_fixed, l3 + kFixed);
+        const uint32_t crc = crc_fixed ^ kIdHi[static_cast<uint8_t>(l3[4] ^ fixed[4])] ^
+                             kIdLo[static_cast<uint8_t>(l3[5] ^ fixed[5])];
+        return slice8::crc32_continue8(crc, l3 + kFixed);
     }
     ++misses;
     /* The fixed part as the ICRC sees it (AckTemplate::learn's masks, IPv4): 0xFF

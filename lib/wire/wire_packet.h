@@ -95,10 +95,12 @@ bool parse_frame_rc_small(const uint8_t *frame, size_t len, ParsedPacket &out,
  * one QP differ only in their last 8 covered bytes (BTH AckReq + PSN, AETH), so the CRC
  * of the masked 0xFF prefix and the first 36 bytes of L3 (IP, UDP, BTH up to DestQP) is
  * kept with those bytes, and an ACK whose first 36 bytes are the same continues it over
- * its last 8 (slicing-by-8) — the RX side of AckTemplate. A frame with other bytes there
- * (another QP, a changed IP ID, TOS or TTL) recomputes and replaces the entry. The entry
- * is the CRC of exactly the bytes kept, so any frame is verified right whatever it
- * held before. One per RX worker (not thread-safe). */
+ * its last 8 (slicing-by-8) — the RX side of AckTemplate. Bytes the ICRC masks (TOS, TTL,
+ * IP and UDP checksums, BTH byte 4) are not compared; a changed IP ID (Linux rxe changes
+ * it in every frame) is folded in from per-byte tables (the CRC is linear). A frame with
+ * other bytes there (another QP) recomputes and replaces the entry. The entry is the CRC
+ * of exactly the bytes kept, so any frame is verified right whatever it held before.
+ * One per RX worker (not thread-safe). */
 struct AckIcrcCache {
     static constexpr size_t kFixed = 36; /* L3 bytes before BTH byte 8 */
     uint8_t fixed[kFixed] = {};
