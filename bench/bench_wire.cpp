@@ -85,6 +85,29 @@ void BM_ParseWrite1K(benchmark::State &st) {
 }
 BENCHMARK(BM_ParseWrite1K)->Arg(0)->Arg(1);
 
+/* RX parse of the two frames of a write_lat hop: range(0) = 0 an ACK, else a WRITE ONLY
+ * of that many bytes; range(1) = 0 the generic parse_frame, 1 parse_frame_rc_small, 2 that
+ * with an AckIcrcCache (an ACK then hits it every time, as in ping-pong). */
+void BM_ParseSmall(benchmark::State &st) {
+    const bool ack = st.range(0) == 0;
+    std::vector<uint8_t> f =
+        make_frame(ack ? kRcAcknowledge : kRcWriteOnly, static_cast<size_t>(st.range(0)));
+    const bool fast = st.range(1) != 0;
+    AckIcrcCache cache;
+    AckIcrcCache *acks = st.range(1) == 2 ? &cache : nullptr;
+    ParsedPacket p;
+    for (auto _ : st) {
+        benchmark::DoNotOptimize(fast
+                                     ? parse_frame_rc_small(f.data(), f.size(), p, acks)
+                                     : parse_frame(f.data(), f.size(), p, true) == ParseResult::Ok);
+        benchmark::ClobberMemory();
+    }
+    if (p.frame_len != f.size())
+        st.SkipWithError("bad frame");
+    st.SetLabel(!fast ? "generic" : acks ? "rc_small+ack_cache" : "rc_small");
+}
+BENCHMARK(BM_ParseSmall)->ArgsProduct({{0, 64}, {0, 1, 2}});
+
 /* RX of one MTU-4096 WRITE_MIDDLE frame with ICRC check, as rx_one() runs it on a
  * single-segment mbuf. range(0) = 0: the same frame every time (in L1/L2); otherwise a
  * ring of that many frames (4096: ~17 MiB, past L2, in L3), as when the frame was written

@@ -92,6 +92,7 @@ inline constexpr uint32_t kDoorbellSrq = 0x80000000u;
     X(tx_bytes_copied)          /* payload bytes copied into the frame */                          \
     X(rx_multiseg_packets)      /* chained RoCE frames accepted (headers in the first segment) */  \
     X(rx_rocev1_packets)        /* RoCEv1 frames (0x8915) accepted for one of our v1 GIDs */       \
+    X(rx_fast_path)             /* small ACK / WRITE ONLY frames taken by the RX fast path */      \
     X(rx_drop_multiseg)         /* chained frame not handled: headers not in the first segment, */ \
                                 /* too many segments, or chained ARP/ICMP */                       \
     X(mr_extmem_register_failed) /* rte_extmem_register refused a region (note, not an error) */   \
@@ -355,6 +356,9 @@ class Shard final : public rc::TxPort, public rc::AsyncEventSink {
     void rx_one(rte_mbuf *m, uint64_t now);
     /** rx_one; Cap: a frame accepted for a QP is also copied to the capture. */
     template <bool Cap> void rx_one_t(rte_mbuf *m, uint64_t now);
+    /** rx_one_t's tail: a frame parsed, for our address, to its QP. */
+    template <bool Cap>
+    void rx_deliver(rte_mbuf *m, const wire::ParsedPacket &pp, uint32_t len, uint64_t now);
     /** Offers the TX queue to the port; frames it refuses stay queued, in order. */
     uint32_t flush_tx();
     /** Embedded mode, the application just posted to a QP whose ACK is held: what the
@@ -462,6 +466,7 @@ class Shard final : public rc::TxPort, public rc::AsyncEventSink {
     uint8_t paused_mask_ = 0;     /* bit n: priority n is paused */
     uint8_t storm_mask_ = 0;      /* bit n: priority n's pauses are ignored (storm, see on_pfc) */
     uint8_t held_prio_ = kNoPrio; /* the priority transmit() last refused for a paused QP */
+    wire::AckIcrcCache ack_icrc_; /* RX fast path: ICRC of the last ACK's fixed part */
     uint32_t nparked_ = 0;
     QpCtx *parked_head_[net::kPfcPriorities] = {}, *parked_tail_[net::kPfcPriorities] = {};
     uint64_t paused_since_[net::kPfcPriorities] = {};

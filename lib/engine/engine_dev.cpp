@@ -444,6 +444,7 @@ std::vector<std::pair<std::string, uint64_t>> Shard::counters() const {
         v.emplace_back(std::string("rx_drop_") +
                            wire::parse_result_name(static_cast<wire::ParseResult>(r)),
                        ec.rx_drop_parse[r]);
+    v.emplace_back("rx_ack_icrc_cached", ack_icrc_.hits); /* ACK ICRCs from the cache */
     /* Gauges of this worker's scheduling state. */
     v.emplace_back("tx_queue_depth", ntx_);
     v.emplace_back("ready_qps", nready_);
@@ -1343,6 +1344,14 @@ void Shard::rx_burst(rte_mbuf **rx, uint16_t n, uint64_t now) {
         rx_burst_captured(rx, n, now);
         return;
     }
+    if (n <= 2) {
+        /* Ping-pong (a reply and the ACK of the last one): the pipeline has nothing to
+         * overlap the misses with, and its walk of the headers and QpCtx costs more
+         * than it hides. */
+        for (uint16_t i = 0; i < n; ++i)
+            rx_one_t<false>(rx[i], now);
+        return;
+    }
     for (uint16_t i = 0; i < n; ++i)
         rte_prefetch0(rte_pktmbuf_mtod(rx[i], void *));
     QpCtx *ahead[kRxBurst];
@@ -1376,6 +1385,19 @@ template <bool Cap> void Shard::rx_one_t(rte_mbuf *m, uint64_t now) {
     ec.port_rcv_bytes += len;
     const bool chained = m->nb_segs != 1;
     uint8_t *p = rte_pktmbuf_mtod(m, uint8_t *);
+    const net::Iface &ifc = dev_.ifc_;
+    wire::ParsedPacket pp;
+    /* Fast path: an untagged IPv4 ACK or WRITE ONLY to our MAC and address on an untagged
+     * port (the two frames of a small RC exchange). Every test of the generic path below
+     * holds for it (not MAC Control, our unicast MAC, VID 0 == the port's, not ARP/ICMP,
+     * parse Ok with the same ParsedPacket, our IPv4 address on the port's VLAN), so it
+     * goes straight to the QP; anything else takes the generic path, which counts. */
+    if (!chained && dev_.vlan_ == 0 && wire::parse_frame_rc_small(p, len, pp, &ack_icrc_) &&
+        pp.ip4.dst == ifc.ip && std::memcmp(p, ifc.mac.data(), 6) == 0) [[likely]] {
+        ++ec.rx_fast_path;
+        rx_deliver<Cap>(m, pp, len, now);
+        return;
+    }
     if (chained && rte_pktmbuf_data_len(m) < RTE_ETHER_HDR_LEN + 4) {
         ++ec.rx_drop_multiseg;
         rte_pktmbuf_free(m);
@@ -1391,7 +1413,6 @@ template <bool Cap> void Shard::rx_one_t(rte_mbuf *m, uint64_t now) {
         rx_mac_control(m, now, false);
         return;
     }
-    const net::Iface &ifc = dev_.ifc_;
     /* Our MAC may differ from the port's (promiscuous then): filter in software. */
     if (std::memcmp(p, ifc.mac.data(), 6) != 0 &&
         std::memcmp(p, net::kBroadcastMac.data(), 6) != 0 && !dev_.ifc6_.accepts_multicast_mac(p)) {
@@ -1473,7 +1494,6 @@ template <bool Cap> void Shard::rx_one_t(rte_mbuf *m, uint64_t now) {
         rte_pktmbuf_free(m);
         return;
     }
-    wire::ParsedPacket pp;
     wire::ByteSpan spans[2 * kMaxRxSegs + 1];
     const wire::ParseResult r =
         chained ? parse_chain(m, pp, spans) : wire::parse_frame(p, len, pp, true);
@@ -1514,6 +1534,12 @@ template <bool Cap> void Shard::rx_one_t(rte_mbuf *m, uint64_t now) {
         rte_pktmbuf_free(m);
         return;
     }
+    rx_deliver<Cap>(m, pp, len, now);
+}
+
+/* A parsed frame for our address: to its QP (or its owner's worker). */
+template <bool Cap>
+void Shard::rx_deliver(rte_mbuf *m, const wire::ParsedPacket &pp, uint32_t len, uint64_t now) {
     ec.rx_rocev1_packets += pp.rocev1;
     const uint32_t qpn = pp.bth.dest_qp;
     if (qpn >= dev_.max_qps_) {

@@ -79,6 +79,38 @@ struct ParsedPacket {
  * fields the parse did not reach keep whatever out held before. */
 ParseResult parse_frame(const uint8_t *frame, size_t len, ParsedPacket &out, bool verify_icrc);
 
+/* The receive fast path for the two frames of a small RC exchange: an untagged IPv4
+ * RoCEv2 ACKNOWLEDGE or RDMA WRITE ONLY, contiguous at frame, ICRC verified. true: the
+ * frame is one of those, well formed, and out holds exactly what
+ * parse_frame(frame, len, out, true) would give (it returns Ok then). false: anything
+ * else, bad ICRC included; out is then garbage and the caller must run parse_frame, which
+ * classifies (and the engine counts) the frame as before. Straight-line loads at fixed
+ * offsets instead of the generic walk: a write_lat hop parses one of each. With acks, an
+ * ACK's ICRC comes from that cache (below). */
+struct AckIcrcCache;
+bool parse_frame_rc_small(const uint8_t *frame, size_t len, ParsedPacket &out,
+                          AckIcrcCache *acks = nullptr);
+
+/* The ICRC of an untagged IPv4 ACK without the CRC pass over its fixed part: the ACKs of
+ * one QP differ only in their last 8 covered bytes (BTH AckReq + PSN, AETH), so the CRC
+ * of the masked 0xFF prefix and the first 36 bytes of L3 (IP, UDP, BTH up to DestQP) is
+ * kept with those bytes, and an ACK whose first 36 bytes are the same continues it over
+ * its last 8 (slicing-by-8) — the RX side of AckTemplate. Bytes the ICRC masks (TOS, TTL,
+ * IP and UDP checksums, BTH byte 4) are not compared; a changed IP ID (Linux rxe changes
+ * it in every frame) is folded in from per-byte tables (the CRC is linear). A frame with
+ * other bytes there (another QP) recomputes and replaces the entry. The entry is the CRC
+ * of exactly the bytes kept, so any frame is verified right whatever it held before.
+ * One per RX worker (not thread-safe). */
+struct AckIcrcCache {
+    static constexpr size_t kFixed = 36; /* L3 bytes before BTH byte 8 */
+    uint8_t fixed[kFixed] = {};
+    uint32_t crc_fixed = 0;
+    bool valid = false;
+    uint64_t hits = 0, misses = 0;
+    /* The ICRC over l3[0..44) of an IPv4 ACK (IP 20, UDP 8, BTH 12, AETH 4). */
+    uint32_t compute(const uint8_t *l3);
+};
+
 /* Headers only, for a frame of frame_len bytes of which only the first contig_len are
  * contiguous at frame (a chained mbuf's first segment). Every header must lie inside
  * contig_len (else TooShort); the payload and the ICRC are neither read nor verified:

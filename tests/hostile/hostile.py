@@ -668,8 +668,10 @@ def run_pingpong(veth, wire, fatal=None):
         chk = Check(srv, wire, sn)
         if fatal is None:
             e = q.psn
-            chk.case('bad ICRC', [q.f_send(SEND_ONLY, e, bytes(64))[:-1] + b'\0'], 'DROP',
-                     'rx_drop_bad_icrc', q, 'RTS')
+            # One bit flipped: setting the last byte to 0 left 1 frame in 256 unchanged.
+            f = q.f_send(SEND_ONLY, e, bytes(64))
+            chk.case('bad ICRC', [f[:-1] + bytes([f[-1] ^ 1])], 'DROP', 'rx_drop_bad_icrc', q,
+                     'RTS')
             chk.case('wrong P_Key', [q.f_send(SEND_ONLY, e, bytes(64), pkey=0x8123)], 'DROP',
                      'rx_pkey_violation', q, 'RTS')
             chk.case('PSN ahead (+3)', [q.f_send(SEND_ONLY, (e + 3) & 0xFFFFFF, bytes(64))],

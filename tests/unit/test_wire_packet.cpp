@@ -784,3 +784,137 @@ TEST(WireParse, ReusedParsedPacketEqualsFresh) {
         ASSERT_EQ(first_difference(reused, fresh), "") << "op " << int(b.spec.bth.opcode);
     }
 }
+
+/* parse_frame_rc_small (the engine's RX fast path) may only say yes where parse_frame says
+ * Ok, with the very same ParsedPacket; it must say yes for every well-formed untagged IPv4
+ * ACK and WRITE ONLY; everything else (other opcodes, VLAN, IPv6, RoCEv1, any malformed
+ * header, a bad ICRC) it leaves to parse_frame. Mutations keep the ICRC valid where it can
+ * be (resealed at the end the IP header declares), so header checks are what is tested. */
+TEST(WireParse, RcSmallFastPathEqualsGeneric) {
+    AckIcrcCache cache; /* kept across every frame: hits and misses, right either way */
+    auto check = [&cache](const uint8_t *f, size_t len, bool want_fast, const std::string &what) {
+        ParsedPacket fast, gen, cached;
+        std::memset(&fast, 0xA5, sizeof(fast));
+        std::memset(&gen, 0x5A, sizeof(gen));
+        std::memset(&cached, 0x3C, sizeof(cached));
+        const bool ok = parse_frame_rc_small(f, len, fast);
+        const ParseResult r = parse_frame(f, len, gen, true);
+        EXPECT_EQ(parse_frame_rc_small(f, len, cached, &cache), ok) << what;
+        if (ok) {
+            EXPECT_EQ(first_difference(cached, gen), "") << what;
+        }
+        if (want_fast) {
+            EXPECT_TRUE(ok) << what;
+        }
+        if (ok) {
+            EXPECT_EQ(r, ParseResult::Ok) << what;
+            EXPECT_EQ(first_difference(fast, gen), "") << what;
+        }
+        return ok;
+    };
+    /* Every opcode and path: yes exactly for the two opcodes, untagged IPv4. */
+    for (uint8_t opc : kAllOpcodes)
+        for (int path = 0; path < 3; ++path)
+            for (uint32_t plen : {0u, 1u, 2u, 3u, 4u, 61u, 64u, 1024u}) {
+                Built b = build(opc, path == 1, path == 2, plen);
+                const bool want = path == 0 && (opc == kRcAcknowledge || opc == kRcWriteOnly);
+                const bool ok = check(b.frame.data(), b.frame.size(), want,
+                                      "op " + std::to_string(opc) + " path " +
+                                          std::to_string(path) + " len " + std::to_string(plen));
+                EXPECT_EQ(ok, want) << int(opc) << " " << path << " " << plen;
+                /* Trailing bytes (Ethernet padding, FCS) are excluded as by parse_frame. */
+                b.frame.resize(b.frame.size() + 6, 0xEE);
+                EXPECT_EQ(check(b.frame.data(), b.frame.size(), want, "trailing"), want);
+            }
+    /* Each byte of the headers changed (ICRC resealed), and each truncation. */
+    std::mt19937 rng(4791);
+    int fast_yes = 0, fast_no = 0;
+    for (uint8_t opc : {kRcAcknowledge, kRcWriteOnly}) {
+        const Built b = build(opc, false, false, 64);
+        const size_t hdr_end = opc == kRcAcknowledge ? 58 : 70;
+        for (size_t pos = 0; pos < hdr_end; ++pos)
+            for (int k = 0; k < 24; ++k) {
+                std::vector<uint8_t> f = b.frame;
+                f[pos] =
+                    k < 8 ? static_cast<uint8_t>(f[pos] ^ (1u << k)) : static_cast<uint8_t>(rng());
+                const size_t total = (size_t{f[16]} << 8) | f[17];
+                if (total >= 24 && 14 + total <= f.size())
+                    icrc_store(icrc_compute_reference(f.data() + 14, total - 4, false),
+                               f.data() + 14 + total - 4);
+                (check(f.data(), f.size(), false, "pos " + std::to_string(pos)) ? fast_yes
+                                                                                : fast_no)++;
+            }
+        for (size_t len = 0; len < b.frame.size(); ++len)
+            EXPECT_FALSE(check(b.frame.data(), len, false, "truncated " + std::to_string(len)));
+        /* A bad ICRC: no (the generic parse counts it). */
+        std::vector<uint8_t> f = b.frame;
+        f.back() ^= 1;
+        EXPECT_FALSE(check(f.data(), f.size(), false, "bad icrc"));
+        f = b.frame;
+        f[hdr_end] ^= 0x80; /* payload (or, for the ACK, the ICRC itself) */
+        EXPECT_FALSE(check(f.data(), f.size(), false, "bad payload"));
+    }
+    EXPECT_GT(fast_yes, 0);
+    EXPECT_GT(fast_no, 0);
+    EXPECT_GT(cache.hits, 0u);
+    EXPECT_GT(cache.misses, 0u);
+}
+
+/* The ACK ICRC cache: ACKs of one QP that differ in PSN, AckReq and AETH hit it; a bad
+ * ICRC or a changed covered byte is still caught on a hit; another QP misses, is verified
+ * in full and becomes the entry. */
+TEST(WireParse, AckIcrcCacheHitsAndStillVerifies) {
+    AckIcrcCache cache;
+    ParsedPacket pp;
+    auto ack = [](uint32_t qpn, uint32_t psn, uint8_t syn, uint32_t msn, uint16_t ip_id) {
+        Built b = build(kRcAcknowledge, false, false, 0);
+        b.spec.bth.dest_qp = qpn;
+        b.spec.bth.psn = psn;
+        b.spec.bth.ack_req = (psn & 1) != 0;
+        b.spec.aeth = Aeth{syn, msn};
+        b.spec.ip_id = ip_id;
+        b.frame.assign(frame_len(b.spec), 0);
+        EXPECT_EQ(build_frame(b.spec, b.frame.data(), b.frame.size()), b.frame.size());
+        return b.frame;
+    };
+    for (uint32_t i = 0; i < 64; ++i) {
+        const auto f = ack(0x22, 0xFFFFF0 + i, i % 3 == 0 ? 0x1F : 0x60 + (i & 3), i * 977, 0);
+        ASSERT_TRUE(parse_frame_rc_small(f.data(), f.size(), pp, &cache)) << i;
+        EXPECT_EQ(pp.bth.psn, (0xFFFFF0 + i) & kPsnMask);
+        auto bad = f;
+        bad[58 + (i & 3)] ^= static_cast<uint8_t>(1u << (i & 7)); /* the ICRC */
+        EXPECT_FALSE(parse_frame_rc_small(bad.data(), bad.size(), pp, &cache)) << i;
+        bad = f;
+        bad[50 + (i & 7)] ^= 0x10; /* a covered byte past the fixed part */
+        EXPECT_FALSE(parse_frame_rc_small(bad.data(), bad.size(), pp, &cache)) << i;
+    }
+    EXPECT_EQ(cache.misses, 1u);
+    EXPECT_EQ(cache.hits, 64u * 3 - 1);
+    /* Another QP: a miss, verified in full; then its ACKs hit, with any IP ID (rxe changes
+     * it every frame) and any value of the bytes the ICRC masks (TTL, TOS, checksums). */
+    for (const auto &f :
+         {ack(0x23, 5, 0x1F, 1, 0), ack(0x23, 6, 0x1F, 2, 0), ack(0x23, 7, 0x1F, 3, 9),
+          ack(0x23, 8, 0x1F, 4, 0xFFFF), ack(0x23, 9, 0x1F, 5, 0x1234)})
+        EXPECT_TRUE(parse_frame_rc_small(f.data(), f.size(), pp, &cache));
+    EXPECT_EQ(cache.misses, 2u);
+    uint64_t hits = cache.hits;
+    auto g = ack(0x23, 10, 0x1F, 6, 0x4321);
+    g[14 + 8] ^= 0x3F;          /* TTL */
+    g[14 + 1] ^= 0xC3;          /* TOS */
+    g[14 + 10] ^= 0x55;         /* IP checksum */
+    g[14 + 20 + 6] ^= 0x77;     /* UDP checksum */
+    g[14 + 20 + 8 + 4] ^= 0x80; /* BTH byte 4 (FECN) */
+    EXPECT_TRUE(parse_frame_rc_small(g.data(), g.size(), pp, &cache));
+    EXPECT_EQ(cache.hits, hits + 1);
+    /* A changed IP ID without the ICRC that goes with it: caught on a hit. */
+    g[14 + 5] ^= 0x01;
+    EXPECT_FALSE(parse_frame_rc_small(g.data(), g.size(), pp, &cache));
+    EXPECT_EQ(cache.hits, hits + 2);
+    /* A bad ICRC on a miss, then the same frame good: the entry was right all along. */
+    auto f = ack(0x24, 5, 0x1F, 1, 0);
+    f.back() ^= 1;
+    EXPECT_FALSE(parse_frame_rc_small(f.data(), f.size(), pp, &cache));
+    f.back() ^= 1;
+    EXPECT_TRUE(parse_frame_rc_small(f.data(), f.size(), pp, &cache));
+    EXPECT_EQ(cache.misses, 3u);
+}
