@@ -2,7 +2,7 @@
 /* Continuing a finished CRC-32 (Ethernet, reflected 0xEDB88320, zlib's crc32(crc, p, 8))
  * over exactly 8 more bytes with slicing-by-8 tables: eight independent lookups, where a
  * call into the folding kernels costs more than the bytes. The RX ACK ICRC cache
- * (wire_packet.cpp) uses it; wire_ack_template.cpp has the same for TX. */
+ * (wire_packet.cpp) and the prebuilt TX ACK (wire_ack_template.cpp) use it. */
 #pragma once
 
 #include <array>

@@ -4,45 +4,13 @@
 #include <array>
 #include <cstring>
 
+#include "crc32_slice8.h"
 #include "wire_icrc.h"
 #include "wire_opcode.h"
 
 namespace droce::wire {
 
 namespace {
-
-/* Slicing-by-8 tables of the reflected CRC-32 (Ethernet, 0xEDB88320): T[0] is the
- * byte-at-a-time table, T[k][i] runs i through k more zero bytes. Eight independent
- * lookups continue a CRC over exactly 8 bytes, where a call into the folding kernels
- * would cost more than the bytes. */
-using Tables = std::array<std::array<uint32_t, 256>, 8>;
-constexpr Tables make_tables() {
-    Tables t{};
-    for (uint32_t i = 0; i < 256; ++i) {
-        uint32_t c = i;
-        for (int b = 0; b < 8; ++b)
-            c = (c & 1) ? (c >> 1) ^ 0xEDB88320u : c >> 1;
-        t[0][i] = c;
-    }
-    for (size_t k = 1; k < 8; ++k)
-        for (uint32_t i = 0; i < 256; ++i)
-            t[k][i] = (t[k - 1][i] >> 8) ^ t[0][t[k - 1][i] & 0xFF];
-    return t;
-}
-constexpr Tables kT = make_tables();
-
-inline uint32_t ld32le(const uint8_t *p) {
-    return uint32_t{p[0]} | uint32_t{p[1]} << 8 | uint32_t{p[2]} << 16 | uint32_t{p[3]} << 24;
-}
-
-/* zlib's crc32(crc, p, 8): continues the finished CRC `crc` over 8 more bytes. */
-inline uint32_t crc32_continue8(uint32_t crc, const uint8_t *p) {
-    const uint32_t lo = ~crc ^ ld32le(p);
-    const uint32_t hi = ld32le(p + 4);
-    return ~(kT[7][lo & 0xFF] ^ kT[6][(lo >> 8) & 0xFF] ^ kT[5][(lo >> 16) & 0xFF] ^
-             kT[4][lo >> 24] ^ kT[3][hi & 0xFF] ^ kT[2][(hi >> 8) & 0xFF] ^
-             kT[1][(hi >> 16) & 0xFF] ^ kT[0][hi >> 24]);
-}
 
 /* BTH bytes 0..7 of the spec (what Bth encode writes there; an ACK has no pad). */
 void bth_head(const Bth &b, uint8_t *p) {
@@ -83,7 +51,7 @@ size_t AckTemplate::build(const FrameSpec &s, uint64_t generation, uint8_t *out,
     v[5] = static_cast<uint8_t>(s.aeth.msn >> 16);
     v[6] = static_cast<uint8_t>(s.aeth.msn >> 8);
     v[7] = static_cast<uint8_t>(s.aeth.msn);
-    icrc_store(crc32_continue8(crc_fixed_, v), v + 8);
+    icrc_store(slice8::crc32_continue8(crc_fixed_, v), v + 8);
     ++hits_;
     return len_;
 }
