@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include "wire_ack_template.h"
 
-#include <array>
 #include <cstring>
 
 #include "crc32_slice8.h"

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The far end of an engine ring pair driven by hand: the test reads droce's frames raw
- * from it and injects its own (test_engine_zc_retx, test_engine_ack_hold,
- * test_engine_rc_pacing). Also what those tests share around it: an embedded engine the
- * test polls itself, a device counter, and a QP connected to the peer's QP. */
+ * from it and injects its own (the tests on raw_peer_fixture.h, test_zc_virtio). Also what
+ * those tests share around it: an embedded engine the test polls itself, a device counter,
+ * and a QP connected to the peer's QP. */
 #pragma once
 
 #include <cstdint>

@@ -16,6 +16,7 @@
 
 #include "net.h"
 #include "raw_peer.h"
+#include "raw_peer_fixture.h"
 #include "raw_peer_write.h"
 #include "wire_packet.h"
 
@@ -36,7 +37,7 @@ struct Frame {
     uint8_t syndrome;
 };
 
-class AckHold : public ::testing::Test {
+class AckHold : public droce::test::RawPeerQpTest {
   protected:
     /* Embedded, one worker; AckHoldTwoWorkers overrides it. */
     virtual std::unique_ptr<Engine> make_engine() {
@@ -54,28 +55,12 @@ class AckHold : public ::testing::Test {
         auto d = engine->open_device(c);
         ASSERT_TRUE(d) << d.status().message();
         dev = *d;
-        ASSERT_NO_FATAL_FAILURE(
-            droce::test::start_raw_peer(ports->second, "ack_hold_pool", peer, pool));
         const uint8_t peer_ip[4] = {10, 78, 0, 9}, dev_ip[4] = {10, 78, 0, 1};
-        const auto arp = droce::test::arp_who_has(kPeerMac, peer_ip, dev_ip);
-        ASSERT_NO_FATAL_FAILURE(inject({arp}));
-        for (int i = 0; i < 4; ++i)
-            engine->poll();
-        receive();
-
-        pd = std::move(*dev->alloc_pd());
-        scq = std::move(*dev->create_cq(64, 0)); /* one worker for both (AckHoldTwoWorkers) */
-        rcq = std::move(*dev->create_cq(64, 0));
-        buf.assign(64 << 10, 0);
-        auto m = pd->reg_mr(buf.data(), buf.size(), kAccessLocalWrite | kAccessRemoteWrite);
-        ASSERT_TRUE(m) << m.status().message();
-        mr = std::move(*m);
-        QpInitAttr qa;
-        qa.send_cq = scq.get();
-        qa.recv_cq = rcq.get();
-        auto q = pd->create_qp(qa);
-        ASSERT_TRUE(q) << q.status().message();
-        qp = std::move(*q);
+        ASSERT_NO_FATAL_FAILURE(
+            start_peer(ports->second, "ack_hold_pool", kPeerMac, peer_ip, dev_ip));
+        /* The CQs on worker 0 (the QP's worker), also with AckHoldTwoWorkers. */
+        ASSERT_NO_FATAL_FAILURE(
+            create_qp_objects(kAccessLocalWrite | kAccessRemoteWrite, /*cq_worker=*/0));
         ASSERT_NO_FATAL_FAILURE(to_rts(*qp, kPeerQpn));
         /* Nothing left over from the set-up. */
         for (int i = 0; i < 4; ++i)
@@ -87,19 +72,6 @@ class AckHold : public ::testing::Test {
         ASSERT_NO_FATAL_FAILURE(
             droce::test::connect_to_peer(qp, {dest_qpn, 0x0A4E0009, kRqPsn, kSqPsn, 18,
                                               kAccessLocalWrite | kAccessRemoteWrite}));
-    }
-    void TearDown() override {
-        qp.reset();
-        mr.reset();
-        scq.reset();
-        rcq.reset();
-        pd.reset();
-        if (pool != nullptr) {
-            rte_eth_dev_stop(peer);
-            rte_eth_dev_close(peer);
-        }
-        engine.reset();
-        rte_mempool_free(pool);
     }
 
     /* Into the device's RX ring in one go (no engine poll): one RX burst. */
@@ -156,16 +128,6 @@ class AckHold : public ::testing::Test {
         w.rkey = 0x1234;
         ASSERT_TRUE(qp->post_send(w));
     }
-
-    std::unique_ptr<Engine> engine;
-    Device *dev = nullptr;
-    uint16_t peer = 0;
-    rte_mempool *pool = nullptr;
-    std::unique_ptr<ProtectionDomain> pd;
-    std::unique_ptr<CompletionQueue> scq, rcq;
-    std::vector<uint8_t> buf;
-    std::unique_ptr<MemoryRegion> mr;
-    std::unique_ptr<QueuePair> qp;
 };
 
 constexpr uint8_t kAck = 0x1F;

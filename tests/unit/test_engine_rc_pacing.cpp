@@ -22,6 +22,7 @@
 #include "device_options.h"
 #include "net.h"
 #include "raw_peer.h"
+#include "raw_peer_fixture.h"
 #include "raw_peer_write.h"
 #include "wire_packet.h"
 
@@ -42,7 +43,7 @@ struct Answers {
     int acks = 0, seq_naks = 0;
 };
 
-class RcPacing : public ::testing::Test {
+class RcPacing : public droce::test::RawPeerQpTest {
   protected:
     /* flags: (option, value) pairs, taken as a tool's command line takes them. */
     void open(const std::vector<std::pair<int, const char *>> &flags) {
@@ -62,46 +63,17 @@ class RcPacing : public ::testing::Test {
         dev = app::open_port_device(*engine, o);
         ASSERT_NE(dev, nullptr);
         ASSERT_TRUE(engine->start());
-        ASSERT_NO_FATAL_FAILURE(
-            droce::test::start_raw_peer(ports->second, "rc_pacing_pool", peer, pool));
         const uint8_t peer_ip[4] = {10, 82, 0, 9}, dev_ip[4] = {10, 82, 0, 1};
-        ASSERT_NO_FATAL_FAILURE(inject(droce::test::arp_who_has(kPeerMac, peer_ip, dev_ip)));
-        polls(4);
-        receive();
-
-        pd = std::move(*dev->alloc_pd());
-        cq = std::move(*dev->create_cq(64));
-        buf.assign(64 << 10, 0);
-        auto m = pd->reg_mr(buf.data(), buf.size(), kAccessLocalWrite | kAccessRemoteWrite);
-        ASSERT_TRUE(m) << m.status().message();
-        mr = std::move(*m);
-        QpInitAttr qa;
-        qa.send_cq = qa.recv_cq = cq.get();
-        auto q = pd->create_qp(qa);
-        ASSERT_TRUE(q) << q.status().message();
-        qp = std::move(*q);
+        ASSERT_NO_FATAL_FAILURE(
+            start_peer(ports->second, "rc_pacing_pool", kPeerMac, peer_ip, dev_ip));
+        ASSERT_NO_FATAL_FAILURE(create_qp_objects(kAccessLocalWrite | kAccessRemoteWrite, -1,
+                                                  /*one_cq=*/true));
         /* 4.096 us x 2^22 = 17 s: the pacing intervals are capped at a quarter of the
          * ACK timeout, so the 2 s ones below hold whatever the machine's load. */
         ASSERT_NO_FATAL_FAILURE(droce::test::connect_to_peer(
             *qp, {kPeerQpn, kPeerIp, kRqPsn, 0x900, 22, kAccessLocalWrite | kAccessRemoteWrite}));
         polls(4);
         receive();
-    }
-    void TearDown() override {
-        qp.reset();
-        mr.reset();
-        cq.reset();
-        pd.reset();
-        if (pool != nullptr) {
-            rte_eth_dev_stop(peer);
-            rte_eth_dev_close(peer);
-        }
-        engine.reset();
-        rte_mempool_free(pool);
-    }
-    void polls(int n) {
-        for (int i = 0; i < n; ++i)
-            engine->poll();
     }
     void inject(const std::vector<uint8_t> &f) {
         ASSERT_NO_FATAL_FAILURE(droce::test::peer_send(peer, pool, {f}));
@@ -151,16 +123,6 @@ class RcPacing : public ::testing::Test {
             naks += exchange(psn, false).seq_naks;
         return naks;
     }
-
-    std::unique_ptr<Engine> engine;
-    Device *dev = nullptr;
-    uint16_t peer = 0;
-    rte_mempool *pool = nullptr;
-    std::unique_ptr<ProtectionDomain> pd;
-    std::unique_ptr<CompletionQueue> cq;
-    std::vector<uint8_t> buf;
-    std::unique_ptr<MemoryRegion> mr;
-    std::unique_ptr<QueuePair> qp;
 };
 
 TEST_F(RcPacing, DupAckIntervalZeroReAcksEveryDuplicate) {

@@ -17,6 +17,7 @@
 
 #include "net.h"
 #include "raw_peer.h"
+#include "raw_peer_fixture.h"
 #include "raw_peer_write.h"
 #include "wire_icrc.h"
 #include "wire_packet.h"
@@ -41,7 +42,7 @@ struct AckOpts {
     bool vlan = false;
 };
 
-class RxFast : public ::testing::Test {
+class RxFast : public droce::test::RawPeerQpTest {
   protected:
     void SetUp() override {
         engine = droce::test::embedded_engine("test_engine_rx_fast");
@@ -56,50 +57,16 @@ class RxFast : public ::testing::Test {
         auto d = engine->open_device(c);
         ASSERT_TRUE(d) << d.status().message();
         dev = *d;
-        ASSERT_NO_FATAL_FAILURE(
-            droce::test::start_raw_peer(ports->second, "rx_fast_pool", peer, pool));
         const uint8_t peer_ip[4] = {10, 79, 0, 9}, dev_ip[4] = {10, 79, 0, 1};
-        auto arp = droce::test::arp_who_has(kPeerMac, peer_ip, dev_ip);
-        if (port_vlan != 0) { /* the peer on the port's VLAN */
-            const uint8_t tag[4] = {0x81, 0x00, 0, static_cast<uint8_t>(port_vlan)};
-            arp.insert(arp.begin() + 12, tag, tag + 4);
-        }
-        ASSERT_NO_FATAL_FAILURE(droce::test::peer_send(peer, pool, {arp}));
-        for (int i = 0; i < 4; ++i)
-            engine->poll();
-        droce::test::peer_receive(peer);
-
-        pd = std::move(*dev->alloc_pd());
-        scq = std::move(*dev->create_cq(64));
-        rcq = std::move(*dev->create_cq(64));
-        buf.assign(64 << 10, 0);
-        auto m = pd->reg_mr(buf.data(), buf.size(), kAccessLocalWrite | kAccessRemoteWrite);
-        ASSERT_TRUE(m) << m.status().message();
-        mr = std::move(*m);
-        QpInitAttr qa;
-        qa.send_cq = scq.get();
-        qa.recv_cq = rcq.get();
-        auto q = pd->create_qp(qa);
-        ASSERT_TRUE(q) << q.status().message();
-        qp = std::move(*q);
+        /* The peer on the port's VLAN, if any. */
+        ASSERT_NO_FATAL_FAILURE(
+            start_peer(ports->second, "rx_fast_pool", kPeerMac, peer_ip, dev_ip, port_vlan));
+        ASSERT_NO_FATAL_FAILURE(create_qp_objects(kAccessLocalWrite | kAccessRemoteWrite));
         ASSERT_NO_FATAL_FAILURE(droce::test::connect_to_peer(
             *qp, {kPeerQpn, kPeerIp, kRqPsn, kSqPsn, 18, kAccessLocalWrite | kAccessRemoteWrite}));
         for (int i = 0; i < 4; ++i)
             engine->poll();
         droce::test::peer_receive(peer);
-    }
-    void TearDown() override {
-        qp.reset();
-        mr.reset();
-        scq.reset();
-        rcq.reset();
-        pd.reset();
-        if (pool != nullptr) {
-            rte_eth_dev_stop(peer);
-            rte_eth_dev_close(peer);
-        }
-        engine.reset();
-        rte_mempool_free(pool);
     }
 
     /* The peer's ACK (or NAK: syndrome) for psn, as rxe would build it. */
@@ -152,15 +119,6 @@ class RxFast : public ::testing::Test {
     uint64_t ctr(const char *name) { return device_counter(*dev, name); }
 
     uint16_t port_vlan = 0; /* DeviceConfig::vlan */
-    std::unique_ptr<Engine> engine;
-    Device *dev = nullptr;
-    uint16_t peer = 0;
-    rte_mempool *pool = nullptr;
-    std::unique_ptr<ProtectionDomain> pd;
-    std::unique_ptr<CompletionQueue> scq, rcq;
-    std::vector<uint8_t> buf;
-    std::unique_ptr<MemoryRegion> mr;
-    std::unique_ptr<QueuePair> qp;
 };
 
 /* The ping-pong pair: the peer's ACK of our WRITE and its own WRITE, in one burst (the

@@ -20,6 +20,7 @@
 
 #include "net.h"
 #include "raw_peer.h"
+#include "raw_peer_fixture.h"
 #include "wire_packet.h"
 
 using namespace droce;
@@ -38,7 +39,7 @@ const uint8_t kPeerMac[6] = {0x02, 0, 0, 0, 0x01, 0x09};
 constexpr uint32_t kPeerQpn = 0x50;
 constexpr uint32_t kLen = 1024; /* one MTU-1024 packet, at the zero-copy threshold */
 
-class ZcLateFrame : public ::testing::Test {
+class ZcLateFrame : public droce::test::RawPeerQpTest {
   protected:
     void SetUp() override {
         engine = droce::test::embedded_engine("test_engine_zc_retx", /*zero_copy=*/true);
@@ -52,42 +53,13 @@ class ZcLateFrame : public ::testing::Test {
         auto d = engine->open_device(c);
         ASSERT_TRUE(d) << d.status().message();
         dev = *d;
-        ASSERT_NO_FATAL_FAILURE(
-            droce::test::start_raw_peer(ports->second, "zc_retx_pool", peer, pool));
         const uint8_t peer_ip[4] = {10, 77, 0, 9}, dev_ip[4] = {10, 77, 0, 1};
-        const auto arp = droce::test::arp_who_has(kPeerMac, peer_ip, dev_ip);
-        ASSERT_NO_FATAL_FAILURE(send(arp));
-        receive();
-
-        pd = std::move(*dev->alloc_pd());
-        scq = std::move(*dev->create_cq(64));
-        rcq = std::move(*dev->create_cq(64));
-        buf.assign(64 << 10, 0);
-        auto m = pd->reg_mr(buf.data(), buf.size(), kAccessLocalWrite | kAccessRemoteRead);
-        ASSERT_TRUE(m) << m.status().message();
-        mr = std::move(*m);
-        QpInitAttr qa;
-        qa.send_cq = scq.get();
-        qa.recv_cq = rcq.get();
-        auto q = pd->create_qp(qa);
-        ASSERT_TRUE(q) << q.status().message();
-        qp = std::move(*q);
+        ASSERT_NO_FATAL_FAILURE(
+            start_peer(ports->second, "zc_retx_pool", kPeerMac, peer_ip, dev_ip));
+        ASSERT_NO_FATAL_FAILURE(create_qp_objects(kAccessLocalWrite | kAccessRemoteRead));
         /* ACK timeout ~1 s: only the test's NAK makes the requester go back. */
         ASSERT_NO_FATAL_FAILURE(droce::test::connect_to_peer(
             *qp, {kPeerQpn, 0x0A4D0009, 0x300, 0x900, 18, kAccessLocalWrite | kAccessRemoteRead}));
-    }
-    void TearDown() override {
-        qp.reset();
-        mr.reset();
-        scq.reset();
-        rcq.reset();
-        pd.reset();
-        if (pool != nullptr) {
-            rte_eth_dev_stop(peer);
-            rte_eth_dev_close(peer);
-        }
-        engine.reset();
-        rte_mempool_free(pool);
     }
 
     void poll() {
@@ -145,16 +117,6 @@ class ZcLateFrame : public ::testing::Test {
         for (uint32_t i = 0; i < kLen; ++i)
             buf[i] = static_cast<uint8_t>(seed + i * 7);
     }
-
-    std::unique_ptr<Engine> engine;
-    Device *dev = nullptr;
-    uint16_t peer = 0;
-    rte_mempool *pool = nullptr;
-    std::unique_ptr<ProtectionDomain> pd;
-    std::unique_ptr<CompletionQueue> scq, rcq;
-    std::vector<uint8_t> buf;
-    std::unique_ptr<MemoryRegion> mr;
-    std::unique_ptr<QueuePair> qp;
 };
 
 /* Requester: a zero-copy RDMA WRITE is sent, NAKed (sequence error: go back to it), so
