@@ -292,6 +292,7 @@ build) build ;;
 bench)
     shift
     build
+    bash scripts/deps.sh --bench
     # Not under the heavy-job lock itself (a nested flock on the same file would wait for
     # its own parent): on a shared machine, run `flock /tmp/droce-heavy.lock ./dev.sh bench`.
     /usr/bin/python3 bench/e2e.py --build "$BUILD_DIR" "$@"
@@ -299,6 +300,7 @@ bench)
 soak)
     # Not in CI. Like bench: on a shared machine, flock /tmp/droce-heavy.lock ./dev.sh soak.
     build
+    bash scripts/deps.sh --bench
     if [ "${3:-}" = --memif ]; then
         # droce<->droce over net_memif through a droce-fabric forwarder injecting faults
         bench/soak_memif.sh "$BUILD_DIR" "${2:-60}" bench/soak_memif.csv "${@:4}" |

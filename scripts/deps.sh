@@ -5,6 +5,7 @@
 #
 #   scripts/deps.sh            install what is missing
 #   scripts/deps.sh --check    exit 1 (listing them) if anything is missing; install nothing
+#   scripts/deps.sh --bench    also what the benchmarks' plots need (./dev.sh bench, soak)
 set -euo pipefail
 
 PKGS=(
@@ -19,6 +20,11 @@ PKGS=(
   # capture and dissection, helpers used by tests/interop
   tcpdump tshark python3 procps
 )
+# bench/plot_*.py run under /usr/bin/python3: Debian's matplotlib, not in CI's set
+if [ "${1:-}" = --bench ]; then
+  PKGS+=(python3-matplotlib)
+  shift
+fi
 
 missing() {
   # dpkg-query prints one line per known package; unknown packages go to stderr and count as missing
