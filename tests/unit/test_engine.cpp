@@ -17,6 +17,7 @@
 
 #include <droce/droce.h>
 
+#include "engine_test_util.h"
 #include "net.h"
 #include "wire_packet.h"
 
@@ -26,14 +27,11 @@ using namespace std::chrono_literals;
 namespace {
 
 /* --no-huge/-m: no hugepages on CI; --no-shconf: no shared config file, so parallel
- * DPDK processes of other builds on the machine do not collide; -l 0-1: lcore 1 is the
+ * DPDK processes of other builds on the machine do not collide; lcores 0-1: lcore 1 is the
  * worker in worker mode. */
 bool g_zero_copy = true; /* EngineCopyOnly flips it for its SetUp */
 
 std::unique_ptr<Engine> make_engine(bool embedded) {
-    static const char *args[] = {"test_engine", "--no-huge",   "-m", "512",
-                                 "--no-pci",    "--no-shconf", "-l", "0-1",
-                                 "--log-level", "*:warning",   "--", nullptr};
     EngineOptions o;
     o.embedded = embedded;
     /* Be gentle with the 2 shared cores (and CI's VM): sleep after 200 idle polls. */
@@ -42,21 +40,10 @@ std::unique_ptr<Engine> make_engine(bool embedded) {
     o.mbufs = 4095;
     o.zero_copy = g_zero_copy;
     o.log_level = "warn";
-    int consumed = 0;
-    auto e = Engine::create(11, const_cast<char **>(args), &consumed, o);
-    EXPECT_TRUE(e) << e.status().message();
-    if (!e)
-        return nullptr;
-    EXPECT_EQ(consumed, 11);
-    return std::move(*e);
+    return droce::test::make_test_engine("test_engine", o, "512", "0-1");
 }
 
-std::map<std::string, uint64_t> counter_map(const Device &d) {
-    std::map<std::string, uint64_t> m;
-    for (const auto &[k, v] : d.counters())
-        m[k] = v;
-    return m;
-}
+using droce::test::counter_map;
 
 /* One side of a connection. Members in destruction-safe order (QP before CQs/MR/PD). */
 struct Side {

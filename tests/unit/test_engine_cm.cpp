@@ -16,24 +16,20 @@
 #include <droce/cm_device.h>
 #include <droce/droce.h>
 
+#include "engine_test_util.h"
+
 using namespace droce;
 using namespace std::chrono_literals;
 
 namespace {
 
 std::unique_ptr<Engine> make_engine(bool embedded) {
-    static const char *args[] = {"test_engine_cm", "--no-huge",   "-m",       "1024",
-                                 "--no-pci",       "--no-shconf", "--lcores", "0@0,1@1",
-                                 "--log-level",    "*:warning",   "--",       nullptr};
     EngineOptions o;
     o.embedded = embedded;
     o.workers = 1;
     o.idle_polls_before_sleep = 200;
     o.idle_sleep_us = 50;
-    int consumed = 0;
-    auto e = Engine::create(11, const_cast<char **>(args), &consumed, o);
-    EXPECT_TRUE(e) << e.status().message();
-    return e ? std::move(*e) : nullptr;
+    return droce::test::make_test_engine("test_engine_cm", o, "1024", "0@0,1@1");
 }
 
 constexpr uint32_t kBuf = 4096;

@@ -21,6 +21,7 @@
 
 #include <droce/droce.h>
 
+#include "engine_test_util.h"
 #include "net_ipv6.h"
 #include "wire_packet.h"
 
@@ -29,82 +30,16 @@ using namespace std::chrono_literals;
 
 namespace {
 
+std::unique_ptr<Engine> make_engine() {
+    return droce::test::make_test_engine("test_engine_gid_vlan",
+                                         droce::test::embedded_test_options());
+}
+using droce::test::counter_map;
+using Side = droce::test::RcSide;
+using droce::test::rc_to_rts;
+
 constexpr uint16_t kPortVid = 100; /* GIDs 0 and 1 (link-local, IPv4) */
 constexpr uint16_t kGidVid = 200;  /* GID 2 (the IPv6 address) and its RoCEv1 twin, GID 5 */
-
-std::unique_ptr<Engine> make_engine() {
-    static const char *args[] = {
-        "test_engine_gid_vlan", "--no-huge", "-m", "512",  "--no-pci", "--no-shconf", "-l", "0",
-        "--log-level",          "*:warning", "--", nullptr};
-    EngineOptions o;
-    o.embedded = true;
-    o.mbufs = 4095;
-    o.log_level = "warn";
-    int consumed = 0;
-    auto e = Engine::create(11, const_cast<char **>(args), &consumed, o);
-    EXPECT_TRUE(e) << e.status().message();
-    return e ? std::move(*e) : nullptr;
-}
-
-std::map<std::string, uint64_t> counter_map(const Device &d) {
-    std::map<std::string, uint64_t> m;
-    for (const auto &[k, v] : d.counters())
-        m[k] = v;
-    return m;
-}
-
-struct Side {
-    std::unique_ptr<ProtectionDomain> pd;
-    std::unique_ptr<CompletionQueue> scq, rcq;
-    std::vector<uint8_t> buf;
-    std::unique_ptr<MemoryRegion> mr;
-    std::unique_ptr<QueuePair> qp;
-    void init(Device *d) {
-        pd = std::move(*d->alloc_pd());
-        scq = std::move(*d->create_cq(64));
-        rcq = std::move(*d->create_cq(64));
-        buf.assign(8192, 0);
-        mr = std::move(*pd->reg_mr(buf.data(), buf.size(), kAccessLocalWrite));
-        QpInitAttr a;
-        a.send_cq = scq.get();
-        a.recv_cq = rcq.get();
-        qp = std::move(*pd->create_qp(a));
-    }
-    void reset() {
-        qp.reset();
-        mr.reset();
-        scq.reset();
-        rcq.reset();
-        pd.reset();
-    }
-};
-
-Status to_rts(QueuePair &qp, const AhAttr &ah, uint32_t dqpn) {
-    QpAttr a;
-    a.qp_state = QpState::Init;
-    a.qp_access_flags = kAccessLocalWrite;
-    if (Status s = qp.modify(a, kQpState | kQpPkeyIndex | kQpPort | kQpAccessFlags); !s)
-        return s;
-    a.qp_state = QpState::Rtr;
-    a.path_mtu = Mtu::Mtu1024;
-    a.dest_qp_num = dqpn;
-    a.rq_psn = 0;
-    a.ah_attr = ah;
-    a.max_dest_rd_atomic = 1;
-    a.min_rnr_timer = 12;
-    if (Status s = qp.modify(a, kQpState | kQpAv | kQpPathMtu | kQpDestQpn | kQpRqPsn |
-                                    kQpMaxDestRdAtomic | kQpMinRnrTimer);
-        !s)
-        return s;
-    a.qp_state = QpState::Rts;
-    a.sq_psn = 0;
-    a.timeout = 18;
-    a.retry_cnt = 7;
-    a.rnr_retry = 7;
-    a.max_rd_atomic = 1;
-    return qp.modify(a, kQpState | kQpSqPsn | kQpTimeout | kQpRetryCnt | kQpRnrRetry |
-                            kQpMaxQpRdAtomic);
-}
 
 uint16_t be16(const uint8_t *p) { return static_cast<uint16_t>(p[0] << 8 | p[1]); }
 
@@ -204,10 +139,10 @@ class GidVlan : public ::testing::Test {
         ah.dgid = gb[gidx].gid;
         /* modify QP waits for ARP / ND while polling the engine itself: the relay runs
          * beside it on this test's thread meanwhile. */
-        Status s = with_relay([&] { return to_rts(*a.qp, ah, b.qp->qp_num()); });
+        Status s = with_relay([&] { return rc_to_rts(*a.qp, ah, b.qp->qp_num()); });
         ASSERT_TRUE(s) << s.message();
         ah.dgid = ga[gidx].gid;
-        s = with_relay([&] { return to_rts(*b.qp, ah, a.qp->qp_num()); });
+        s = with_relay([&] { return rc_to_rts(*b.qp, ah, a.qp->qp_num()); });
         ASSERT_TRUE(s) << s.message();
         RecvWr r;
         r.wr_id = 9;

@@ -16,6 +16,7 @@
 
 #include <droce/droce.h>
 
+#include "engine_test_util.h"
 #include "net_ipv6.h"
 #include "wire_packet.h"
 
@@ -25,25 +26,11 @@ using namespace std::chrono_literals;
 namespace {
 
 std::unique_ptr<Engine> make_engine() {
-    static const char *args[] = {"test_engine_l3", "--no-huge",   "-m", "512",
-                                 "--no-pci",       "--no-shconf", "-l", "0",
-                                 "--log-level",    "*:warning",   "--", nullptr};
-    EngineOptions o;
-    o.embedded = true;
-    o.mbufs = 4095;
-    o.log_level = "warn";
-    int consumed = 0;
-    auto e = Engine::create(11, const_cast<char **>(args), &consumed, o);
-    EXPECT_TRUE(e) << e.status().message();
-    return e ? std::move(*e) : nullptr;
+    return droce::test::make_test_engine("test_engine_l3", droce::test::embedded_test_options());
 }
-
-std::map<std::string, uint64_t> counter_map(const Device &d) {
-    std::map<std::string, uint64_t> m;
-    for (const auto &[k, v] : d.counters())
-        m[k] = v;
-    return m;
-}
+using droce::test::counter_map;
+using Side = droce::test::RcSide;
+using droce::test::rc_to_rts;
 
 Gid gid6(const char *s) {
     Gid g{};
@@ -51,59 +38,6 @@ Gid gid6(const char *s) {
     EXPECT_TRUE(net::parse_ipv6(s, &a));
     std::memcpy(g.raw, a.data(), 16);
     return g;
-}
-
-struct Side {
-    std::unique_ptr<ProtectionDomain> pd;
-    std::unique_ptr<CompletionQueue> scq, rcq;
-    std::vector<uint8_t> buf;
-    std::unique_ptr<MemoryRegion> mr;
-    std::unique_ptr<QueuePair> qp;
-    void init(Device *d) {
-        pd = std::move(*d->alloc_pd());
-        scq = std::move(*d->create_cq(64));
-        rcq = std::move(*d->create_cq(64));
-        buf.assign(8192, 0);
-        mr = std::move(*pd->reg_mr(buf.data(), buf.size(), kAccessLocalWrite));
-        QpInitAttr a;
-        a.send_cq = scq.get();
-        a.recv_cq = rcq.get();
-        qp = std::move(*pd->create_qp(a));
-    }
-    void reset() {
-        qp.reset();
-        mr.reset();
-        scq.reset();
-        rcq.reset();
-        pd.reset();
-    }
-};
-
-Status to_rts(QueuePair &qp, const AhAttr &ah, uint32_t dqpn) {
-    QpAttr a;
-    a.qp_state = QpState::Init;
-    a.qp_access_flags = kAccessLocalWrite;
-    if (Status s = qp.modify(a, kQpState | kQpPkeyIndex | kQpPort | kQpAccessFlags); !s)
-        return s;
-    a.qp_state = QpState::Rtr;
-    a.path_mtu = Mtu::Mtu1024;
-    a.dest_qp_num = dqpn;
-    a.rq_psn = 0;
-    a.ah_attr = ah;
-    a.max_dest_rd_atomic = 1;
-    a.min_rnr_timer = 12;
-    if (Status s = qp.modify(a, kQpState | kQpAv | kQpPathMtu | kQpDestQpn | kQpRqPsn |
-                                    kQpMaxDestRdAtomic | kQpMinRnrTimer);
-        !s)
-        return s;
-    a.qp_state = QpState::Rts;
-    a.sq_psn = 0;
-    a.timeout = 18;
-    a.retry_cnt = 7;
-    a.rnr_retry = 7;
-    a.max_rd_atomic = 1;
-    return qp.modify(a, kQpState | kQpSqPsn | kQpTimeout | kQpRetryCnt | kQpRnrRetry |
-                            kQpMaxQpRdAtomic);
 }
 
 SendWr send_wr(Side &s, uint32_t len) {
@@ -160,10 +94,10 @@ class L3E2E : public ::testing::Test {
         ah.sgid_index = gidx;
         ah.sl = 3;
         ah.dgid = gb[gidx].gid;
-        Status s = to_rts(*a.qp, ah, b.qp->qp_num());
+        Status s = rc_to_rts(*a.qp, ah, b.qp->qp_num());
         ASSERT_TRUE(s) << s.message();
         ah.dgid = ga[gidx].gid;
-        s = to_rts(*b.qp, ah, a.qp->qp_num());
+        s = rc_to_rts(*b.qp, ah, a.qp->qp_num());
         ASSERT_TRUE(s) << s.message();
         RecvWr r;
         r.wr_id = 9;
@@ -431,7 +365,7 @@ class RawL3 : public ::testing::Test {
     /* Connects a QP to a peer that never answers (we only look at its first frame). */
     std::vector<uint8_t> first_frame_to(const AhAttr &ah, uint32_t *qpn) {
         s.init(dev);
-        Status st = to_rts(*s.qp, ah, 0x77);
+        Status st = rc_to_rts(*s.qp, ah, 0x77);
         EXPECT_TRUE(st) << st.message();
         if (!st)
             return {};
@@ -589,13 +523,13 @@ TEST_F(RawL3, Ipv6ErrorsAreClear) {
     AhAttr ah;
     ah.dgid = gid6("fd99::5"); /* off-link, no gateway */
     ah.sgid_index = 2;
-    Status st = to_rts(*s.qp, ah, 0x77);
+    Status st = rc_to_rts(*s.qp, ah, 0x77);
     EXPECT_EQ(st.code(), ENETUNREACH) << st.message();
     EXPECT_NE(st.message().find("no IPv6 gateway"), std::string::npos) << st.message();
     ah.sgid_index = 1; /* IPv4 GID, IPv6 dgid */
     s.reset();
     s.init(dev);
-    st = to_rts(*s.qp, ah, 0x77);
+    st = rc_to_rts(*s.qp, ah, 0x77);
     EXPECT_EQ(st.code(), EINVAL);
     EXPECT_NE(st.message().find("is an IPv4 GID but the dgid is IPv6"), std::string::npos)
         << st.message();

@@ -15,6 +15,7 @@
 
 #include <droce/droce.h>
 
+#include "engine_test_util.h"
 #include "net_ipv6.h"
 #include "wire_packet.h"
 #include "wire_rocev1.h"
@@ -25,81 +26,23 @@ using namespace std::chrono_literals;
 namespace {
 
 std::unique_ptr<Engine> make_engine() {
-    static const char *args[] = {"test_engine_rocev1", "--no-huge",   "-m", "512",
-                                 "--no-pci",           "--no-shconf", "-l", "0",
-                                 "--log-level",        "*:warning",   "--", nullptr};
-    EngineOptions o;
-    o.embedded = true;
-    o.mbufs = 4095;
-    o.log_level = "warn";
-    int consumed = 0;
-    auto e = Engine::create(11, const_cast<char **>(args), &consumed, o);
-    EXPECT_TRUE(e) << e.status().message();
-    return e ? std::move(*e) : nullptr;
+    return droce::test::make_test_engine("test_engine_rocev1",
+                                         droce::test::embedded_test_options());
 }
+using droce::test::counter_map;
 
-std::map<std::string, uint64_t> counter_map(const Device &d) {
-    std::map<std::string, uint64_t> m;
-    for (const auto &[k, v] : d.counters())
-        m[k] = v;
-    return m;
-}
+constexpr uint32_t kRights = kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead;
 
-constexpr uint32_t kLen = 3000;
-
-struct Side {
-    std::unique_ptr<ProtectionDomain> pd;
-    std::unique_ptr<CompletionQueue> scq, rcq;
-    std::vector<uint8_t> buf;
-    std::unique_ptr<MemoryRegion> mr;
-    std::unique_ptr<QueuePair> qp;
-    void init(Device *d) {
-        pd = std::move(*d->alloc_pd());
-        scq = std::move(*d->create_cq(64));
-        rcq = std::move(*d->create_cq(64));
-        buf.assign(16384, 0);
-        mr = std::move(*pd->reg_mr(buf.data(), buf.size(),
-                                   kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead));
-        QpInitAttr a;
-        a.send_cq = scq.get();
-        a.recv_cq = rcq.get();
-        qp = std::move(*pd->create_qp(a));
-    }
-    void reset() {
-        qp.reset();
-        mr.reset();
-        scq.reset();
-        rcq.reset();
-        pd.reset();
-    }
+/* Both sides move up to 16 KiB with SEND, WRITE and READ. */
+struct Side : droce::test::RcSide {
+    void init(Device *d) { RcSide::init(d, 16384, kRights); }
 };
 
 Status to_rts(QueuePair &qp, const AhAttr &ah, uint32_t dqpn) {
-    QpAttr a;
-    a.qp_state = QpState::Init;
-    a.qp_access_flags = kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead;
-    if (Status s = qp.modify(a, kQpState | kQpPkeyIndex | kQpPort | kQpAccessFlags); !s)
-        return s;
-    a.qp_state = QpState::Rtr;
-    a.path_mtu = Mtu::Mtu1024;
-    a.dest_qp_num = dqpn;
-    a.rq_psn = 0;
-    a.ah_attr = ah;
-    a.max_dest_rd_atomic = 1;
-    a.min_rnr_timer = 12;
-    if (Status s = qp.modify(a, kQpState | kQpAv | kQpPathMtu | kQpDestQpn | kQpRqPsn |
-                                    kQpMaxDestRdAtomic | kQpMinRnrTimer);
-        !s)
-        return s;
-    a.qp_state = QpState::Rts;
-    a.sq_psn = 0;
-    a.timeout = 18;
-    a.retry_cnt = 7;
-    a.rnr_retry = 7;
-    a.max_rd_atomic = 1;
-    return qp.modify(a, kQpState | kQpSqPsn | kQpTimeout | kQpRetryCnt | kQpRnrRetry |
-                            kQpMaxQpRdAtomic);
+    return droce::test::rc_to_rts(qp, ah, dqpn, kRights);
 }
+
+constexpr uint32_t kLen = 3000;
 
 DeviceConfig config(const std::string &port, int n) {
     DeviceConfig c;

@@ -15,6 +15,7 @@
 #include <droce/droce.h>
 
 #include "engine.h"
+#include "engine_test_util.h"
 #include "net.h"
 
 using namespace droce;
@@ -26,9 +27,6 @@ namespace {
  * is the test's own thread, 1 and 2 the workers. Idle workers doze so that three
  * threads share two cores without starving the test. */
 std::unique_ptr<Engine> make_engine(bool embedded, uint32_t workers) {
-    static const char *args[] = {"test_engine_scale", "--no-huge",   "-m",       "1024",
-                                 "--no-pci",          "--no-shconf", "--lcores", "0@0,1@1,2@0",
-                                 "--log-level",       "*:warning",   "--",       nullptr};
     EngineOptions o;
     o.embedded = embedded;
     o.workers = workers;
@@ -36,20 +34,10 @@ std::unique_ptr<Engine> make_engine(bool embedded, uint32_t workers) {
     o.idle_sleep_us = 50;
     o.mbufs = 8191;
     o.log_level = "warn";
-    int consumed = 0;
-    auto e = Engine::create(11, const_cast<char **>(args), &consumed, o);
-    EXPECT_TRUE(e) << e.status().message();
-    if (!e)
-        return nullptr;
-    return std::move(*e);
+    return droce::test::make_test_engine("test_engine_scale", o, "1024", "0@0,1@1,2@0");
 }
 
-std::map<std::string, uint64_t> counter_map(const Device &d) {
-    std::map<std::string, uint64_t> m;
-    for (const auto &[k, v] : d.counters())
-        m[k] = v;
-    return m;
-}
+using droce::test::counter_map;
 
 constexpr uint32_t kRights =
     kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead | kAccessRemoteAtomic;

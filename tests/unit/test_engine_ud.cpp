@@ -17,6 +17,7 @@
 
 #include "engine.h"
 #include "engine_gsi.h"
+#include "engine_test_util.h"
 
 using namespace droce;
 using namespace std::chrono_literals;
@@ -24,26 +25,15 @@ using namespace std::chrono_literals;
 namespace {
 
 std::unique_ptr<Engine> make_engine(bool embedded, uint32_t workers) {
-    static const char *args[] = {"test_engine_ud", "--no-huge",   "-m",       "1024",
-                                 "--no-pci",       "--no-shconf", "--lcores", "0@0,1@1,2@0",
-                                 "--log-level",    "*:warning",   "--",       nullptr};
     EngineOptions o;
     o.embedded = embedded;
     o.workers = workers;
     o.idle_polls_before_sleep = 200;
     o.idle_sleep_us = 50;
-    int consumed = 0;
-    auto e = Engine::create(11, const_cast<char **>(args), &consumed, o);
-    EXPECT_TRUE(e) << e.status().message();
-    return e ? std::move(*e) : nullptr;
+    return droce::test::make_test_engine("test_engine_ud", o, "1024", "0@0,1@1,2@0");
 }
 
-std::map<std::string, uint64_t> counter_map(const Device &d) {
-    std::map<std::string, uint64_t> m;
-    for (const auto &[k, v] : d.counters())
-        m[k] = v;
-    return m;
-}
+using droce::test::counter_map;
 
 constexpr uint32_t kQkey = 0x11111111;
 constexpr uint32_t kBuf = 4096;

@@ -35,6 +35,8 @@
 
 #include <droce/droce.h>
 
+#include "engine_test_util.h"
+
 using namespace droce;
 using Clock = std::chrono::steady_clock;
 
@@ -58,12 +60,7 @@ std::vector<std::string> g_bridges;
 
 int sh(const std::string &cmd) { return std::system((cmd + " >/dev/null 2>&1").c_str()); }
 
-std::map<std::string, uint64_t> counter_map(const Device &d) {
-    std::map<std::string, uint64_t> m;
-    for (const auto &[k, v] : d.counters())
-        m[k] = v;
-    return m;
-}
+using droce::test::counter_map;
 
 double ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
 

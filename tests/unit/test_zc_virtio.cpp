@@ -22,6 +22,7 @@
 
 #include <droce/droce.h>
 
+#include "engine_test_util.h"
 #include "raw_peer.h"
 
 using namespace droce;
@@ -31,12 +32,7 @@ namespace {
 constexpr size_t kLen = 64 << 10; /* one WRITE: 16 frames of path MTU 4096 */
 constexpr size_t kBuf = 2 * kLen;
 
-std::map<std::string, uint64_t> counter_map(const Device &d) {
-    std::map<std::string, uint64_t> m;
-    for (const auto &[k, v] : d.counters())
-        m[k] = v;
-    return m;
-}
+using droce::test::counter_map;
 
 struct FreeBuf {
     void operator()(uint8_t *p) const { free_buf(p); }
