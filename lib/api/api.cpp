@@ -203,12 +203,8 @@ class QpImpl final : public QueuePair {
     }
 
     Status post_send(const SendWr &wr) override {
-        if (rt_.embedded()) {
-            Status s = qp_->post_send(wr);
-            if (s)
-                dev_.posted(*ctx_);
-            return s;
-        }
+        if (rt_.embedded())
+            return post_send_here(wr);
         /* Worker mode: check here what can be checked here, so that the caller gets
          * errors as values; the worker completes anything it still refuses in error. */
         if (state_ == QpState::Reset || state_ == QpState::Init || state_ == QpState::Rtr)
@@ -265,16 +261,29 @@ class QpImpl final : public QueuePair {
         if (ctx_->srq)
             return Status(EINVAL, "post_recv: QP " + std::to_string(qpn_) +
                                       " uses a shared receive queue; post to the SRQ");
-        if (rt_.embedded()) {
-            Status s = qp_->post_recv(wr);
-            if (s)
-                dev_.touch(*ctx_);
-            return s;
-        }
+        if (rt_.embedded())
+            return post_recv_here(wr);
         if (Status s = check_num_sge(wr.num_sge, cap_.max_recv_sge, "post_recv"); !s)
             return s;
         return enqueue_wr(dev_, recv_ring(*ctx_, qpn_), cap_.max_recv_wr, wr,
                           "post_recv: receive queue");
+    }
+
+    /* Embedded mode posts straight to the transport. One named Status and one return
+     * each: the result is built in the caller's slot (NRVO), so a successful post moves
+     * no Status; with a second return, GCC moved it, an out-of-line std::string move on
+     * every post (3.4 % of a write_lat client's samples). */
+    Status post_send_here(const SendWr &wr) {
+        Status s = qp_->post_send(wr);
+        if (s)
+            dev_.posted(*ctx_);
+        return s;
+    }
+    Status post_recv_here(const RecvWr &wr) {
+        Status s = qp_->post_recv(wr);
+        if (s)
+            dev_.touch(*ctx_);
+        return s;
     }
 
   private:
@@ -411,17 +420,21 @@ class SrqImpl final : public SharedReceiveQueue {
                            dev_.name());
     }
     Status post_recv(const RecvWr &wr) override {
-        if (rt_.embedded()) {
-            Status s = ctx_->q->post(wr);
-            if (s)
-                dev_.shard(ctx_->worker).publish_srq(*ctx_);
-            return s;
-        }
+        if (rt_.embedded())
+            return post_recv_here(wr);
         if (Status s = check_num_sge(wr.num_sge, attr_.max_sge, "post_srq_recv"); !s)
             return s;
-        const WrRing r{ctx_->ring,     ctx_->posted, ctx_->retired, ctx_->doorbell,
-                       ctx_->worker, engine::kDoorbellSrq | ctx_->index};
+        const WrRing r{ctx_->ring,     ctx_->posted, ctx_->retired,
+                       ctx_->doorbell, ctx_->worker, engine::kDoorbellSrq | ctx_->index};
         return enqueue_wr(dev_, r, attr_.max_wr, wr, "post_srq_recv: shared receive queue");
+    }
+
+    /* As QpImpl::post_recv_here: one return, no Status moved on success. */
+    Status post_recv_here(const RecvWr &wr) {
+        Status s = ctx_->q->post(wr);
+        if (s)
+            dev_.shard(ctx_->worker).publish_srq(*ctx_);
+        return s;
     }
     SrqCtx *ctx() const { return ctx_; }
 
