@@ -21,6 +21,7 @@ a = argparse.Namespace(build=os.environ.get("BUILD", "build"), rounds=rounds, se
                        quick=False, out="/tmp", only="vhost")
 r = e2e.Runner(a)
 res = {}
+hops = []
 def nm(b):
     return b.split('/')[-2] if '/' in b else b
 def add(k, v):
@@ -45,11 +46,15 @@ try:
                 side, size = case(c)
                 if kind == "droce":
                     r.perf = b
-                    add((b, c), val(r.droce("vhost", side, "write_bw", size, rnd), size))
+                    rec = r.droce("vhost", side, "write_bw", size, rnd)
+                    add((b, c), val(rec, size))
                 else:
                     rec = r.raw_bw("vhost", side, e2e.frames_for("write", size), e2e.ACK, rnd, "write_bw")
                     add(("raw", c), val(rec, size))
+                # The VM's L3 mode just before the run (bench/cpu_pair; > 100 ns: slow mode).
+                hops.append(f"{nm(b) if b else 'raw'}:{c}:{rec.get('cpu_pair', {}).get('hop_ns')}")
         print(rnd, {f"{nm(k[0])}:{k[1]}": v[-1] for k, v in res.items()}, flush=True)
+        print("   cpu_pair hop ns:", " ".join(hops[-len(items) * len(cases):]), flush=True)
 finally:
     r.hugepages_down()
 for (who, c), v in res.items():

@@ -93,6 +93,7 @@ class Runner:
         self.perf = os.path.join(a.build, "apps/droce-perf/droce-perf")
         self.raw = os.path.join(a.build, "bench/raw_link")
         self.udp = os.path.join(a.build, "bench/udp_kernel")
+        self.cpu_pair_bin = os.path.join(a.build, "bench/cpu_pair")
         self.port = 21000 + os.getpid() % 20000
         self.seq = 0
         self.runs = []
@@ -222,6 +223,17 @@ class Runner:
         half of it (they only draw the curve), which keeps the full run near 15 minutes."""
         return self.a.secs if size <= 200 or 65536 <= size <= 70000 else max(1, self.a.secs // 2)
 
+    def cpu_pair(self):
+        """bench/cpu_pair: a cache line's hand-over between CPUs 0 and 1 and a 4 KiB frame
+        stream between them, just before a bw run. On the AMD VM the two vCPUs move between
+        sharing an L3 (~30 ns a hop) and not (~160 ns, for minutes): runs whose payloads cross
+        the cores then lose 2-5x, the raw link much less (bench/README.md)."""
+        try:
+            out = subprocess.run([self.cpu_pair_bin], capture_output=True, text=True, timeout=10).stdout
+            return json.loads(out.strip().splitlines()[-1])
+        except (OSError, ValueError, IndexError, subprocess.SubprocessError):
+            return None
+
     # ---- droce -------------------------------------------------------------------------
     def droce(self, link, dirn, mode, size, rnd):
         """dirn: which side is droce-perf's client: 'a' or 'b'."""
@@ -243,11 +255,14 @@ class Runner:
             cmd[side] = c
         # The server listens on TCP; the client retries its connect for 10 s. On vhost side
         # 'a' creates the vhost-user socket, so it always starts first.
+        cpu = None if lat else self.cpu_pair()
         r1, o1, r2, o2 = self.pair(cmd["a"], cmd["b"], timeout=self.a.secs + 90,
                                    wait_for=sock, grace=3)
         out_c = o1 if client == "a" else o2
         rec = {"kind": "droce", "link": link, "client": client, "mode": mode, "size": size,
                "round": rnd, "rc": [r1, r2]}
+        if cpu:
+            rec["cpu_pair"] = cpu
         rc_c, rc_s = (r1, r2) if client == "a" else (r2, r1)
         ok = rc_c == 0 and rc_s in (0, "killed")
         if rc_s == "killed":
@@ -278,11 +293,14 @@ class Runner:
             gen += ["--touch", "1"]
             sink += ["--frames", rle(frames), "--touch", "1"]
         cmd = {sender: gen, recv: sink}
+        cpu = self.cpu_pair()
         r1, o1, r2, o2 = self.pair(cmd["a"], cmd["b"], timeout=self.a.secs + 60,
                                    wait_for=sock)
         out = o1 if recv == "a" else o2
         rec = {"kind": "raw_touch" if touch else "raw", "link": link, "client": sender, "mode": tag,
                "round": rnd, "frames": rle(frames), "rc": [r1, r2]}
+        if cpu:
+            rec["cpu_pair"] = cpu
         m = [ln for ln in out.splitlines() if ln.startswith('{"role":"sink"')]
         if r1 == 0 and r2 == 0 and m:
             j = json.loads(m[-1])
@@ -580,6 +598,12 @@ def table(res):
                          f"{fmt(v['frame_gbps'])} Gb/s (frames)")
         elif job.startswith("veth/kernel/udp_lat"):
             lines.append(f"- ping-pong, 138-B frames: typical RTT/2 {fmt(v['t_typical'])} µs")
+    hops = [x["cpu_pair"]["hop_ns"] for x in res["runs"] if x.get("cpu_pair")]
+    if hops:
+        slow = sum(h > 100 for h in hops)
+        lines += ["", f"CPU 0 <-> 1 before each bw run (`bench/cpu_pair`): {slow} of {len(hops)} runs "
+                  f"started with a cache-line hand-over above 100 ns (the vCPUs on different L3s: "
+                  f"runs whose payloads cross the cores are then 2-5x slower; per run in e2e.json)."]
     fails = [x for x in res["runs"] if "error" in x]
     if fails:
         lines += ["", f"Failed runs: {len(fails)} (first error of each job; full text in e2e.json):", ""]
