@@ -15,7 +15,7 @@ inline constexpr size_t kCrcSmallMin = 32;
 inline constexpr size_t kCrcSmallMax = 512;
 
 /* zlib's crc32(0, p, len) for len >= kCrcSmallMin; the CPU must have PCLMULQDQ, SSSE3
- * and SSE4.1 (the caller checks; rte_net_crc's algorithm must already be chosen). */
+ * and SSE4.1 (the caller checks). */
 uint32_t crc32_small(const uint8_t *p, size_t len);
 
 /* The RoCEv2 ICRC (wire_icrc.h) of the frame at l3 with len bytes from the IP header up

@@ -918,3 +918,31 @@ TEST(WireParse, AckIcrcCacheHitsAndStillVerifies) {
     EXPECT_TRUE(parse_frame_rc_small(f.data(), f.size(), pp, &cache));
     EXPECT_EQ(cache.misses, 3u);
 }
+
+/* The payload copy has fixed-size paths for 16..64 bytes (two overlapping copies):
+ * every length around them, in one segment and split in two at every point, lands
+ * byte for byte where it belongs and the ICRC covers it. */
+TEST(WireBuild, PayloadEveryLengthAndSplit) {
+    for (uint32_t plen = 0; plen <= 130; ++plen) {
+        FrameSpec s = make_spec(kRcWriteOnly, false, false, plen);
+        std::vector<uint8_t> pay(plen);
+        for (uint32_t i = 0; i < plen; ++i)
+            pay[i] = static_cast<uint8_t>(i * 13 + 5);
+        for (uint32_t cut = 0; cut <= plen; cut += (plen < 70 ? 1 : 7)) {
+            SCOPED_TRACE(testing::Message() << "plen " << plen << " cut " << cut);
+            FrameSpec::Seg segs[2] = {{pay.data(), cut}, {pay.data() + cut, plen - cut}};
+            s.segs = segs;
+            s.nsegs = 2;
+            std::vector<uint8_t> frame(frame_len(s) + 64, 0xA5);
+            const size_t n = build_frame(s, frame.data(), frame.size());
+            ASSERT_EQ(n, frame_len(s));
+            ASSERT_EQ(frame[n], 0xA5) << "written past the frame";
+            ParsedPacket p;
+            ASSERT_EQ(parse_frame(frame.data(), n, p, true), ParseResult::Ok);
+            ASSERT_EQ(p.payload_len, plen);
+            if (plen != 0) {
+                ASSERT_EQ(0, std::memcmp(p.payload, pay.data(), plen));
+            }
+        }
+    }
+}
