@@ -15,6 +15,7 @@
 #include <immintrin.h>
 
 #include "crc32_fold.h"
+#include "crc32_reduce.h"
 #include "wire_headers.h"
 
 namespace droce::wire {
@@ -63,32 +64,6 @@ DROCE_SMALL_TARGET inline __m128i block(const uint8_t *p, const uint8_t *mask, s
     }
 }
 
-/* The CRC of the 16-byte message acc (init-0 state, as the folds leave it) with the final
- * inversion: 128 -> 64 -> 32 bits in registers, the reduction rte_net_crc_calc(p, 16)
- * runs after it applies its init ~0 (which here would cancel against the init already
- * folded into acc). Inline, it spares the 64 B frame's CRC a call through rte_net_crc's
- * handler table and a store and reload of the block (11 ns, 7 % of the 64 B write_bw
- * client on the AMD VM, in rte_net_crc_calc). The multipliers are that kernel's for
- * CRC-32/Ethernet (rk5/rk6 for the 128 -> 64 fold; for Barrett, the 33-bit quotient
- * floor(x^64 / P) and P), so the result is the same bit for bit (test_wire_crc_small
- * checks every length against the bitwise reference and the DPDK kernel). */
-DROCE_SMALL_TARGET inline uint32_t reduce128(__m128i acc) {
-    const __m128i k56 = _mm_set_epi64x(0x163cd6124LL, 0xccaa009eLL);
-    const __m128i k78 = _mm_set_epi64x(0x1db710641LL, 0x1f7011640LL);
-    /* 128 -> 64: the low quadword moved 64 bits down onto the high one ... */
-    __m128i t0 = _mm_xor_si128(_mm_clmulepi64_si128(acc, k56, 0x00), _mm_srli_si128(acc, 8));
-    /* ... then its low 32 bits 32 further down. */
-    const __m128i t1 = _mm_clmulepi64_si128(_mm_slli_si128(t0, 4), k56, 0x10);
-    t0 = _mm_xor_si128(t1, t0);
-    /* Barrett: 64 -> 32. */
-    const __m128i lo3 = _mm_set_epi32(-1, -1, -1, 0), lo2 = _mm_set_epi32(0, 0, -1, -1);
-    const __m128i a = _mm_and_si128(t0, lo3);
-    __m128i b = _mm_xor_si128(_mm_clmulepi64_si128(a, k78, 0x00), a);
-    b = _mm_and_si128(b, lo2);
-    const __m128i c = _mm_xor_si128(_mm_xor_si128(_mm_clmulepi64_si128(b, k78, 0x10), b), a);
-    return ~static_cast<uint32_t>(_mm_extract_epi32(c, 2));
-}
-
 /* (A lambda here would not be inlined: it lacks the target attribute.) */
 template <bool Masked>
 DROCE_SMALL_TARGET inline uint32_t crc32_small_t(const uint8_t *p, size_t len,
@@ -121,7 +96,7 @@ DROCE_SMALL_TARGET inline uint32_t crc32_small_t(const uint8_t *p, size_t len,
     const __m128i k1 = kv(kK128);
     for (; len - o >= 16; o += 16)
         acc = _mm_xor_si128(fold(acc, k1), blk(o));
-    return reduce128(acc);
+    return crcmath::reduce128(acc);
 #undef blk
 }
 

@@ -16,6 +16,7 @@ extern "C" {
 }
 
 #include "crc32_fold.h"
+#include "crc32_reduce.h"
 #include "crc32_small.h"
 #include "crc32_vpclmul.h"
 #include "wire_headers.h"
@@ -191,14 +192,9 @@ inline size_t fold_head(const uint8_t *p, size_t len, uint8_t head[32],
     return 32 - lead;
 }
 
-/* acc holds the message's init-0 CRC state; rte_net_crc applies init ~0 and the final
- * inversion, so undo the init on its first four bytes. */
+/* acc holds the message's init-0 CRC state. */
 __attribute__((target("pclmul,sse4.1"))) inline uint32_t fold_finish(__m128i acc) {
-    alignas(16) uint8_t last[16];
-    _mm_store_si128(reinterpret_cast<__m128i *>(last), acc);
-    for (size_t i = 0; i < 4; ++i)
-        last[i] ^= 0xFF;
-    return rte_net_crc_calc(last, 16, RTE_NET_CRC32_ETH);
+    return crcmath::reduce128(acc);
 }
 
 /* len >= kFoldMin. */
@@ -505,17 +501,12 @@ uint32_t crc32_combine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b) {
 
 namespace {
 /* A folded 16-byte block (crc32_fold_gather*) to the final CRC, as fold_finish. */
-uint32_t finish_block(const uint8_t acc[16]) {
-    uint8_t last[16];
-    std::memcpy(last, acc, 16);
-    for (size_t i = 0; i < 4; ++i)
-        last[i] ^= 0xFF;
-    return rte_net_crc_calc(last, 16, RTE_NET_CRC32_ETH);
+__attribute__((target("pclmul,sse4.1"))) uint32_t finish_block(const uint8_t acc[16]) {
+    return crcmath::reduce128(_mm_loadu_si128(reinterpret_cast<const __m128i *>(acc)));
 }
 } // namespace
 
-uint32_t crc32_eth_gather_kernel(uint32_t crc, const ByteSpan *segs, uint32_t nsegs,
-                                 CrcKernel k) {
+uint32_t crc32_eth_gather_kernel(uint32_t crc, const ByteSpan *segs, uint32_t nsegs, CrcKernel k) {
     crc_init_once();
     size_t total = 0;
     for (uint32_t i = 0; i < nsegs; ++i)
