@@ -54,7 +54,9 @@ for r in $(seq "$rounds"); do
         --to 2,3 --shared --rate-gbps "$rate" --secs $((secs + 50)) --sample-us 100 \
         --csv "$work/depth.csv" "${fabpfc[@]}" >"$work/fab" 2>&1 &
     fpid=$!
-    for _ in $(seq 100); do [[ -S $work/s3 ]] && break; sleep 0.1; done
+    # Its first line comes once its ports have started (a memif client connecting to a
+    # socket before that is refused for good).
+    for _ in $(seq 100); do grep -q '^droce-fabric: ' "$work/fab" && break; sleep 0.1; done
     for k in 0 1; do
         timeout $((secs + 40)) "$perf" write_bw -l 1 "${eal[@]}" --file-prefix "fis$k$$" \
             "$(vdev $((k + 2)))" -- --ip 10.80.0.$((k + 1))/24 --mac 02:00:00:00:03:0$((k + 1)) \

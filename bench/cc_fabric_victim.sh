@@ -66,7 +66,9 @@ trap cleanup EXIT
 eal=(--no-huge -m 512 --no-pci --no-shconf --log-level='*:warning')
 srv() { echo "--vdev=net_memif$1,role=server,socket=$work/$2,socket-abstract=no"; }
 cli() { echo "--vdev=net_memif0,role=client,socket=$work/$1,socket-abstract=no"; }
-wait_sock() { for _ in $(seq 100); do [[ -S $1 ]] && return 0; sleep 0.1; done; return 1; }
+# A fabric is ready once its first line is out (its ports started; a memif client that
+# connects to a socket before that is refused for good).
+wait_up() { for _ in $(seq 100); do grep -q '^droce-fabric: ' "$1" && return 0; sleep 0.1; done; return 1; }
 csv=$out/victim.csv
 echo "round,mode,flow0_MBps,flow1_MBps,victim_MBps,spine_pause_frames,leaf_pause_frames,uplink_held_ms,drops,ring_full,cnps,xoff_events,incast_MBps" >"$csv"
 
@@ -93,7 +95,7 @@ for r in $(seq "$rounds"); do
         >"$work/spine" 2>&1 &
     spine=$!
     pids=("$spine")
-    wait_sock "$work/s$((2 * n))"
+    wait_up "$work/spine"
     # leaf: 0 A, 1 V, 2 uplink (memif client of the spine's port 0)
     timeout $((secs + 60)) "$fab" -l 0 "${eal[@]}" --file-prefix "vl$$" \
         "$(srv 0 l0)" "$(srv 1 l1)" \
@@ -102,7 +104,7 @@ for r in $(seq "$rounds"); do
         >"$work/leaf" 2>&1 &
     leaf=$!
     pids+=("$leaf")
-    wait_sock "$work/l1"
+    wait_up "$work/leaf"
     # flows k = 0 .. n-1 (flow 0 is A) and the victim k = n: servers on spine ports n + k,
     # clients A and V on the leaf's ports 0 and 1, B on spine port k
     for ((k = 0; k <= n; ++k)); do

@@ -68,7 +68,9 @@ for a in "${soak_args[@]}"; do [[ $a == --workers=* ]] && workers=${a#*=}; done
     --seed "$seed" --idle-us 20 --secs "$(awk -v m="$minutes" 'BEGIN { printf "%d", m * 60 + 600 }')" >"$work/fabric.log" 2>&1 &
 fpid=$!
 for _ in $(seq 50); do
-    [ -S "$work/a.sock" ] && [ -S "$work/b.sock" ] && break
+    # The first line comes once its ports have started (a memif client connecting to a
+    # socket before that is refused for good).
+    [ -S "$work/a.sock" ] && [ -S "$work/b.sock" ] && grep -q '^droce-fabric: ' "$work/fabric.log" && break
     kill -0 "$fpid" 2>/dev/null || break
     sleep 0.2
 done

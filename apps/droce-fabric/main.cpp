@@ -508,6 +508,9 @@ int main(int argc, char **argv) {
     size_t nmacs = 0;
     uint64_t flood = 0, mac_full = 0;
     rte_mbuf *rx[kBurst];
+    /* The first line out, once every port has started: the signal for its peers. Its memif
+     * sockets exist from the EAL's probe on, and DPDK 22.11's memif refuses a client that
+     * connects before the port starts, which then does not try again. */
     std::printf("droce-fabric: %u ports, bottleneck toward", nports);
     for (uint16_t t : o.to)
         std::printf(" %u", t);

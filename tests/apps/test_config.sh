@@ -134,8 +134,11 @@ else fail "droce-fabric --config fabric.conf --rate-gbps 2"; fi
 timeout 60 "$fab" --config "$cfg/fabric.conf" --secs 40 >"$work/fab" 2>&1 &
 fpid=$!
 bg+=("$fpid")
+# Its first line comes once every port has started (the sockets exist earlier, from the
+# EAL's probe: a memif client that connects before the start is refused for good).
 for _ in $(seq 100); do
-    [[ -S /tmp/droce-fabric-0.sock && -S /tmp/droce-fabric-1.sock ]] && break
+    [[ -S /tmp/droce-fabric-0.sock && -S /tmp/droce-fabric-1.sock ]] &&
+        grep -q '^droce-fabric: ' "$work/fab" && break
     sleep 0.1
 done
 eal=(-l 0 --no-huge -m 512 --no-pci --no-shconf --log-level='*:warning')
