@@ -119,6 +119,7 @@ class Memif final : public Adapter {
          * delivers 0.78x / 0.73x / 0.87x of copy at 256 / 512 / 1024 B, 1.00x at 2048 B,
          * 1.01x at 4096 B. */
         c.zc_min_bytes = 2048;
+        c.control_on_intr_thread = true;
         if (zc)
             c.notes.emplace_back("zero-copy=yes: the peer sees only this mempool's memory");
     }
@@ -327,6 +328,9 @@ std::vector<std::string> Caps::lines() const {
         v.push_back("zero-copy from " + std::to_string(zc_min_bytes) + " B");
     if (peer_reads_tx)
         v.push_back("tx mbufs prefetched for write (the peer reads them in place)");
+    if (control_on_intr_thread)
+        v.push_back("stopped and closed on the EAL interrupt thread (the PMD's control "
+                    "channel runs there)");
     v.push_back(std::string("checksum offload tx ") +
                 (tx_ipv4_cksum ? (tx_udp_cksum ? "ipv4+udp" : "ipv4") : "none") + ", rx " +
                 (rx_ipv4_cksum ? (rx_udp_cksum ? "ipv4+udp" : "ipv4") : "none"));

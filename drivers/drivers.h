@@ -49,13 +49,19 @@ struct Caps {
     uint32_t zc_min_bytes = 0;
     bool tx_ipv4_cksum = false, tx_udp_cksum = false;
     bool rx_ipv4_cksum = false, rx_udp_cksum = false;
-    uint32_t max_frame = 0;         /* Ethernet frame without FCS that the port carries */
-    uint32_t max_mtu = 0;           /* the port's own MTU limit, when it enforces one (0: none) */
-    bool mtu_hidden = false;        /* the PMD's MTU is not the kernel interface's */
-    std::string kernel_if;          /* the kernel interface behind the port, if any */
-    uint32_t kernel_mtu = 0;        /* its MTU, read once at set-up (0: none or unreadable) */
-    bool can_steer = false;         /* rte_flow isolation + rules make sense on this family */
-    bool steer_default = false;     /* ...and are on unless the user says off (bifurcated) */
+    uint32_t max_frame = 0;     /* Ethernet frame without FCS that the port carries */
+    uint32_t max_mtu = 0;       /* the port's own MTU limit, when it enforces one (0: none) */
+    bool mtu_hidden = false;    /* the PMD's MTU is not the kernel interface's */
+    std::string kernel_if;      /* the kernel interface behind the port, if any */
+    uint32_t kernel_mtu = 0;    /* its MTU, read once at set-up (0: none or unreadable) */
+    bool can_steer = false;     /* rte_flow isolation + rules make sense on this family */
+    bool steer_default = false; /* ...and are on unless the user says off (bifurcated) */
+    /* The PMD runs its control channel on the EAL's interrupt thread and does not
+     * serialize it with rte_eth_dev_stop / _close called elsewhere (memif in DPDK 22.11:
+     * a peer's disconnect handled there while the port stops here frees the same regions
+     * twice, "EAL: Error: Invalid memory", then a SIGSEGV on that thread). Stop and close
+     * such a port on that thread (stop_port). */
+    bool control_on_intr_thread = false;
     std::vector<std::string> notes; /* the facts the info hides, for people */
 
     /** The MTU droce should use when the user gives none: the kernel interface's where
@@ -82,6 +88,18 @@ std::vector<std::string> adapter_names();
 
 /** A port's capabilities: the info's, then its adapter's refinements. */
 Caps probe(uint16_t port, const rte_eth_dev_info &info);
+
+/** What stop_port did: the return codes of rte_eth_dev_stop and rte_eth_dev_close (0 if
+ * not asked), and whether they ran on the EAL's interrupt thread. */
+struct PortStopResult {
+    int stop_rc = 0;
+    int close_rc = 0;
+    bool on_intr_thread = true;
+};
+/** rte_eth_dev_stop, then rte_eth_dev_close if close; on the EAL's interrupt thread if
+ * on_intr_thread (Caps::control_on_intr_thread), waiting for it there. Teardown and error
+ * paths only: it sleeps. */
+PortStopResult stop_port(uint16_t port, bool close, bool on_intr_thread);
 
 /** The kernel MTU of an interface (SIOCGIFMTU); 0 if it cannot be read. */
 uint32_t kernel_mtu(const std::string &ifname);

@@ -296,12 +296,13 @@ Dev::~Dev() {
     ring_release(events_);
     if (hosted_)
         return; /* the host's port: the host stops and closes it */
-    int rc = rte_eth_dev_stop(port_);
-    if (rc != 0)
-        logger().warn("{}: rte_eth_dev_stop: {}", name_, rte_strerror(-rc));
-    rc = rte_eth_dev_close(port_);
-    if (rc != 0)
-        logger().warn("{}: rte_eth_dev_close: {}", name_, rte_strerror(-rc));
+    const drivers::PortStopResult r = drivers::stop_port(port_, true, caps_.control_on_intr_thread);
+    if (r.stop_rc != 0)
+        logger().warn("{}: rte_eth_dev_stop: {}", name_, rte_strerror(-r.stop_rc));
+    if (r.close_rc != 0)
+        logger().warn("{}: rte_eth_dev_close: {}", name_, rte_strerror(-r.close_rc));
+    if (caps_.control_on_intr_thread && !r.on_intr_thread)
+        logger().warn("{}: stopped outside the EAL's interrupt thread (it did not answer)", name_);
 }
 
 uint32_t Dev::active_mtu() const {
@@ -368,8 +369,8 @@ Result<uint32_t> Dev::create_qp(uint32_t pd, const QpInitAttr &attr, CqCtx *scq,
 }
 
 uint32_t Dev::install_qp(std::unique_ptr<QpCtx> ctx, uint32_t qpn, uint32_t w,
-                         const QpInitAttr &attr, CqCtx *scq, CqCtx *rcq, rte_ring *sq,
-                         rte_ring *rq, QpCtx **out) {
+                         const QpInitAttr &attr, CqCtx *scq, CqCtx *rcq, rte_ring *sq, rte_ring *rq,
+                         QpCtx **out) {
     Shard &sh = *shards_[w];
     ctx->sq = sq;
     ctx->rq = rq;

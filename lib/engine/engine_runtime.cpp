@@ -24,8 +24,8 @@
 #include <rte_ring.h>
 
 #include "engine.h"
-#include "engine_pfc_port.h"
 #include "engine_log.h"
+#include "engine_pfc_port.h"
 #include "engine_rss.h"
 
 namespace droce::engine {
@@ -547,7 +547,7 @@ Result<Dev *> Runtime::open_device(const DeviceConfig &cfg) {
     if (bond && want_mtu && port_sets_mtu) {
         const int rc = rte_eth_dev_set_mtu(port, static_cast<uint16_t>(want_mtu));
         if (rc != 0 && rc != -ENOTSUP) {
-            rte_eth_dev_stop(port);
+            drivers::stop_port(port, false, caps.control_on_intr_thread);
             return Status(EINVAL, name + ": rte_eth_dev_set_mtu(" + std::to_string(want_mtu) +
                                       ") on the bond's members: " + errstr(rc));
         }
@@ -579,7 +579,7 @@ Result<Dev *> Runtime::open_device(const DeviceConfig &cfg) {
     const uint64_t line =
         cfg.line_rate_bps != 0 ? cfg.line_rate_bps : line_rate_from_link(link.link_speed);
     if (const char *e = cc::validate(ccp, line)) {
-        rte_eth_dev_stop(port);
+        drivers::stop_port(port, false, caps.control_on_intr_thread);
         return Status(EINVAL, name + ": DCQCN parameter " + e + " (link " +
                                   std::to_string(line / 1'000'000) + " Mb/s)");
     }
@@ -588,12 +588,12 @@ Result<Dev *> Runtime::open_device(const DeviceConfig &cfg) {
         dev = std::make_unique<Dev>(*this, port, name, ifc, mtu, cfg.arp_timeout_ms, cfg.max_qps,
                                     nw, nrxq, ntxq);
     } catch (const std::bad_alloc &) {
-        rte_eth_dev_stop(port);
+        drivers::stop_port(port, false, caps.control_on_intr_thread);
         return Status(ENOMEM, name + ": no memory for " + std::to_string(cfg.max_qps) +
                                   " QPNs over " + std::to_string(nw) + " worker(s)");
     }
     if (Status s = dev->set_l3(cfg); !s) {
-        rte_eth_dev_stop(port);
+        drivers::stop_port(port, false, caps.control_on_intr_thread);
         return s;
     }
     /* Neighbour solicitations go to solicited-node multicast groups. */
