@@ -18,6 +18,8 @@
 #        memif reports no speed and has no wire, so each droce port is told the link's rate
 #        (DCQCN's maximum) and holds its QPs to it in bursts of 32 frames (4 starved the senders here: a sleeping poll loop wakes late); "" = neither]
 set -u
+# shellcheck source=../scripts/fabric_ready.sh
+. "$(dirname "$0")/../scripts/fabric_ready.sh"
 build=${1:-build}
 rounds=${2:-3}
 secs=${3:-5}
@@ -54,9 +56,7 @@ for r in $(seq "$rounds"); do
         --to 2,3 --shared --rate-gbps "$rate" --secs $((secs + 50)) --sample-us 100 \
         --csv "$work/depth.csv" "${fabpfc[@]}" >"$work/fab" 2>&1 &
     fpid=$!
-    # Its first line comes once its ports have started (a memif client connecting to a
-    # socket before that is refused for good).
-    for _ in $(seq 100); do grep -q '^droce-fabric: ' "$work/fab" && break; sleep 0.1; done
+    fabric_ready "$work/fab" "$fpid"
     for k in 0 1; do
         timeout $((secs + 40)) "$perf" write_bw -l 1 "${eal[@]}" --file-prefix "fis$k$$" \
             "$(vdev $((k + 2)))" -- --ip 10.80.0.$((k + 1))/24 --mac 02:00:00:00:03:0$((k + 1)) \

@@ -37,6 +37,8 @@
 # 67 ms made the senders resend windows still queued.
 # 3 rounds of the 4 modes at 5 s take about 3 minutes.
 set -u
+# shellcheck source=../scripts/fabric_ready.sh
+. "$(dirname "$0")/../scripts/fabric_ready.sh"
 build=${1:-build}
 rounds=${2:-3}
 secs=${3:-5}
@@ -66,9 +68,6 @@ trap cleanup EXIT
 eal=(--no-huge -m 512 --no-pci --no-shconf --log-level='*:warning')
 srv() { echo "--vdev=net_memif$1,role=server,socket=$work/$2,socket-abstract=no"; }
 cli() { echo "--vdev=net_memif0,role=client,socket=$work/$1,socket-abstract=no"; }
-# A fabric is ready once its first line is out (its ports started; a memif client that
-# connects to a socket before that is refused for good).
-wait_up() { for _ in $(seq 100); do grep -q '^droce-fabric: ' "$1" && return 0; sleep 0.1; done; return 1; }
 csv=$out/victim.csv
 echo "round,mode,flow0_MBps,flow1_MBps,victim_MBps,spine_pause_frames,leaf_pause_frames,uplink_held_ms,drops,ring_full,cnps,xoff_events,incast_MBps" >"$csv"
 
@@ -95,7 +94,7 @@ for r in $(seq "$rounds"); do
         >"$work/spine" 2>&1 &
     spine=$!
     pids=("$spine")
-    wait_up "$work/spine"
+    fabric_ready "$work/spine" "$spine"
     # leaf: 0 A, 1 V, 2 uplink (memif client of the spine's port 0)
     timeout $((secs + 60)) "$fab" -l 0 "${eal[@]}" --file-prefix "vl$$" \
         "$(srv 0 l0)" "$(srv 1 l1)" \
@@ -104,7 +103,7 @@ for r in $(seq "$rounds"); do
         >"$work/leaf" 2>&1 &
     leaf=$!
     pids+=("$leaf")
-    wait_up "$work/leaf"
+    fabric_ready "$work/leaf" "$leaf"
     # flows k = 0 .. n-1 (flow 0 is A) and the victim k = n: servers on spine ports n + k,
     # clients A and V on the leaf's ports 0 and 1, B on spine port k
     for ((k = 0; k <= n; ++k)); do

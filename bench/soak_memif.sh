@@ -18,6 +18,8 @@
 # Exit status: the soak's (1 on any data or WR error), 1 if a fault kind was never
 # injected, 2 on a set-up failure. Run it under the heavy-job lock on a shared machine.
 set -u
+# shellcheck source=../scripts/fabric_ready.sh
+. "$(dirname "$0")/../scripts/fabric_ready.sh"
 build=${1:?usage: $0 BUILD_DIR MINUTES CSV [options]}
 minutes=${2:?minutes}
 csv=${3:?csv}
@@ -67,14 +69,7 @@ for a in "${soak_args[@]}"; do [[ $a == --workers=* ]] && workers=${a#*=}; done
     --loss "$loss" --dup "$dup" --reorder "$reorder" --corrupt "$corrupt" --delay-us "$delay" \
     --seed "$seed" --idle-us 20 --secs "$(awk -v m="$minutes" 'BEGIN { printf "%d", m * 60 + 600 }')" >"$work/fabric.log" 2>&1 &
 fpid=$!
-for _ in $(seq 50); do
-    # The first line comes once its ports have started (a memif client connecting to a
-    # socket before that is refused for good).
-    [ -S "$work/a.sock" ] && [ -S "$work/b.sock" ] && grep -q '^droce-fabric: ' "$work/fabric.log" && break
-    kill -0 "$fpid" 2>/dev/null || break
-    sleep 0.2
-done
-if ! [ -S "$work/a.sock" ] || ! [ -S "$work/b.sock" ]; then
+if ! fabric_ready "$work/fabric.log" "$fpid"; then
     echo "soak_memif.sh: droce-fabric did not come up" >&2
     cat "$work/fabric.log" >&2
     exit 2

@@ -6,6 +6,8 @@
 # stderr naming the file, line and key, and a non-zero exit, before the EAL starts.
 # Usage: test_config.sh CONFIG_DIR droce-perf droce-pingpong droce-info droce-fabric
 set -u
+# shellcheck source=../../scripts/fabric_ready.sh
+. "$(dirname "$0")/../../scripts/fabric_ready.sh"
 cfg=${1:?usage: $0 CONFIG_DIR droce-perf droce-pingpong droce-info droce-fabric}
 perf=${2:?} pp=${3:?} info=${4:?} fab=${5:?}
 work=$(mktemp -d)
@@ -134,13 +136,7 @@ else fail "droce-fabric --config fabric.conf --rate-gbps 2"; fi
 timeout 60 "$fab" --config "$cfg/fabric.conf" --secs 40 >"$work/fab" 2>&1 &
 fpid=$!
 bg+=("$fpid")
-# Its first line comes once every port has started (the sockets exist earlier, from the
-# EAL's probe: a memif client that connects before the start is refused for good).
-for _ in $(seq 100); do
-    [[ -S /tmp/droce-fabric-0.sock && -S /tmp/droce-fabric-1.sock ]] &&
-        grep -q '^droce-fabric: ' "$work/fab" && break
-    sleep 0.1
-done
+fabric_ready "$work/fab" "$fpid" || fail "droce-fabric --config fabric.conf did not start its ports"
 eal=(-l 0 --no-huge -m 512 --no-pci --no-shconf --log-level='*:warning')
 port=$((port + 1))
 timeout 40 "$perf" write_bw "${eal[@]}" --file-prefix "cfs$$" \

@@ -10,6 +10,8 @@
 # counted on both sides, nothing dropped at the bottleneck, and the transfer completes.
 # Usage: test_fabric_memif.sh PATH/TO/droce-fabric PATH/TO/droce-perf
 set -u
+# shellcheck source=../../scripts/fabric_ready.sh
+. "$(dirname "$0")/../../scripts/fabric_ready.sh"
 fab=${1:?usage: $0 droce-fabric droce-perf}
 perf=${2:?usage: $0 droce-fabric droce-perf}
 work=$(mktemp -d)
@@ -30,11 +32,7 @@ run() {
         --vdev="net_memif1,role=server,socket=$work/s1,socket-abstract=no" -- \
         --to 1 --rate-gbps 1 --secs 50 --sample-us 100 --csv "$work/depth.csv" "${fpfc[@]}" >"$work/fab" 2>&1 &
     fpid=$!
-    # Its first line comes once every port has started. The sockets exist from the EAL's
-    # probe on, before that: a memif client that connects in between is refused and does
-    # not try again (DPDK 22.11), which left the first peer without a link on a slow day.
-    for _ in $(seq 100); do grep -q '^droce-fabric: ' "$work/fab" && break; sleep 0.1; done
-    [[ -S $work/s0 && -S $work/s1 ]] && grep -q '^droce-fabric: ' "$work/fab" ||
+    fabric_ready "$work/fab" "$fpid" ||
         { echo "FAIL: droce-fabric did not start its ports"; cat "$work/fab"; exit 1; }
     timeout 40 "$perf" write_bw -l 1 "${eal[@]}" --file-prefix "fsrv$$" \
         --vdev="net_memif0,role=client,socket=$work/s1,socket-abstract=no" -- \
