@@ -329,7 +329,7 @@ std::vector<std::string> Caps::lines() const {
     if (peer_reads_tx)
         v.push_back("tx mbufs prefetched for write (the peer reads them in place)");
     if (control_on_intr_thread)
-        v.push_back("stopped and closed on the EAL interrupt thread (the PMD's control "
+        v.push_back("stopped and closed holding the EAL interrupt thread (the PMD's control "
                     "channel runs there)");
     v.push_back(std::string("checksum offload tx ") +
                 (tx_ipv4_cksum ? (tx_udp_cksum ? "ipv4+udp" : "ipv4") : "none") + ", rx " +

@@ -60,7 +60,7 @@ struct Caps {
      * serialize it with rte_eth_dev_stop / _close called elsewhere (memif in DPDK 22.11:
      * a peer's disconnect handled there while the port stops here frees the same regions
      * twice, "EAL: Error: Invalid memory", then a SIGSEGV on that thread). Stop and close
-     * such a port on that thread (stop_port). */
+     * such a port while that thread is held (stop_port). */
     bool control_on_intr_thread = false;
     std::vector<std::string> notes; /* the facts the info hides, for people */
 
@@ -90,16 +90,17 @@ std::vector<std::string> adapter_names();
 Caps probe(uint16_t port, const rte_eth_dev_info &info);
 
 /** What stop_port did: the return codes of rte_eth_dev_stop and rte_eth_dev_close (0 if
- * not asked), and whether they ran on the EAL's interrupt thread. */
+ * not asked), and whether the EAL's interrupt thread was held (or was the caller). */
 struct PortStopResult {
     int stop_rc = 0;
     int close_rc = 0;
-    bool on_intr_thread = true;
+    bool intr_thread_held = true;
 };
-/** rte_eth_dev_stop, then rte_eth_dev_close if close; on the EAL's interrupt thread if
- * on_intr_thread (Caps::control_on_intr_thread), waiting for it there. Teardown and error
- * paths only: it sleeps. */
-PortStopResult stop_port(uint16_t port, bool close, bool on_intr_thread);
+/** rte_eth_dev_stop, then rte_eth_dev_close if close, on the caller's thread; if
+ * hold_intr_thread (Caps::control_on_intr_thread), while the EAL's interrupt thread waits
+ * in an alarm, so that no PMD callback runs beside them. Teardown and error paths only:
+ * it sleeps. */
+PortStopResult stop_port(uint16_t port, bool close, bool hold_intr_thread);
 
 /** The kernel MTU of an interface (SIOCGIFMTU); 0 if it cannot be read. */
 uint32_t kernel_mtu(const std::string &ifname);

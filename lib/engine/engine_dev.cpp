@@ -301,8 +301,10 @@ Dev::~Dev() {
         logger().warn("{}: rte_eth_dev_stop: {}", name_, rte_strerror(-r.stop_rc));
     if (r.close_rc != 0)
         logger().warn("{}: rte_eth_dev_close: {}", name_, rte_strerror(-r.close_rc));
-    if (caps_.control_on_intr_thread && !r.on_intr_thread)
-        logger().warn("{}: stopped outside the EAL's interrupt thread (it did not answer)", name_);
+    if (caps_.control_on_intr_thread && !r.intr_thread_held)
+        logger().warn("{}: stopped without holding the EAL's interrupt thread (it did not "
+                      "answer)",
+                      name_);
 }
 
 uint32_t Dev::active_mtu() const {

@@ -162,7 +162,7 @@ TEST_F(Drivers, MemifCapabilities) {
  * the first port's close sends the peer its disconnect, which memif handles on the EAL's
  * interrupt thread while the second port stops here. In DPDK 22.11 the two disconnects
  * free the same regions ("EAL: Error: Invalid memory", ~15 % of closes here) and the
- * interrupt thread then crashes (1 run in 3 of 200 pairs); stop_port on that thread
+ * interrupt thread then crashes (1 run in 3 of 200 pairs); stop_port holding that thread
  * (Caps::control_on_intr_thread) serializes them. */
 TEST_F(Drivers, MemifPairClosedBackToBack) {
     const std::string sock = "/tmp/droce-test-drivers-bb-" + std::to_string(getpid());
@@ -212,7 +212,7 @@ TEST_F(Drivers, MemifPairClosedBackToBack) {
             const drv::PortStopResult r = drv::stop_port(p, true, on_intr[(i + k) & 1]);
             EXPECT_EQ(r.stop_rc, 0);
             EXPECT_EQ(r.close_rc, 0);
-            off_thread += !r.on_intr_thread;
+            off_thread += !r.intr_thread_held;
         }
         rte_eal_hotplug_remove("vdev", cn.c_str());
         rte_eal_hotplug_remove("vdev", sn.c_str());
@@ -227,7 +227,7 @@ TEST_F(Drivers, MemifPairClosedBackToBack) {
         invalid += std::strstr(line, "Invalid memory") != nullptr;
     std::fclose(log);
     EXPECT_EQ(linked, kPairs) << "pairs whose link came up";
-    EXPECT_EQ(off_thread, 0) << "stops that did not run on the interrupt thread";
+    EXPECT_EQ(off_thread, 0) << "stops made without holding the interrupt thread";
     EXPECT_EQ(invalid, 0) << "double frees reported by the EAL's allocator";
 }
 
