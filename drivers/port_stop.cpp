@@ -55,31 +55,24 @@ PortStopResult stop_port(uint16_t port, bool close, bool hold_intr_thread) {
      * alarm serialized it too, but moved the disconnect's work onto the interrupt thread's
      * CPU, where a peer process may be polling the same memif rings: that peer then got
      * preempted just as its own disconnect unmapped them, see drivers/README.md.) */
-    auto *h = new Hold;
-    if (rte_eal_alarm_set(1, hold_thread, h) != 0) {
-        delete h;
-        r.intr_thread_held = false;
-        run(port, close, r);
-        return r;
+    Hold h;
+    bool held = false;
+    if (rte_eal_alarm_set(1, hold_thread, &h) == 0) {
+        const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+        while (h.state.load(std::memory_order_acquire) == 0 &&
+               std::chrono::steady_clock::now() < until)
+            std::this_thread::sleep_for(std::chrono::microseconds(20));
+        /* Not taken in 5 s: abandoned (the callback, should it still run, returns at
+         * once) and the port stopped unserialized, as before this existed, not hung. */
+        int expected = 0;
+        held = !h.state.compare_exchange_strong(expected, 2, std::memory_order_acq_rel);
     }
-    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-    while (h->state.load(std::memory_order_acquire) == 0 &&
-           std::chrono::steady_clock::now() < until)
-        std::this_thread::sleep_for(std::chrono::microseconds(20));
-    int expected = 0;
-    if (h->state.compare_exchange_strong(expected, 2, std::memory_order_acq_rel)) {
-        /* The thread did not get to the alarm in 5 s: stop unserialized (as before this
-         * existed) rather than hang; the callback, should it still run, returns at once. */
-        r.intr_thread_held = false;
-        run(port, close, r);
-    } else {
-        run(port, close, r);
-        h->state.store(2, std::memory_order_release);
-    }
-    /* Freed once the callback has returned: cancel waits for a running one, and takes
+    r.intr_thread_held = held;
+    run(port, close, r);
+    h.state.store(2, std::memory_order_release);
+    /* h lives on this stack: cancel waits for a running callback to return and takes
      * back one that has not started. */
-    rte_eal_alarm_cancel(hold_thread, h);
-    delete h;
+    rte_eal_alarm_cancel(hold_thread, &h);
     return r;
 }
 

@@ -288,7 +288,7 @@ struct Port {
     uint64_t paused_ns = 0;
     uint64_t speed_bps = 0;       /* 0: unknown (pause times taken at 100 Gb/s) */
     uint64_t rx_pfc_honoured = 0; /* --honour-pfc: pause frames that held our queue */
-    bool stop_on_intr_thread = false; /* drivers::Caps::control_on_intr_thread */
+    bool hold_intr_on_stop = false; /* drivers::Caps::control_on_intr_thread */
     /* --reorder: the frame held back toward this port, its ingress port and the loop
      * iteration it was held in (released when the next frame passes it, or at the end of
      * the next iteration when none came) */
@@ -447,7 +447,7 @@ int main(int argc, char **argv) {
         rte_eth_conf conf{};
         rte_eth_dev_info info{};
         rte_eth_dev_info_get(id, &info);
-        p.stop_on_intr_thread = droce::drivers::probe(id, info).control_on_intr_thread;
+        p.hold_intr_on_stop = droce::drivers::probe(id, info).control_on_intr_thread;
         uint32_t port_max = info.max_mtu != 0 ? info.max_mtu : UINT16_MAX;
         if (info.max_rx_pktlen > RTE_ETHER_HDR_LEN + RTE_ETHER_CRC_LEN)
             port_max = std::min<uint32_t>(port_max, info.max_rx_pktlen - RTE_ETHER_HDR_LEN -
@@ -784,7 +784,7 @@ int main(int argc, char **argv) {
     for (Port &p : ports) {
         /* frames still held are freed with the pool at exit; a memif peer that ends at
          * the same time must not be handled beside our stop (drivers::stop_port) */
-        droce::drivers::stop_port(p.id, false, p.stop_on_intr_thread);
+        droce::drivers::stop_port(p.id, false, p.hold_intr_on_stop);
     }
     rte_eal_cleanup();
     return 0;

@@ -171,7 +171,7 @@ TEST_F(Drivers, MemifPairClosedBackToBack) {
     FILE *old_log = rte_log_get_stream();
     rte_openlog_stream(log);
     constexpr int kPairs = 100;
-    int linked = 0, off_thread = 0;
+    int linked = 0, not_held = 0;
     for (int i = 0; i < kPairs; ++i) {
         const std::string s = sock + "." + std::to_string(i);
         const std::string sn = "net_memif_drvbb_s" + std::to_string(i);
@@ -185,11 +185,11 @@ TEST_F(Drivers, MemifPairClosedBackToBack) {
         uint16_t port[2];
         ASSERT_EQ(rte_eth_dev_get_port_by_name(sn.c_str(), &port[0]), 0);
         ASSERT_EQ(rte_eth_dev_get_port_by_name(cn.c_str(), &port[1]), 0);
-        bool on_intr[2];
+        bool hold[2];
         for (int k = 0; k < 2; ++k) {
             rte_eth_dev_info info{};
             ASSERT_EQ(rte_eth_dev_info_get(port[k], &info), 0);
-            on_intr[k] = drv::probe(port[k], info).control_on_intr_thread;
+            hold[k] = drv::probe(port[k], info).control_on_intr_thread;
             rte_eth_conf conf{};
             ASSERT_EQ(rte_eth_dev_configure(port[k], 1, 1, &conf), 0);
             ASSERT_EQ(rte_eth_rx_queue_setup(port[k], 0, 64, 0, nullptr, rt_->pool()), 0);
@@ -209,10 +209,10 @@ TEST_F(Drivers, MemifPairClosedBackToBack) {
         /* Which side ends first alternates, as between two processes. */
         for (int k = 0; k < 2; ++k) {
             const uint16_t p = port[(i + k) & 1];
-            const drv::PortStopResult r = drv::stop_port(p, true, on_intr[(i + k) & 1]);
+            const drv::PortStopResult r = drv::stop_port(p, true, hold[(i + k) & 1]);
             EXPECT_EQ(r.stop_rc, 0);
             EXPECT_EQ(r.close_rc, 0);
-            off_thread += !r.intr_thread_held;
+            not_held += !r.intr_thread_held;
         }
         rte_eal_hotplug_remove("vdev", cn.c_str());
         rte_eal_hotplug_remove("vdev", sn.c_str());
@@ -227,7 +227,7 @@ TEST_F(Drivers, MemifPairClosedBackToBack) {
         invalid += std::strstr(line, "Invalid memory") != nullptr;
     std::fclose(log);
     EXPECT_EQ(linked, kPairs) << "pairs whose link came up";
-    EXPECT_EQ(off_thread, 0) << "stops made without holding the interrupt thread";
+    EXPECT_EQ(not_held, 0) << "stops made without holding the interrupt thread";
     EXPECT_EQ(invalid, 0) << "double frees reported by the EAL's allocator";
 }
 
