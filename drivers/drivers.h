@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -88,6 +89,13 @@ std::vector<std::string> adapter_names();
 
 /** A port's capabilities: the info's, then its adapter's refinements. */
 Caps probe(uint16_t port, const rte_eth_dev_info &info);
+
+/** Runs step on the caller's thread while the EAL's interrupt thread waits in an alarm,
+ * so that no PMD callback and no other alarm (a link watch, memif's control channel) runs
+ * beside it. Returns whether the thread was held: true also when the caller is that
+ * thread; false when it did not take the alarm within 5 s and step ran unserialized.
+ * Control path only: it sleeps. */
+bool with_intr_thread_held(const std::function<void()> &step);
 
 /** What stop_port did: the return codes of rte_eth_dev_stop and rte_eth_dev_close (0 if
  * not asked), and whether the EAL's interrupt thread was held (or was the caller). */
