@@ -22,8 +22,14 @@
 #include "proto.h"
 #include "qp_resources.h"
 #include "report.h"
+#include "wire_bytes.h"
 
 namespace droce::perf {
+
+using wire::load_be32;
+using wire::load_be64;
+using wire::store_be32;
+using wire::store_be64;
 
 namespace {
 
@@ -42,19 +48,6 @@ constexpr uint16_t kRejInvalidServiceId = 8;
 constexpr size_t kConnectRetries = 10;
 constexpr uint64_t kConnectRetryNs = 100'000'000ull;
 
-void put32(uint8_t *p, uint32_t v) {
-    for (int i = 0; i < 4; ++i)
-        p[i] = static_cast<uint8_t>(v >> (24 - 8 * i));
-}
-void put64(uint8_t *p, uint64_t v) {
-    for (int i = 0; i < 8; ++i)
-        p[i] = static_cast<uint8_t>(v >> (56 - 8 * i));
-}
-uint32_t get32(const uint8_t *p) {
-    return static_cast<uint32_t>(p[0]) << 24 | static_cast<uint32_t>(p[1]) << 16 |
-           static_cast<uint32_t>(p[2]) << 8 | p[3];
-}
-uint64_t get64(const uint8_t *p) { return static_cast<uint64_t>(get32(p)) << 32 | get32(p + 4); }
 uint64_t bits(double d) {
     uint64_t u;
     std::memcpy(&u, &d, sizeof u);
@@ -69,28 +62,28 @@ double from_bits(uint64_t u) {
 /** struct pingpong_dest as perftest's rdma_write_keys sends it (big-endian fields). */
 std::array<uint8_t, kDestLen> encode_dest(const Dest &d, int gid_index) {
     std::array<uint8_t, kDestLen> b{};
-    put32(&b[0], d.lid);
-    put32(&b[4], d.out_reads);
-    put32(&b[8], d.qpn);
-    put32(&b[12], d.psn);
-    put32(&b[16], d.rkey);
-    put64(&b[24], d.vaddr);
+    store_be32(&b[0], d.lid);
+    store_be32(&b[4], d.out_reads);
+    store_be32(&b[8], d.qpn);
+    store_be32(&b[12], d.psn);
+    store_be32(&b[16], d.rkey);
+    store_be64(&b[24], d.vaddr);
     std::memcpy(&b[32], d.gid.raw, 16);
-    put32(&b[48], d.srqn);
-    put32(&b[52], static_cast<uint32_t>(gid_index));
+    store_be32(&b[48], d.srqn);
+    store_be32(&b[52], static_cast<uint32_t>(gid_index));
     return b;
 }
 
 Dest decode_dest(const uint8_t *b) {
     Dest d;
-    d.lid = get32(&b[0]);
-    d.out_reads = get32(&b[4]);
-    d.qpn = get32(&b[8]) & 0xFFFFFF;
-    d.psn = get32(&b[12]) & 0xFFFFFF;
-    d.rkey = get32(&b[16]);
-    d.vaddr = get64(&b[24]);
+    d.lid = load_be32(&b[0]);
+    d.out_reads = load_be32(&b[4]);
+    d.qpn = load_be32(&b[8]) & 0xFFFFFF;
+    d.psn = load_be32(&b[12]) & 0xFFFFFF;
+    d.rkey = load_be32(&b[16]);
+    d.vaddr = load_be64(&b[24]);
     std::memcpy(d.gid.raw, &b[32], 16);
-    d.srqn = get32(&b[48]);
+    d.srqn = load_be32(&b[48]);
     return d;
 }
 
@@ -429,8 +422,8 @@ class CmPerf {
                                     "older than 5.70 (peer: '") +
                         rver + "')");
         uint8_t cyc[4], cl[4], rcyc[4], rcl[4];
-        put32(cyc, 4096);
-        put32(cl, 64);
+        store_be32(cyc, 4096);
+        store_be32(cl, 64);
         if (!xchg(cyc, rcyc, 4, "the cycle buffer") || !xchg(cl, rcl, 4, "the cache line"))
             return false;
         char cur[2] = {static_cast<char>('0' + mtu_enum_), '\0'}, rem[2] = {};
@@ -559,7 +552,7 @@ class CmPerf {
             ok = hand_shake(side_->local(), nullptr, "the report sync");
             for (uint32_t k = 0; ok && k < 5; ++k) {
                 uint8_t v[8], r[8];
-                put64(v, report_value(last, k));
+                store_be64(v, report_value(last, k));
                 ok = xchg(v, r, 8, "the bw report");
             }
         }
@@ -675,9 +668,9 @@ class CmPerf {
                         if (side_->done())
                             mine = compute_bw(opt_, *side_);
                     }
-                    set_report_value(theirs, values % 5, get64(m.data));
+                    set_report_value(theirs, values % 5, load_be64(m.data));
                     uint8_t v[8];
-                    put64(v, report_value(mine, values % 5));
+                    store_be64(v, report_value(mine, values % 5));
                     ++values;
                     if (!reply(v, 8))
                         return true;

@@ -3,34 +3,21 @@
 
 #include <cstring>
 
+#include "wire_bytes.h"
+
 namespace droce::cm {
+
+using wire::load_be16;
+using wire::load_be24;
+using wire::load_be32;
+using wire::load_be64;
+using wire::store_be16;
+using wire::store_be24;
+using wire::store_be32;
+using wire::store_be64;
 
 namespace {
 
-/* Big-endian accessors: IBTA fields are network order, most significant bit first. */
-uint16_t get16(const uint8_t *p) { return static_cast<uint16_t>(p[0] << 8 | p[1]); }
-uint32_t get24(const uint8_t *p) {
-    return static_cast<uint32_t>(p[0]) << 16 | static_cast<uint32_t>(p[1]) << 8 | p[2];
-}
-uint32_t get32(const uint8_t *p) { return get24(p) << 8 | p[3]; }
-uint64_t get64(const uint8_t *p) { return static_cast<uint64_t>(get32(p)) << 32 | get32(p + 4); }
-void put16(uint8_t *p, uint16_t v) {
-    p[0] = static_cast<uint8_t>(v >> 8);
-    p[1] = static_cast<uint8_t>(v);
-}
-void put24(uint8_t *p, uint32_t v) {
-    p[0] = static_cast<uint8_t>(v >> 16);
-    p[1] = static_cast<uint8_t>(v >> 8);
-    p[2] = static_cast<uint8_t>(v);
-}
-void put32(uint8_t *p, uint32_t v) {
-    put24(p, v >> 8);
-    p[3] = static_cast<uint8_t>(v);
-}
-void put64(uint8_t *p, uint64_t v) {
-    put32(p, static_cast<uint32_t>(v >> 32));
-    put32(p + 4, static_cast<uint32_t>(v));
-}
 /* The n-bit field of byte b whose least significant bit is bit lsb (IBTA numbers bits
  * from the most significant one: a field at IBTA bit offset o is at lsb 8 - o - n). */
 uint8_t bits(uint8_t b, int lsb, int n) {
@@ -42,11 +29,11 @@ uint8_t place(uint32_t v, int lsb, int n) {
 
 /* A REQ path (44 bytes: primary at message offset 52, alternate at 96). */
 void get_path(const uint8_t *d, CmPath &c) {
-    c.local_lid = get16(d);
-    c.remote_lid = get16(d + 2);
+    c.local_lid = load_be16(d);
+    c.remote_lid = load_be16(d + 2);
     std::memcpy(c.local_gid, d + 4, 16);
     std::memcpy(c.remote_gid, d + 20, 16);
-    c.flow_label = get24(d + 36) >> 4;
+    c.flow_label = load_be24(d + 36) >> 4;
     c.packet_rate = bits(d[39], 0, 6);
     c.traffic_class = d[40];
     c.hop_limit = d[41];
@@ -55,11 +42,11 @@ void get_path(const uint8_t *d, CmPath &c) {
     c.local_ack_timeout = bits(d[43], 3, 5);
 }
 void put_path(uint8_t *d, const CmPath &c) {
-    put16(d, c.local_lid);
-    put16(d + 2, c.remote_lid);
+    store_be16(d, c.local_lid);
+    store_be16(d + 2, c.remote_lid);
     std::memcpy(d + 4, c.local_gid, 16);
     std::memcpy(d + 20, c.remote_gid, 16);
-    put24(d + 36, (c.flow_label & 0xFFFFF) << 4);
+    store_be24(d + 36, (c.flow_label & 0xFFFFF) << 4);
     d[39] = place(c.packet_rate, 0, 6);
     d[40] = c.traffic_class;
     d[41] = c.hop_limit;
@@ -68,23 +55,23 @@ void put_path(uint8_t *d, const CmPath &c) {
 }
 
 void get_req(const uint8_t *d, Req &r) {
-    r.local_comm_id = get32(d);
-    r.vendor_id = get24(d + 5);
-    r.service_id = get64(d + 8);
-    r.local_ca_guid = get64(d + 16);
-    r.local_qkey = get32(d + 28);
-    r.local_qpn = get24(d + 32);
+    r.local_comm_id = load_be32(d);
+    r.vendor_id = load_be24(d + 5);
+    r.service_id = load_be64(d + 8);
+    r.local_ca_guid = load_be64(d + 16);
+    r.local_qkey = load_be32(d + 28);
+    r.local_qpn = load_be24(d + 32);
     r.responder_resources = d[35];
-    r.local_eecn = get24(d + 36);
+    r.local_eecn = load_be24(d + 36);
     r.initiator_depth = d[39];
-    r.remote_eecn = get24(d + 40);
+    r.remote_eecn = load_be24(d + 40);
     r.remote_cm_response_timeout = bits(d[43], 3, 5);
     r.transport_type = bits(d[43], 1, 2);
     r.e2e_flow_control = bits(d[43], 0, 1);
-    r.starting_psn = get24(d + 44);
+    r.starting_psn = load_be24(d + 44);
     r.local_cm_response_timeout = bits(d[47], 3, 5);
     r.retry_count = bits(d[47], 0, 3);
-    r.pkey = get16(d + 48);
+    r.pkey = load_be16(d + 48);
     r.path_mtu = bits(d[50], 4, 4);
     r.rdc_exists = bits(d[50], 3, 1);
     r.rnr_retry_count = bits(d[50], 0, 3);
@@ -97,22 +84,22 @@ void get_req(const uint8_t *d, Req &r) {
     std::memcpy(r.private_data, d + 140, kReqPrivLen);
 }
 void put_req(uint8_t *d, const Req &r) {
-    put32(d, r.local_comm_id);
-    put24(d + 5, r.vendor_id);
-    put64(d + 8, r.service_id);
-    put64(d + 16, r.local_ca_guid);
-    put32(d + 28, r.local_qkey);
-    put24(d + 32, r.local_qpn);
+    store_be32(d, r.local_comm_id);
+    store_be24(d + 5, r.vendor_id);
+    store_be64(d + 8, r.service_id);
+    store_be64(d + 16, r.local_ca_guid);
+    store_be32(d + 28, r.local_qkey);
+    store_be24(d + 32, r.local_qpn);
     d[35] = r.responder_resources;
-    put24(d + 36, r.local_eecn);
+    store_be24(d + 36, r.local_eecn);
     d[39] = r.initiator_depth;
-    put24(d + 40, r.remote_eecn);
+    store_be24(d + 40, r.remote_eecn);
     d[43] = static_cast<uint8_t>(place(r.remote_cm_response_timeout, 3, 5) |
                                  place(r.transport_type, 1, 2) | place(r.e2e_flow_control, 0, 1));
-    put24(d + 44, r.starting_psn);
+    store_be24(d + 44, r.starting_psn);
     d[47] =
         static_cast<uint8_t>(place(r.local_cm_response_timeout, 3, 5) | place(r.retry_count, 0, 3));
-    put16(d + 48, r.pkey);
+    store_be16(d + 48, r.pkey);
     d[50] = static_cast<uint8_t>(place(r.path_mtu, 4, 4) | place(r.rdc_exists, 3, 1) |
                                  place(r.rnr_retry_count, 0, 3));
     d[51] = static_cast<uint8_t>(place(r.max_cm_retries, 4, 4) | place(r.srq, 3, 1) |
@@ -124,12 +111,12 @@ void put_req(uint8_t *d, const Req &r) {
 }
 
 void get_rep(const uint8_t *d, Rep &r) {
-    r.local_comm_id = get32(d);
-    r.remote_comm_id = get32(d + 4);
-    r.local_qkey = get32(d + 8);
-    r.local_qpn = get24(d + 12);
-    r.local_eecn = get24(d + 16);
-    r.starting_psn = get24(d + 20);
+    r.local_comm_id = load_be32(d);
+    r.remote_comm_id = load_be32(d + 4);
+    r.local_qkey = load_be32(d + 8);
+    r.local_qpn = load_be24(d + 12);
+    r.local_eecn = load_be24(d + 16);
+    r.starting_psn = load_be24(d + 20);
     r.vendor_id = static_cast<uint32_t>(d[15]) << 16 | static_cast<uint32_t>(d[19]) << 8 | d[23];
     r.responder_resources = d[24];
     r.initiator_depth = d[25];
@@ -138,16 +125,16 @@ void get_rep(const uint8_t *d, Rep &r) {
     r.e2e_flow_control = bits(d[26], 0, 1);
     r.rnr_retry_count = bits(d[27], 5, 3);
     r.srq = bits(d[27], 4, 1);
-    r.local_ca_guid = get64(d + 28);
+    r.local_ca_guid = load_be64(d + 28);
     std::memcpy(r.private_data, d + 36, kRepPrivLen);
 }
 void put_rep(uint8_t *d, const Rep &r) {
-    put32(d, r.local_comm_id);
-    put32(d + 4, r.remote_comm_id);
-    put32(d + 8, r.local_qkey);
-    put24(d + 12, r.local_qpn);
-    put24(d + 16, r.local_eecn);
-    put24(d + 20, r.starting_psn);
+    store_be32(d, r.local_comm_id);
+    store_be32(d + 4, r.remote_comm_id);
+    store_be32(d + 8, r.local_qkey);
+    store_be24(d + 12, r.local_qpn);
+    store_be24(d + 16, r.local_eecn);
+    store_be24(d + 20, r.starting_psn);
     d[15] = static_cast<uint8_t>(r.vendor_id >> 16);
     d[19] = static_cast<uint8_t>(r.vendor_id >> 8);
     d[23] = static_cast<uint8_t>(r.vendor_id);
@@ -157,7 +144,7 @@ void put_rep(uint8_t *d, const Rep &r) {
         static_cast<uint8_t>(place(r.target_ack_delay, 3, 5) | place(r.failover_accepted, 1, 2) |
                              place(r.e2e_flow_control, 0, 1));
     d[27] = static_cast<uint8_t>(place(r.rnr_retry_count, 5, 3) | place(r.srq, 4, 1));
-    put64(d + 28, r.local_ca_guid);
+    store_be64(d + 28, r.local_ca_guid);
     std::memcpy(d + 36, r.private_data, kRepPrivLen);
 }
 
@@ -220,12 +207,12 @@ void encode(const MadHdr &h, uint8_t *p) {
     p[1] = h.mgmt_class;
     p[2] = h.class_version;
     p[3] = h.method;
-    put16(p + 4, h.status);
-    put16(p + 6, h.class_specific);
-    put64(p + 8, h.tid);
-    put16(p + 16, h.attr_id);
-    put16(p + 18, h.reserved);
-    put32(p + 20, h.attr_mod);
+    store_be16(p + 4, h.status);
+    store_be16(p + 6, h.class_specific);
+    store_be64(p + 8, h.tid);
+    store_be16(p + 16, h.attr_id);
+    store_be16(p + 18, h.reserved);
+    store_be32(p + 20, h.attr_mod);
 }
 
 MadHdr decode_mad_hdr(const uint8_t *p) {
@@ -234,12 +221,12 @@ MadHdr decode_mad_hdr(const uint8_t *p) {
     h.mgmt_class = p[1];
     h.class_version = p[2];
     h.method = p[3];
-    h.status = get16(p + 4);
-    h.class_specific = get16(p + 6);
-    h.tid = get64(p + 8);
-    h.attr_id = get16(p + 16);
-    h.reserved = get16(p + 18);
-    h.attr_mod = get32(p + 20);
+    h.status = load_be16(p + 4);
+    h.class_specific = load_be16(p + 6);
+    h.tid = load_be64(p + 8);
+    h.attr_id = load_be16(p + 16);
+    h.reserved = load_be16(p + 18);
+    h.attr_mod = load_be32(p + 20);
     return h;
 }
 
@@ -274,18 +261,18 @@ MadError parse_cm_mad(const uint8_t *p, size_t len, CmMad &out) {
         get_req(d, out.req);
         break;
     case CmAttr::Mra:
-        out.mra.local_comm_id = get32(d);
-        out.mra.remote_comm_id = get32(d + 4);
+        out.mra.local_comm_id = load_be32(d);
+        out.mra.remote_comm_id = load_be32(d + 4);
         out.mra.message_mraed = bits(d[8], 6, 2);
         out.mra.service_timeout = bits(d[9], 3, 5);
         std::memcpy(out.mra.private_data, d + 10, kMraPrivLen);
         break;
     case CmAttr::Rej:
-        out.rej.local_comm_id = get32(d);
-        out.rej.remote_comm_id = get32(d + 4);
+        out.rej.local_comm_id = load_be32(d);
+        out.rej.remote_comm_id = load_be32(d + 4);
         out.rej.message_rejected = bits(d[8], 6, 2);
         out.rej.reject_info_length = bits(d[9], 1, 7);
-        out.rej.reason = get16(d + 10);
+        out.rej.reason = load_be16(d + 10);
         std::memcpy(out.rej.ari, d + 12, kRejAriLen);
         std::memcpy(out.rej.private_data, d + 84, kRejPrivLen);
         break;
@@ -293,19 +280,19 @@ MadError parse_cm_mad(const uint8_t *p, size_t len, CmMad &out) {
         get_rep(d, out.rep);
         break;
     case CmAttr::Rtu:
-        out.rtu.local_comm_id = get32(d);
-        out.rtu.remote_comm_id = get32(d + 4);
+        out.rtu.local_comm_id = load_be32(d);
+        out.rtu.remote_comm_id = load_be32(d + 4);
         std::memcpy(out.rtu.private_data, d + 8, kRtuPrivLen);
         break;
     case CmAttr::Dreq:
-        out.dreq.local_comm_id = get32(d);
-        out.dreq.remote_comm_id = get32(d + 4);
-        out.dreq.remote_qpn = get24(d + 8);
+        out.dreq.local_comm_id = load_be32(d);
+        out.dreq.remote_comm_id = load_be32(d + 4);
+        out.dreq.remote_qpn = load_be24(d + 8);
         std::memcpy(out.dreq.private_data, d + 12, kDreqPrivLen);
         break;
     case CmAttr::Drep:
-        out.drep.local_comm_id = get32(d);
-        out.drep.remote_comm_id = get32(d + 4);
+        out.drep.local_comm_id = load_be32(d);
+        out.drep.remote_comm_id = load_be32(d + 4);
         std::memcpy(out.drep.private_data, d + 8, kDrepPrivLen);
         break;
     default:
@@ -324,18 +311,18 @@ size_t build_cm_mad(const CmMad &m, uint8_t *out, size_t cap) {
         put_req(d, m.req);
         break;
     case CmAttr::Mra:
-        put32(d, m.mra.local_comm_id);
-        put32(d + 4, m.mra.remote_comm_id);
+        store_be32(d, m.mra.local_comm_id);
+        store_be32(d + 4, m.mra.remote_comm_id);
         d[8] = place(m.mra.message_mraed, 6, 2);
         d[9] = place(m.mra.service_timeout, 3, 5);
         std::memcpy(d + 10, m.mra.private_data, kMraPrivLen);
         break;
     case CmAttr::Rej:
-        put32(d, m.rej.local_comm_id);
-        put32(d + 4, m.rej.remote_comm_id);
+        store_be32(d, m.rej.local_comm_id);
+        store_be32(d + 4, m.rej.remote_comm_id);
         d[8] = place(m.rej.message_rejected, 6, 2);
         d[9] = place(m.rej.reject_info_length, 1, 7);
-        put16(d + 10, m.rej.reason);
+        store_be16(d + 10, m.rej.reason);
         std::memcpy(d + 12, m.rej.ari, kRejAriLen);
         std::memcpy(d + 84, m.rej.private_data, kRejPrivLen);
         break;
@@ -343,19 +330,19 @@ size_t build_cm_mad(const CmMad &m, uint8_t *out, size_t cap) {
         put_rep(d, m.rep);
         break;
     case CmAttr::Rtu:
-        put32(d, m.rtu.local_comm_id);
-        put32(d + 4, m.rtu.remote_comm_id);
+        store_be32(d, m.rtu.local_comm_id);
+        store_be32(d + 4, m.rtu.remote_comm_id);
         std::memcpy(d + 8, m.rtu.private_data, kRtuPrivLen);
         break;
     case CmAttr::Dreq:
-        put32(d, m.dreq.local_comm_id);
-        put32(d + 4, m.dreq.remote_comm_id);
-        put24(d + 8, m.dreq.remote_qpn);
+        store_be32(d, m.dreq.local_comm_id);
+        store_be32(d + 4, m.dreq.remote_comm_id);
+        store_be24(d + 8, m.dreq.remote_qpn);
         std::memcpy(d + 12, m.dreq.private_data, kDreqPrivLen);
         break;
     case CmAttr::Drep:
-        put32(d, m.drep.local_comm_id);
-        put32(d + 4, m.drep.remote_comm_id);
+        store_be32(d, m.drep.local_comm_id);
+        store_be32(d + 4, m.drep.remote_comm_id);
         std::memcpy(d + 8, m.drep.private_data, kDrepPrivLen);
         break;
     default:
@@ -375,8 +362,8 @@ bool parse_ip_service_id(uint64_t sid, uint16_t &ps, uint16_t &port) {
     return true;
 }
 
-uint32_t IpCmHdr::src_ipv4() const { return get32(src_addr + 12); }
-uint32_t IpCmHdr::dst_ipv4() const { return get32(dst_addr + 12); }
+uint32_t IpCmHdr::src_ipv4() const { return load_be32(src_addr + 12); }
+uint32_t IpCmHdr::dst_ipv4() const { return load_be32(dst_addr + 12); }
 
 const char *ip_cm_error_name(IpCmError e) {
     switch (e) {
@@ -401,7 +388,7 @@ IpCmError parse_ip_cm_hdr(const uint8_t *p, size_t len, IpCmHdr &out) {
     out.ip_version = static_cast<uint8_t>(p[1] >> 4);
     if (out.ip_version != 4 && out.ip_version != 6)
         return IpCmError::BadIpVersion;
-    out.src_port = get16(p + 2);
+    out.src_port = load_be16(p + 2);
     std::memcpy(out.src_addr, p + 4, 16);
     std::memcpy(out.dst_addr, p + 20, 16);
     return IpCmError::Ok;
@@ -410,7 +397,7 @@ IpCmError parse_ip_cm_hdr(const uint8_t *p, size_t len, IpCmHdr &out) {
 void encode(const IpCmHdr &h, uint8_t *p) {
     p[0] = h.cma_version;
     p[1] = static_cast<uint8_t>(h.ip_version << 4);
-    put16(p + 2, h.src_port);
+    store_be16(p + 2, h.src_port);
     std::memcpy(p + 4, h.src_addr, 16);
     std::memcpy(p + 20, h.dst_addr, 16);
 }
@@ -419,8 +406,8 @@ IpCmHdr make_ip_cm_hdr_v4(uint32_t src_ip, uint16_t src_port, uint32_t dst_ip) {
     IpCmHdr h;
     h.ip_version = 4;
     h.src_port = src_port;
-    put32(h.src_addr + 12, src_ip);
-    put32(h.dst_addr + 12, dst_ip);
+    store_be32(h.src_addr + 12, src_ip);
+    store_be32(h.dst_addr + 12, dst_ip);
     return h;
 }
 

@@ -4,7 +4,11 @@
 #include <cmath>
 #include <limits>
 
+#include "wire_bytes.h"
+
 namespace droce::fabric {
+
+using wire::load_be16;
 
 namespace {
 
@@ -13,19 +17,17 @@ constexpr uint8_t kCe = 0x3;
 constexpr uint32_t kMinFrame = 60; /* Ethernet minimum without FCS */
 constexpr uint32_t kMaxBuffer = 256u << 20;
 
-uint16_t be16(const uint8_t *p) { return static_cast<uint16_t>(p[0] << 8 | p[1]); }
-
 /* Offset of the IP header and its version (4/6), or 0 when the frame carries no IP. */
 size_t ip_offset(const uint8_t *f, size_t len, int &version) {
     if (len < 14)
         return 0;
     size_t off = 12;
-    uint16_t type = be16(f + off);
+    uint16_t type = load_be16(f + off);
     if (type == kEthVlan) {
         if (len < 18)
             return 0;
         off += 4;
-        type = be16(f + off);
+        type = load_be16(f + off);
     }
     off += 2;
     if (type == kEthIpv4 && len >= off + 20 && (f[off] >> 4) == 4 && (f[off] & 0xF) >= 5 &&
@@ -100,10 +102,10 @@ bool frame_mark_ce(uint8_t *f, size_t len) {
     }
     /* RFC 1624 incremental update of the 16-bit word holding TOS (version/IHL | TOS):
      * HC' = ~(~HC + ~m + m'). Exact, and leaves a checksum that was wrong exactly as wrong. */
-    const uint16_t old_word = be16(f + ip);
+    const uint16_t old_word = load_be16(f + ip);
     f[ip + 1] = static_cast<uint8_t>(f[ip + 1] | kCe);
-    const uint16_t new_word = be16(f + ip);
-    uint32_t sum = static_cast<uint16_t>(~be16(f + ip + 10));
+    const uint16_t new_word = load_be16(f + ip);
+    uint32_t sum = static_cast<uint16_t>(~load_be16(f + ip + 10));
     sum += static_cast<uint16_t>(~old_word);
     sum += new_word;
     sum = (sum & 0xFFFF) + (sum >> 16);

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "net.h"
+#include "wire_bytes.h"
 
 namespace droce::net {
 
@@ -57,7 +58,8 @@ Result<uint32_t> next_hop(const Iface &ifc, uint32_t dst) {
         return ifc.gateway; /* the gateway's MAC, the peer's IP: routed */
     return Status(ENETUNREACH, "destination " + ipv4_str(dst) + " is not on " +
                                    ipv4_str(ifc.ip & ifc.netmask()) + "/" +
-                                   std::to_string(ifc.prefix_len) + " and no gateway is configured");
+                                   std::to_string(ifc.prefix_len) +
+                                   " and no gateway is configured");
 }
 
 /* ---- GID table ---- */
@@ -125,10 +127,7 @@ bool GidTable::is_ipv4_mapped(const Gid &g) {
     return std::memcmp(g.raw, kPrefix, 12) == 0;
 }
 
-uint32_t GidTable::to_ipv4(const Gid &g) {
-    return (uint32_t{g.raw[12]} << 24) | (uint32_t{g.raw[13]} << 16) | (uint32_t{g.raw[14]} << 8) |
-           g.raw[15];
-}
+uint32_t GidTable::to_ipv4(const Gid &g) { return wire::load_be32(g.raw + 12); }
 
 int GidTable::find(const uint8_t gid[16]) const {
     for (size_t i = 0; i < gids_.size(); ++i)

@@ -2,8 +2,14 @@
 #include <cstring>
 
 #include "net.h"
+#include "wire_bytes.h"
 
 namespace droce::net {
+
+using wire::load_be16;
+using wire::load_be32;
+using wire::store_be16;
+using wire::store_be32;
 
 namespace {
 
@@ -12,32 +18,17 @@ constexpr uint16_t kArpOpRequest = 1;
 constexpr uint16_t kArpOpReply = 2;
 constexpr size_t kArpLen = 28;
 
-inline uint16_t ld16(const uint8_t *p) { return static_cast<uint16_t>((p[0] << 8) | p[1]); }
-inline uint32_t ld32(const uint8_t *p) {
-    return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | p[3];
-}
-inline void st16(uint8_t *p, uint16_t v) {
-    p[0] = static_cast<uint8_t>(v >> 8);
-    p[1] = static_cast<uint8_t>(v);
-}
-inline void st32(uint8_t *p, uint32_t v) {
-    p[0] = static_cast<uint8_t>(v >> 24);
-    p[1] = static_cast<uint8_t>(v >> 16);
-    p[2] = static_cast<uint8_t>(v >> 8);
-    p[3] = static_cast<uint8_t>(v);
-}
-
 void write_arp_body(uint8_t *a, uint16_t op, const Mac &sha, uint32_t spa, const Mac &tha,
                     uint32_t tpa) {
-    st16(a + 0, kArpHrdEther);
-    st16(a + 2, kEtherTypeIpv4);
+    store_be16(a + 0, kArpHrdEther);
+    store_be16(a + 2, kEtherTypeIpv4);
     a[4] = 6;
     a[5] = 4;
-    st16(a + 6, op);
+    store_be16(a + 6, op);
     std::memcpy(a + 8, sha.data(), 6);
-    st32(a + 14, spa);
+    store_be32(a + 14, spa);
     std::memcpy(a + 18, tha.data(), 6);
-    st32(a + 24, tpa);
+    store_be32(a + 24, tpa);
 }
 
 } // namespace
@@ -46,13 +37,14 @@ bool parse_arp(const uint8_t *frame, size_t len, size_t l2_len, ArpPacket *out) 
     if (len < l2_len + kArpLen)
         return false;
     const uint8_t *a = frame + l2_len;
-    if (ld16(a) != kArpHrdEther || ld16(a + 2) != kEtherTypeIpv4 || a[4] != 6 || a[5] != 4)
+    if (load_be16(a) != kArpHrdEther || load_be16(a + 2) != kEtherTypeIpv4 || a[4] != 6 ||
+        a[5] != 4)
         return false;
-    out->op = ld16(a + 6);
+    out->op = load_be16(a + 6);
     std::memcpy(out->sha.data(), a + 8, 6);
-    out->spa = ld32(a + 14);
+    out->spa = load_be32(a + 14);
     std::memcpy(out->tha.data(), a + 18, 6);
-    out->tpa = ld32(a + 24);
+    out->tpa = load_be32(a + 24);
     return true;
 }
 
@@ -101,7 +93,7 @@ size_t build_arp_request(const Iface &ifc, uint32_t target_ip, uint8_t *out, siz
     std::memset(out, 0, kMinFrameLen);
     std::memcpy(out, kBroadcastMac.data(), 6);
     std::memcpy(out + 6, ifc.mac.data(), 6);
-    st16(out + 12, kEtherTypeArp);
+    store_be16(out + 12, kEtherTypeArp);
     write_arp_body(out + 14, kArpOpRequest, ifc.mac, ifc.ip, Mac{}, target_ip);
     return kMinFrameLen;
 }

@@ -2,8 +2,13 @@
 #include <cstring>
 
 #include "net.h"
+#include "wire_bytes.h"
 
 namespace droce::net {
+
+using wire::load_be16;
+using wire::load_be32;
+using wire::store_be16;
 
 namespace {
 
@@ -12,18 +17,12 @@ constexpr uint8_t kIcmpEchoRequest = 8;
 constexpr size_t kIcmpHdrLen = 8;
 constexpr uint8_t kReplyTtl = 64;
 
-inline uint16_t ld16(const uint8_t *p) { return static_cast<uint16_t>((p[0] << 8) | p[1]); }
-inline void st16(uint8_t *p, uint16_t v) {
-    p[0] = static_cast<uint8_t>(v >> 8);
-    p[1] = static_cast<uint8_t>(v);
-}
-
 } // namespace
 
 uint16_t inet_checksum(const uint8_t *p, size_t len) {
     uint32_t sum = 0;
     for (; len > 1; p += 2, len -= 2)
-        sum += ld16(p);
+        sum += load_be16(p);
     if (len)
         sum += uint32_t{p[0]} << 8;
     while (sum >> 16)
@@ -38,7 +37,7 @@ size_t handle_icmp(const Iface &ifc, uint8_t *frame, size_t len, size_t l2_len, 
     }
     uint8_t *ip = frame + l2_len;
     const size_t ihl = size_t{ip[0] & 0xfu} * 4;
-    const size_t total = ld16(ip + 2);
+    const size_t total = load_be16(ip + 2);
     if ((ip[0] >> 4) != 4 || ihl < 20 || total < ihl || inet_checksum(ip, ihl) != 0) {
         ++c.icmp_drop_bad_ip_header;
         return 0;
@@ -47,12 +46,11 @@ size_t handle_icmp(const Iface &ifc, uint8_t *frame, size_t len, size_t l2_len, 
         ++c.icmp_drop_too_short;
         return 0;
     }
-    if (ld16(ip + 6) & 0x3fff) { /* MF or an offset: we do not reassemble */
+    if (load_be16(ip + 6) & 0x3fff) { /* MF or an offset: we do not reassemble */
         ++c.icmp_drop_fragment;
         return 0;
     }
-    const uint32_t dst =
-        (uint32_t{ip[16]} << 24) | (uint32_t{ip[17]} << 16) | (uint32_t{ip[18]} << 8) | ip[19];
+    const uint32_t dst = load_be32(ip + 16);
     if (dst != ifc.ip) {
         ++c.icmp_drop_not_for_us;
         return 0;
@@ -81,11 +79,11 @@ size_t handle_icmp(const Iface &ifc, uint8_t *frame, size_t len, size_t l2_len, 
     ip[14] = static_cast<uint8_t>(ifc.ip >> 8);
     ip[15] = static_cast<uint8_t>(ifc.ip);
     ip[8] = kReplyTtl;
-    st16(ip + 10, 0);
-    st16(ip + 10, inet_checksum(ip, ihl));
+    store_be16(ip + 10, 0);
+    store_be16(ip + 10, inet_checksum(ip, ihl));
     icmp[0] = kIcmpEchoReply;
-    st16(icmp + 2, 0);
-    st16(icmp + 2, inet_checksum(icmp, icmp_len));
+    store_be16(icmp + 2, 0);
+    store_be16(icmp + 2, inet_checksum(icmp, icmp_len));
     ++c.icmp_echo_replies;
     /* Trailing Ethernet padding of the request is not part of the datagram. */
     size_t out = l2_len + total;

@@ -5,15 +5,14 @@
 
 #include <cstring>
 
+#include "wire_bytes.h"
+
 namespace droce::net {
 
-namespace {
+using wire::load_be16;
+using wire::store_be16;
 
-inline uint16_t be16(const uint8_t *p) { return static_cast<uint16_t>(p[0] << 8 | p[1]); }
-inline void put16(uint8_t *p, uint16_t v) {
-    p[0] = static_cast<uint8_t>(v >> 8);
-    p[1] = static_cast<uint8_t>(v);
-}
+namespace {
 
 constexpr uint8_t kNdSolicit = 135;
 constexpr uint8_t kNdAdvert = 136;
@@ -38,7 +37,7 @@ bool prefix_match(const uint8_t *a, const uint8_t *b, uint8_t bits) {
 
 uint32_t sum16(const uint8_t *p, size_t len, uint32_t acc) {
     for (; len > 1; p += 2, len -= 2)
-        acc += be16(p);
+        acc += load_be16(p);
     if (len)
         acc += uint32_t{p[0]} << 8;
     return acc;
@@ -49,7 +48,7 @@ uint32_t sum16(const uint8_t *p, size_t len, uint32_t acc) {
 void write_ip6(uint8_t *ip, uint16_t plen, uint8_t hop, const uint8_t *src, const uint8_t *dst) {
     ip[0] = 0x60;
     ip[1] = ip[2] = ip[3] = 0;
-    put16(ip + 4, plen);
+    store_be16(ip + 4, plen);
     ip[6] = kIpProtoIcmpv6;
     ip[7] = hop;
     std::memmove(ip + 8, src, 16);
@@ -276,7 +275,7 @@ size_t handle_icmp6(const Iface6 &ifc, uint8_t *frame, size_t len, size_t cap, s
         ++c.icmp6_drop_bad_ip_header;
         return 0;
     }
-    const size_t mlen = be16(ip + 4);
+    const size_t mlen = load_be16(ip + 4);
     if (mlen < 4 || l2_len + kIpv6HdrLen + mlen > len) {
         ++c.icmp6_drop_too_short;
         return 0;
@@ -287,7 +286,7 @@ size_t handle_icmp6(const Iface6 &ifc, uint8_t *frame, size_t len, size_t cap, s
         return 0;
     }
     /* Each address answers on its own VLAN only (priority-tagged = untagged). */
-    const uint16_t vid = l2_len >= 18 ? be16(frame + 14) & 0xFFF : 0;
+    const uint16_t vid = l2_len >= 18 ? load_be16(frame + 14) & 0xFFF : 0;
     const uint8_t type = msg[0];
     if (type == kNdSolicit || type == kNdAdvert) {
         if (ip[7] != kNdHopLimit || msg[1] != 0 || mlen < 24 || ipv6_is_multicast(msg + 8)) {
@@ -363,7 +362,7 @@ size_t handle_icmp6(const Iface6 &ifc, uint8_t *frame, size_t len, size_t cap, s
         msg[24] = kOptTargetLla;
         msg[25] = 1;
         std::memcpy(msg + 26, ifc.mac.data(), 6);
-        put16(msg + 2, icmp6_checksum(ip, msg, 32));
+        store_be16(msg + 2, icmp6_checksum(ip, msg, 32));
         ++c.nd_adverts_sent;
         return out_len;
     }
@@ -387,7 +386,7 @@ size_t handle_icmp6(const Iface6 &ifc, uint8_t *frame, size_t len, size_t cap, s
         std::memcpy(frame + 6, ifc.mac.data(), 6);
         msg[0] = kEchoReply;
         msg[2] = msg[3] = 0;
-        put16(msg + 2, icmp6_checksum(ip, msg, mlen));
+        store_be16(msg + 2, icmp6_checksum(ip, msg, mlen));
         ++c.icmp6_echo_replies;
         return l2_len + kIpv6HdrLen + mlen;
     }
@@ -408,10 +407,10 @@ size_t build_ns(const Iface6 &ifc, const uint8_t target[16], uint8_t *out, size_
     std::memcpy(out, dst.data(), 6);
     std::memcpy(out + 6, ifc.mac.data(), 6);
     if (tci) {
-        put16(out + 12, kEtherTypeVlan);
-        put16(out + 14, tci);
+        store_be16(out + 12, kEtherTypeVlan);
+        store_be16(out + 14, tci);
     }
-    put16(out + l2 - 2, kEtherTypeIpv6);
+    store_be16(out + l2 - 2, kEtherTypeIpv6);
     uint8_t *ip = out + l2;
     write_ip6(ip, 32, kNdHopLimit, src.addr.data(), group.data());
     uint8_t *msg = ip + kIpv6HdrLen;
@@ -421,7 +420,7 @@ size_t build_ns(const Iface6 &ifc, const uint8_t target[16], uint8_t *out, size_
     msg[24] = kOptSourceLla;
     msg[25] = 1;
     std::memcpy(msg + 26, ifc.mac.data(), 6);
-    put16(msg + 2, icmp6_checksum(ip, msg, 32));
+    store_be16(msg + 2, icmp6_checksum(ip, msg, 32));
     return total;
 }
 
@@ -429,8 +428,8 @@ size_t vlan_push(uint8_t *frame, size_t len, size_t cap, uint16_t tci) {
     if (len < 14 || cap < len + 4)
         return 0;
     std::memmove(frame + 16, frame + 12, len - 12);
-    put16(frame + 12, kEtherTypeVlan);
-    put16(frame + 14, tci);
+    store_be16(frame + 12, kEtherTypeVlan);
+    store_be16(frame + 14, tci);
     return len + 4;
 }
 

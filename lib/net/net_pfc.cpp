@@ -3,7 +3,11 @@
 
 #include <cstring>
 
+#include "wire_bytes.h"
+
 namespace droce::net {
+
+using wire::load_be16;
 
 const char *pfc_result_name(PfcResult r) {
     switch (r) {
@@ -18,20 +22,16 @@ const char *pfc_result_name(PfcResult r) {
     return "?";
 }
 
-namespace {
-uint16_t be16(const uint8_t *p) { return static_cast<uint16_t>((p[0] << 8) | p[1]); }
-} // namespace
-
 PfcResult parse_pfc(const uint8_t *p, size_t len, PfcFrame *out) {
     /* The opcode decides what the frame is, so read it before judging the length: a
      * classic PAUSE is 20 bytes of content and must not show up as a short PFC frame. */
     if (len < 16)
         return PfcResult::TooShort;
-    if (be16(p + 12) != kEtherTypeMacControl)
+    if (load_be16(p + 12) != kEtherTypeMacControl)
         return PfcResult::NotMacControl;
     if (len > kMinFrameLen)
         return PfcResult::Oversized;
-    const uint16_t op = be16(p + 14);
+    const uint16_t op = load_be16(p + 14);
     if (op == kMacCtlOpPause)
         return PfcResult::ClassicPause; /* also sent to 01:80:C2:00:00:01 */
     if (op != kMacCtlOpPfc)
@@ -46,7 +46,7 @@ PfcResult parse_pfc(const uint8_t *p, size_t len, PfcFrame *out) {
         return PfcResult::NoClassEnabled;
     for (unsigned i = 0; i < kPfcPriorities; ++i)
         if (f.enable & (1u << i))
-            f.quanta[i] = be16(p + 18 + 2 * i);
+            f.quanta[i] = load_be16(p + 18 + 2 * i);
     *out = f;
     return PfcResult::Ok;
 }

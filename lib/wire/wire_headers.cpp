@@ -3,42 +3,9 @@
 
 #include <cstring>
 
+#include "wire_bytes.h"
+
 namespace droce::wire {
-
-namespace {
-
-inline uint16_t ld16(const uint8_t *p) { return static_cast<uint16_t>((p[0] << 8) | p[1]); }
-inline uint32_t ld24(const uint8_t *p) {
-    return (static_cast<uint32_t>(p[0]) << 16) | (static_cast<uint32_t>(p[1]) << 8) | p[2];
-}
-inline uint32_t ld32(const uint8_t *p) {
-    return (static_cast<uint32_t>(p[0]) << 24) | (static_cast<uint32_t>(p[1]) << 16) |
-           (static_cast<uint32_t>(p[2]) << 8) | p[3];
-}
-inline uint64_t ld64(const uint8_t *p) {
-    return (static_cast<uint64_t>(ld32(p)) << 32) | ld32(p + 4);
-}
-inline void st16(uint16_t v, uint8_t *p) {
-    p[0] = static_cast<uint8_t>(v >> 8);
-    p[1] = static_cast<uint8_t>(v);
-}
-inline void st24(uint32_t v, uint8_t *p) {
-    p[0] = static_cast<uint8_t>(v >> 16);
-    p[1] = static_cast<uint8_t>(v >> 8);
-    p[2] = static_cast<uint8_t>(v);
-}
-inline void st32(uint32_t v, uint8_t *p) {
-    p[0] = static_cast<uint8_t>(v >> 24);
-    p[1] = static_cast<uint8_t>(v >> 16);
-    p[2] = static_cast<uint8_t>(v >> 8);
-    p[3] = static_cast<uint8_t>(v);
-}
-inline void st64(uint64_t v, uint8_t *p) {
-    st32(static_cast<uint32_t>(v >> 32), p);
-    st32(static_cast<uint32_t>(v), p + 4);
-}
-
-} // namespace
 
 /* ---- Ethernet ---- */
 
@@ -48,12 +15,12 @@ size_t encode(const EthHdr &h, uint8_t *p) {
     std::memcpy(p, h.dst, 6);
     std::memcpy(p + 6, h.src, 6);
     if (h.has_vlan) {
-        st16(kEtherTypeVlan, p + 12);
-        st16(h.vlan_tci, p + 14);
-        st16(h.ethertype, p + 16);
+        store_be16(p + 12, kEtherTypeVlan);
+        store_be16(p + 14, h.vlan_tci);
+        store_be16(p + 16, h.ethertype);
         return kEthLen + kVlanLen;
     }
-    st16(h.ethertype, p + 12);
+    store_be16(p + 12, h.ethertype);
     return kEthLen;
 }
 
@@ -62,13 +29,13 @@ size_t decode_eth(const uint8_t *p, size_t len, EthHdr &h) {
         return 0;
     std::memcpy(h.dst, p, 6);
     std::memcpy(h.src, p + 6, 6);
-    uint16_t et = ld16(p + 12);
+    uint16_t et = load_be16(p + 12);
     if (et == kEtherTypeVlan) {
         if (len < kEthLen + kVlanLen)
             return 0;
         h.has_vlan = true;
-        h.vlan_tci = ld16(p + 14);
-        h.ethertype = ld16(p + 16);
+        h.vlan_tci = load_be16(p + 14);
+        h.ethertype = load_be16(p + 16);
         return kEthLen + kVlanLen;
     }
     h.has_vlan = false;
@@ -84,7 +51,7 @@ uint16_t ipv4_checksum(const uint8_t *hdr20) {
     for (size_t i = 0; i < kIpv4Len; i += 2) {
         if (i == 10)
             continue; /* the checksum field itself */
-        sum += ld16(hdr20 + i);
+        sum += load_be16(hdr20 + i);
     }
     while (sum >> 16)
         sum = (sum & 0xFFFF) + (sum >> 16);
@@ -94,28 +61,28 @@ uint16_t ipv4_checksum(const uint8_t *hdr20) {
 void encode(const Ipv4Hdr &h, uint8_t *p) {
     p[0] = 0x45;
     p[1] = h.tos;
-    st16(h.total_len, p + 2);
-    st16(h.id, p + 4);
-    st16(h.frag, p + 6);
+    store_be16(p + 2, h.total_len);
+    store_be16(p + 4, h.id);
+    store_be16(p + 6, h.frag);
     p[8] = h.ttl;
     p[9] = h.proto;
-    st32(h.src, p + 12);
-    st32(h.dst, p + 16);
-    st16(ipv4_checksum(p), p + 10);
+    store_be32(p + 12, h.src);
+    store_be32(p + 16, h.dst);
+    store_be16(p + 10, ipv4_checksum(p));
 }
 
 bool decode_ipv4(const uint8_t *p, size_t len, Ipv4Hdr &h) {
     if (len < kIpv4Len || p[0] != 0x45)
         return false;
     h.tos = p[1];
-    h.total_len = ld16(p + 2);
-    h.id = ld16(p + 4);
-    h.frag = ld16(p + 6);
+    h.total_len = load_be16(p + 2);
+    h.id = load_be16(p + 4);
+    h.frag = load_be16(p + 6);
     h.ttl = p[8];
     h.proto = p[9];
-    h.checksum = ld16(p + 10);
-    h.src = ld32(p + 12);
-    h.dst = ld32(p + 16);
+    h.checksum = load_be16(p + 10);
+    h.src = load_be32(p + 12);
+    h.dst = load_be32(p + 16);
     return true;
 }
 
@@ -123,8 +90,8 @@ bool decode_ipv4(const uint8_t *p, size_t len, Ipv4Hdr &h) {
 
 void encode(const Ipv6Hdr &h, uint8_t *p) {
     uint32_t w = (6u << 28) | (static_cast<uint32_t>(h.tclass) << 20) | (h.flow_label & 0xFFFFF);
-    st32(w, p);
-    st16(h.payload_len, p + 4);
+    store_be32(p, w);
+    store_be16(p + 4, h.payload_len);
     p[6] = h.next_hdr;
     p[7] = h.hop_limit;
     std::memcpy(p + 8, h.src, 16);
@@ -134,10 +101,10 @@ void encode(const Ipv6Hdr &h, uint8_t *p) {
 bool decode_ipv6(const uint8_t *p, size_t len, Ipv6Hdr &h) {
     if (len < kIpv6Len || (p[0] >> 4) != 6)
         return false;
-    uint32_t w = ld32(p);
+    uint32_t w = load_be32(p);
     h.tclass = static_cast<uint8_t>(w >> 20);
     h.flow_label = w & 0xFFFFF;
-    h.payload_len = ld16(p + 4);
+    h.payload_len = load_be16(p + 4);
     h.next_hdr = p[6];
     h.hop_limit = p[7];
     std::memcpy(h.src, p + 8, 16);
@@ -148,14 +115,14 @@ bool decode_ipv6(const uint8_t *p, size_t len, Ipv6Hdr &h) {
 /* ---- UDP ---- */
 
 void encode(const UdpHdr &h, uint8_t *p) {
-    st16(h.sport, p);
-    st16(h.dport, p + 2);
-    st16(h.len, p + 4);
-    st16(h.csum, p + 6);
+    store_be16(p, h.sport);
+    store_be16(p + 2, h.dport);
+    store_be16(p + 4, h.len);
+    store_be16(p + 6, h.csum);
 }
 
 UdpHdr decode_udp(const uint8_t *p) {
-    return UdpHdr{ld16(p), ld16(p + 2), ld16(p + 4), ld16(p + 6)};
+    return UdpHdr{load_be16(p), load_be16(p + 2), load_be16(p + 4), load_be16(p + 6)};
 }
 
 /* ---- BTH ---- */
@@ -164,11 +131,11 @@ void encode(const Bth &h, uint8_t *p) {
     p[0] = h.opcode;
     p[1] = static_cast<uint8_t>((h.se ? 0x80 : 0) | (h.mig ? 0x40 : 0) | ((h.pad_cnt & 3) << 4) |
                                 (h.tver & 0xF));
-    st16(h.pkey, p + 2);
+    store_be16(p + 2, h.pkey);
     p[4] = static_cast<uint8_t>((h.fecn ? 0x80 : 0) | (h.becn ? 0x40 : 0));
-    st24(h.dest_qp & kQpnMask, p + 5);
+    store_be24(p + 5, h.dest_qp & kQpnMask);
     p[8] = h.ack_req ? 0x80 : 0;
-    st24(h.psn & kPsnMask, p + 9);
+    store_be24(p + 9, h.psn & kPsnMask);
 }
 
 Bth decode_bth(const uint8_t *p) {
@@ -183,51 +150,53 @@ void decode_bth(const uint8_t *p, Bth &h) {
     h.mig = (p[1] & 0x40) != 0;
     h.pad_cnt = (p[1] >> 4) & 3;
     h.tver = p[1] & 0xF;
-    h.pkey = ld16(p + 2);
+    h.pkey = load_be16(p + 2);
     h.fecn = (p[4] & 0x80) != 0;
     h.becn = (p[4] & 0x40) != 0;
-    h.dest_qp = ld24(p + 5);
+    h.dest_qp = load_be24(p + 5);
     h.ack_req = (p[8] & 0x80) != 0;
-    h.psn = ld24(p + 9);
+    h.psn = load_be24(p + 9);
 }
 
 /* ---- extended headers ---- */
 
 void encode(const Reth &h, uint8_t *p) {
-    st64(h.va, p);
-    st32(h.rkey, p + 8);
-    st32(h.dma_len, p + 12);
+    store_be64(p, h.va);
+    store_be32(p + 8, h.rkey);
+    store_be32(p + 12, h.dma_len);
 }
-Reth decode_reth(const uint8_t *p) { return Reth{ld64(p), ld32(p + 8), ld32(p + 12)}; }
+Reth decode_reth(const uint8_t *p) {
+    return Reth{load_be64(p), load_be32(p + 8), load_be32(p + 12)};
+}
 
 void encode(const Aeth &h, uint8_t *p) {
     p[0] = h.syndrome;
-    st24(h.msn & 0xFFFFFF, p + 1);
+    store_be24(p + 1, h.msn & 0xFFFFFF);
 }
-Aeth decode_aeth(const uint8_t *p) { return Aeth{p[0], ld24(p + 1)}; }
+Aeth decode_aeth(const uint8_t *p) { return Aeth{p[0], load_be24(p + 1)}; }
 
 void encode(const AtomicEth &h, uint8_t *p) {
-    st64(h.va, p);
-    st32(h.rkey, p + 8);
-    st64(h.swap_add, p + 12);
-    st64(h.compare, p + 20);
+    store_be64(p, h.va);
+    store_be32(p + 8, h.rkey);
+    store_be64(p + 12, h.swap_add);
+    store_be64(p + 20, h.compare);
 }
 AtomicEth decode_atomic_eth(const uint8_t *p) {
-    return AtomicEth{ld64(p), ld32(p + 8), ld64(p + 12), ld64(p + 20)};
+    return AtomicEth{load_be64(p), load_be32(p + 8), load_be64(p + 12), load_be64(p + 20)};
 }
 
-void encode(const AtomicAckEth &h, uint8_t *p) { st64(h.orig, p); }
-AtomicAckEth decode_atomic_ack_eth(const uint8_t *p) { return AtomicAckEth{ld64(p)}; }
+void encode(const AtomicAckEth &h, uint8_t *p) { store_be64(p, h.orig); }
+AtomicAckEth decode_atomic_ack_eth(const uint8_t *p) { return AtomicAckEth{load_be64(p)}; }
 
 void encode(const Deth &h, uint8_t *p) {
-    st32(h.qkey, p);
+    store_be32(p, h.qkey);
     p[4] = 0;
-    st24(h.src_qp & kQpnMask, p + 5);
+    store_be24(p + 5, h.src_qp & kQpnMask);
 }
-Deth decode_deth(const uint8_t *p) { return Deth{ld32(p), ld24(p + 5)}; }
+Deth decode_deth(const uint8_t *p) { return Deth{load_be32(p), load_be24(p + 5)}; }
 
-void encode_u32(uint32_t v, uint8_t *p) { st32(v, p); }
-uint32_t decode_u32(const uint8_t *p) { return ld32(p); }
+void encode_u32(uint32_t v, uint8_t *p) { store_be32(p, v); }
+uint32_t decode_u32(const uint8_t *p) { return load_be32(p); }
 
 /* ---- tables ---- */
 

@@ -7,6 +7,7 @@
 #include <emmintrin.h>
 
 #include "crc32_slice8.h"
+#include "wire_bytes.h"
 #include "wire_icrc.h"
 #include "wire_rocev1.h"
 
@@ -260,13 +261,6 @@ ParseResult parse_frame(const uint8_t *frame, size_t len, ParsedPacket &out, boo
 }
 
 namespace {
-inline uint16_t be16(const uint8_t *p) { return static_cast<uint16_t>((p[0] << 8) | p[1]); }
-inline uint32_t be24(const uint8_t *p) {
-    return (uint32_t{p[0]} << 16) | (uint32_t{p[1]} << 8) | p[2];
-}
-inline uint32_t be32(const uint8_t *p) {
-    return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | p[3];
-}
 /* gid_from_ipv4 inline, from the address as it lies in the frame (network order). */
 inline void gid_v4(const uint8_t *ip, uint8_t gid[16]) {
     static constexpr uint8_t kHead[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF};
@@ -360,15 +354,15 @@ bool parse_frame_rc_small(const uint8_t *f, size_t len, ParsedPacket &out, AckIc
         hdr_len = kBthLen + 16;
     else
         return false;
-    const uint16_t total = be16(f + l2 + 2);
-    const uint16_t frag = be16(f + l2 + 6);
+    const uint16_t total = load_be16(f + l2 + 2);
+    const uint16_t frag = load_be16(f + l2 + 6);
     /* total covers IP + UDP + headers + ICRC; within len; not a fragment. */
     if (total < kIpv4Len + kUdpLen + hdr_len + kIcrcLen || total > len - l2 ||
         (frag & kIpv4MfOffset) != 0)
         return false;
     const size_t udp_len = total - kIpv4Len;
     const uint8_t *udp = f + l2 + kIpv4Len;
-    if (be16(udp + 2) != kRoceV2UdpPort || be16(udp + 4) != udp_len)
+    if (load_be16(udp + 2) != kRoceV2UdpPort || load_be16(udp + 4) != udp_len)
         return false;
     if ((bth[1] & 0x0F) != 0) /* TVer */
         return false;
@@ -394,14 +388,15 @@ bool parse_frame_rc_small(const uint8_t *f, size_t len, ParsedPacket &out, AckIc
     zero(out.ip6);
     out.ip4.tos = l3[1];
     out.ip4.total_len = total;
-    out.ip4.id = be16(l3 + 4);
+    out.ip4.id = load_be16(l3 + 4);
     out.ip4.frag = frag;
     out.ip4.ttl = l3[8];
     out.ip4.proto = kIpProtoUdp;
-    out.ip4.checksum = be16(l3 + 10);
-    out.ip4.src = be32(l3 + 12);
-    out.ip4.dst = be32(l3 + 16);
-    out.udp = UdpHdr{be16(udp), kRoceV2UdpPort, static_cast<uint16_t>(udp_len), be16(udp + 6)};
+    out.ip4.checksum = load_be16(l3 + 10);
+    out.ip4.src = load_be32(l3 + 12);
+    out.ip4.dst = load_be32(l3 + 16);
+    out.udp =
+        UdpHdr{load_be16(udp), kRoceV2UdpPort, static_cast<uint16_t>(udp_len), load_be16(udp + 6)};
     gid_v4(l3 + 12, out.src_gid);
     gid_v4(l3 + 16, out.dst_gid);
     out.ecn = out.ip4.tos & 3;
@@ -418,10 +413,11 @@ bool parse_frame_rc_small(const uint8_t *f, size_t len, ParsedPacket &out, AckIc
     out.ieth = 0;
     if (opc == kRcAcknowledge) {
         out.reth = Reth{};
-        out.aeth = Aeth{bth[kBthLen], be24(bth + kBthLen + 1)};
+        out.aeth = Aeth{bth[kBthLen], load_be24(bth + kBthLen + 1)};
     } else {
         const uint8_t *r = bth + kBthLen;
-        out.reth = Reth{(uint64_t{be32(r)} << 32) | be32(r + 4), be32(r + 8), be32(r + 12)};
+        out.reth = Reth{(uint64_t{load_be32(r)} << 32) | load_be32(r + 4), load_be32(r + 8),
+                        load_be32(r + 12)};
         out.aeth = Aeth{};
     }
     out.payload = bth + hdr_len;
@@ -615,10 +611,7 @@ bool gid_is_ipv4(const uint8_t gid[16]) {
     return std::memcmp(gid, kPrefix, 12) == 0;
 }
 
-uint32_t gid_to_ipv4(const uint8_t gid[16]) {
-    return (static_cast<uint32_t>(gid[12]) << 24) | (static_cast<uint32_t>(gid[13]) << 16) |
-           (static_cast<uint32_t>(gid[14]) << 8) | gid[15];
-}
+uint32_t gid_to_ipv4(const uint8_t gid[16]) { return load_be32(gid + 12); }
 
 /* Linux hash_32(): multiplicative hash with GOLDEN_RATIO_32, top `bits` bits. rxe
  * (rxe_qp.c, rxe_qp_init_req) hashes its *own* (source) QPN, not the BTH DestQP. In the

@@ -4,17 +4,10 @@
 #include <cstddef>
 #include <cstring>
 
+#include "wire_bytes.h"
 #include "wire_rocev1.h"
 
 namespace droce::wire {
-
-namespace {
-inline void st16(uint16_t v, uint8_t *p) {
-    p[0] = static_cast<uint8_t>(v >> 8);
-    p[1] = static_cast<uint8_t>(v);
-}
-inline uint16_t ld16(const uint8_t *p) { return static_cast<uint16_t>((p[0] << 8) | p[1]); }
-} // namespace
 
 HeaderTemplate::Key HeaderTemplate::key_of(const FrameSpec &s) {
     Key k;
@@ -76,7 +69,7 @@ void HeaderTemplate::rebuild(const FrameSpec &s) {
         const uint8_t *ip = hdr_ + l2_len_;
         for (size_t i = 0; i < kIpv4Len; i += 2)
             if (i != 2 && i != 4 && i != 10) /* total length, id, checksum */
-                ip4_sum_ += ld16(ip + i);
+                ip4_sum_ += load_be16(ip + i);
     }
     key_ = key_of(s);
     valid_ = true;
@@ -121,26 +114,26 @@ uint8_t *HeaderTemplate::write(const FrameSpec &s, const OpcodeInfo &op, uint32_
     };
     if (rocev1_) { /* GRH payload length: BTH .. ICRC; no UDP */
         put_tclass();
-        st16(static_cast<uint16_t>(udp_len - kUdpLen), l3 + 4);
+        store_be16(l3 + 4, static_cast<uint16_t>(udp_len - kUdpLen));
         return detail::write_transport_headers(s, op, pad, out + l4_end_);
     }
     uint8_t *udp = out + l4_end_ - kUdpLen;
     if (s.ipv6) {
         put_tclass();
-        st16(static_cast<uint16_t>(udp_len), l3 + 4);
+        store_be16(l3 + 4, static_cast<uint16_t>(udp_len));
     } else {
         const uint32_t total = kIpv4Len + udp_len;
         l3[1] = s.tos;
-        st16(static_cast<uint16_t>(total), l3 + 2);
-        st16(s.ip_id, l3 + 4);
+        store_be16(l3 + 2, static_cast<uint16_t>(total));
+        store_be16(l3 + 4, s.ip_id);
         /* Same integer sum as ipv4_checksum() over the whole header, so the same result
          * after folding (the TOS is the low byte of the first word). */
         uint32_t sum = ip4_sum_ + s.tos + total + s.ip_id;
         sum = (sum & 0xFFFF) + (sum >> 16);
         sum = (sum & 0xFFFF) + (sum >> 16);
-        st16(static_cast<uint16_t>(~sum), l3 + 10);
+        store_be16(l3 + 10, static_cast<uint16_t>(~sum));
     }
-    st16(static_cast<uint16_t>(udp_len), udp + 4);
+    store_be16(udp + 4, static_cast<uint16_t>(udp_len));
     return detail::write_transport_headers(s, op, pad, out + l4_end_);
 }
 
