@@ -551,18 +551,16 @@ TEST_F(FailoverLongRetry, BondLosingAllMembersRaisesPortErrThenPortActive) {
         pump();
         step();
     }
-    /* One cable back first, and both bonds on it, before the other: each bond takes as
-     * its active member whichever member it sees come up first, and the two bonds see
-     * the links from their own alarms. With both cables back at once, a loaded run once
-     * left bond A active on cable 1 and bond B on cable 0; mode 1 receives on the active
-     * member only, so nothing got through until the WRs ran out of retries (ASan stage
-     * of CI). A switch between the cables would hide that; these are two bare wires. */
+    /* One cable back first, and both bonds on it, before the other. net_tap members raise
+     * no LSC on 22.11, so the bonds' lists of active members never change here (waiting on
+     * those returned at once); the engine's link watch moves a bond whose active member is
+     * down to one that is up, within its 10 ms period, each bond from its own alarm. With
+     * both cables back at once, or a bond the watch had moved to cable 1 between the two
+     * link-downs, the bonds could end on different cables; mode 1 receives on the active
+     * member only, so nothing got through until the WRs ran out of retries (ASan stage of
+     * CI). A switch between the cables would hide that; these are two bare wires. */
     set_link(0, true);
     const auto t_up = Clock::now();
-    /* net_tap members raise no LSC on 22.11, so the bonds' lists of active members never
-     * change here (waiting on those returned at once): the engine's link watch moves a
-     * bond whose active member is down to one that is up, within its 10 ms period. A bond
-     * the watch had moved to cable 1 between the two link-downs comes back that way. */
     while ((active_cable(bond_a) != 0 || active_cable(bond_b) != 0) &&
            Clock::now() - t_up < std::chrono::seconds(10)) {
         pump();
