@@ -120,6 +120,10 @@ class Memif final : public Adapter {
          * 1.01x at 4096 B. */
         c.zc_min_bytes = 2048;
         c.control_on_intr_thread = true;
+        /* memif's role devarg: "client" (or the deprecated "slave"); server by default. */
+        const std::string role = devarg(args_of(info), "role");
+        c.reconnect_by_restart =
+            role.find("client") != std::string::npos || role.find("slave") != std::string::npos;
         if (zc)
             c.notes.emplace_back("zero-copy=yes: the peer sees only this mempool's memory");
     }
@@ -331,6 +335,9 @@ std::vector<std::string> Caps::lines() const {
     if (control_on_intr_thread)
         v.push_back("stopped and closed holding the EAL interrupt thread (the PMD's control "
                     "channel runs there)");
+    if (reconnect_by_restart)
+        v.push_back("restarted while its link is down, until it connects (the PMD connects "
+                    "once, at start)");
     v.push_back(std::string("checksum offload tx ") +
                 (tx_ipv4_cksum ? (tx_udp_cksum ? "ipv4+udp" : "ipv4") : "none") + ", rx " +
                 (rx_ipv4_cksum ? (rx_udp_cksum ? "ipv4+udp" : "ipv4") : "none"));

@@ -63,6 +63,12 @@ struct Caps {
      * twice, "EAL: Error: Invalid memory", then a SIGSEGV on that thread). Stop and close
      * such a port while that thread is held (stop_port). */
     bool control_on_intr_thread = false;
+    /* The port connects once, when it starts, and never again on its own: a peer that
+     * refuses or drops it leaves its link down for good (a memif client in DPDK 22.11:
+     * refused while its server's port has not started, dropped when that port stops or
+     * its process ends). The engine stops and starts such a port while its link is down
+     * (engine_link.cpp), as libmemif and VPP clients retry. */
+    bool reconnect_by_restart = false;
     std::vector<std::string> notes; /* the facts the info hides, for people */
 
     /** The MTU droce should use when the user gives none: the kernel interface's where

@@ -513,7 +513,8 @@ int main(int argc, char **argv) {
     rte_mbuf *rx[kBurst];
     /* The first line out, once every port has started: the signal for its peers. Its memif
      * sockets exist from the EAL's probe on, and DPDK 22.11's memif refuses a client that
-     * connects before the port starts, which then does not try again. */
+     * connects before the port starts (droce's engine tries again after 0.5 s; a plain
+     * DPDK client never does). */
     std::printf("droce-fabric: %u ports, bottleneck toward", nports);
     for (uint16_t t : o.to)
         std::printf(" %u", t);

@@ -67,6 +67,7 @@ const std::vector<struct option> kLongOptions = app::with_device_options({
     {"events", no_argument, nullptr, 'e'},
     {"atomic_type", required_argument, nullptr, 'A'},
     {"outs", required_argument, nullptr, 'o'},
+    {"qp-timeout", required_argument, nullptr, 'u'},
     {"help", no_argument, nullptr, 'h'},
     {"report_gbits", no_argument, nullptr, kOptReportGbits},
     {"out_json", no_argument, nullptr, kOptOutJson},
@@ -78,7 +79,7 @@ const std::vector<struct option> kLongOptions = app::with_device_options({
     {"buf-malloc", no_argument, nullptr, kOptBufMalloc},
 });
 
-const char kShortOptions[] = ":p:d:i:s:an:D:q:m:x:S:Ft:r:l:Q:c:RA:eo:h";
+const char kShortOptions[] = ":p:d:i:s:an:D:q:m:x:S:Ft:r:l:Q:c:RA:eo:u:h";
 
 ParseResult bad(const char *argv0, const std::string &msg) {
     std::fprintf(stderr, "%s: %s (see %s --help)\n", argv0, msg.c_str(), argv0);
@@ -166,6 +167,8 @@ void print_usage(const char *argv0, FILE *out) {
         "  -e, --events             accepted (droce-perf polls)\n"
         "  -A, --atomic_type=<t>    FETCH_AND_ADD (default) or CMP_AND_SWAP\n"
         "  -o, --outs=<n>           outstanding reads/atomics (default 16, max 16)\n"
+        "  -u, --qp-timeout=<t>     RC retransmission timeout, 4.096 us x 2^t, 0..31\n"
+        "                           (default 14; 0 = none; overrides --config's [qp])\n"
         "      --report_gbits       report Gb/sec instead of MB/sec\n"
         "      --out_json           also write the results to a JSON file\n"
         "      --out_json_file=<f>  its name (default perftest_out.json)\n"
@@ -392,6 +395,11 @@ ParseResult parse_command_line(int argc, char **argv, Options &opt) {
             if (!parse_u64(optarg, 16, u) || u == 0)
                 return bad_value(argv0, c, optarg, "1..16");
             opt.out_reads = static_cast<uint32_t>(u);
+            break;
+        case 'u':
+            if (!parse_u64(optarg, 31, u))
+                return bad_value(argv0, c, optarg, "0..31");
+            opt.qp.timeout = static_cast<uint8_t>(u);
             break;
         case 'h':
             print_usage(argv0, stdout);

@@ -707,6 +707,10 @@ class Dev final {
     bool push_event(const EngineEvent &e);
     /** On worker 0: a gratuitous ARP for our address (after a failover). */
     void send_garp();
+    /** On worker 0, asked by the link watch (Caps::reconnect_by_restart): stops and starts
+     * the port while the EAL's interrupt thread is held, so that it connects again. A start
+     * that fails leaves the port stopped and unpolled until a later try succeeds. */
+    void restart_port();
     /** link_* counters (any thread). */
     void link_counters(std::vector<std::pair<std::string, uint64_t>> &v) const;
 
@@ -737,6 +741,9 @@ class Dev final {
     uint16_t nrxq_, ntxq_;
     rte_mempool *tx_pool_; /* frames we build: the engine's pool, or the host's */
     bool worker_rings_ = false;
+    /* Worker 0: restart_port's start failed; the port is not polled (a stopped port's burst
+     * functions are ethdev's dummies, which complain). */
+    bool port_stopped_ = false;
     LinkWatch *link_ = nullptr; /* engine_link.cpp */
     uint16_t vlan_ = 0;         /* VID; 0 = untagged (read per frame: in the padding here) */
 

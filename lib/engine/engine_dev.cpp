@@ -1206,6 +1206,8 @@ uint32_t Shard::flush_tx() {
         return 0;
     uint16_t sent = 0;
     if (txq_ != UINT16_MAX) {
+        if (dev_.port_stopped_) [[unlikely]]
+            return 0; /* queued until the port starts again (restart_port) */
         if (cap_ != nullptr) [[unlikely]]
             capture_tx(); /* just before the port takes them (and may free them) */
         sent = rte_eth_tx_burst(dev_.port_, txq_, tx_, ntx_);
@@ -1632,7 +1634,7 @@ uint32_t Shard::poll(uint64_t now, uint32_t *work) {
     }
 
     uint16_t nrx = 0;
-    if (rxq_ != UINT16_MAX) {
+    if (rxq_ != UINT16_MAX && !dev_.port_stopped_) {
         rte_mbuf *rx[kRxBurst];
         nrx = rte_eth_rx_burst(dev_.port_, rxq_, rx, kRxBurst);
         rx_burst(rx, nrx, now);

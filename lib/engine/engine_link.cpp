@@ -8,11 +8,19 @@
  * bond only when its first member comes up or its last goes down; a switch from one
  * member to another changes no link status and raises nothing. Its members are watched
  * by the PMD itself (their LSC interrupt, or its own 10 ms poll for members without
- * one, as net_ring). */
+ * one, as net_ring).
+ *
+ * A port that connects only when it starts (Caps::reconnect_by_restart: a memif client)
+ * and whose peer refused or dropped it is stopped and started again while its link stays
+ * down. The restart runs on worker 0, the port's only poller (reconnect is on only for a
+ * port with one RX and one TX queue), so that nothing is inside its burst functions when
+ * they are swapped; never here on the alarm thread. */
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 
 #include <rte_alarm.h>
+#include <rte_errno.h>
 #include <rte_eth_bond.h>
 #include <rte_ethdev.h>
 #include <rte_mbuf.h>
@@ -26,6 +34,13 @@ namespace {
 /* The check's period; the bonding PMD polls members without LSC interrupts at 10 ms. */
 constexpr uint64_t kLinkCheckUs = 10'000;
 constexpr int kUnknown = -1;
+/* Reconnect: the first restart after 0.5 s down, then the wait doubles up to 4 s (in link
+ * checks). A memif handshake takes milliseconds; the doubling keeps a peer that answers
+ * slowly from being cut off again and again. */
+constexpr uint32_t kReconnectFirstChecks = 50, kReconnectMaxChecks = 400;
+/* A restart queued to worker 0 and not run after 5 s (its mailbox was full, or an
+ * embedded application stopped polling) is asked for again. */
+constexpr uint32_t kRestartStaleChecks = 500;
 } // namespace
 
 struct LinkWatch {
@@ -41,8 +56,15 @@ struct LinkWatch {
     /* send_garp found the TX queue full (frames a dead member refused wait there): the
      * next check asks again. */
     std::atomic<bool> garp_pending{false};
+    /* Reconnect (alarm thread, but restart_queued, which worker 0 clears). */
+    bool reconnect = false;
+    uint32_t down_checks = 0;
+    uint32_t retry_checks = kReconnectFirstChecks;
+    uint32_t queued_checks = 0;
+    std::atomic<bool> restart_queued{false};
     /* Read by counters() from any thread. */
     std::atomic<uint64_t> down{0}, up{0}, failovers{0}, mac_changed{0}, garp_sent{0}, forced{0};
+    std::atomic<uint64_t> reconnects{0}, reconnect_failed{0};
 };
 
 bool is_bond_port(uint16_t port) {
@@ -85,6 +107,40 @@ void request_garp(LinkWatch *w) {
             for (const auto &d : rt->devices())
                 if (d->port_id() == port)
                     d->send_garp();
+        },
+        0);
+}
+
+/* While the link is down: a restart of the port on worker 0 after kReconnectFirstChecks,
+ * then after twice as long each time, up to kReconnectMaxChecks. */
+void reconnect_check(LinkWatch *w) {
+    if (w->status == 1) {
+        w->down_checks = 0;
+        w->retry_checks = kReconnectFirstChecks;
+        return;
+    }
+    if (w->restart_queued.load(std::memory_order_acquire) &&
+        ++w->queued_checks < kRestartStaleChecks)
+        return;
+    if (++w->down_checks < w->retry_checks)
+        return;
+    w->down_checks = 0;
+    w->retry_checks = std::min(w->retry_checks * 2, kReconnectMaxChecks);
+    w->queued_checks = 0;
+    w->restart_queued.store(true, std::memory_order_release);
+    const uint64_t n = w->reconnects.fetch_add(1, std::memory_order_relaxed) + 1;
+    logger().warn("{}: link down: the port is restarted to connect again (try {}; next in up "
+                  "to {} ms)",
+                  w->dev->name(), n, w->retry_checks * kLinkCheckUs / 1000);
+    /* Looked up by port when it runs, as request_garp: nothing freed is touched. */
+    Runtime *rt = w->rt;
+    const uint16_t port = w->port;
+    rt->exec_detached(
+        0,
+        [rt, port] {
+            for (const auto &d : rt->devices())
+                if (d->port_id() == port)
+                    d->restart_port();
         },
         0);
 }
@@ -150,6 +206,8 @@ void link_check(void *arg) {
     }
     if (w->garp_pending.exchange(false, std::memory_order_acq_rel))
         request_garp(w);
+    if (w->reconnect && w->status != kUnknown)
+        reconnect_check(w);
     if (w->bond && w->status == 1) {
         const int prim = rte_eth_bond_primary_get(w->port);
         if (prim >= 0 && w->primary != kUnknown && prim != w->primary) {
@@ -191,8 +249,40 @@ void Dev::watch_link() {
                           "only",
                           name_, mode);
     }
+    if (caps_.reconnect_by_restart && !hosted_) {
+        w->reconnect = nrxq_ == 1 && ntxq_ == 1;
+        if (!w->reconnect)
+            logger().warn("{}: {} RX / {} TX queues: not restarted when its peer refuses or "
+                          "drops it (only a port with one of each is: worker 0 polls it alone)",
+                          name_, nrxq_, ntxq_);
+    }
     link_ = w;
     arm(w);
+}
+
+void Dev::restart_port() {
+    rte_eth_link link{};
+    if (rte_eth_link_get_nowait(port_, &link) == 0 && link.link_status == RTE_ETH_LINK_UP &&
+        !port_stopped_) {
+        /* Connected while the request waited. */
+        if (link_ != nullptr)
+            link_->restart_queued.store(false, std::memory_order_release);
+        return;
+    }
+    int start_rc = 0;
+    drivers::with_intr_thread_held([&] {
+        rte_eth_dev_stop(port_);
+        start_rc = rte_eth_dev_start(port_);
+    });
+    port_stopped_ = start_rc != 0;
+    if (start_rc != 0)
+        logger().warn("{}: rte_eth_dev_start: {}: the port stays stopped until a later try", name_,
+                      rte_strerror(-start_rc));
+    if (link_ != nullptr) {
+        if (start_rc != 0)
+            link_->reconnect_failed.fetch_add(1, std::memory_order_relaxed);
+        link_->restart_queued.store(false, std::memory_order_release);
+    }
 }
 
 void Dev::unwatch_link() {
@@ -247,6 +337,8 @@ void Dev::link_counters(std::vector<std::pair<std::string, uint64_t>> &v) const 
     v.emplace_back("link_failover_mac_changed", get(&LinkWatch::mac_changed));
     v.emplace_back("link_garp_sent", get(&LinkWatch::garp_sent));
     v.emplace_back("link_member_forced", get(&LinkWatch::forced));
+    v.emplace_back("link_reconnects", get(&LinkWatch::reconnects));
+    v.emplace_back("link_reconnect_failed", get(&LinkWatch::reconnect_failed));
 }
 
 } // namespace droce::engine

@@ -543,7 +543,11 @@ Result<Dev *> Runtime::open_device(const DeviceConfig &cfg) {
     }
 
     if (int rc = rte_eth_dev_start(port); rc != 0)
-        return Status(EIO, name + ": rte_eth_dev_start: " + errstr(rc));
+        return Status(EIO, name + ": rte_eth_dev_start: " + errstr(rc) +
+                               (caps.reconnect_by_restart
+                                    ? " (a memif client connects when its port starts: is its "
+                                      "server running, and is its socket= path right?)"
+                                    : ""));
     if (bond && want_mtu && port_sets_mtu) {
         const int rc = rte_eth_dev_set_mtu(port, static_cast<uint16_t>(want_mtu));
         if (rc != 0 && rc != -ENOTSUP) {

@@ -72,6 +72,8 @@ run_q write_bw 3 20 -s 65536 --workers 1
 run_q write_bw 3 250 -s 64 -Q 100
 run_q send_bw 2 90 -s 64 -Q 16 -t 32 -r 64
 run_ok write_bw -s 64 -D 1 -Q 7 -q 2
+# -u: the QPs' retransmission timeout (perftest's flag; test_fabric_restart.sh needs a long one).
+run_ok write_bw -s 64 -n 200 -u 18
 # Two workers: three lcores (main + 2 workers) mapped onto the CPUs there are; QPs on both
 # workers, data checked.
 eal=(--lcores '0@0,1@1,2@0' --no-huge -m 512 --no-pci --no-shconf --log-level='*:warning')
@@ -107,6 +109,7 @@ run_bad "bad --workers" "for --workers" write_bw -- --loopback --workers 500
 run_bad "--workers with --embedded" "--workers other than 1 needs worker mode" write_bw -- --loopback --embedded --workers 2
 run_bad "missing value" "needs a value" write_bw -- --loopback -n
 run_bad "zero cq-mod" "invalid value '0' for -Q/--cq-mod (1..16384)" write_bw -- --loopback -Q 0
+run_bad "bad qp-timeout" "invalid value '32' for -u/--qp-timeout (0..31)" write_bw -- --loopback -u 32
 run_bad "no --ip" "--ip A.B.C.D/P is required" write_bw -- 10.0.0.9
 
 "$exe" --help >"$out" 2>"$err"

@@ -147,6 +147,13 @@ TEST_F(Drivers, MemifCapabilities) {
         EXPECT_TRUE(c.multi_seg_tx);
         EXPECT_EQ(c.zc_min_bytes, 2048u);      /* the measured crossover */
         EXPECT_TRUE(c.control_on_intr_thread); /* MemifPairClosedBackToBack says why */
+        EXPECT_FALSE(c.reconnect_by_restart);  /* a server takes connections by itself */
+    }
+    {
+        /* A client connects once, at start: test_memif_reconnect. */
+        Vdev v("net_memif_drvtest2", "role=client,socket=" + sock + ".c");
+        ASSERT_TRUE(v.ok());
+        EXPECT_TRUE(v.caps().reconnect_by_restart);
     }
     {
         Vdev v("net_memif_drvtest1", "role=server,zero-copy=yes,socket=" + sock + ".b");
