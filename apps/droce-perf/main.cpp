@@ -148,6 +148,7 @@ SideConfig side_config(const Options &opt, bool client, std::string prefix) {
     c.num_qps = opt.num_qps;
     c.tx_depth = opt.tx_depth;
     c.cq_mod = opt.cq_mod;
+    c.post_list = opt.post_list;
     c.rx_depth = opt.rx_depth;
     c.out_reads = opt.out_reads;
     c.gid_idx = opt.gid_idx;

@@ -156,7 +156,9 @@ void print_usage(const char *argv0, FILE *out) {
         "  -F, --CPU-freq           accepted (droce-perf times with the steady clock)\n"
         "  -t, --tx-depth=<n>       send queue depth (default bw 128, lat 1)\n"
         "  -r, --rx-depth=<n>       receive queue depth for send tests (default 512)\n"
-        "  -l, --post_list=<n>      accepted (WRs are posted one at a time)\n"
+        "  -l, --post_list=<n>      bw tests: post WRs in lists of <n> (one post_send call\n"
+        "                           each); -Q defaults to <n> and must divide it; -n a\n"
+        "                           multiple of <n>; at most -t\n"
         "  -Q, --cq-mod=<n>         bw tests: a completion every <n> WRs per QP (at most -t;\n"
         "                           default perftest's 100 but at most -t/4; lat: every WR)\n"
         "  -c, --connection=RC|UD   connection type (UD: send_bw and send_lat, messages of\n"
@@ -478,6 +480,29 @@ ParseResult parse_command_line(int argc, char **argv, Options &opt) {
         opt.cq_mod = std::max(1u, std::min(opt.cq_mod, opt.tx_depth / 4));
     else
         opt.cq_mod = std::min(opt.cq_mod, opt.tx_depth);
+    /* perftest's post list: BW tests only, whole lists (-n a multiple of the list), the
+     * CQ moderation the list's size unless given, and then a divisor of it (every list
+     * ends on a signaled WR). A list must also fit in the send queue. */
+    if (opt.post_list > 1) {
+        if (opt.kind != Kind::Bw)
+            return bad(argv0, "-l/--post_list applies to bw tests only");
+        if (opt.duration_s == 0 && !opt.run_infinitely && opt.iters % opt.post_list != 0)
+            return bad(argv0, "-n (" + std::to_string(opt.iters) +
+                                  ") must be a multiple of -l/--post_list (" +
+                                  std::to_string(opt.post_list) + ")");
+        if (opt.post_list > opt.tx_depth)
+            return bad(argv0, "-l/--post_list (" + std::to_string(opt.post_list) +
+                                  ") above -t/--tx-depth (" + std::to_string(opt.tx_depth) +
+                                  "): a list must fit in the send queue");
+        if (!cq_mod_given) {
+            opt.cq_mod = opt.post_list;
+            opt.cq_mod_from_post_list = true;
+        } else if (opt.post_list % opt.cq_mod != 0) {
+            return bad(argv0, "-l/--post_list (" + std::to_string(opt.post_list) +
+                                  ") must be a multiple of -Q/--cq-mod (" +
+                                  std::to_string(opt.cq_mod) + ")");
+        }
+    }
     if (opt.run_infinitely) {
         if (opt.kind != Kind::Bw)
             return bad(argv0, "--run_infinitely applies to bw tests only");
@@ -508,8 +533,15 @@ ParseResult parse_command_line(int argc, char **argv, Options &opt) {
          * one, mapped round-robin onto the CPUs there are (lcore i on CPU i % CPUs). */
         const unsigned cpus = std::max(1u, std::thread::hardware_concurrency());
         std::string map;
-        for (uint32_t l = 0; l <= opt.workers; ++l)
-            map += (l ? "," : "") + std::to_string(l) + "@" + std::to_string(l % cpus);
+        for (uint32_t l = 0; l <= opt.workers; ++l) {
+            /* Appended piece by piece: GCC 12 flags `"," + std::string&&` here with a
+             * false -Wrestrict once this function's inlining changes. */
+            if (l != 0)
+                map += ',';
+            map += std::to_string(l);
+            map += '@';
+            map += std::to_string(l % cpus);
+        }
         for (size_t i = 0; i + 1 < opt.eal_args.size(); ++i)
             if (opt.eal_args[i] == "-l") {
                 opt.eal_args[i] = "--lcores";

@@ -41,7 +41,10 @@ struct Options : app::DeviceOptions {
     uint8_t sl = 0; /**< -S: service level; on a VLAN it is the PCP (SL & 7) */
     uint32_t tx_depth = 128;                         /**< -t */
     uint32_t rx_depth = 512;                         /**< -r */
-    uint32_t post_list = 1;                          /**< -l (accepted) */
+    /** -l: bw clients post their WRs in lists of this many, one post_send call each
+     * (ibv_post_send with a chain); the CQ moderation becomes the list's size unless -Q
+     * is given, which must then divide it (perftest's rules). */
+    uint32_t post_list = 1;
     uint32_t cq_mod = 100; /**< -Q: bw tests signal every cq_mod-th WR (perftest's default) */
     bool report_gbits = false;                       /**< --report_gbits */
     bool out_json = false;                           /**< --out_json */
@@ -51,6 +54,7 @@ struct Options : app::DeviceOptions {
     uint32_t out_reads = 16;                         /**< -o */
     bool ud = false; /**< -c UD (send_bw, send_lat): messages of at most the MTU */
     bool rdma_cm = false; /**< -R: connect (and exchange) through RDMA-CM (cm_run.h) */
+    bool cq_mod_from_post_list = false; /**< -l without -Q: perftest says so in its banner */
 
     // ---- droce's own (beyond the DeviceOptions) ----
     /** --workers: EngineOptions::workers (0 = one per EAL worker lcore); != 1 means

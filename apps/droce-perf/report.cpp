@@ -24,6 +24,10 @@ void print_banner(const Options &opt, const std::string &dev, uint32_t mtu, bool
         std::printf("* Waiting for client to connect... *\n");
         std::printf("************************************\n");
     }
+    if (opt.cq_mod_from_post_list) {
+        std::fputs(kResultLine, stdout);
+        std::printf("Post List requested - CQ moderation will be the size of the post list\n");
+    }
     std::fputs(kResultLine, stdout);
     std::printf("                    %s %s Test\n", verb_name(opt.verb),
                 opt.kind == Kind::Bw ? "BW" : "Latency");
@@ -38,7 +42,7 @@ void print_banner(const Options &opt, const std::string &dev, uint32_t mtu, bool
     if (opt.verb == Verb::Atomic)
         std::printf(" Atomic Type     : %s\n", opt.atomic_cas ? "CMP_AND_SWAP" : "FETCH_AND_ADD");
     if (opt.kind == Kind::Bw)
-        std::printf(" CQ Moderation   : 1\n");
+        std::printf(" CQ Moderation   : %u\n", opt.cq_mod);
     std::printf(" Mtu             : %u[B]\n", mtu);
     std::printf(" Link type       : Ethernet\n");
     std::printf(" GID index       : %d\n", opt.gid_idx);

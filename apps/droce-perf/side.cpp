@@ -265,7 +265,23 @@ void Side::prepare_wr() {
 }
 
 Status Side::post_one(uint32_t qp) {
-    SendWr &wr = wr_;
+    fill_wr(wr_, qp);
+    return qps_[qp]->post_send(wr_);
+}
+
+Status Side::post_list(uint32_t q) {
+    const uint32_t n = cfg_.post_list, mod = cfg_.cq_mod;
+    for (uint32_t k = 0; k < n; ++k) {
+        SendWr &wr = list_[k];
+        fill_wr(wr, q);
+        const uint64_t s = qp_scnt_[q] + k + 1;
+        const bool sig = s % mod == 0 || s == qp_target_;
+        wr.send_flags = sig ? wr.send_flags | kSendSignaled : wr.send_flags & ~kSendSignaled;
+    }
+    return qps_[q]->post_send(list_.data(), n);
+}
+
+void Side::fill_wr(SendWr &wr, uint32_t qp) {
     wr.wr_id = send_wrid(qp);
     wr.sg_list[0].addr = reinterpret_cast<uintptr_t>(send_buf(qp));
     wr.remote_addr = remote_[qp].vaddr;
@@ -275,12 +291,12 @@ Status Side::post_one(uint32_t qp) {
         wr.remote_qpn = remote_[qp].qpn;
         wr.remote_qkey = kUdQkey;
     }
-    return qps_[qp]->post_send(wr);
 }
 
 bool Side::start(uint64_t size) {
     size_ = size;
     prepare_wr();
+    list_.assign(cfg_.post_list > 1 ? cfg_.post_list : 0, wr_);
     scnt_ = ccnt_ = rcnt_ = consumed_ = 0;
     lat_state_ = 0;
     done_ = false;
@@ -361,7 +377,9 @@ bool Side::poll_cq(Wc *wc, int max, int &n) {
 }
 
 void Side::room_push(uint32_t q) {
-    if (queued_[q] || qp_scnt_[q] >= qp_target_ || qp_scnt_[q] - qp_ccnt_[q] >= cfg_.tx_depth)
+    /* Room for a whole list (-l; one WR without it). */
+    const uint32_t n = cfg_.post_list;
+    if (queued_[q] || qp_scnt_[q] + n > qp_target_ || qp_scnt_[q] - qp_ccnt_[q] + n > cfg_.tx_depth)
         return;
     queued_[q] = 1;
     room_[(room_head_ + room_count_++) % room_.size()] = q;
@@ -398,7 +416,25 @@ Side::Step Side::step_bw_client() {
         --room_count_;
         queued_[q] = 0;
         /* At the end of a timed run a QP still completes its batch: an unsignaled tail
-         * would stay in flight, uncounted, into teardown (or the next run). */
+         * would stay in flight, uncounted, into teardown (or the next run). A list ends
+         * on a batch boundary (cq_mod divides it), so none starts after the stop. */
+        if (cfg_.post_list > 1) {
+            const uint32_t n = cfg_.post_list;
+            while (!stop && qp_scnt_[q] + n <= qp_target_ &&
+                   qp_scnt_[q] - qp_ccnt_[q] + n <= cfg_.tx_depth) {
+                for (uint32_t k = 0; k < n && tposted_.size() < tposted_.capacity(); ++k)
+                    tposted_.push_back(now_ns());
+                if (Status st = post_list(q); !st) {
+                    fail("Couldn't post send list: qp %u scnt=%llu: %s", q,
+                         static_cast<unsigned long long>(qp_scnt_[q]), st.message().c_str());
+                    return Step::Failed;
+                }
+                qp_scnt_[q] += n;
+                scnt_ += n;
+                posted = true;
+            }
+            continue;
+        }
         while ((!stop || qp_scnt_[q] % mod != 0) && qp_scnt_[q] < qp_target_ &&
                qp_scnt_[q] - qp_ccnt_[q] < cfg_.tx_depth) {
             if (tposted_.size() < tposted_.capacity())

@@ -43,6 +43,8 @@ struct SideConfig {
     /** bw clients: every cq_mod-th WR of a QP (and its last) is signaled, and its
      * completion accounts for the cq_mod WRs up to it (perftest's -Q). */
     uint32_t cq_mod = 1;
+    /** bw clients: WRs posted per post_send call (perftest's -l); cq_mod divides it. */
+    uint32_t post_list = 1;
     uint32_t rx_depth = 512;
     uint32_t out_reads = 16;
     int gid_idx = 1;
@@ -110,6 +112,10 @@ class Side {
     uint8_t *send_buf(uint32_t i) const { return buf() + size_t{i} * half_; }
     uint8_t *recv_buf(uint32_t i) const { return buf() + (size_t{cfg_.num_qps} + i) * half_; }
     Status post_one(uint32_t qp);
+    /* The per-QP fields of wr (prepare_wr built the rest). */
+    void fill_wr(SendWr &wr, uint32_t qp);
+    /* -l: posts one list of cfg_.post_list WRs on QP q (signaling every cq_mod-th). */
+    Status post_list(uint32_t q);
     void prepare_wr();
     bool post_recv(uint32_t qp, int n);
     /** Polls every CQ once (up to max in all); false on an error completion. */
@@ -130,6 +136,7 @@ class Side {
     std::unique_ptr<ProtectionDomain> pd_;
     std::unique_ptr<MemoryRegion> mr_;
     SendWr wr_{}; /* the run's work request (prepare_wr), patched per post */
+    std::vector<SendWr> list_; /* -l: cfg_.post_list copies of wr_, patched per list */
     std::vector<std::unique_ptr<CompletionQueue>> cqs_; /**< one per worker used */
     std::vector<std::unique_ptr<QueuePair>> qps_;
     std::vector<std::unique_ptr<AddressHandle>> ahs_; /**< -c UD: QP i's peer (before PD) */

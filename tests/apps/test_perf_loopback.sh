@@ -72,6 +72,16 @@ run_q write_bw 3 20 -s 65536 --workers 1
 run_q write_bw 3 250 -s 64 -Q 100
 run_q send_bw 2 90 -s 64 -Q 16 -t 32 -r 64
 run_ok write_bw -s 64 -D 1 -Q 7 -q 2
+# -l: WRs posted in lists (one post_send call each); the CQ moderation becomes the list's
+# size (perftest's banner line) unless -Q divides it; data checked on every QP.
+run_q write_bw 2 1024 -s 64 -l 16
+grep -qxF "Post List requested - CQ moderation will be the size of the post list" "$out" ||
+    fail "write_bw -l 16: no 'Post List requested' line"
+grep -qxF " CQ Moderation   : 16" "$out" || fail "write_bw -l 16: banner lacks 'CQ Moderation : 16'"
+run_q send_bw 1 1000 -s 64 -l 8 -Q 4
+grep -qxF " CQ Moderation   : 4" "$out" || fail "send_bw -l 8 -Q 4: banner lacks 'CQ Moderation : 4'"
+run_ok write_bw -s 64 -D 1 -l 32
+run_ok read_bw -s 64 -n 512 -l 8 -q 2
 # -u: the QPs' retransmission timeout (perftest's flag; test_fabric_restart.sh needs a long one).
 run_ok write_bw -s 64 -n 200 -u 18
 # Two workers: three lcores (main + 2 workers) mapped onto the CPUs there are; QPs on both
@@ -109,6 +119,10 @@ run_bad "bad --workers" "for --workers" write_bw -- --loopback --workers 500
 run_bad "--workers with --embedded" "--workers other than 1 needs worker mode" write_bw -- --loopback --embedded --workers 2
 run_bad "missing value" "needs a value" write_bw -- --loopback -n
 run_bad "zero cq-mod" "invalid value '0' for -Q/--cq-mod (1..16384)" write_bw -- --loopback -Q 0
+run_bad "-n not a multiple of -l" "must be a multiple of -l/--post_list" write_bw -- --loopback -n 1001 -l 8
+run_bad "-l above -t" "a list must fit in the send queue" write_bw -- --loopback -l 200
+run_bad "-Q not dividing -l" "must be a multiple of -Q/--cq-mod" write_bw -- --loopback -l 8 -Q 3
+run_bad "-l on a lat test" "applies to bw tests only" write_lat -- --loopback -l 2
 run_bad "bad qp-timeout" "invalid value '32' for -u/--qp-timeout (0..31)" write_bw -- --loopback -u 32
 run_bad "no --ip" "--ip A.B.C.D/P is required" write_bw -- 10.0.0.9
 
