@@ -96,20 +96,23 @@ void arm(LinkWatch *w) {
         rte_eal_alarm_set(kLinkCheckUs, link_check, w);
 }
 
-void request_garp(LinkWatch *w) {
-    /* Queued to worker 0; it looks the device up by port when it runs, so a command
-     * still queued when the device goes away touches nothing freed. */
+/* Runs step on the watched device on worker 0, without waiting. Queued to that worker,
+ * which looks the device up by port when it runs, so a command still queued when the
+ * device goes away touches nothing freed. */
+void on_worker0(LinkWatch *w, void (Dev::*step)()) {
     Runtime *rt = w->rt;
     const uint16_t port = w->port;
     rt->exec_detached(
         0,
-        [rt, port] {
+        [rt, port, step] {
             for (const auto &d : rt->devices())
                 if (d->port_id() == port)
-                    d->send_garp();
+                    (d.get()->*step)();
         },
         0);
 }
+
+void request_garp(LinkWatch *w) { on_worker0(w, &Dev::send_garp); }
 
 /* While the link is down: a restart of the port on worker 0 after kReconnectFirstChecks,
  * then after twice as long each time, up to kReconnectMaxChecks. */
@@ -132,17 +135,7 @@ void reconnect_check(LinkWatch *w) {
     logger().warn("{}: link down: the port is restarted to connect again (try {}; next in up "
                   "to {} ms)",
                   w->dev->name(), n, w->retry_checks * kLinkCheckUs / 1000);
-    /* Looked up by port when it runs, as request_garp: nothing freed is touched. */
-    Runtime *rt = w->rt;
-    const uint16_t port = w->port;
-    rt->exec_detached(
-        0,
-        [rt, port] {
-            for (const auto &d : rt->devices())
-                if (d->port_id() == port)
-                    d->restart_port();
-        },
-        0);
+    on_worker0(w, &Dev::restart_port);
 }
 
 /* The bond learns a member's link from the member's LSC interrupt, or from its own poll
