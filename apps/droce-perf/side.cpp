@@ -270,15 +270,18 @@ Status Side::post_one(uint32_t qp) {
 }
 
 Status Side::post_list(uint32_t q) {
-    const uint32_t n = cfg_.post_list, mod = cfg_.cq_mod;
+    const uint32_t n = cfg_.post_list;
     for (uint32_t k = 0; k < n; ++k) {
         SendWr &wr = list_[k];
         fill_wr(wr, q);
-        const uint64_t s = qp_scnt_[q] + k + 1;
-        const bool sig = s % mod == 0 || s == qp_target_;
-        wr.send_flags = sig ? wr.send_flags | kSendSignaled : wr.send_flags & ~kSendSignaled;
+        set_signaled(wr, qp_scnt_[q] + k + 1);
     }
     return qps_[q]->post_send(list_.data(), n);
+}
+
+void Side::set_signaled(SendWr &wr, uint64_t nth) const {
+    const bool sig = nth % cfg_.cq_mod == 0 || nth == qp_target_;
+    wr.send_flags = sig ? wr.send_flags | kSendSignaled : wr.send_flags & ~kSendSignaled;
 }
 
 void Side::fill_wr(SendWr &wr, uint32_t qp) {
@@ -439,8 +442,7 @@ Side::Step Side::step_bw_client() {
                qp_scnt_[q] - qp_ccnt_[q] < cfg_.tx_depth) {
             if (tposted_.size() < tposted_.capacity())
                 tposted_.push_back(now_ns());
-            const bool sig = (qp_scnt_[q] + 1) % mod == 0 || qp_scnt_[q] + 1 == qp_target_;
-            wr_.send_flags = sig ? wr_.send_flags | kSendSignaled : wr_.send_flags & ~kSendSignaled;
+            set_signaled(wr_, qp_scnt_[q] + 1);
             if (Status st = post_one(q); !st) {
                 fail("Couldn't post send: qp %u scnt=%llu: %s", q,
                      static_cast<unsigned long long>(qp_scnt_[q]), st.message().c_str());

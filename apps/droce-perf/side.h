@@ -112,6 +112,8 @@ class Side {
     uint8_t *send_buf(uint32_t i) const { return buf() + size_t{i} * half_; }
     uint8_t *recv_buf(uint32_t i) const { return buf() + (size_t{cfg_.num_qps} + i) * half_; }
     Status post_one(uint32_t qp);
+    /* A QP's nth WR (from 1) is signaled every cq_mod-th and at its last (perftest's -Q). */
+    void set_signaled(SendWr &wr, uint64_t nth) const;
     /* The per-QP fields of wr (prepare_wr built the rest). */
     void fill_wr(SendWr &wr, uint32_t qp);
     /* -l: posts one list of cfg_.post_list WRs on QP q (signaling every cq_mod-th). */

@@ -1316,9 +1316,6 @@ wire::ParseResult Shard::parse_chain(rte_mbuf *m, wire::ParsedPacket &pp, wire::
     return wire::ParseResult::Ok;
 }
 
-/* First step of the RX prefetch pipeline: the QP a packet is for (its header must be on
- * its way already), with the QpCtx fetch started. nullptr when it is not a plain IPv4
- * RoCEv2 frame for a QP of this shard: rx_one() sorts those out. */
 void Shard::prefetch_frame(const rte_mbuf *m) {
     const uintptr_t p = rte_pktmbuf_mtod(m, uintptr_t);
     const uintptr_t end = p + std::min<uint32_t>(rte_pktmbuf_data_len(m), kRxPrefetchBytes);
@@ -1326,6 +1323,9 @@ void Shard::prefetch_frame(const rte_mbuf *m) {
         rte_prefetch0(reinterpret_cast<const void *>(l));
 }
 
+/* First step of the RX prefetch pipeline: the QP a packet is for (its header must be on
+ * its way already), with the QpCtx fetch started. nullptr when it is not a plain IPv4
+ * RoCEv2 frame for a QP of this shard: rx_one() sorts those out. */
 QpCtx *Shard::prefetch_ctx(rte_mbuf *m) const {
     const uint8_t *p = rte_pktmbuf_mtod(m, const uint8_t *);
     /* Untagged IPv4/UDP RoCEv2 only (the common case); the BTH DestQP is at byte 47. */
