@@ -61,7 +61,8 @@ struct Caps {
      * serialize it with rte_eth_dev_stop / _close called elsewhere (memif in DPDK 22.11:
      * a peer's disconnect handled there while the port stops here frees the same regions
      * twice, "EAL: Error: Invalid memory", then a SIGSEGV on that thread). Stop and close
-     * such a port while that thread is held (stop_port). */
+     * such a port while that thread is held (stop_port), and poll it through the poll gate
+     * (poll_gate.h): a peer's disconnect there unmaps the rings under a running burst. */
     bool control_on_intr_thread = false;
     /* The port connects once, when it starts, and never again on its own: a peer that
      * refuses or drops it leaves its link down for good (a memif client in DPDK 22.11:

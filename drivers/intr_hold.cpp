@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "drivers.h"
+#include "poll_gate.h"
 
 namespace droce::drivers {
 
@@ -46,6 +47,9 @@ bool with_intr_thread_held(const std::function<void()> &step) {
      * alarm would serialize it too, but moves its work onto the interrupt thread's CPU;
      * for a memif stop that is where a peer process may be polling the same rings, see
      * drivers/README.md.) */
+    /* A poller of a gated port waits here for the interrupt thread, which the poll gate
+     * lets go only once every poller is between bursts: this one is, from now on. */
+    PollOffline offline;
     Hold h;
     bool held = false;
     if (rte_eal_alarm_set(1, hold_thread, &h) == 0) {

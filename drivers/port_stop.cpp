@@ -5,11 +5,14 @@
 #include <rte_interrupts.h>
 
 #include "drivers.h"
+#include "poll_gate.h"
 
 namespace droce::drivers {
 
 PortStopResult stop_port(uint16_t port, bool close, bool hold_intr_thread) {
     PortStopResult r;
+    if (hold_intr_thread)
+        poll_gate_remove_port(port); /* its pollers are done with it */
     const auto run = [&] {
         r.stop_rc = rte_eth_dev_stop(port);
         if (close)

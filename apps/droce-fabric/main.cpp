@@ -42,6 +42,7 @@
 #include "fabric_config.h"
 #include "fabric_faults.h"
 #include "net_pfc.h"
+#include "poll_gate.h"
 
 using droce::fabric::Bottleneck;
 using droce::fabric::BottleneckParams;
@@ -448,6 +449,9 @@ int main(int argc, char **argv) {
         rte_eth_dev_info info{};
         rte_eth_dev_info_get(id, &info);
         p.hold_intr_on_stop = droce::drivers::probe(id, info).control_on_intr_thread;
+        /* memif: a client that leaves must not unmap the rings under our bursts */
+        if (p.hold_intr_on_stop)
+            droce::drivers::poll_gate_add_port(id);
         uint32_t port_max = info.max_mtu != 0 ? info.max_mtu : UINT16_MAX;
         if (info.max_rx_pktlen > RTE_ETHER_HDR_LEN + RTE_ETHER_CRC_LEN)
             port_max = std::min<uint32_t>(port_max, info.max_rx_pktlen - RTE_ETHER_HDR_LEN -
@@ -599,7 +603,14 @@ int main(int argc, char **argv) {
             enqueue(dup, in, out, now);
     };
 
+    /* This loop is every port's poller: it bursts only while the poll gate is open
+     * (drivers/poll_gate.h), so a memif client's leaving is handled between bursts. */
+    droce::drivers::PollerSlot *const gate = droce::drivers::poll_gate_join();
+    if (gate != nullptr)
+        droce::drivers::poll_gate_online(gate);
     while (!g_stop) {
+        if (gate != nullptr)
+            droce::drivers::poll_gate_pass(gate);
         ++iter;
         const uint64_t now = ns_now(hz) - t0;
         if (o.secs > 0 && static_cast<double>(now) > o.secs * 1e9)
@@ -777,11 +788,17 @@ int main(int argc, char **argv) {
                     static_cast<unsigned long long>(f.corrupted),
                     static_cast<unsigned long long>(f.dup_failed));
     }
+    const droce::drivers::PollGateStats gs = droce::drivers::poll_gate_stats();
+    std::printf("poll gate: turns %llu parks %llu ack_timeouts %llu\n",
+                static_cast<unsigned long long>(gs.turns),
+                static_cast<unsigned long long>(gs.parks),
+                static_cast<unsigned long long>(gs.ack_timeouts));
     std::printf("flooded %llu mac_table_full %llu secs %.3f\n",
                 static_cast<unsigned long long>(flood), static_cast<unsigned long long>(mac_full),
                 static_cast<double>(end) / 1e9);
     if (csv)
         std::fclose(csv);
+    droce::drivers::poll_gate_leave(gate);
     for (Port &p : ports) {
         /* frames still held are freed with the pool at exit; a memif peer that ends at
          * the same time must not be handled beside our stop (drivers::stop_port) */

@@ -13,6 +13,7 @@
  * reply does not wait for the application's loop to come back into the engine. The frames
  * and their order are those of that next poll; only the hand-off is shorter. */
 #include "engine.h"
+#include "poll_gate.h"
 
 namespace droce::engine {
 
@@ -55,8 +56,10 @@ void Dev::answer_held(QpCtx &q) {
      * a stream of posts still leaves in bursts (after the first, nothing is held). One
      * worker only: with several, a worker's poll runs under its lock (control calls from
      * other threads), and TX outside it could meet one of those on the same queue. */
-    if (rt_.workers() == 1)
+    if (rt_.workers() == 1) {
+        drivers::PollSection gate; /* the posting thread bursts: as a poll does */
         s.answer_held(rt_.now_ns());
+    }
 }
 
 } // namespace droce::engine

@@ -27,6 +27,7 @@
 #include "engine_log.h"
 #include "engine_pfc_port.h"
 #include "engine_rss.h"
+#include "poll_gate.h"
 
 namespace droce::engine {
 
@@ -542,12 +543,17 @@ Result<Dev *> Runtime::open_device(const DeviceConfig &cfg) {
         return Status(EINVAL, "open_device: bad MAC '" + cfg.mac + "'");
     }
 
-    if (int rc = rte_eth_dev_start(port); rc != 0)
+    /* Before the start: a memif port's peer may connect, and leave, from then on. */
+    if (caps.control_on_intr_thread)
+        drivers::poll_gate_add_port(port);
+    if (int rc = rte_eth_dev_start(port); rc != 0) {
+        drivers::poll_gate_remove_port(port);
         return Status(EIO, name + ": rte_eth_dev_start: " + errstr(rc) +
                                (caps.reconnect_by_restart
                                     ? " (a memif client connects when its port starts: is its "
                                       "server running, and is its socket= path right?)"
                                     : ""));
+    }
     if (bond && want_mtu && port_sets_mtu) {
         const int rc = rte_eth_dev_set_mtu(port, static_cast<uint16_t>(want_mtu));
         if (rc != 0 && rc != -ENOTSUP) {
@@ -714,6 +720,7 @@ void Runtime::stop() {
         rte_eal_wait_lcore(w->lcore);
     running_.store(false, std::memory_order_release);
     /* Commands queued after the workers left run here, inline. */
+    drivers::PollSection gate;
     for (uint32_t i = 0; i < workers_.size(); ++i)
         drain_commands(i);
     logger().info("workers stopped");
@@ -726,7 +733,14 @@ int Runtime::worker_main(void *arg) {
     uint32_t idle = 0;
     const uint32_t idle_limit = rt->opts_.idle_polls_before_sleep;
     rte_ring *const mb = self->mailbox;
+    /* A memif peer's disconnect unmaps the rings on the interrupt thread: this worker
+     * bursts only while the poll gate is open (drivers/poll_gate.h). */
+    drivers::PollerSlot *const gate = drivers::poll_gate_join();
+    if (gate != nullptr)
+        drivers::poll_gate_online(gate);
     while (!rt->stop_.load(std::memory_order_acquire)) {
+        if (gate != nullptr)
+            drivers::poll_gate_pass(gate);
         /* Commands are rare: an empty mailbox costs two loads, not a call. */
         uint32_t work = rte_ring_empty(mb) ? 0 : rt->drain_commands(wi);
         const uint64_t now = rt->now_ns();
@@ -741,9 +755,11 @@ int Runtime::worker_main(void *arg) {
             idle = 0;
         } else if (idle_limit != 0 && ++idle >= idle_limit) {
             /* Give the core back (shared machines, CI with a VM on the same cores). */
+            drivers::PollOffline offline;
             rte_delay_us_sleep(rt->opts_.idle_sleep_us);
         }
     }
+    drivers::poll_gate_leave(gate);
     return 0;
 }
 
@@ -757,7 +773,9 @@ uint32_t Runtime::drain_commands(uint32_t w) {
         for (unsigned i = 0; i < k; ++i) {
             auto *c = static_cast<Command *>(objs[i]);
             if (c->park) {
-                /* exec_all: stay here, touching nothing, until the caller is done. */
+                /* exec_all: stay here, touching nothing, until the caller is done (which
+                 * may stop a port, waiting for the interrupt thread: offline). */
+                drivers::PollOffline offline;
                 c->parked.store(true, std::memory_order_release);
                 while (!c->release.load(std::memory_order_acquire))
                     rte_pause();
@@ -788,6 +806,9 @@ int Runtime::poll_worker(uint32_t i, uint32_t *work) {
     const bool lock = embedded_multi();
     if (lock)
         rte_spinlock_lock(&workers_[i]->lock);
+    /* The application's thread bursts here, and only here (and in an inline ACK answer):
+     * online for the poll alone, so that it may block anywhere else. */
+    drivers::PollSection gate;
     uint32_t w = rte_ring_empty(workers_[i]->mailbox) ? 0 : drain_commands(i);
     uint32_t pkts = 0;
     const uint64_t now = now_ns();
