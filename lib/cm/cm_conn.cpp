@@ -593,6 +593,12 @@ void CmManager::on_req(const MadAddr &from, const CmMad &m, uint64_t now) {
     /* A REQ we already hold (same comm ID from the same CA): the active side resent it
      * because our answer is late or was lost. */
     if (Conn *d = find_remote(r.local_comm_id, r.local_ca_guid)) {
+        if (!same_gid(from, d->peer)) {
+            /* Not the active side resending: a copy from elsewhere gets no MRA, REP or
+             * REJ and moves nothing. */
+            ctr_.inc(CmCtr::drop_req_source);
+            return;
+        }
         switch (d->st) {
         case ConnState::ReqRcvd: {
             /* The application is still deciding: ask the active side to wait. */

@@ -44,9 +44,9 @@ namespace droce::cm {
         X(stateless_rate_limited) \
         /* a Timewait slot reused early: the table was full (CmManager::alloc) */ \
         X(timewait_evicted) \
-        /* a MAD naming a connection but not from its peer's GID (a forger's): dropped */ \
+        /* a MAD naming a connection (a REQ: repeating one) but not from its peer's GID */ \
         X(drop_rej_source) X(drop_rep_source) X(drop_rtu_source) X(drop_mra_source) \
-        X(drop_dreq_source) X(drop_drep_source)
+        X(drop_dreq_source) X(drop_drep_source) X(drop_req_source)
 
 enum class CmCtr : uint16_t {
 #define X(n) n,

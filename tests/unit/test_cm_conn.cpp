@@ -557,6 +557,27 @@ TEST(CmHostile, ConnectionMadsFromAnotherSourceDropped) {
     EXPECT_TRUE(a.log.events.empty());
 }
 
+TEST(CmHostile, DuplicateReqFromAnotherSourceDropped) {
+    /* A copy of a REQ we hold (same comm ID and CA GUID) from another GID: not the active
+     * side resending it. No MRA, no REP again, no REJ to the forger; nothing changes. */
+    One o;
+    o.cm.listen(kSid);
+    o.rx(req());
+    const uint32_t id = o.log.events.back().ev.conn;
+    o.rx_from(kStranger, req());
+    EXPECT_EQ(o.cm.counter(CmCtr::drop_req_source), 1u);
+    EXPECT_EQ(o.cm.state(id), ConnState::ReqRcvd);
+    EXPECT_TRUE(o.out.sent.empty());
+    AcceptParams p;
+    ASSERT_TRUE(o.cm.accept(id, p, o.now));
+    o.rx_from(kStranger, req());
+    EXPECT_EQ(o.cm.counter(CmCtr::drop_req_source), 2u);
+    EXPECT_EQ(o.cm.counter(CmCtr::resend_rep), 0u);
+    EXPECT_EQ(o.log.count(CmEventType::ConnectRequest), 1u);
+    o.rx(req()); /* the peer's own copy still gets its REP again */
+    EXPECT_EQ(o.cm.counter(CmCtr::resend_rep), 1u);
+}
+
 TEST(CmConn, ApiRefusals) {
     One o;
     AcceptParams ap;
