@@ -165,6 +165,13 @@ bool RdmaTransport::start(std::string &err) {
     return true;
 }
 
+std::vector<uint32_t> RdmaTransport::connection_ids() const {
+    std::vector<uint32_t> v;
+    for (const auto &c : conns_)
+        v.push_back(c->id);
+    return v;
+}
+
 RdmaTransport::Conn *RdmaTransport::find(uint32_t id) {
     for (auto &c : conns_)
         if (c->id == id)
@@ -286,14 +293,24 @@ int RdmaTransport::poll() {
             break;
         case CmEventKind::Disconnected:
         case CmEventKind::ConnectError:
-            if (c) {
+        case CmEventKind::Rejected:
+        case CmEventKind::Unreachable:
+        case CmEventKind::TimewaitExit:
+            /* Every way a connection ends: the queue stops now (the CM answered a DREQ
+             * itself) and reap() frees it, its QP and MRs once drained. Rejected: the
+             * host rejected our REP (issue 33: such a connection was never freed);
+             * Unreachable is an active side's; TimewaitExit is the last word on an id,
+             * so nothing outlives it whatever came before. */
+            if (!c)
+                break;
+            if (ev.kind == CmEventKind::Rejected)
+                ++cnt_.rejected_by_peer;
+            else if (ev.kind != CmEventKind::TimewaitExit)
                 ++cnt_.disconnected;
-                teardown(*c);
-                /* The CM answers a DREQ itself; the QP stops now. */
-                c->cm_done = true;
-            }
+            teardown(*c);
+            c->cm_done = true;
             break;
-        default: /* passive side: no Rejected/Unreachable; TimewaitExit needs nothing */
+        default:
             break;
         }
     }

@@ -34,6 +34,8 @@ struct RdmaCounters {
     uint64_t capsules_dropped = 0; /* too short, no slot, dead queue (core counts by kind) */
     uint64_t post_failures = 0;    /* a READ/WRITE/SEND the QP refused */
     uint64_t disconnects_asked = 0;
+    /* The host's REJ (of our REP) ended an accepted connection. */
+    uint64_t rejected_by_peer = 0;
 };
 
 struct RdmaOptions {
@@ -56,6 +58,8 @@ class RdmaTransport {
     int poll();
     /* Connections still open (not yet freed). */
     size_t connections() const { return conns_.size(); }
+    /* Their CM ids (diagnostics, tests). */
+    std::vector<uint32_t> connection_ids() const;
     /* Disconnect everything (shutdown); poll() until connections() is 0. */
     void disconnect_all();
     const RdmaCounters &counters() const { return cnt_; }

@@ -65,6 +65,9 @@ CmCtr drop_ctr(MadError e) {
     }
 }
 
+/* The connection's peer sent it: its CM's GID (QP1 on RoCE). */
+bool same_gid(const MadAddr &a, const MadAddr &b) { return std::memcmp(a.gid, b.gid, 16) == 0; }
+
 CmMad mad_of(CmAttr a, uint64_t tid) {
     CmMad m{};
     m.hdr.attr_id = static_cast<uint16_t>(a);
@@ -540,22 +543,22 @@ void CmManager::on_mad(const MadAddr &from, const uint8_t *p, size_t len, uint64
         on_req(from, m, now);
         break;
     case CmAttr::Mra:
-        on_mra(m, now);
+        on_mra(from, m, now);
         break;
     case CmAttr::Rej:
-        on_rej(m, now);
+        on_rej(from, m, now);
         break;
     case CmAttr::Rep:
         on_rep(from, m, now);
         break;
     case CmAttr::Rtu:
-        on_rtu(m, now);
+        on_rtu(from, m, now);
         break;
     case CmAttr::Dreq:
         on_dreq(from, m, now);
         break;
     case CmAttr::Drep:
-        on_drep(m, now);
+        on_drep(from, m, now);
         break;
     default: /* the codec lets only the seven above through */
         ctr_.inc(CmCtr::drop_unknown_attribute);
@@ -590,6 +593,12 @@ void CmManager::on_req(const MadAddr &from, const CmMad &m, uint64_t now) {
     /* A REQ we already hold (same comm ID from the same CA): the active side resent it
      * because our answer is late or was lost. */
     if (Conn *d = find_remote(r.local_comm_id, r.local_ca_guid)) {
+        if (!same_gid(from, d->peer)) {
+            /* Not the active side resending: a copy from elsewhere gets no MRA, REP or
+             * REJ and moves nothing. */
+            ctr_.inc(CmCtr::drop_req_source);
+            return;
+        }
         switch (d->st) {
         case ConnState::ReqRcvd: {
             /* The application is still deciding: ask the active side to wait. */
@@ -682,12 +691,16 @@ void CmManager::on_req(const MadAddr &from, const CmMad &m, uint64_t now) {
     emit(*c, CmEventType::ConnectRequest, r.private_data, kReqPrivLen);
 }
 
-void CmManager::on_mra(const CmMad &m, uint64_t now) {
+void CmManager::on_mra(const MadAddr &from, const CmMad &m, uint64_t now) {
     ctr_.inc(CmCtr::rx_mra);
     const Mra &a = m.mra;
     Conn *c = find(a.remote_comm_id);
     if (!c) {
         ctr_.inc(CmCtr::drop_mra_unknown);
+        return;
+    }
+    if (!same_gid(from, c->peer)) {
+        ctr_.inc(CmCtr::drop_mra_source);
         return;
     }
     const uint64_t wait = 2 * iba_time_ns(cfg_.packet_life_time) +
@@ -708,17 +721,45 @@ void CmManager::on_mra(const CmMad &m, uint64_t now) {
     ctr_.inc(CmCtr::drop_mra_state);
 }
 
-void CmManager::on_rej(const CmMad &m, uint64_t now) {
+bool CmManager::rej_fits_state(const Conn &c, const Rej &j, uint64_t now) {
+    /* Message rejected: 0 the REQ (only the passive side rejects it), 1 the REP (only the
+     * active side), 2 other (either side giving up: a Timeout REJ). */
+    const uint8_t msg = j.message_rejected;
+    switch (c.st) {
+    case ConnState::ReqSent:
+    case ConnState::MraReqRcvd:
+        return c.active && msg != 1;
+    case ConnState::ReqRcvd:
+    case ConnState::MraReqSent:
+    case ConnState::RepSent:
+    case ConnState::MraRepRcvd:
+        return !c.active && msg != 0;
+    case ConnState::Established:
+        /* The passive side never got our RTU, resent its REP until it gave up, and says
+         * so (CmLink.EveryRtuLostPassiveGivesUp): only that REJ, only while it can come. */
+        return c.active && msg == 2 && j.reason == static_cast<uint16_t>(RejReason::Timeout) &&
+               now <= c.rej_until;
+    default: /* DreqSent, Timewait: nothing left to reject */
+        return false;
+    }
+}
+
+void CmManager::on_rej(const MadAddr &from, const CmMad &m, uint64_t now) {
     ctr_.inc(CmCtr::rx_rej);
     const Rej &j = m.rej;
     Conn *c = find(j.remote_comm_id);
-    /* Once the peer's comm ID is known, the REJ must name it (a REJ for our REQ may
-     * carry 0: the peer had no state for it). */
-    if (!c || (c->remote_id && j.local_comm_id && j.local_comm_id != c->remote_id)) {
+    /* Once the peer's comm ID is known the REJ must name it; only a REJ of our REQ before
+     * we know it (ReqSent: no REP, no MRA yet) may carry another or 0 (the peer kept no
+     * state for the REQ). ib_cm checks both IDs the same way (cm_acquire_rejected_id). */
+    if (!c || (c->remote_id && j.local_comm_id != c->remote_id)) {
         ctr_.inc(CmCtr::drop_rej_unknown);
         return;
     }
-    if (c->st == ConnState::Timewait) {
+    if (!same_gid(from, c->peer)) {
+        ctr_.inc(CmCtr::drop_rej_source);
+        return;
+    }
+    if (!rej_fits_state(*c, j, now)) {
         ctr_.inc(CmCtr::drop_rej_state);
         return;
     }
@@ -735,6 +776,10 @@ void CmManager::on_rep(const MadAddr &from, const CmMad &m, uint64_t now) {
         /* A REP for a connection we never asked for: as ib_cm, tell its sender. */
         ctr_.inc(CmCtr::drop_rep_unknown);
         stateless_rej(from, m.hdr.tid, r.local_comm_id, RejReason::InvalidCommId, 1);
+        return;
+    }
+    if (!same_gid(from, c->peer)) { /* not from where our REQ went: no answer either */
+        ctr_.inc(CmCtr::drop_rep_source);
         return;
     }
     if (c->st == ConnState::Established) {
@@ -758,6 +803,9 @@ void CmManager::on_rep(const MadAddr &from, const CmMad &m, uint64_t now) {
     q.max_rd_atomic = std::min(q.max_rd_atomic, r.responder_resources);
     q.max_dest_rd_atomic = r.initiator_depth;
     c->deadline = 0;
+    /* The passive side resends this REP (max_cm_retries more times, a REP wait apart, the
+     * wait our REQ asked for) before it gives up: a slot more for its clock and the trip. */
+    c->rej_until = now + (c->max_retries + 2u) * c->peer_wait_ns;
     enter(*c, ConnState::Established, CmCtr::est_active);
     const uint32_t id = c->local_id;
     emit(*c, CmEventType::Established, r.private_data, kRepPrivLen);
@@ -771,11 +819,15 @@ void CmManager::on_rep(const MadAddr &from, const CmMad &m, uint64_t now) {
     send(*c, u, CmCtr::tx_rtu);
 }
 
-void CmManager::on_rtu(const CmMad &m, uint64_t) {
+void CmManager::on_rtu(const MadAddr &from, const CmMad &m, uint64_t) {
     ctr_.inc(CmCtr::rx_rtu);
     Conn *c = find(m.rtu.remote_comm_id);
     if (!c || c->active || m.rtu.local_comm_id != c->remote_id) {
         ctr_.inc(CmCtr::drop_rtu_unknown);
+        return;
+    }
+    if (!same_gid(from, c->peer)) {
+        ctr_.inc(CmCtr::drop_rtu_source);
         return;
     }
     if (c->st != ConnState::RepSent && c->st != ConnState::MraRepRcvd) {
@@ -794,6 +846,11 @@ void CmManager::on_dreq(const MadAddr &from, const CmMad &m, uint64_t now) {
     CmMad a = mad_of(CmAttr::Drep, m.hdr.tid);
     a.drep.local_comm_id = q.remote_comm_id;
     a.drep.remote_comm_id = q.local_comm_id;
+    if (c && !same_gid(from, c->peer)) {
+        /* Naming our connection from another GID: a forger; no DREP to it either. */
+        ctr_.inc(CmCtr::drop_dreq_source);
+        return;
+    }
     if (!c || q.local_comm_id != c->remote_id || q.remote_qpn != c->qp.local_qpn) {
         /* As ib_cm: answer anyway so the sender stops retrying, keep nothing. */
         ctr_.inc(CmCtr::drop_dreq_unknown);
@@ -825,11 +882,15 @@ void CmManager::on_dreq(const MadAddr &from, const CmMad &m, uint64_t now) {
     }
 }
 
-void CmManager::on_drep(const CmMad &m, uint64_t now) {
+void CmManager::on_drep(const MadAddr &from, const CmMad &m, uint64_t now) {
     ctr_.inc(CmCtr::rx_drep);
     Conn *c = find(m.drep.remote_comm_id);
     if (!c || m.drep.local_comm_id != c->remote_id) {
         ctr_.inc(CmCtr::drop_drep_unknown);
+        return;
+    }
+    if (!same_gid(from, c->peer)) {
+        ctr_.inc(CmCtr::drop_drep_source);
         return;
     }
     if (c->st != ConnState::DreqSent) {

@@ -19,7 +19,11 @@
  * Duplicates: a REQ again while deciding -> MRA; after REP -> the REP again; in Timewait
  * -> REJ stale connection (or the REJ we sent). A REP again after RTU -> the RTU again.
  * A DREQ again in Timewait -> the DREP again. Everything else that does not fit is a
- * counted drop (cm_counters.h). */
+ * counted drop (cm_counters.h).
+ * Sender: a MAD that names a connection (MRA, REJ, REP, RTU, DREQ, DREP) is taken only from
+ * the GID the connection is with (the REQ's source, or where our REQ went): comm IDs are
+ * guessable, a source GID is what RoCE routes on. A REJ ends only a connection still being
+ * set up (and an active one whose RTUs were all lost: the passive side's Timeout REJ). */
 #pragma once
 
 #include <cstddef>
@@ -152,6 +156,9 @@ class CmManager {
         uint64_t deadline = 0;     /* 0: no timer */
         uint64_t wait_ns = 0;      /* one retry's wait for this connection's peer */
         uint64_t peer_wait_ns = 0; /* the peer's wait before it sends again */
+        /* Active, established: until when the passive side may still give up on its REP
+         * (every RTU lost) and say so with a Timeout REJ; 0 otherwise. */
+        uint64_t rej_until = 0;
         uint8_t retries_left = 0;
         uint8_t max_retries = 0;
         uint8_t req_resp_res = 0;   /* the REQ's responder resources / initiator depth, for */
@@ -186,12 +193,14 @@ class CmManager {
     void on_req(const MadAddr &from, const CmMad &m, uint64_t now);
     /* A REQ over the listener's backlog or its source's limit: counted, REJ sent. */
     bool req_over_limit(const MadAddr &from, const CmMad &m, size_t listener);
-    void on_mra(const CmMad &m, uint64_t now);
-    void on_rej(const CmMad &m, uint64_t now);
+    void on_mra(const MadAddr &from, const CmMad &m, uint64_t now);
+    void on_rej(const MadAddr &from, const CmMad &m, uint64_t now);
+    /* Whether c's state takes this REJ (IBTA 12.9.6, ib_cm's cm_rej_handler). */
+    static bool rej_fits_state(const Conn &c, const Rej &j, uint64_t now);
     void on_rep(const MadAddr &from, const CmMad &m, uint64_t now);
-    void on_rtu(const CmMad &m, uint64_t now);
+    void on_rtu(const MadAddr &from, const CmMad &m, uint64_t now);
     void on_dreq(const MadAddr &from, const CmMad &m, uint64_t now);
-    void on_drep(const CmMad &m, uint64_t now);
+    void on_drep(const MadAddr &from, const CmMad &m, uint64_t now);
 
     struct Listener {
         bool used = false;

@@ -43,7 +43,10 @@ namespace droce::cm {
         /* stateless REJ / DREP not sent: over CmConfig::stateless_per_sec */ \
         X(stateless_rate_limited) \
         /* a Timewait slot reused early: the table was full (CmManager::alloc) */ \
-        X(timewait_evicted)
+        X(timewait_evicted) \
+        /* a MAD naming a connection (a REQ: repeating one) but not from its peer's GID */ \
+        X(drop_rej_source) X(drop_rep_source) X(drop_rtu_source) X(drop_mra_source) \
+        X(drop_dreq_source) X(drop_drep_source) X(drop_req_source)
 
 enum class CmCtr : uint16_t {
 #define X(n) n,

@@ -71,6 +71,7 @@ struct Counters {
     uint64_t st_connect_busy = 0, st_connect_format = 0, st_aer_limit = 0;
     uint64_t st_internal = 0, st_media = 0, st_xfer = 0, st_other = 0;
     uint64_t connect_unknown_subsys = 0;
+    uint64_t connect_in_flight = 0; /* a Connect on a queue with one in flight or done */
     uint64_t cm_rejects = 0, cm_accepts = 0;
     uint64_t read_failures = 0; /* RDMA READ completed in error */
     uint64_t post_failures = 0; /* the glue refused an action */
@@ -137,6 +138,9 @@ class Queue {
     uint16_t qid_, depth_;
     TransportActions &tx_;
     Controller *ctrl_ = nullptr;
+    /* The request slot whose Connect is in flight (reading its data or executing): a
+     * queue takes one Connect at a time, and none once it belongs to a controller. */
+    Request *connecting_ = nullptr;
     bool dead_ = false;
     uint16_t sqhd_ = 0;
     uint16_t sqsize_ = 0; /* from Connect */

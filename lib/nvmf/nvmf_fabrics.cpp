@@ -44,6 +44,10 @@ bool connect(Queue &q, Request &r, uint64_t now) {
     Target::Impl &im = Ops::impl(t);
     const uint8_t *s = r.sqe;
     const uint8_t *d = r.buf;
+    if (Ops::ctrl(q)) { /* prepare_fabrics lets one through; never two controllers */
+        r.cqe.status = st_generic(kScCmdSeqError);
+        return true;
+    }
     if (ld16(s + kConnRecfmt) != 0) {
         r.cqe.status = st_cmd(kScConnectIncompatibleFormat);
         return true;
@@ -193,10 +197,17 @@ void Ops::release_controller(Target &, Controller &c) {
 bool Ops::prepare_fabrics(Queue &q, Request &r) {
     switch (r.cmd.fctype) {
     case kFcConnect:
-        if (q.controller()) {
+        /* One Connect at a time, and none on a queue that belongs to a controller: a
+         * Connect with a keyed SGL executes only after its RDMA READ, so a second one sent
+         * behind it (its READ response held back) would find no controller yet and make
+         * another (issue 33). Command Sequence Error, as for a Connect on a connected
+         * queue. A Connect that failed leaves the queue free for the next (as nvmet). */
+        if (q.controller() || Ops::connecting(q)) {
+            ++Ops::cnt(Ops::target(q)).connect_in_flight;
             r.cqe.status = st_generic(kScCmdSeqError);
             return false;
         }
+        Ops::connecting(q) = &r;
         r.xfer = kConnectDataLen;
         return true;
     case kFcPropertyGet:

@@ -125,6 +125,7 @@ struct Ops {
     static Target::Impl &impl(Target &t) { return *t.impl_; }
     static const Target::Impl &impl(const Target &t) { return *t.impl_; }
     static Controller *&ctrl(Queue &q) { return q.ctrl_; }
+    static Request *&connecting(Queue &q) { return q.connecting_; }
     static uint16_t &sqsize(Queue &q) { return q.sqsize_; }
     static uint32_t slot_bytes(const Queue &q) { return q.slot_bytes_; }
 };

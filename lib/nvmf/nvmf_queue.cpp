@@ -43,6 +43,7 @@ void Queue::on_disconnect() {
     if (dead_)
         return;
     dead_ = true;
+    connecting_ = nullptr;
     /* Everything not in a backend is finished now; backend I/O frees its slot on return. */
     for (uint16_t i = 0; i < depth_; ++i) {
         Request &r = reqs_[i];
@@ -54,7 +55,8 @@ void Queue::on_disconnect() {
     if (ctrl_) {
         Controller *c = ctrl_;
         if (qid_ == 0) {
-            Ops::release_controller(t_, *c);
+            if (!c->queues.empty() && c->queues[0] == this)
+                Ops::release_controller(t_, *c);
         } else if (qid_ < c->queues.size() && c->queues[qid_] == this) {
             c->queues[qid_] = nullptr;
         }
@@ -255,6 +257,8 @@ void count_status(Counters &c, uint16_t s) {
 
 void Ops::finish(Queue &q, Request &r) {
     Counters &cnt = q.t_.cnt_;
+    if (q.connecting_ == &r) /* its Connect is done, either way */
+        q.connecting_ = nullptr;
     if (q.dead_) {
         r.st = Request::State::Free;
         q.free_.push_back(r.tag);

@@ -147,6 +147,17 @@ void Target::destroy_queue(Queue *q) {
     if (!q)
         return;
     q->on_disconnect();
+    /* The queue's controller went with it (on_disconnect); no controller may still name
+     * the queue once it is freed: keep-alive expiry would reach into it (issue 33). */
+    for (auto &c : impl_->ctrls) {
+        if (!c.used)
+            continue;
+        if (!c.queues.empty() && c.queues[0] == q)
+            Ops::release_controller(*this, c);
+        for (auto &io : c.queues)
+            if (io == q)
+                io = nullptr;
+    }
     auto &v = impl_->queues;
     for (auto it = v.begin(); it != v.end(); ++it)
         if (it->get() == q) {

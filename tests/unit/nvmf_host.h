@@ -156,6 +156,14 @@ struct HostQueue {
     /* Fabrics Connect with its data by keyed SGL (as Linux does on the admin queue). */
     Cqe connect(const std::string &subnqn, const std::string &hostnqn, uint16_t cntlid = 0xFFFF,
                 uint16_t sqsize = 31, uint32_t kato = 0, const uint8_t *hostid = nullptr) {
+        uint8_t s[kSqeLen];
+        connect_sqe(s, subnqn, hostnqn, cntlid, sqsize, kato, hostid);
+        return run(s);
+    }
+    /* The Connect SQE (and its data in a fresh host buffer), not sent. */
+    void connect_sqe(uint8_t *s, const std::string &subnqn, const std::string &hostnqn,
+                     uint16_t cntlid = 0xFFFF, uint16_t sqsize = 31, uint32_t kato = 0,
+                     const uint8_t *hostid = nullptr) {
         uint32_t key;
         const uint64_t a = mr(kConnectDataLen, key);
         uint8_t *d = buf(key).data();
@@ -164,14 +172,18 @@ struct HostQueue {
         st16(d + 16, cntlid);
         std::memcpy(d + 256, subnqn.data(), subnqn.size());
         std::memcpy(d + 512, hostnqn.data(), hostnqn.size());
-        uint8_t s[kSqeLen];
         build_sqe(s, kOpcFabrics, 0, 0);
         s[4] = kFcConnect;
         st16(s + 42, q->qid());
         st16(s + 44, sqsize);
         st32(s + 48, kato);
         set_keyed_sgl(s, a, kConnectDataLen, key, true);
-        return run(s);
+    }
+    /* Hands the capsule to the queue without delivering any completion (a host that
+     * holds its RDMA READ responses back). */
+    CapsuleResult send_only(uint8_t *sqe) {
+        st16(sqe + 2, cid++);
+        return q->on_capsule(sqe, kSqeLen, now);
     }
     Cqe prop_get(uint32_t ofst, bool eight) {
         uint8_t s[kSqeLen];

@@ -33,6 +33,12 @@ struct One {
         cm.on_mad(peer, b, sizeof b, now);
     }
     void rx_bytes(const uint8_t *b, size_t n) { cm.on_mad(peer, b, n, now); }
+    /* A MAD that names this connection but comes from another GID (a forger's). */
+    void rx_from(const MadAddr &from, const CmMad &m) {
+        uint8_t b[kMadLen];
+        ASSERT_EQ(build_cm_mad(m, b, sizeof b), kMadLen);
+        cm.on_mad(from, b, sizeof b, now);
+    }
 };
 
 CmMad req(uint32_t comm_id = 0x1111, uint32_t qpn = 0x18) {
@@ -348,6 +354,228 @@ TEST(CmHostile, HostileTimeoutsClamped) {
     ASSERT_TRUE(o.cm.accept(o.log.events.back().ev.conn, p, o.now));
     const CmConfig c = o.cfg(8);
     EXPECT_EQ(o.cm.next_deadline(), o.now + cm_wait_ns(c.packet_life_time, 24));
+}
+
+/* ---- REJ and the other MADs of a connection: only from its peer, in a state that
+ * takes them (issue 33: a forged REJ tore established connections down) ---- */
+
+const MadAddr kStranger = addr_v4(0x0A4D0099);
+
+CmMad rej(uint32_t to, uint32_t from_id, uint8_t msg, RejReason why) {
+    CmMad m{};
+    m.hdr.attr_id = static_cast<uint16_t>(CmAttr::Rej);
+    m.rej.remote_comm_id = to;
+    m.rej.local_comm_id = from_id;
+    m.rej.message_rejected = msg;
+    m.rej.reason = static_cast<uint16_t>(why);
+    return m;
+}
+CmMad rtu(uint32_t to, uint32_t from_id) {
+    CmMad m{};
+    m.hdr.attr_id = static_cast<uint16_t>(CmAttr::Rtu);
+    m.rtu.remote_comm_id = to;
+    m.rtu.local_comm_id = from_id;
+    return m;
+}
+CmMad dreq(uint32_t to, uint32_t from_id, uint32_t qpn) {
+    CmMad m{};
+    m.hdr.attr_id = static_cast<uint16_t>(CmAttr::Dreq);
+    m.hdr.tid = 0x77;
+    m.dreq.remote_comm_id = to;
+    m.dreq.local_comm_id = from_id;
+    m.dreq.remote_qpn = qpn;
+    return m;
+}
+CmMad rep(uint32_t to, uint32_t from_id) {
+    CmMad m{};
+    m.hdr.attr_id = static_cast<uint16_t>(CmAttr::Rep);
+    m.rep.remote_comm_id = to;
+    m.rep.local_comm_id = from_id;
+    m.rep.local_qpn = 0x44;
+    m.rep.local_ca_guid = 0xA0A0;
+    return m;
+}
+
+/* Passive: REQ 0x1111 in, accepted with QPN 0x19 (RepSent). */
+uint32_t passive_rep_sent(One &o) {
+    o.cm.listen(kSid);
+    o.rx(req());
+    const uint32_t id = o.log.events.back().ev.conn;
+    AcceptParams p;
+    p.local_qpn = 0x19;
+    EXPECT_TRUE(o.cm.accept(id, p, o.now));
+    return id;
+}
+uint32_t passive_established(One &o) {
+    const uint32_t id = passive_rep_sent(o);
+    o.rx(rtu(id, 0x1111));
+    EXPECT_EQ(o.cm.state(id), ConnState::Established);
+    return id;
+}
+/* Active: REQ out to o.peer (ReqSent). */
+uint32_t active_req_sent(One &o) {
+    ConnectParams cp;
+    cp.peer = o.peer;
+    cp.local_qpn = 0x21;
+    const uint32_t id = o.cm.connect(cp, o.now);
+    EXPECT_NE(id, 0u);
+    return id;
+}
+
+TEST(CmHostile, ForgedRejAgainstEstablishedDropped) {
+    One o;
+    const uint32_t id = passive_established(o);
+    /* The peer's comm ID left 0 (the check used to be skipped then). */
+    o.rx(rej(id, 0, 2, RejReason::ConsumerDefined));
+    EXPECT_EQ(o.cm.counter(CmCtr::drop_rej_unknown), 1u);
+    /* Both IDs right, from the peer: an established connection takes no REJ. */
+    o.rx(rej(id, 0x1111, 2, RejReason::ConsumerDefined));
+    o.rx(rej(id, 0x1111, 2, RejReason::Timeout));
+    EXPECT_EQ(o.cm.counter(CmCtr::drop_rej_state), 2u);
+    /* Both IDs right, from another GID. */
+    o.rx_from(kStranger, rej(id, 0x1111, 2, RejReason::ConsumerDefined));
+    EXPECT_EQ(o.cm.counter(CmCtr::drop_rej_source), 1u);
+    EXPECT_EQ(o.cm.counter(CmCtr::rej_rcvd), 0u);
+    EXPECT_EQ(o.cm.state(id), ConnState::Established);
+    EXPECT_EQ(o.log.count(CmEventType::Rejected), 0u);
+    /* The connection still works: its peer's DREQ closes it, answered. */
+    const size_t sent = o.out.sent.size();
+    o.rx(dreq(id, 0x1111, 0x19));
+    EXPECT_EQ(o.cm.state(id), ConnState::Timewait);
+    EXPECT_EQ(o.log.count(CmEventType::Disconnected), 1u);
+    ASSERT_EQ(o.out.sent.size(), sent + 1);
+    EXPECT_EQ(o.out.sent.back().attr(), static_cast<uint16_t>(CmAttr::Drep));
+}
+
+TEST(CmHostile, ForgedRejAgainstActiveEstablishedDropped) {
+    One o;
+    const uint32_t id = active_req_sent(o);
+    o.rx(rep(id, 0x3333));
+    ASSERT_EQ(o.cm.state(id), ConnState::Established);
+    o.rx(rej(id, 0x3333, 2, RejReason::ConsumerDefined));
+    EXPECT_EQ(o.cm.counter(CmCtr::drop_rej_state), 1u);
+    o.rx(rej(id, 0, 2, RejReason::Timeout));
+    EXPECT_EQ(o.cm.counter(CmCtr::drop_rej_unknown), 1u);
+    o.rx_from(kStranger, rej(id, 0x3333, 2, RejReason::Timeout));
+    EXPECT_EQ(o.cm.counter(CmCtr::drop_rej_source), 1u);
+    /* The passive side's Timeout REJ (every RTU lost: CmLink.EveryRtuLostPassiveGivesUp)
+     * comes while it still resends its REP; long after that it is no longer one. */
+    const CmConfig c = o.cfg(8);
+    o.now += (c.max_cm_retries + 3u) * cm_wait_ns(c.packet_life_time, c.cm_response_timeout);
+    o.rx(rej(id, 0x3333, 2, RejReason::Timeout));
+    EXPECT_EQ(o.cm.counter(CmCtr::drop_rej_state), 2u);
+    EXPECT_EQ(o.cm.state(id), ConnState::Established);
+    EXPECT_EQ(o.log.count(CmEventType::Rejected), 0u);
+    EXPECT_TRUE(o.cm.disconnect(id, nullptr, 0, o.now));
+}
+
+TEST(CmHostile, RejDuringSetupStillTaken) {
+    {
+        /* Active, REQ out: the peer's CM rejects it (no comm ID of its own: it kept
+         * nothing). Not from another GID, not as a REJ of a REP (the passive side's). */
+        One o;
+        const uint32_t id = active_req_sent(o);
+        o.rx_from(kStranger, rej(id, 0, 0, RejReason::ConsumerDefined));
+        EXPECT_EQ(o.cm.counter(CmCtr::drop_rej_source), 1u);
+        o.rx(rej(id, 0, 1, RejReason::ConsumerDefined));
+        EXPECT_EQ(o.cm.counter(CmCtr::drop_rej_state), 1u);
+        EXPECT_EQ(o.cm.state(id), ConnState::ReqSent);
+        o.rx(rej(id, 0, 0, RejReason::InvalidServiceId));
+        EXPECT_EQ(o.cm.state(id), ConnState::Timewait);
+        ASSERT_EQ(o.log.count(CmEventType::Rejected), 1u);
+        EXPECT_EQ(o.log.first(CmEventType::Rejected)->ev.rej_reason,
+                  static_cast<uint16_t>(RejReason::InvalidServiceId));
+    }
+    {
+        /* Passive, REP out: the active side rejects the REP. */
+        One o;
+        const uint32_t id = passive_rep_sent(o);
+        o.rx(rej(id, 0x1111, 0, RejReason::ConsumerDefined)); /* "REQ rejected": not ours */
+        o.rx(rej(id, 0x2222, 1, RejReason::ConsumerDefined)); /* not the peer's ID */
+        o.rx_from(kStranger, rej(id, 0x1111, 1, RejReason::ConsumerDefined));
+        EXPECT_EQ(o.cm.state(id), ConnState::RepSent);
+        o.rx(rej(id, 0x1111, 1, RejReason::ConsumerDefined));
+        EXPECT_EQ(o.cm.state(id), ConnState::Timewait);
+        EXPECT_EQ(o.log.count(CmEventType::Rejected), 1u);
+        EXPECT_EQ(o.cm.counter(CmCtr::drop_rej_state) + o.cm.counter(CmCtr::drop_rej_unknown) +
+                      o.cm.counter(CmCtr::drop_rej_source),
+                  3u);
+    }
+    {
+        /* Passive, still deciding: the active side gave up (its Timeout REJ). */
+        One o;
+        o.cm.listen(kSid);
+        o.rx(req());
+        const uint32_t id = o.log.events.back().ev.conn;
+        o.rx(rej(id, 0x1111, 2, RejReason::Timeout));
+        EXPECT_EQ(o.cm.state(id), ConnState::Timewait);
+        EXPECT_EQ(o.log.count(CmEventType::Rejected), 1u);
+    }
+}
+
+TEST(CmHostile, ConnectionMadsFromAnotherSourceDropped) {
+    One o;
+    const uint32_t id = passive_rep_sent(o);
+    o.rx_from(kStranger, rtu(id, 0x1111));
+    EXPECT_EQ(o.cm.counter(CmCtr::drop_rtu_source), 1u);
+    CmMad m{};
+    m.hdr.attr_id = static_cast<uint16_t>(CmAttr::Mra);
+    m.mra.remote_comm_id = id;
+    m.mra.local_comm_id = 0x1111;
+    m.mra.message_mraed = 1;
+    m.mra.service_timeout = 20;
+    o.rx_from(kStranger, m);
+    EXPECT_EQ(o.cm.counter(CmCtr::drop_mra_source), 1u);
+    EXPECT_EQ(o.cm.state(id), ConnState::RepSent);
+    o.rx(rtu(id, 0x1111));
+    ASSERT_EQ(o.cm.state(id), ConnState::Established);
+    /* A DREQ with every field right from elsewhere: no DREP to the forger either. */
+    const size_t sent = o.out.sent.size();
+    o.rx_from(kStranger, dreq(id, 0x1111, 0x19));
+    EXPECT_EQ(o.cm.counter(CmCtr::drop_dreq_source), 1u);
+    EXPECT_EQ(o.out.sent.size(), sent);
+    EXPECT_EQ(o.cm.state(id), ConnState::Established);
+    ASSERT_TRUE(o.cm.disconnect(id, nullptr, 0, o.now));
+    m = CmMad{};
+    m.hdr.attr_id = static_cast<uint16_t>(CmAttr::Drep);
+    m.drep.remote_comm_id = id;
+    m.drep.local_comm_id = 0x1111;
+    o.rx_from(kStranger, m);
+    EXPECT_EQ(o.cm.counter(CmCtr::drop_drep_source), 1u);
+    EXPECT_EQ(o.cm.state(id), ConnState::DreqSent);
+    o.rx(m);
+    EXPECT_EQ(o.cm.state(id), ConnState::Timewait);
+    EXPECT_EQ(o.log.count(CmEventType::Disconnected), 1u);
+    /* Active: a REP from elsewhere neither establishes nor gets a REJ. */
+    One a;
+    const uint32_t aid = active_req_sent(a);
+    const size_t asent = a.out.sent.size();
+    a.rx_from(kStranger, rep(aid, 0x3333));
+    EXPECT_EQ(a.cm.counter(CmCtr::drop_rep_source), 1u);
+    EXPECT_EQ(a.cm.state(aid), ConnState::ReqSent);
+    EXPECT_EQ(a.out.sent.size(), asent);
+    EXPECT_TRUE(a.log.events.empty());
+}
+
+TEST(CmHostile, DuplicateReqFromAnotherSourceDropped) {
+    /* A copy of a REQ we hold (same comm ID and CA GUID) from another GID: not the active
+     * side resending it. No MRA, no REP again, no REJ to the forger; nothing changes. */
+    One o;
+    o.cm.listen(kSid);
+    o.rx(req());
+    const uint32_t id = o.log.events.back().ev.conn;
+    o.rx_from(kStranger, req());
+    EXPECT_EQ(o.cm.counter(CmCtr::drop_req_source), 1u);
+    EXPECT_EQ(o.cm.state(id), ConnState::ReqRcvd);
+    EXPECT_TRUE(o.out.sent.empty());
+    AcceptParams p;
+    ASSERT_TRUE(o.cm.accept(id, p, o.now));
+    o.rx_from(kStranger, req());
+    EXPECT_EQ(o.cm.counter(CmCtr::drop_req_source), 2u);
+    EXPECT_EQ(o.cm.counter(CmCtr::resend_rep), 0u);
+    EXPECT_EQ(o.log.count(CmEventType::ConnectRequest), 1u);
+    o.rx(req()); /* the peer's own copy still gets its REP again */
+    EXPECT_EQ(o.cm.counter(CmCtr::resend_rep), 1u);
 }
 
 TEST(CmConn, ApiRefusals) {

@@ -365,6 +365,73 @@ TEST_F(Fixture, IoQueueConnectRules) {
     EXPECT_EQ(io.tx.disconnects, 1);
 }
 
+/* Two Connects on one admin queue, the second sent before the first's RDMA READ came back
+ * (a host holding its READ responses): one controller at most may come of it (issue 33).
+ * The second is a Command Sequence Error; the queue's controller goes with the queue, so
+ * every controller is free again and keep-alive expiry finds nothing of the gone queue. */
+TEST_F(Fixture, ConnectsInFlightMakeOneController) {
+    cfg.max_controllers = 2;
+    std::string err;
+    t = Target::create(cfg, err);
+    ASSERT_TRUE(t) << err;
+    HostQueue a(mem, *t);
+    ASSERT_TRUE(a.accept(0));
+    uint8_t s1[kSqeLen], s2[kSqeLen];
+    a.connect_sqe(s1, kDiscoveryNqn, kStranger, 0xFFFF, 31, 1000 /* KATO ms */);
+    a.connect_sqe(s2, kDiscoveryNqn, kStranger, 0xFFFF, 31, 1000);
+    ASSERT_EQ(a.send_only(s1), CapsuleResult::Accepted);
+    ASSERT_EQ(a.send_only(s2), CapsuleResult::Accepted);
+    a.tx.pump(a.now);
+    ASSERT_EQ(a.tx.cqes.size(), 2u);
+    int ok = 0, seq = 0;
+    for (const Cqe &c : a.tx.cqes) {
+        ok += c.status == 0;
+        seq += sct_of(c) == kSctGeneric && sc_of(c) == kScCmdSeqError;
+    }
+    EXPECT_EQ(ok, 1);
+    EXPECT_EQ(seq, 1);
+    EXPECT_EQ(t->counters().st_cmd_seq, 1u);
+    EXPECT_EQ(t->counters().connect_in_flight, 1u);
+    /* The connection goes, and the queue with it. */
+    t->destroy_queue(a.q);
+    a.q = a.tx.q = nullptr;
+    /* Both controllers are free: two new hosts get one each. */
+    HostQueue b(mem, *t), c(mem, *t);
+    ASSERT_TRUE(b.accept(0));
+    ASSERT_TRUE(c.accept(0));
+    EXPECT_EQ(b.connect(kDiscoveryNqn, kStranger).status, 0);
+    EXPECT_EQ(c.connect(kDiscoveryNqn, kStranger).status, 0);
+    EXPECT_EQ(t->counters().st_connect_busy, 0u);
+    /* Long after any keep-alive: no controller of the gone queue is left to expire (it
+     * would reach into the freed queue). */
+    t->poll(uint64_t{60} * 1000 * 1000 * 1000);
+    EXPECT_EQ(t->counters().kato_expired, 0u);
+    EXPECT_EQ(b.tx.disconnects + c.tx.disconnects, 0);
+}
+
+/* A Connect that failed leaves the queue free for another (as nvmet); one that is still
+ * reading its data does not: Connects on an I/O queue follow the same rule. */
+TEST_F(Fixture, IoQueueConnectsInFlight) {
+    HostQueue a(mem, *t);
+    const uint16_t cntlid = admin_up(a);
+    EXPECT_EQ(a.nodata(kAdminSetFeatures, 0, kFidNumQueues, 0x00030003).status, 0);
+    HostQueue io(mem, *t);
+    ASSERT_TRUE(io.accept(1, 63));
+    EXPECT_EQ(sc_of(io.connect(kSub1, kHost, cntlid + 5u, 63)), kScConnectInvalidParam);
+    uint8_t s1[kSqeLen], s2[kSqeLen];
+    io.connect_sqe(s1, kSub1, kHost, cntlid, 63);
+    io.connect_sqe(s2, kSub1, kHost, cntlid, 63);
+    ASSERT_EQ(io.send_only(s1), CapsuleResult::Accepted);
+    ASSERT_EQ(io.send_only(s2), CapsuleResult::Accepted);
+    io.tx.pump(io.now);
+    ASSERT_EQ(io.tx.cqes.size(), 3u);
+    /* The second answered at once, the first when its data was read. */
+    EXPECT_EQ(sc_of(io.tx.cqes[1]), kScCmdSeqError);
+    EXPECT_EQ(io.tx.cqes[2].status, 0);
+    uint32_t key;
+    EXPECT_EQ(io.rw(kNvmRead, 1, 0, 1, 512, key).status, 0);
+}
+
 /* --- Identify, logs, features --- */
 
 TEST_F(Fixture, IdentifyControllerAndNamespaces) {

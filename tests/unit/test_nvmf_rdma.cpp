@@ -175,6 +175,41 @@ class NvmfRdma : public ::testing::Test {
             ASSERT_TRUE(qp->post_recv(r));
         }
     }
+    /* A CM REJ MAD (IBTA 12.6.7) as a host's CM would send it to the target's QP1. */
+    static std::vector<uint8_t> rej_mad(uint32_t local_id, uint32_t remote_id, uint8_t msg,
+                                        uint16_t reason) {
+        std::vector<uint8_t> m(256, 0);
+        m[0] = 1;    /* base version */
+        m[1] = 0x07; /* CM class */
+        m[2] = 2;    /* class version */
+        m[3] = 0x03; /* Send */
+        m[16] = 0x00;
+        m[17] = 0x12; /* REJ */
+        uint8_t *d = m.data() + 24;
+        auto be32 = [](uint8_t *p, uint32_t v) {
+            for (int i = 0; i < 4; ++i)
+                p[i] = static_cast<uint8_t>(v >> (24 - 8 * i));
+        };
+        be32(d, local_id);
+        be32(d + 4, remote_id);
+        d[8] = static_cast<uint8_t>(msg << 6);
+        d[10] = static_cast<uint8_t>(reason >> 8);
+        d[11] = static_cast<uint8_t>(reason);
+        return m;
+    }
+    /* The target's CM counter of that name. */
+    uint64_t target_cm_ctr(const std::string &name) const {
+        const char *n;
+        uint64_t v;
+        for (size_t i = 0; target_cm->counter(i, n, v); ++i)
+            if (name == n)
+                return v;
+        ADD_FAILURE() << "no CM counter " << name;
+        return 0;
+    }
+    /* The host's GID (IPv4-mapped 10.88.0.2), where its CM MADs come from. */
+    static constexpr uint8_t kHostGid[16] = {0, 0, 0,    0,    0,  0,  0, 0,
+                                             0, 0, 0xFF, 0xFF, 10, 88, 0, 2};
     Sge sge(uint32_t off, uint32_t len) {
         return Sge{reinterpret_cast<uint64_t>(buf.data() + off), len, mr->lkey()};
     }
@@ -276,6 +311,69 @@ TEST_F(NvmfRdma, BadSglKeyTearsTheQueueDown) {
     EXPECT_EQ(rt->counters().wc_errors, 1u);
     EXPECT_EQ(rt->counters().queues_freed, 1u);
     EXPECT_EQ(target->counters().responses, 0u); /* nothing answered on a QP in error */
+}
+
+/* The host rejects the target's REP (IBTA: the active side may REJ a REP): the target's CM
+ * reports Rejected and the glue frees the connection, its queue, QP and MRs (issue 33:
+ * they were never reaped). */
+TEST_F(NvmfRdma, RejectDuringSetupFreesTheQueue) {
+    const uint32_t host_id = connect(0, 32, 31);
+    ASSERT_NE(host_id, 0u);
+    /* The target side alone, until it has accepted (REP out, waiting for the RTU): the
+     * host's CM has not seen the REP. */
+    for (auto end = std::chrono::steady_clock::now() + 5s;
+         rt->connections() == 0 && std::chrono::steady_clock::now() < end;) {
+        engine->poll();
+        rt->poll();
+    }
+    ASSERT_EQ(rt->connections(), 1u);
+    const uint32_t target_id = rt->connection_ids()[0];
+    const auto m = rej_mad(host_id, target_id, 1 /* REP */, 28 /* consumer */);
+    target_cm->channel().on_mad(kHostGid, m.data(), m.size(), target_cm->now_ns());
+    EXPECT_EQ(target_cm_ctr("rej_rcvd"), 1u);
+    ASSERT_TRUE(until([&] { return rt->connections() == 0; }, 2000ms));
+    EXPECT_EQ(rt->counters().queues_freed, 1u);
+    EXPECT_EQ(rt->counters().rejected_by_peer, 1u);
+}
+
+/* A REJ that names an established connection (its comm IDs guessed or seen, the local one
+ * even left 0, or sent from another address) is dropped and counted; the queue answers on. */
+TEST_F(NvmfRdma, ForgedRejLeavesTheConnectionUp) {
+    const uint32_t host_id = connect(0, 32, 31);
+    ASSERT_NE(host_id, 0u);
+    ASSERT_TRUE(until([&] { return find(CmEventKind::Established) != nullptr; }));
+    for (uint32_t i = 0; i < 4; ++i) {
+        RecvWr r;
+        r.wr_id = 100 + i;
+        r.sg_list[0] = sge(i * 64, 64);
+        r.num_sge = 1;
+        ASSERT_TRUE(qp->post_recv(r));
+    }
+    ASSERT_TRUE(until([&] { return rt->connections() == 1 && target_cm_ctr("est_passive") == 1; }));
+    const uint32_t target_id = rt->connection_ids()[0];
+    static constexpr uint8_t kOther[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF, 10, 88, 0, 99};
+    auto m = rej_mad(0, target_id, 2, 28);
+    target_cm->channel().on_mad(kHostGid, m.data(), m.size(), target_cm->now_ns());
+    m = rej_mad(host_id, target_id, 2, 28);
+    target_cm->channel().on_mad(kHostGid, m.data(), m.size(), target_cm->now_ns());
+    target_cm->channel().on_mad(kOther, m.data(), m.size(), target_cm->now_ns());
+    EXPECT_EQ(target_cm_ctr("rej_rcvd"), 0u);
+    EXPECT_EQ(target_cm_ctr("drop_rej_unknown") + target_cm_ctr("drop_rej_state") +
+                  target_cm_ctr("drop_rej_source"),
+              3u);
+    for (int i = 0; i < 50; ++i)
+        drive();
+    EXPECT_EQ(rt->connections(), 1u);
+    /* The queue still answers (Identify before Connect: a Command Sequence Error). */
+    uint8_t *s = buf.data() + 4096;
+    build_sqe(s, kAdminIdentify, 0x55, 0);
+    set_keyed_sgl(s, reinterpret_cast<uint64_t>(buf.data() + 4096 + 64), 0, mr->rkey(), false);
+    send(4096, kSqeLen);
+    ASSERT_TRUE(until([&] { return find_wc(WcOpcode::Recv) != nullptr; }));
+    const Wc &w = *find_wc(WcOpcode::Recv);
+    ASSERT_EQ(w.status, WcStatus::Success);
+    EXPECT_EQ(decode_cqe(buf.data() + (w.wr_id - 100) * 64).cid, 0x55);
+    EXPECT_EQ(find(CmEventKind::Disconnected), nullptr);
 }
 
 /* Connect, then Identify Controller: the data comes back by RDMA WRITE and the response by
