@@ -189,7 +189,9 @@ int Gsi::poll(MadIn *out, int max) {
                     m.hop_limit = ip[8];
                 }
             }
-            /* A flushed or failed receive is not re-posted (QP1 is then in ERR). */
+            /* A flushed or failed receive is not re-posted (QP1 is then in ERR: only a
+             * local fault does that; a datagram that does not fit a slot is dropped by
+             * lib/ud with the slot still posted). */
             if (wc[i].status == WcStatus::Success)
                 (void)post_recv_slot(slot);
         }

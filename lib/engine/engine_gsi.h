@@ -24,7 +24,8 @@
  * In embedded mode the application must keep calling Engine::poll() for MADs to move.
  *
  * Drops are counted by the UD QP (ud_* counters: a wrong Q_Key, no receive buffer,
- * a MAD bigger than the port's MTU); a MAD whose content is malformed is the CM's to
+ * a datagram bigger than the port's MTU, or bigger than a slot: ud_rx_too_long, the
+ * slot stays posted and QP1 up); a MAD whose content is malformed is the CM's to
  * count. */
 #pragma once
 

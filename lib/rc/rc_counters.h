@@ -42,6 +42,7 @@ namespace droce::rc {
     /* both */                                                                                     \
     X(rx_qp_state_drop)  /* packet for a QP not in a state that takes it */                        \
     X(rx_pkey_violation) /* BTH P_Key does not match the QP's: dropped */                          \
+    X(rx_drop_src_addr)  /* source/destination GID not the QP's path (rxe check_addr): dropped */  \
     X(rx_transport_drop) /* UC/RD/UD opcode for an RC QP: dropped (IBTA 9.6.1) */                  \
     /* DCQCN (lib/cc through rc_cc.cpp; mlx5 names where it has them) */                           \
     X(np_ecn_marked_roce_packets) /* CE-marked RoCE packets for a QP with DCQCN */                 \

@@ -182,6 +182,8 @@ Status Qp::modify(const QpAttr &a, uint32_t mask, const Path *path) {
     if (mask & kQpAv) {
         attr_.ah_attr = a.ah_attr;
         path_ = *path;
+        std::memcpy(peer_gids_, path_.dgid, 16);
+        std::memcpy(peer_gids_ + 16, path_.sgid, 16);
     }
     if (mask & kQpPathMtu) {
         attr_.path_mtu = a.path_mtu;
@@ -488,22 +490,41 @@ void Qp::base_frame(wire::FrameSpec &f, uint8_t opcode, uint32_t psn) const {
     f.bth.psn = psn;
 }
 
+/* from_peer() compares the two GIDs as one block. */
+static_assert(offsetof(wire::ParsedPacket, dst_gid) == offsetof(wire::ParsedPacket, src_gid) + 16);
+
 void Qp::on_packet(const wire::ParsedPacket &p, Time now) {
     now_ = now;
-    /* Silent drops (IBTA 9.6.1 header checks): another transport's opcode — an RC QP
-     * neither answers nor errors on UD/UC traffic aimed at its QPN; a CNP goes to the
-     * reaction point, or is dropped without DCQCN — and a P_Key of another partition. */
-    if (p.op->transport != wire::Transport::Rc) {
-        if (p.op->transport != wire::Transport::Cnp)
-            ++cfg_.counters->rx_transport_drop;
-        else if (cc_ && (state_ == QpState::Rts || state_ == QpState::Sqd))
-            cc_on_cnp(now); /* an RP that is off counts it as ignored */
+    /* Silent drops (IBTA 9.6.1 header checks), each before anything acts on the packet:
+     * another transport's opcode (an RC QP neither answers nor errors on UD/UC traffic
+     * aimed at its QPN); a packet not from the QP's peer; a P_Key of another partition.
+     * Then a CNP goes to the reaction point, or is dropped without DCQCN. */
+    const wire::Transport t = p.op->transport;
+    if (t != wire::Transport::Rc && t != wire::Transport::Cnp) {
+        ++cfg_.counters->rx_transport_drop;
+        return;
+    }
+    /* rxe's check_addr: a connected QP takes packets from its path's remote GID to its
+     * own GID only (IPv4-mapped, IPv6, or a RoCEv1 GRH's: the parser gives all three as
+     * GIDs). Anyone else on the network who learns the QPN and a PSN in the window could
+     * otherwise complete our WRs (an ACK), fail them (a NAK), write with a known rkey,
+     * or throttle the QP (a CNP). Before RTR there is no path: nothing is for the QP. */
+    if (!from_peer(p)) [[unlikely]] {
+        if (state_ == QpState::Reset || state_ == QpState::Init)
+            ++cfg_.counters->rx_qp_state_drop;
         else
-            ++cfg_.counters->rp_cnp_ignored;
+            ++cfg_.counters->rx_drop_src_addr;
         return;
     }
     if (!pkey_match(p.bth.pkey, pkey_)) {
         ++cfg_.counters->rx_pkey_violation;
+        return;
+    }
+    if (t == wire::Transport::Cnp) [[unlikely]] {
+        if (cc_ && (state_ == QpState::Rts || state_ == QpState::Sqd))
+            cc_on_cnp(now); /* an RP that is off counts it as ignored */
+        else
+            ++cfg_.counters->rp_cnp_ignored;
         return;
     }
     /* Notification point: congestion on the path from our peer to us, whatever the

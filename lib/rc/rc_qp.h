@@ -6,6 +6,7 @@
  * Sans-I/O: packets in through on_packet(), out through TxPort; time is an argument. */
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -209,6 +210,12 @@ class Qp {
     };
 
     /* rc_qp.cpp */
+    /* rxe's check_addr: the packet came from the path's remote GID to the path's own. */
+    bool from_peer(const wire::ParsedPacket &p) const {
+        return std::memcmp(reinterpret_cast<const uint8_t *>(&p) +
+                               offsetof(wire::ParsedPacket, src_gid),
+                           peer_gids_, sizeof peer_gids_) == 0;
+    }
     /* Into ERR (no-op when there already): flushes, then raises `ev` if `raise_ev`, then
      * LAST_WQE_REACHED with an SRQ. */
     void enter_error(bool raise_ev = false, AsyncEventType ev = AsyncEventType::QpFatal);
@@ -291,6 +298,10 @@ class Qp {
     Path path_;
     uint32_t mtu_bytes_ = 1024;
     uint16_t pkey_ = wire::kDefaultPkey;
+    /* The (source, destination) GIDs a packet of this QP's peer carries: the path's dgid,
+     * then its sgid; set with the path. One 32-byte compare against the ParsedPacket's
+     * src_gid/dst_gid (adjacent there too) per packet: from_peer(). */
+    uint8_t peer_gids_[32] = {};
 
     /* ---- send queue + requester ---- */
     std::vector<SendWqe> sq_;

@@ -319,6 +319,15 @@ void Qp::on_packet(const wire::ParsedPacket &p, Time) {
         ++ctr_->rx_no_wqe;
         return;
     }
+    if (static_cast<uint64_t>(kGrhLen) + p.payload_len > rq_.front().length) {
+        /* The datagram does not fit the receive at the head: dropped and counted, the
+         * receive stays posted for the next one and the QP in its state. rxe's responder
+         * (RESPST_ERR_LENGTH on a UD QP without SRQ: class D, drop_msg) does the same;
+         * any sender may send any length up to the MTU, and an error completion here
+         * would take the QP to ERR — QP1 among them, and with it the CM. */
+        ++ctr_->rx_too_long;
+        return;
+    }
     const rc::RecvWqe wqe = rq_.pop();
     Wc wc{};
     wc.wr_id = wqe.wr.wr_id;
@@ -326,15 +335,6 @@ void Qp::on_packet(const wire::ParsedPacket &p, Time) {
     wc.qp_num = cfg_.qpn;
     wc.src_qp = p.deth.src_qp;
     wc.byte_len = kGrhLen + p.payload_len;
-    if (static_cast<uint64_t>(kGrhLen) + p.payload_len > wqe.length) {
-        /* Verbs reports a buffer too small as a LocLenErr completion; like every error
-         * completion it takes the QP to ERR. */
-        ++ctr_->rx_too_long;
-        wc.status = WcStatus::LocLenErr;
-        push(cfg_.recv_cq, wc);
-        to_error();
-        return;
-    }
     Scatter sc;
     for (int i = 0; i < wqe.wr.num_sge; ++i) {
         const Sge &s = wqe.wr.sg_list[i];

@@ -69,7 +69,7 @@ struct UdSendWr {
     X(rx_bad_opcode)    /* not UD SEND_ONLY[_WITH_IMMEDIATE] */                                    \
     X(rx_multicast)     /* multicast QPN or destination GID: not supported */                      \
     X(rx_no_wqe)        /* receive queue empty */                                                  \
-    X(rx_too_long)      /* GRH + payload larger than the WQE: LocLenErr completion */              \
+    X(rx_too_long)      /* GRH + payload larger than the head WQE: dropped, WQE kept */            \
     X(rx_over_mtu)      /* payload larger than the port's MTU: not a valid UD datagram */          \
     X(rx_bad_lkey)      /* a receive SGE no longer valid: LocProtErr completion */                 \
     X(post_mtu_refused) /* post_send of a message longer than the path MTU */                      \

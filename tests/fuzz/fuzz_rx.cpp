@@ -244,13 +244,14 @@ std::vector<uint8_t> make_template(World &w, uint8_t pick, uint16_t va_off, uint
     return f;
 }
 
-/* bit 1: aim at the pair — destination IP and BTH DestQP of a parseable frame */
+/* bit 1: aim at the pair — source and destination IP (the QP takes packets from its
+ * peer only) and BTH DestQP of a parseable frame */
 void retarget(std::vector<uint8_t> &f, World &w, unsigned which) {
     wire::ParsedPacket p;
     if (wire::parse_frame(f.data(), f.size(), p, false) != wire::ParseResult::Ok)
         return;
     const bool to_b = (which & 1) == 0;
-    const uint32_t ip = to_b ? kIpB : kIpA;
+    const uint32_t ip = to_b ? kIpB : kIpA, src = to_b ? kIpA : kIpB;
     uint32_t qpn;
     switch (which) {
     case 0:
@@ -268,13 +269,15 @@ void retarget(std::vector<uint8_t> &f, World &w, unsigned which) {
     uint8_t *l3 = f.data() + p.l3_off;
     if (p.ipv6) {
         uint8_t gid[16];
+        wire::gid_from_ipv4(src, gid);
+        std::memcpy(l3 + 8, gid, 16);
         wire::gid_from_ipv4(ip, gid);
         std::memcpy(l3 + 24, gid, 16); /* stays IPv6: the sim routes IPv4-mapped GIDs */
     } else {
-        l3[16] = static_cast<uint8_t>(ip >> 24);
-        l3[17] = static_cast<uint8_t>(ip >> 16);
-        l3[18] = static_cast<uint8_t>(ip >> 8);
-        l3[19] = static_cast<uint8_t>(ip);
+        for (int i = 0; i < 4; ++i) {
+            l3[12 + i] = static_cast<uint8_t>(src >> (24 - 8 * i));
+            l3[16 + i] = static_cast<uint8_t>(ip >> (24 - 8 * i));
+        }
     }
     uint8_t *bth = f.data() + p.bth_off;
     bth[5] = static_cast<uint8_t>(qpn >> 16);

@@ -408,6 +408,53 @@ TEST(CcSim, ReadResponsesArePacedAtTheRespondersRate) {
     EXPECT_NEAR(measured, 1e9, 0.02e9);
 }
 
+/* A CNP is obeyed only from the QP's peer and in its partition: one from another source
+ * address (anyone on the network who guesses a QPN) or with a P_Key the QP does not
+ * accept is dropped and counted before it reaches the reaction point, so it cannot
+ * throttle the QP. The same CNP from the peer then cuts the rate (the frames are right). */
+TEST(CcSim, CnpFromAnotherSourceOrPartitionLeavesTheRateAlone) {
+    cc::CcParams p;
+    CcPair t(&p, &p);
+    const auto cnp = [&](uint32_t src_ip, uint16_t pkey) {
+        wire::FrameSpec s{};
+        std::memcpy(s.eth.dst, t.a.mac, 6);
+        std::memcpy(s.eth.src, t.b.mac, 6);
+        wire::gid_from_ipv4(src_ip, s.src_gid);
+        wire::gid_from_ipv4(kIpA, s.dst_gid);
+        s.ttl = 64;
+        s.tos = 48 << 2;
+        s.udp_sport = 0xC000;
+        s.bth.opcode = wire::kCnp;
+        s.bth.becn = true;
+        s.bth.pkey = pkey;
+        s.bth.dest_qp = t.qa->qpn();
+        std::vector<uint8_t> f(wire::frame_len(s));
+        f.resize(wire::build_frame(s, f.data(), f.size()));
+        EXPECT_FALSE(f.empty());
+        t.fab.send(std::move(f));
+        t.fab.run_until([] { return false; }, t.fab.now + 100'000);
+    };
+    ASSERT_FALSE(t.qa->cc_state().limited);
+    const uint64_t line = t.qa->cc_state().rate_bps;
+
+    cnp(0x0A001163, 0xFFFF); /* 10.0.17.99: on the network, not the peer */
+    EXPECT_EQ(t.a.counters.rx_drop_src_addr, 1u);
+    EXPECT_EQ(t.a.counters.rp_cnp_handled, 0u);
+    EXPECT_FALSE(t.qa->cc_state().limited);
+    EXPECT_EQ(t.qa->cc_state().rate_bps, line);
+
+    cnp(kIpB, 0x8123); /* the peer's address, another partition */
+    EXPECT_EQ(t.a.counters.rx_pkey_violation, 1u);
+    EXPECT_EQ(t.a.counters.rp_cnp_handled, 0u);
+    EXPECT_FALSE(t.qa->cc_state().limited);
+    EXPECT_EQ(t.qa->cc_state().rate_bps, line);
+
+    cnp(kIpB, 0xFFFF); /* the peer's CNP: obeyed */
+    EXPECT_EQ(t.a.counters.rp_cnp_handled, 1u);
+    EXPECT_TRUE(t.qa->cc_state().limited);
+    EXPECT_LT(t.qa->cc_state().rate_bps, line);
+}
+
 /* droce's CNP against the ConnectX-4 Lx CNP of the vectors: byte for byte except the
  * addresses (MACs, IPs, UDP source port: see rc_cc.cpp), the IPv4 ID and the checksum
  * that covers them, the QPN and the ICRC. */

@@ -991,6 +991,130 @@ TEST(Hostile, ForgedResponsesAtIdleRequester) {
     EXPECT_TRUE(w.legit_write(*w.qa, w.scq_a, w.mr_a, w.va(kOffAll), w.mr_all.key, 2000, 3));
 }
 
+/* ---- the source address: a connected QP takes packets from its peer only ---- */
+
+/* On the network, the peer of no QP here: it knows (or guesses) B's QPN, the PSN window
+ * and a region's rkey, and forges its packets with its own source address. */
+constexpr uint32_t kIpC = 0x0A000003;
+
+Forge from_c(Forge f) {
+    wire::gid_from_ipv4(kIpC, f.s.src_gid);
+    return f;
+}
+
+/* rxe's check_addr: the source GID must be the QP's remote GID (the AV's dgid) and the
+ * destination GID its own (sgid). Every request from another source is a silent drop,
+ * counted in rx_drop_src_addr, whatever else in it is right. */
+TEST(Hostile, RequestsFromAnotherSourceAreDropped) {
+    using namespace wire;
+    const Case cases[] = {
+        {"WRITE from an off-path source (right QPN, PSN and rkey)",
+         [](World &w) {
+             return std::vector<Forge>{
+                 from_c(w.write(kRcWriteOnly, w.epsn(), w.va(kOffAll), w.mr_all.key, 64, 64))};
+         },
+         Expect::Drop, rcc("rx_drop_src_addr")},
+        {"READ from an off-path source",
+         [](World &w) {
+             return std::vector<Forge>{
+                 from_c(w.write(kRcReadRequest, w.epsn(), w.va(kOffAll), w.mr_all.key, 64, 0))};
+         },
+         Expect::Drop, rcc("rx_drop_src_addr")},
+        {"FETCH_ADD from an off-path source",
+         [](World &w) {
+             return std::vector<Forge>{from_c(w.atomic(kRcFetchAdd, w.va(kOffAll), w.mr_all.key))};
+         },
+         Expect::Drop, rcc("rx_drop_src_addr")},
+        {"SEND from an off-path source (no receive posted: no RNR NAK either)",
+         [](World &w) { return std::vector<Forge>{from_c(w.req(kRcSendOnly, w.epsn(), 32))}; },
+         Expect::Drop, rcc("rx_drop_src_addr")},
+        {"invalid opcode sequence from an off-path source (no NAK, QP alive)",
+         [](World &w) {
+             return std::vector<Forge>{from_c(
+                 w.write(kRcWriteMiddle, w.epsn(), w.va(kOffAll), w.mr_all.key, 1024, 1024))};
+         },
+         Expect::Drop, rcc("rx_drop_src_addr")},
+        {"ahead PSN from an off-path source (no sequence NAK)",
+         [](World &w) {
+             return std::vector<Forge>{from_c(
+                 w.write(kRcWriteOnly, psn_add(w.epsn(), 5), w.va(kOffAll), w.mr_all.key, 64, 64))};
+         },
+         Expect::Drop, rcc("rx_drop_src_addr")},
+        {"CNP from an off-path source",
+         [](World &w) { return std::vector<Forge>{from_c(w.req(kCnp, 0))}; }, Expect::Drop,
+         rcc("rx_drop_src_addr")},
+    };
+    for (const Case &c : cases)
+        run_case(c);
+}
+
+/* The destination half of check_addr: a packet from the peer's address to one of this
+ * host's other addresses is not for the QP (its path names the address it uses). The
+ * simulator routes by destination address, so the parsed packet is handed to the QP. */
+TEST(Hostile, RequestToAnotherOfOurAddressesIsDropped) {
+    World w;
+    Forge f = w.write(wire::kRcWriteOnly, w.epsn(), w.va(kOffAll), w.mr_all.key, 64, 64);
+    wire::gid_from_ipv4(kIpB + 7, f.s.dst_gid);
+    const std::vector<uint8_t> b = w.bytes(f);
+    wire::ParsedPacket pp;
+    ASSERT_EQ(wire::parse_frame(b.data(), b.size(), pp, true), wire::ParseResult::Ok);
+    w.qb->on_packet(pp, w.fab.now);
+    w.settle();
+    EXPECT_EQ(w.b.counters.rx_drop_src_addr, 1u);
+    EXPECT_EQ(w.b.counters.rx_write_requests, 0u);
+    EXPECT_EQ(w.arena_damage(), "");
+    EXPECT_TRUE(w.acks_from_b().empty());
+    EXPECT_EQ(w.qb->state(), QpState::Rts);
+}
+
+/* Responses at a requester with a WRITE outstanding (B holds its real ACK back): a
+ * forged ACK, NAKs and a READ response from an off-path source with the PSN of the
+ * outstanding WRITE neither complete it nor fail it nor move the QP to ERR. When B's
+ * ACK comes, the WRITE completes as usual. */
+TEST(Hostile, ResponsesFromAnotherSourceAreDropped) {
+    World w;
+    w.fab.check_invariants = true;
+    w.b.tx_budget = 0;
+    SendWr wr;
+    wr.wr_id = 5;
+    wr.opcode = WrOpcode::RdmaWrite;
+    wr.send_flags = kSendSignaled;
+    wr.num_sge = 1;
+    wr.sg_list[0] = {w.mr_a.addr, 64, w.mr_a.key};
+    wr.remote_addr = w.va(kOffAll);
+    wr.rkey = w.mr_all.key;
+    ASSERT_TRUE(w.qa->post_send(wr));
+    ASSERT_TRUE(w.fab.run_until([&] { return w.b.counters.rx_write_requests == 1; },
+                                w.fab.now + 1'000'000));
+    const auto resp = [&](uint8_t op, uint8_t syndrome) {
+        Forge f = w.req(op, kPsnA);
+        f.s.eth = w.qb->path().eth;
+        wire::gid_from_ipv4(kIpC, f.s.src_gid);
+        wire::gid_from_ipv4(kIpA, f.s.dst_gid);
+        f.s.bth.dest_qp = w.qa->qpn();
+        f.s.aeth = {syndrome, 1};
+        return f;
+    };
+    w.inject(resp(wire::kRcAcknowledge, 0x1F));
+    w.inject(resp(wire::kRcAcknowledge, wire::kAethNakRemoteAccessErr));
+    w.inject(resp(wire::kRcAcknowledge, wire::kAethNakInvalidRequest));
+    w.inject(resp(wire::kRcAcknowledge, wire::kAethNakPsnSeqErr));
+    w.inject(resp(wire::kRcAcknowledge, 0x20 | 14)); /* RNR NAK */
+    w.fab.run_until([] { return false; }, w.fab.now + 10'000);
+    EXPECT_EQ(w.a.counters.rx_drop_src_addr, 5u);
+    EXPECT_TRUE(w.scq_a.q.empty()) << "a forged response completed the WRITE";
+    EXPECT_EQ(w.qa->state(), QpState::Rts);
+    EXPECT_EQ(w.a.counters.packet_seq_err + w.a.counters.req_remote_access_errors +
+                  w.a.counters.req_remote_invalid_request + w.a.counters.rnr_nak_retry_err,
+              0u);
+    w.b.tx_budget = 64;
+    ASSERT_TRUE(w.fab.run_until([&] { return !w.scq_a.q.empty(); }, w.fab.now + 100'000'000));
+    EXPECT_EQ(w.fab.violation, "");
+    EXPECT_EQ(w.scq_a.q.back().status, WcStatus::Success) << wc_status_str(w.scq_a.q.back().status);
+    EXPECT_EQ(w.a.counters.local_ack_timeout_err, 0u) << "B's own ACK completed it";
+    EXPECT_TRUE(w.bystander_ok());
+}
+
 /* ---- P_Key: the QP's P_Key comes from the port's table by pkey_index ---- */
 TEST(Hostile, PkeyFromTable) {
     /* Both ports: {default, full member of partition 5, limited member of 5} */

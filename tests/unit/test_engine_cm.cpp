@@ -332,6 +332,56 @@ TEST_P(EngineCm, ConnectOverIpv6) {
     EXPECT_EQ(a.cm_counters()["cm_mad_send_failed"] + b.cm_counters()["cm_mad_send_failed"], 0u);
 }
 
+/* One datagram to QP1 longer than a MAD (up to the port's MTU: a valid UD datagram,
+ * but it does not fit the GSI's 296-byte receive slot) from an application UD QP that
+ * gave itself the GSI Q_Key: dropped and counted (ud_rx_too_long); QP1 stays up and the
+ * CM exchange that follows connects. Before, the length error took QP1 to ERR and the
+ * device's CM (rping, the NVMe-oF target) was deaf until restart. */
+TEST_P(EngineCm, OversizedDatagramToQp1LeavesTheCmWorking) {
+    QpInitAttr ia;
+    ia.qp_type = QpType::Ud;
+    ia.send_cq = ia.recv_cq = a.cq.get();
+    auto ud = a.pd->create_qp(ia);
+    ASSERT_TRUE(ud) << ud.status().message();
+    QpAttr at;
+    at.qp_state = QpState::Init;
+    at.qkey = 0x80010000; /* the GSI's: QP1 drops any other */
+    ASSERT_TRUE((*ud)->modify(at, kQpState | kQpPkeyIndex | kQpPort | kQpQkey));
+    at.qp_state = QpState::Rtr;
+    ASSERT_TRUE((*ud)->modify(at, kQpState));
+    at.qp_state = QpState::Rts;
+    ASSERT_TRUE((*ud)->modify(at, kQpState | kQpSqPsn));
+    AhAttr to;
+    to.dgid = b.dev->gids().at(1).gid;
+    to.sgid_index = 1;
+    auto ah = a.pd->create_ah(to);
+    ASSERT_TRUE(ah) << ah.status().message();
+    const uint64_t too_long0 = droce::test::counter_map(*b.dev)["ud_rx_too_long"];
+    SendWr big;
+    big.opcode = WrOpcode::Send;
+    big.sg_list[0] = a.sge(0, 1000);
+    big.num_sge = 1;
+    big.ah = ah->get();
+    big.remote_qpn = 1;
+    big.remote_qkey = 0x80000000u; /* "the QP's own Q_Key" */
+    ASSERT_TRUE((*ud)->post_send(big));
+    ASSERT_TRUE(until([&] {
+        return droce::test::counter_map(*b.dev)["ud_rx_too_long"] == too_long0 + 1;
+    })) << "the oversized datagram was not counted";
+
+    ASSERT_TRUE(b.cm->channel().listen(kPort));
+    const uint32_t cid = a.cm->connect(0x0A4F0002, kPort, *a.qp, CmConnectParam{});
+    ASSERT_NE(cid, 0u);
+    ASSERT_TRUE(until([&] { return find(b, CmEventKind::ConnectRequest) != nullptr; }))
+        << "B's QP1 no longer receives";
+    ASSERT_TRUE(b.cm->accept(find(b, CmEventKind::ConnectRequest)->id, *b.qp, CmAcceptParam{}));
+    ASSERT_TRUE(until(
+        [&] { return find(a, CmEventKind::Established) && find(b, CmEventKind::Established); }));
+    EXPECT_EQ(droce::test::counter_map(*b.dev)["ud_rx_too_long"], too_long0 + 1);
+    ud->reset();
+    ah->reset();
+}
+
 INSTANTIATE_TEST_SUITE_P(Modes, EngineCm, ::testing::Values(true, false),
                          [](const auto &i) { return i.param ? "embedded" : "worker"; });
 

@@ -38,6 +38,7 @@ constexpr uint8_t kAck = 0x1F;
 struct AckOpts {
     const uint8_t *dst_mac = kDevMac;
     uint32_t dst_ip = kDevIp;
+    uint32_t src_ip = kPeerIp;
     uint32_t qpn = 0; /* 0: the QP under test */
     bool vlan = false;
 };
@@ -76,7 +77,7 @@ class RxFast : public droce::test::RawPeerQpTest {
         std::memcpy(s.eth.src, kPeerMac, 6);
         s.eth.has_vlan = o.vlan;
         s.eth.vlan_tci = o.vlan ? 5 : 0;
-        wire::gid_from_ipv4(kPeerIp, s.src_gid);
+        wire::gid_from_ipv4(o.src_ip, s.src_gid);
         wire::gid_from_ipv4(o.dst_ip, s.dst_gid);
         s.ttl = 64;
         s.udp_sport = 0xC321;
@@ -163,6 +164,40 @@ TEST_F(RxFast, BadIcrcFallsBackAndIsCounted) {
     EXPECT_EQ(completions(), 0);
     ASSERT_NO_FATAL_FAILURE(rx({ack_frame(kSqPsn, kAck)}));
     EXPECT_EQ(completions(), 1);
+}
+
+/* A host on the segment that is not the QP's peer (10.79.0.66) forges the two frames of
+ * the fast path with its own source address: a WRITE with the right QPN, PSN and rkey,
+ * and an ACK (then a NAK) of our outstanding WRITE. Both are parsed on the fast path and
+ * dropped by the QP (rx_drop_src_addr): no byte written, no ACK sent, nothing completed
+ * or failed. The peer's own ACK then completes the WRITE. */
+TEST_F(RxFast, FramesFromAnotherSourceAreDropped) {
+    ASSERT_NO_FATAL_FAILURE(post_write(1));
+    constexpr uint32_t kOffPath = 0x0A4F0042;
+    const uint64_t fast0 = ctr("rx_fast_path"), src0 = ctr("rx_drop_src_addr");
+    const auto w = droce::test::peer_write_frame(
+        {kDevMac, kPeerMac, kOffPath, kDevIp, 0xC321}, qp->qp_num(), kRqPsn, true,
+        reinterpret_cast<uint64_t>(buf.data()), mr->rkey());
+    AckOpts o;
+    o.src_ip = kOffPath;
+    ASSERT_NO_FATAL_FAILURE(
+        rx({w, ack_frame(kSqPsn, kAck, o), ack_frame(kSqPsn, wire::kAethNakRemoteAccessErr, o)}));
+    EXPECT_EQ(ctr("rx_fast_path") - fast0, 3u);
+    EXPECT_EQ(ctr("rx_drop_src_addr") - src0, 3u);
+    EXPECT_EQ(ctr("rx_write_requests"), 0u);
+    const size_t slot = 64 * (kRqPsn & 15);
+    EXPECT_EQ(buf[slot], 0) << "the forged WRITE was executed";
+    EXPECT_EQ(completions(), 0) << "a forged ACK or NAK completed our WRITE";
+    QpAttr qa;
+    ASSERT_TRUE(qp->query(qa));
+    EXPECT_EQ(qa.cur_qp_state, QpState::Rts);
+    engine->poll();
+    engine->poll();
+    EXPECT_TRUE(droce::test::peer_receive(peer).empty()) << "nothing answers a forged frame";
+    WcStatus st{};
+    ASSERT_NO_FATAL_FAILURE(rx({ack_frame(kSqPsn, kAck)}));
+    EXPECT_EQ(completions(&st), 1);
+    EXPECT_EQ(st, WcStatus::Success);
 }
 
 /* A PSN nothing outstanding carries: taken, and the completer drops it as a ghost. */

@@ -393,16 +393,28 @@ TEST(UdQp, ShortBufferAndPortBusy) {
     EXPECT_EQ(a.ctr.tx_port_busy, 1u);
     EXPECT_EQ(a.qp->send_queue_depth(), 1u);
     a.port.busy = false;
-    /* A buffer with no room for GRH + payload: LocLenErr, QP to ERR, the rest flushed. */
+    /* A buffer with no room for GRH + payload: the datagram is dropped and counted, the
+     * receive stays posted and the QP in RTS (rxe's responder, RESPST_ERR_LENGTH on a
+     * UD QP without SRQ: class D, drop_msg, no completion, no error state). A sender
+     * must not be able to kill a UD QP with one datagram. */
     ASSERT_TRUE(b.recv(1, 0, 40 + 19));
-    ASSERT_TRUE(b.recv(2, 100, 1000));
     deliver(a, b);
-    ASSERT_EQ(b.rcq.wcs.size(), 2u);
-    EXPECT_EQ(b.rcq.wcs[0].status, WcStatus::LocLenErr);
-    EXPECT_EQ(b.rcq.wcs[1].status, WcStatus::WrFlushErr);
-    EXPECT_EQ(b.qp->state(), QpState::Err);
+    EXPECT_TRUE(b.rcq.wcs.empty());
+    EXPECT_EQ(b.qp->state(), QpState::Rts);
+    EXPECT_EQ(b.qp->recv_queue_depth(), 1u);
     EXPECT_EQ(b.ctr.rx_too_long, 1u);
+    /* A datagram that fits the same receive still lands in it. */
+    ASSERT_TRUE(a.qp->post_send(a.send(ah, 0x13, 0, 19)));
+    deliver(a, b);
+    ASSERT_EQ(b.rcq.wcs.size(), 1u);
+    EXPECT_EQ(b.rcq.wcs[0].status, WcStatus::Success);
+    EXPECT_EQ(b.rcq.wcs[0].wr_id, 1u);
+    EXPECT_EQ(b.rcq.wcs[0].byte_len, 40u + 19);
+    EXPECT_EQ(b.ctr.rx_packets, 1u);
     /* In ERR a frame is a counted drop. */
+    QpAttr e{};
+    e.qp_state = QpState::Err;
+    ASSERT_TRUE(b.qp->modify(e, kQpState));
     ASSERT_TRUE(a.qp->post_send(a.send(ah, 0x13, 0, 20)));
     deliver(a, b);
     EXPECT_EQ(b.ctr.rx_bad_state, 1u);
@@ -444,6 +456,31 @@ TEST(UdQp, Qp1ReceivesCapturedCmReq) {
     gsi.qp->on_packet(p, 0);
     EXPECT_EQ(gsi.ctr.rx_pkey_mismatch, 1u);
     EXPECT_EQ(gsi.rcq.wcs.size(), 1u);
+}
+
+/* A datagram to QP1 longer than a MAD (up to the port's MTU, so lib/ud's MTU rule lets
+ * it through) does not fit the GSI's receive slot: it is dropped and counted, QP1 stays
+ * in RTS with its slots posted, and the next MAD is received. Before, the length error
+ * took QP1 to ERR and nothing brought it back: the CM was deaf for good. */
+TEST(UdQp, Qp1SurvivesAnOversizedDatagram) {
+    Endpoint peer(1), gsi(1);
+    ASSERT_TRUE(peer.up(kGsiQkey));
+    ASSERT_TRUE(gsi.up(kGsiQkey));
+    ASSERT_TRUE(gsi.recv(9, 0, kGrhLen + cm::kMadLen));
+    ASSERT_TRUE(gsi.recv(10, 512, kGrhLen + cm::kMadLen));
+    ud::AddressHandle ah = ah_v4(0x0A4D0003, 0x0A4D0002, kMacA, kMacB);
+    ASSERT_TRUE(peer.qp->post_send(peer.send(ah, 1, 0, 1000)));
+    ASSERT_EQ(deliver(peer, gsi), 1u);
+    EXPECT_EQ(gsi.ctr.rx_too_long, 1u);
+    EXPECT_TRUE(gsi.rcq.wcs.empty());
+    EXPECT_EQ(gsi.qp->state(), QpState::Rts);
+    EXPECT_EQ(gsi.qp->recv_queue_depth(), 2u);
+    ASSERT_TRUE(peer.qp->post_send(peer.send(ah, 1, 0, cm::kMadLen)));
+    ASSERT_EQ(deliver(peer, gsi), 1u);
+    ASSERT_EQ(gsi.rcq.wcs.size(), 1u);
+    EXPECT_EQ(gsi.rcq.wcs[0].status, WcStatus::Success);
+    EXPECT_EQ(gsi.rcq.wcs[0].wr_id, 9u);
+    EXPECT_EQ(gsi.rcq.wcs[0].byte_len, kGrhLen + cm::kMadLen);
 }
 
 } // namespace
