@@ -51,9 +51,11 @@ struct Gate {
     std::atomic<uint64_t> turns{0}, ack_timeouts{0}, parks_retired{0};
 };
 
+/* Never destroyed: the keeper may still be in its alarm on the interrupt thread while the
+ * process runs its static destructors. */
 Gate &gate() {
-    static Gate g;
-    return g;
+    static Gate *g = new Gate;
+    return *g;
 }
 
 /* The calling thread's slot; given back when the thread ends. */

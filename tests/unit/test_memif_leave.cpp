@@ -266,6 +266,10 @@ class MemifLeave : public ::testing::Test {
         }
     }
 
+  public:
+    static void close_engine() { engine_.reset(); }
+
+  protected:
     static std::unique_ptr<Engine> engine_;
     static rte_mempool *pool_;
     std::string peer_, sock_;
@@ -353,5 +357,12 @@ TEST_P(MemifLeavePeer, EngineDevicePolled) {
 
 INSTANTIATE_TEST_SUITE_P(Leave, MemifLeavePeer, ::testing::Values("exit", "stop", "kill"),
                          [](const auto &i) { return std::string(i.param); });
+
+/* The engine (and its gated devices) closed before exit, not by a static destructor. */
+class CloseEngine : public ::testing::Environment {
+  public:
+    void TearDown() override { MemifLeave::close_engine(); }
+};
+const auto *const g_close_engine = ::testing::AddGlobalTestEnvironment(new CloseEngine);
 
 } // namespace
