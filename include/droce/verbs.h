@@ -63,7 +63,7 @@ struct SendWr {
     Sge sg_list[kMaxSge] = {};        /**< local buffers: gathered (send/write) or scattered (read) */
     int num_sge = 0;                  /**< entries used in sg_list */
     uint32_t imm_data = 0;        /**< host order; sent as ImmDt (SendWithImm, RdmaWriteWithImm) */
-    uint32_t invalidate_rkey = 0; /**< SendWithInv */
+    uint32_t invalidate_rkey = 0; /**< SendWithInv: the peer's rkey the peer invalidates */
     uint64_t remote_addr = 0;     /**< RDMA and atomics: the peer's virtual address */
     uint32_t rkey = 0;            /**< RDMA and atomics: the peer's MemoryRegion::rkey() */
     uint64_t compare_add = 0;     /**< atomics: compare value (CmpAndSwp) or addend */
@@ -126,6 +126,10 @@ enum class WcOpcode : uint8_t {
 enum WcFlags : uint32_t {
     kWcGrh = 1u << 0, /**< UD receive: the first 40 bytes of the buffer hold the GRH */
     kWcWithImm = 1u << 1,
+    /** Never set by droce: it has no invalidatable keys (no memory windows, no
+     * fast-registration MRs), so a SEND with Invalidate from a peer is refused (the
+     * receive completes with RemInvReqErr, the peer gets NAK Invalid Request) rather than
+     * reported as an invalidation that did not happen. */
     kWcWithInv = 1u << 3,
 };
 

@@ -17,6 +17,7 @@ namespace droce::rc {
     X(resp_remote_access_error) /* rkey/bounds/permission failure: NAK sent */                     \
     X(resp_invalid_request)     /* bad opcode sequence or length: NAK sent */                      \
     X(resp_op_not_allowed)      /* op the QP's access flags forbid: NAK invalid request sent */    \
+    X(resp_invalidate_refused) /* SEND with Invalidate: no invalidatable keys, NAK inv. request */ \
     X(rx_read_requests)                                                                            \
     X(rx_atomic_requests)                                                                          \
     X(rx_write_requests)                                                                           \
