@@ -36,6 +36,7 @@ namespace droce::rc {
     X(req_remote_invalid_request) /* NAK invalid request received */                               \
     X(req_remote_operational_error)                                                                \
     X(req_cqe_error)                                                                               \
+    X(req_local_prot_error) /* a started send WR's lkey failed: MR deregistered (LocProtErr) */    \
     X(retransmitted_packets)                                                                       \
     X(rx_duplicate_ack)       /* re-ACK of una-1: peer alive behind a backlog; timer restarted */  \
     X(rx_ghost_response)      /* ACK/response for nothing outstanding: dropped */                  \

@@ -184,10 +184,6 @@ class Qp {
         uint32_t first_psn;
         uint32_t last_psn; /* first + packets - 1 */
         uint32_t npkts;
-        /* SGE addresses resolved when the WR starts, for what is sent (gather). READ
-         * responses and atomic results never go through them: scatter re-checks the
-         * lkey per packet, as the region may be deregistered while the WR is in flight. */
-        uint8_t *host[kMaxSge];
         uint32_t read_off; /* READ: bytes of the response placed so far */
         bool started;
         bool signaled;
@@ -246,8 +242,10 @@ class Qp {
     void requester_progress(Time now);
     bool requester_can_send() const;
     bool start_wqe(SendWqe &w);
+    bool start_wqe_psns(SendWqe &w);
     bool send_next_packet(SendWqe &w, Time now);
-    uint32_t gather(const SendWqe &w, uint32_t off, uint32_t len, wire::FrameSpec::Seg *segs) const;
+    bool gather(const SendWqe &w, uint32_t off, uint32_t len, wire::FrameSpec::Seg *segs,
+                uint32_t *nsegs) const;
     bool scatter(const SendWqe &w, uint32_t off, const uint8_t *src, uint32_t len);
     void arm_retransmit(Time now);
     void rewind_to(uint32_t psn);
