@@ -20,6 +20,9 @@ enum class QpType : uint8_t {
 /** Maximum scatter/gather entries per work request. */
 inline constexpr int kMaxSge = 4;
 
+/** Largest kSendInline payload a WR may carry, whatever QpCap::max_inline_data asks. */
+inline constexpr uint32_t kMaxInlineData = 256;
+
 /** Memory access rights (ibv_access_flags). */
 enum Access : uint32_t {
     kAccessLocalWrite = 1u << 0,
@@ -52,6 +55,9 @@ enum SendFlags : uint32_t {
     kSendFence = 1u << 0,
     kSendSignaled = 1u << 1,
     kSendSolicited = 1u << 2,
+    /** The payload is copied when post_send runs, in every mode and QP type: the buffer
+     * is the application's again when it returns, and the lkeys are not looked at
+     * (SEND and RDMA WRITE; at most min(QpCap::max_inline_data, kMaxInlineData) bytes). */
     kSendInline = 1u << 3,
 };
 
@@ -258,7 +264,7 @@ struct QpCap {
     uint32_t max_recv_wr = 128;      /**< receive WRs outstanding at once (1..16384) */
     uint32_t max_send_sge = kMaxSge; /**< SGEs per send WR (up to kMaxSge) */
     uint32_t max_recv_sge = kMaxSge; /**< SGEs per receive WR (up to kMaxSge) */
-    uint32_t max_inline_data = 0;    /**< kSendInline bytes (the payload is copied at post) */
+    uint32_t max_inline_data = 0; /**< kSendInline bytes (copied at post; kMaxInlineData at most) */
 };
 
 } // namespace droce

@@ -39,9 +39,6 @@ struct Path {
     uint16_t udp_sport = 0xC000;
 };
 
-/** Largest payload a WR may carry inline (copied at post time, lkeys not checked). */
-inline constexpr uint32_t kMaxInlineData = 256;
-
 /** Tunables that verbs does not expose; defaults follow rxe where interop depends on it. */
 struct QpTuning {
     uint32_t max_inflight_pkts = 128; /* unacked PSNs the requester keeps (rxe: 128) */

@@ -592,6 +592,81 @@ TEST_P(EngineE2E, DeregAndFreeSourceWhileWriteInFlight) {
     EXPECT_EQ(settle_mbufs(*engine, *a.dev), 0u) << "mbufs leaked";
 }
 
+/* kSendInline in both modes: verbs copies the payload when post_send returns, so the
+ * caller may overwrite and free the buffer at once (ASan reports a later read). In worker
+ * mode the WR reaches the worker later through the ring: what it sends must still be
+ * what was posted. SENDs and WRITEs, the payload in two SGEs with no lkey. */
+TEST_P(EngineE2E, InlineSendAndWriteAreCopiedAtPost) {
+    QpInitAttr ia;
+    ia.cap.max_inline_data = 64;
+    ia.send_cq = a.scq.get();
+    ia.recv_cq = a.rcq.get();
+    auto qa = a.pd->create_qp(ia);
+    ASSERT_TRUE(qa) << qa.status().message();
+    ia.send_cq = b.scq.get();
+    ia.recv_cq = b.rcq.get();
+    auto qb = b.pd->create_qp(ia);
+    ASSERT_TRUE(qb) << qb.status().message();
+    QueuePair &x = **qa, &y = **qb;
+    ASSERT_TRUE(to_init(x));
+    ASSERT_TRUE(to_init(y));
+    ASSERT_TRUE(to_rtr(x, b.dev->gids().at(1).gid, y.qp_num(), 0x300));
+    ASSERT_TRUE(to_rtr(y, a.dev->gids().at(1).gid, x.qp_num(), 0x400));
+    ASSERT_TRUE(to_rts(x, 0x400));
+    ASSERT_TRUE(to_rts(y, 0x300));
+    constexpr uint32_t kN = 32, kLen = 64;
+    auto pattern = [](uint32_t i, uint32_t j) { return static_cast<uint8_t>((i * 29 + j) % 127); };
+    for (uint32_t i = 0; i < kN / 2; ++i) {
+        RecvWr r;
+        r.wr_id = i;
+        r.sg_list[0] = b.sge(0x1000 + i * kLen, kLen);
+        r.num_sge = 1;
+        ASSERT_TRUE(y.post_recv(r));
+    }
+    std::memset(b.buf.data(), 0, 0x8000);
+    for (uint32_t i = 0; i < kN; ++i) {
+        auto p = std::make_unique<uint8_t[]>(kLen);
+        for (uint32_t j = 0; j < kLen; ++j)
+            p[j] = pattern(i, j);
+        SendWr w;
+        w.wr_id = i;
+        w.opcode = (i & 1) ? WrOpcode::RdmaWrite : WrOpcode::Send;
+        w.send_flags = kSendSignaled | kSendInline;
+        w.sg_list[0] = {reinterpret_cast<uint64_t>(p.get()), 24, 0};
+        w.sg_list[1] = {reinterpret_cast<uint64_t>(p.get() + 24), kLen - 24, 0};
+        w.num_sge = 2;
+        w.remote_addr = b.addr(0x4000 + i * kLen);
+        w.rkey = b.mr->rkey();
+        ASSERT_TRUE(x.post_send(w)) << i;
+        std::memset(p.get(), 0xEE, kLen); /* the caller's again */
+    }
+    const auto sc = wait(*a.scq, kN);
+    for (const Wc &wc : sc)
+        EXPECT_EQ(wc.status, WcStatus::Success) << wc.wr_id << " " << wc_status_str(wc.status);
+    const auto rc = wait(*b.rcq, kN / 2);
+    ASSERT_EQ(rc.size(), kN / 2);
+    for (uint32_t k = 0; k < kN / 2; ++k) {
+        EXPECT_EQ(rc[k].status, WcStatus::Success);
+        EXPECT_EQ(rc[k].byte_len, kLen);
+        const uint32_t i = 2 * k; /* the k-th SEND */
+        for (uint32_t j = 0; j < kLen; ++j)
+            ASSERT_EQ(b.buf[0x1000 + k * kLen + j], pattern(i, j)) << "SEND " << i << " byte " << j;
+    }
+    for (uint32_t i = 1; i < kN; i += 2)
+        for (uint32_t j = 0; j < kLen; ++j)
+            ASSERT_EQ(b.buf[0x4000 + i * kLen + j], pattern(i, j))
+                << "WRITE " << i << " byte " << j;
+    EXPECT_FALSE(x.post_send([&] {
+        SendWr big;
+        big.opcode = WrOpcode::Send;
+        big.send_flags = kSendInline;
+        big.sg_list[0] = a.sge(0, kLen + 1);
+        big.num_sge = 1;
+        return big;
+    }()))
+        << "above max_inline_data";
+}
+
 INSTANTIATE_TEST_SUITE_P(Modes, EngineE2E, ::testing::Values(true, false),
                          [](const auto &i) { return i.param ? "Embedded" : "Worker"; });
 
