@@ -399,7 +399,10 @@ class SharedReceiveQueue {
 /** A registered memory region (ibv_mr). */
 class MemoryRegion {
   public:
-    /** ibv_dereg_mr. No WR naming the region may be outstanding. */
+    /** ibv_dereg_mr. No WR naming the region should be outstanding; one that is fails
+     * with LocProtErr (QP to ERR) at the next packet it would read or write the region
+     * with, a retransmission included (counted as req_local_prot_error for sends). When
+     * this returns the device no longer touches the memory: it may be freed. */
     virtual ~MemoryRegion() = default;
     /** Key for local SGEs (Sge::lkey). */
     virtual uint32_t lkey() const = 0;

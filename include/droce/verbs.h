@@ -20,6 +20,9 @@ enum class QpType : uint8_t {
 /** Maximum scatter/gather entries per work request. */
 inline constexpr int kMaxSge = 4;
 
+/** Largest kSendInline payload a WR may carry, whatever QpCap::max_inline_data asks. */
+inline constexpr uint32_t kMaxInlineData = 256;
+
 /** Memory access rights (ibv_access_flags). */
 enum Access : uint32_t {
     kAccessLocalWrite = 1u << 0,
@@ -52,6 +55,9 @@ enum SendFlags : uint32_t {
     kSendFence = 1u << 0,
     kSendSignaled = 1u << 1,
     kSendSolicited = 1u << 2,
+    /** The payload is copied when post_send runs, in every mode and QP type: the buffer
+     * is the application's again when it returns, and the lkeys are not looked at
+     * (SEND and RDMA WRITE; at most min(QpCap::max_inline_data, kMaxInlineData) bytes). */
     kSendInline = 1u << 3,
 };
 
@@ -63,7 +69,7 @@ struct SendWr {
     Sge sg_list[kMaxSge] = {};        /**< local buffers: gathered (send/write) or scattered (read) */
     int num_sge = 0;                  /**< entries used in sg_list */
     uint32_t imm_data = 0;        /**< host order; sent as ImmDt (SendWithImm, RdmaWriteWithImm) */
-    uint32_t invalidate_rkey = 0; /**< SendWithInv */
+    uint32_t invalidate_rkey = 0; /**< SendWithInv: the peer's rkey the peer invalidates */
     uint64_t remote_addr = 0;     /**< RDMA and atomics: the peer's virtual address */
     uint32_t rkey = 0;            /**< RDMA and atomics: the peer's MemoryRegion::rkey() */
     uint64_t compare_add = 0;     /**< atomics: compare value (CmpAndSwp) or addend */
@@ -126,6 +132,10 @@ enum class WcOpcode : uint8_t {
 enum WcFlags : uint32_t {
     kWcGrh = 1u << 0, /**< UD receive: the first 40 bytes of the buffer hold the GRH */
     kWcWithImm = 1u << 1,
+    /** Never set by droce: it has no invalidatable keys (no memory windows, no
+     * fast-registration MRs), so a SEND with Invalidate from a peer is refused (the
+     * receive completes with RemInvReqErr, the peer gets NAK Invalid Request) rather than
+     * reported as an invalidation that did not happen. */
     kWcWithInv = 1u << 3,
 };
 
@@ -254,7 +264,7 @@ struct QpCap {
     uint32_t max_recv_wr = 128;      /**< receive WRs outstanding at once (1..16384) */
     uint32_t max_send_sge = kMaxSge; /**< SGEs per send WR (up to kMaxSge) */
     uint32_t max_recv_sge = kMaxSge; /**< SGEs per receive WR (up to kMaxSge) */
-    uint32_t max_inline_data = 0;    /**< kSendInline bytes (the payload is copied at post) */
+    uint32_t max_inline_data = 0; /**< kSendInline bytes (copied at post; kMaxInlineData at most) */
 };
 
 } // namespace droce

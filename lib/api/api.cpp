@@ -125,6 +125,8 @@ class QpImpl final : public QueuePair {
         : rt_(rt), dev_(dev), pd_(std::move(pd)), ctx_(ctx), qp_(ctx->qp.get()), qpn_(qpn),
           cap_(cap) {
         ++pd_->qps;
+        if (!rt_.embedded())
+            inline_.init(cap.max_send_wr, cap.max_inline_data);
     }
     ~QpImpl() override {
         rt_.exec_on(ctx_->worker, [&] { dev_.destroy_qp(qpn_); });
@@ -218,8 +220,7 @@ class QpImpl final : public QueuePair {
             if (wr.remote_addr & 7)
                 return Status(EINVAL, "post_send: atomic remote_addr must be 8-byte aligned");
         }
-        return enqueue_wr(dev_, send_ring(*ctx_, qpn_), cap_.max_send_wr, wr,
-                          "post_send: send queue");
+        return inline_.enqueue(dev_, send_ring(*ctx_, qpn_), cap_.max_send_wr, wr);
     }
 
     /* Chains: embedded mode posts to the transport and schedules the QP once at the end
@@ -405,6 +406,7 @@ class QpImpl final : public QueuePair {
     QpCap cap_;
     QpState state_ = QpState::Reset; /* as of the last control call (worker mode checks) */
     uint32_t dest_qpn_ = 0;          /* likewise */
+    api::InlineSlots inline_;        /* worker mode: kSendInline payloads copied at post */
 };
 
 class SrqImpl final : public SharedReceiveQueue {

@@ -33,6 +33,8 @@ class UdQpImpl final : public QueuePair {
         : rt_(rt), dev_(dev), pd_qps_(std::move(pd_qps)), ctx_(ctx), ud_(ctx->ud.get()), qpn_(qpn),
           cap_(cap) {
         ++*pd_qps_;
+        if (!rt_.embedded())
+            inline_.init(cap.max_send_wr, cap.max_inline_data);
     }
     ~UdQpImpl() override {
         rt_.exec_on(ctx_->worker, [&] { dev_.destroy_qp(qpn_); });
@@ -94,8 +96,7 @@ class UdQpImpl final : public QueuePair {
                                         " bytes exceeds the path MTU (" +
                                         std::to_string(dev_.active_mtu()) +
                                         " bytes): UD is one packet");
-        return enqueue_wr(dev_, send_ring(*ctx_, qpn_), cap_.max_send_wr, wr,
-                          "post_send: send queue");
+        return inline_.enqueue(dev_, send_ring(*ctx_, qpn_), cap_.max_send_wr, wr);
     }
 
     Status post_recv(const RecvWr &wr) override {
@@ -120,6 +121,7 @@ class UdQpImpl final : public QueuePair {
     uint32_t qpn_;
     QpCap cap_;
     QpState state_ = QpState::Reset; /* as of the last control call (worker mode checks) */
+    InlineSlots inline_;             /* worker mode: kSendInline payloads copied at post */
 };
 
 } // namespace

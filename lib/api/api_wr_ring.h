@@ -4,9 +4,12 @@
  * learns of it through its doorbell (api.cpp, api_ud.cpp). */
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <cstring>
 #include <string>
+#include <vector>
 
 #include <rte_ring.h>
 #include <rte_ring_elem.h>
@@ -51,6 +54,64 @@ Status enqueue_wr(engine::Dev &dev, const WrRing &r, uint32_t max_wr, const Wr &
         dev.shard(r.worker).ring_doorbell(r.doorbell_value);
     return {};
 }
+
+/* Worker mode kSendInline. Verbs copies an inline payload when post_send runs (the
+ * buffer is the caller's again when it returns), but the worker copies a WR's payload into
+ * its WQE only when it drains the ring, later and on another core. So the payload is
+ * copied here first, into a slot of the QP's own, and the WR travels with one SGE naming
+ * the slot. One slot per WR the QP may have outstanding, taken in posting order: the WR
+ * posted as number p uses slot p % max_wr, and the next WR with that slot (p + max_wr)
+ * can only be posted once p retired (enqueue_wr's max_wr rule), which is after the
+ * worker copied the slot (it drains before it retires). */
+class InlineSlots {
+  public:
+    /* Slots of min(max_inline, kMaxInlineData) bytes for max_wr WRs (none when 0). */
+    void init(uint32_t max_wr, uint32_t max_inline) {
+        bytes_ = std::min(max_inline, kMaxInlineData);
+        slots_ = max_wr == 0 ? 1 : max_wr;
+        if (bytes_ != 0)
+            buf_.assign(size_t{slots_} * bytes_, 0);
+    }
+    uint32_t bytes() const { return bytes_; }
+
+    /* Into the ring: wr itself, or for an inline WR a copy of it whose payload sits in the
+     * slot of WR number r.posted. */
+    Status enqueue(engine::Dev &dev, const WrRing &r, uint32_t max_wr, const SendWr &wr) {
+        if (!(wr.send_flags & kSendInline))
+            return enqueue_wr(dev, r, max_wr, wr, "post_send: send queue");
+        if (wr.opcode != WrOpcode::Send && wr.opcode != WrOpcode::SendWithImm &&
+            wr.opcode != WrOpcode::SendWithInv && wr.opcode != WrOpcode::RdmaWrite &&
+            wr.opcode != WrOpcode::RdmaWriteWithImm)
+            return Status(EINVAL, "post_send: IBV_SEND_INLINE only with SEND and RDMA WRITE");
+        uint64_t len = 0;
+        for (int i = 0; i < wr.num_sge; ++i)
+            len += wr.sg_list[i].length;
+        if (len > bytes_)
+            return Status(EINVAL, "post_send: inline data of " + std::to_string(len) +
+                                      " bytes above max_inline_data " + std::to_string(bytes_));
+        /* The room first: the slot of a WR that would not fit may still be read. */
+        if (r.posted - r.retired.load(std::memory_order_acquire) >= max_wr)
+            return Status(ENOMEM,
+                          "post_send: send queue full (" + std::to_string(max_wr) + " WRs)");
+        uint8_t *slot = buf_.data() + (r.posted % slots_) * bytes_;
+        SendWr staged = wr;
+        uint32_t off = 0;
+        for (int i = 0; i < wr.num_sge; ++i) {
+            if (wr.sg_list[i].length)
+                std::memcpy(slot + off, reinterpret_cast<const void *>(wr.sg_list[i].addr),
+                            wr.sg_list[i].length);
+            off += wr.sg_list[i].length;
+        }
+        staged.sg_list[0] = {reinterpret_cast<uint64_t>(slot), off, 0};
+        staged.num_sge = off != 0 ? 1 : 0;
+        return enqueue_wr(dev, r, max_wr, staged, "post_send: send queue");
+    }
+
+  private:
+    std::vector<uint8_t> buf_;
+    uint32_t bytes_ = 0;
+    uint32_t slots_ = 1;
+};
 
 /* A QP's send and receive rings. */
 inline WrRing send_ring(engine::QpCtx &c, uint32_t qpn) {

@@ -17,6 +17,7 @@ namespace droce::rc {
     X(resp_remote_access_error) /* rkey/bounds/permission failure: NAK sent */                     \
     X(resp_invalid_request)     /* bad opcode sequence or length: NAK sent */                      \
     X(resp_op_not_allowed)      /* op the QP's access flags forbid: NAK invalid request sent */    \
+    X(resp_invalidate_refused) /* SEND with Invalidate: no invalidatable keys, NAK inv. request */ \
     X(rx_read_requests)                                                                            \
     X(rx_atomic_requests)                                                                          \
     X(rx_write_requests)                                                                           \
@@ -35,6 +36,7 @@ namespace droce::rc {
     X(req_remote_invalid_request) /* NAK invalid request received */                               \
     X(req_remote_operational_error)                                                                \
     X(req_cqe_error)                                                                               \
+    X(req_local_prot_error) /* a started send WR's lkey failed: MR deregistered (LocProtErr) */    \
     X(retransmitted_packets)                                                                       \
     X(rx_duplicate_ack)       /* re-ACK of una-1: peer alive behind a backlog; timer restarted */  \
     X(rx_ghost_response)      /* ACK/response for nothing outstanding: dropped */                  \

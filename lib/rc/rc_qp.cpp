@@ -376,8 +376,6 @@ void Qp::complete_recv(const RecvWqe &r, WcStatus st, WcOpcode op, uint32_t byte
     wc.wc_flags = flags;
     wc.qp_num = cfg_.qpn;
     wc.src_qp = attr_.dest_qp_num;
-    if (flags & kWcWithInv)
-        wc.invalidated_rkey = imm;
     if (st != WcStatus::Success && st != WcStatus::WrFlushErr)
         ++cfg_.counters->resp_cqe_error;
     if (!cfg_.recv_cq->push(wc))

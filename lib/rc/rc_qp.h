@@ -40,9 +40,6 @@ struct Path {
     uint16_t udp_sport = 0xC000;
 };
 
-/** Largest payload a WR may carry inline (copied at post time, lkeys not checked). */
-inline constexpr uint32_t kMaxInlineData = 256;
-
 /** Tunables that verbs does not expose; defaults follow rxe where interop depends on it. */
 struct QpTuning {
     uint32_t max_inflight_pkts = 128; /* unacked PSNs the requester keeps (rxe: 128) */
@@ -185,10 +182,6 @@ class Qp {
         uint32_t first_psn;
         uint32_t last_psn; /* first + packets - 1 */
         uint32_t npkts;
-        /* SGE addresses resolved when the WR starts, for what is sent (gather). READ
-         * responses and atomic results never go through them: scatter re-checks the
-         * lkey per packet, as the region may be deregistered while the WR is in flight. */
-        uint8_t *host[kMaxSge];
         uint32_t read_off; /* READ: bytes of the response placed so far */
         bool started;
         bool signaled;
@@ -253,8 +246,10 @@ class Qp {
     void requester_progress(Time now);
     bool requester_can_send() const;
     bool start_wqe(SendWqe &w);
+    bool start_wqe_psns(SendWqe &w);
     bool send_next_packet(SendWqe &w, Time now);
-    uint32_t gather(const SendWqe &w, uint32_t off, uint32_t len, wire::FrameSpec::Seg *segs) const;
+    bool gather(const SendWqe &w, uint32_t off, uint32_t len, wire::FrameSpec::Seg *segs,
+                uint32_t *nsegs) const;
     bool scatter(const SendWqe &w, uint32_t off, const uint8_t *src, uint32_t len);
     void arm_retransmit(Time now);
     void rewind_to(uint32_t psn);

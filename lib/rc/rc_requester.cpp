@@ -98,30 +98,27 @@ void Qp::requester_progress(Time now) {
 }
 
 bool Qp::start_wqe(SendWqe &w) {
-    /* Local access is checked once per WR for what is sent: a WR started while its key
-     * was valid runs to completion (the engine's dereg waits for zero-copy frames). What
-     * is received (READ responses, atomic results) is re-checked per packet (scatter):
-     * nothing may be written into a region after its dereg. */
+    /* Local access is checked when the WR starts, so that a bad lkey fails before any
+     * packet leaves, and again for every packet that reads or writes the region (gather
+     * below, scatter for READ responses and atomic results): a region deregistered while
+     * the WR is in flight is never touched after its dereg (rxe's copy_data looks the MR
+     * up per packet the same way). Inline data lives in the WQE: no key to check. */
+    if (w.wr.send_flags & kSendInline)
+        return start_wqe_psns(w);
     const uint32_t need = is_read_or_atomic(w.wr.opcode) ? uint32_t{kAccessLocalWrite} : 0u;
-    const bool inl = (w.wr.send_flags & kSendInline) != 0;
-    uint32_t inline_off = 0;
     for (int i = 0; i < w.wr.num_sge; ++i) {
-        if (inl) {
-            w.host[i] = w.inline_data + inline_off;
-            inline_off += w.wr.sg_list[i].length;
-            continue;
-        }
         const Sge &s = w.wr.sg_list[i];
-        if (s.length == 0) {
-            w.host[i] = nullptr;
-            continue;
-        }
-        if (cfg_.mrs->check(s.lkey, cfg_.pd, s.addr, s.length, need, &w.host[i]) !=
-            mem::AccessResult::Ok) {
+        uint8_t *host;
+        if (s.length != 0 && cfg_.mrs->check(s.lkey, cfg_.pd, s.addr, s.length, need, &host) !=
+                                 mem::AccessResult::Ok) {
             requester_error(sq_cur_, WcStatus::LocProtErr);
             return false;
         }
     }
+    return start_wqe_psns(w);
+}
+
+bool Qp::start_wqe_psns(SendWqe &w) {
     const uint32_t m = mtu();
     switch (w.wr.opcode) {
     case WrOpcode::AtomicCmpAndSwp:
@@ -141,25 +138,40 @@ bool Qp::start_wqe(SendWqe &w) {
     return true;
 }
 
-uint32_t Qp::gather(const SendWqe &w, uint32_t off, uint32_t len,
-                    wire::FrameSpec::Seg *segs) const {
+/* The segments of bytes [off, off+len) of w's message. Each region is looked up again
+ * (one O(1) check per SGE the packet touches, the table only read): the WR may have
+ * outlived its region, and a packet built after the dereg, a retransmission included,
+ * must not read memory the application may have freed. False: an lkey no longer checks. */
+bool Qp::gather(const SendWqe &w, uint32_t off, uint32_t len, wire::FrameSpec::Seg *segs,
+                uint32_t *nsegs) const {
+    if (w.wr.send_flags & kSendInline) {
+        /* Inline data lives in the WQE, contiguous, not in a region: never attached
+         * zero-copy. */
+        segs[0] = {w.inline_data + off, len, 0u};
+        *nsegs = len != 0 ? 1 : 0;
+        return true;
+    }
     uint32_t n = 0;
     for (int i = 0; i < w.wr.num_sge && len > 0; ++i) {
-        const uint32_t sl = w.wr.sg_list[i].length;
-        if (off >= sl) {
-            off -= sl;
+        const Sge &s = w.wr.sg_list[i];
+        if (off >= s.length) {
+            off -= s.length;
             continue;
         }
-        const uint32_t take = std::min(sl - off, len);
-        segs[n].addr = w.host[i] + off;
+        const uint32_t take = std::min(s.length - off, len);
+        uint8_t *host;
+        if (cfg_.mrs->check(s.lkey, cfg_.pd, s.addr + off, take, 0, &host) != mem::AccessResult::Ok)
+            [[unlikely]]
+            return false;
+        segs[n].addr = host;
         segs[n].len = take;
-        /* Inline data lives in the WQE, not in a region: never attached zero-copy. */
-        segs[n].mr_key = (w.wr.send_flags & kSendInline) ? 0 : w.wr.sg_list[i].lkey;
+        segs[n].mr_key = s.lkey;
         ++n;
         len -= take;
         off = 0;
     }
-    return n;
+    *nsegs = n;
+    return true;
 }
 
 bool Qp::send_next_packet(SendWqe &w, Time now) {
@@ -192,7 +204,13 @@ bool Qp::send_next_packet(SendWqe &w, Time now) {
         f.imm = w.wr.imm_data;
         f.ieth = w.wr.invalidate_rkey;
         f.bth.se = last && (w.wr.send_flags & kSendSolicited) != 0;
-        f.nsegs = gather(w, off, chunk, segs);
+        if (!gather(w, off, chunk, segs, &f.nsegs)) [[unlikely]] {
+            /* Its region was deregistered after the WR started (verbs: a WR must not
+             * outlive its MR; hardware reports the same local protection error). */
+            ++cfg_.counters->req_local_prot_error;
+            requester_error(sq_cur_, WcStatus::LocProtErr);
+            return false;
+        }
         if (wire::psn_diff(psn, sent_hi_psn_) < 0) [[unlikely]]
             copy_only(segs, f.nsegs);
         f.segs = segs;

@@ -445,14 +445,24 @@ void Qp::responder_on_packet(const wire::ParsedPacket &p, Time now) {
             return;
         }
         recv_off_ += p.payload_len;
+        if (last && op.is(wire::kOpInv)) [[unlikely]] {
+            /* SEND with Invalidate: droce has no key a peer may invalidate (no memory
+             * windows, no fast-registration MRs; a plain MR's rkey is not invalidatable),
+             * so the request is one this responder cannot execute. It is refused as IBTA
+             * refuses an R_Key it cannot invalidate (rxe: RESPST_ERR_INVALIDATE_RKEY), never
+             * completed as an invalidation that did not happen: the peer's WR fails with
+             * NAK Invalid Request, the receive completes with RemInvReqErr, QP to ERR. */
+            ++cfg_.counters->resp_invalidate_refused;
+            in_send_ = false;
+            complete_recv(r, WcStatus::RemInvReqErr, WcOpcode::Recv, recv_off_, 0, 0);
+            nak_and_error(wire::kAethNakInvalidRequest, psn, false);
+            return;
+        }
         if (last) {
             uint32_t flags = 0, extra = 0;
             if (op.is(wire::kOpImm)) {
                 flags = kWcWithImm;
                 extra = p.imm;
-            } else if (op.is(wire::kOpInv)) {
-                flags = kWcWithInv;
-                extra = p.ieth;
             }
             in_send_ = false;
             complete_recv(r, WcStatus::Success, WcOpcode::Recv, recv_off_, flags, extra);

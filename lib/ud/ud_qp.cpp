@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include "ud_qp.h"
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 
@@ -176,8 +177,12 @@ Status Qp::post_send(const UdSendWr &u) {
                                     " bytes exceeds the path MTU (" +
                                     std::to_string(max_msg_size()) + " bytes): UD is one packet");
     }
-    if ((wr.send_flags & kSendInline) && len > cfg_.cap.max_inline_data)
-        return Status(EINVAL, "post_send: inline data above max_inline_data");
+    const bool inl = (wr.send_flags & kSendInline) != 0;
+    if (inl && len > std::min(cfg_.cap.max_inline_data, kMaxInlineData))
+        return Status(EINVAL,
+                      "post_send: inline data of " + std::to_string(len) +
+                          " bytes above max_inline_data " +
+                          std::to_string(std::min(cfg_.cap.max_inline_data, kMaxInlineData)));
     if (sq_tail_ - sq_head_ >= cfg_.cap.max_send_wr)
         return Status(ENOMEM, "post_send: send queue full (" +
                                   std::to_string(cfg_.cap.max_send_wr) + " WRs)");
@@ -188,6 +193,17 @@ Status Qp::post_send(const UdSendWr &u) {
     w.qkey = (u.remote_qkey & kQkeyUseQp) ? attr_.qkey : u.remote_qkey;
     w.length = static_cast<uint32_t>(len);
     w.signaled = cfg_.sq_sig_all || (wr.send_flags & kSendSignaled);
+    if (inl) {
+        /* Verbs: inline payload is copied now, the buffer is reusable on return (the
+         * datagram leaves on a later progress()), and the lkeys are not looked at. */
+        uint32_t off = 0;
+        for (int i = 0; i < wr.num_sge; ++i) {
+            if (wr.sg_list[i].length)
+                std::memcpy(w.inline_data + off, reinterpret_cast<const void *>(wr.sg_list[i].addr),
+                            wr.sg_list[i].length);
+            off += wr.sg_list[i].length;
+        }
+    }
     ++sq_tail_;
     return {};
 }
@@ -220,16 +236,18 @@ void Qp::complete_send(const SendWqe &w, WcStatus st) {
 bool Qp::transmit(SendWqe &w) {
     wire::FrameSpec::Seg segs[kMaxSge];
     uint32_t nsegs = 0;
-    for (int i = 0; i < w.wr.num_sge; ++i) {
+    const bool inl = (w.wr.send_flags & kSendInline) != 0;
+    if (inl && w.length != 0)
+        segs[nsegs++] = {w.inline_data, w.length, 0u}; /* copied at post */
+    for (int i = 0; i < w.wr.num_sge && !inl; ++i) {
         const Sge &s = w.wr.sg_list[i];
         if (!s.length)
             continue;
         uint8_t *host = nullptr;
-        if (w.wr.send_flags & kSendInline) {
-            /* verbs inline: the lkey is not looked at, the address is used as is. */
-            host = reinterpret_cast<uint8_t *>(s.addr);
-        } else if (!cfg_.mrs || cfg_.mrs->check(s.lkey, cfg_.pd, s.addr, s.length, 0, &host) !=
-                                    mem::AccessResult::Ok) {
+        /* Looked up at transmit, not at post: the region may have been deregistered
+         * since, and then nothing of it is read. */
+        if (!cfg_.mrs ||
+            cfg_.mrs->check(s.lkey, cfg_.pd, s.addr, s.length, 0, &host) != mem::AccessResult::Ok) {
             ++sq_head_; /* taken off before to_error() flushes the rest */
             complete_send(w, WcStatus::LocProtErr);
             to_error();

@@ -145,6 +145,7 @@ class Qp {
         uint32_t qkey; /* resolved at post */
         uint32_t length;
         bool signaled;
+        uint8_t inline_data[kMaxInlineData]; /* kSendInline: the payload, copied at post */
     };
 
     bool transmit(SendWqe &w);

@@ -11,6 +11,7 @@
 
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -1425,6 +1426,67 @@ TEST(Hostile, DeregLocalMrBetweenReadResponses) {
     EXPECT_EQ(w.qa->state(), QpState::Err);
     EXPECT_TRUE(w.a.events.log.empty()) << "a local protection error is a completion, no event";
     EXPECT_TRUE(w.bystander_ok());
+}
+
+/* The send side: A's 16 KiB WRITE reads a region of A that A deregisters, overwrites and
+ * frees while the WR is in flight (verbs forbids it; droce must still never read the
+ * region again: ASan reports any read of the freed buffer). First after 4 of the 16
+ * packets left; then with every packet sent but the ACKs lost, before the retry. Either
+ * way the WR completes with LOC_PROT_ERR (counted as req_local_prot_error), no byte of
+ * the overwritten buffer reaches B, and nothing is retransmitted from it. */
+TEST(Hostile, DeregSourceMrWhileWriteInFlight) {
+    for (const bool acks_lost : {false, true}) {
+        SCOPED_TRACE(acks_lost ? "every packet sent, ACKs lost" : "4 packets sent");
+        World w;
+        constexpr uint32_t kLen = 16 << 10;
+        auto src = std::make_unique<uint8_t[]>(kLen);
+        for (uint32_t i = 0; i < kLen; ++i)
+            src[i] = static_cast<uint8_t>(i % 127); /* never 0xEE */
+        const uint32_t key = w.a.mrs.reg(1, src.get(), kLen, kAll).value().key;
+        uint32_t data_sent = 0;
+        w.fab.on_send = [&](std::vector<uint8_t> &f) {
+            const bool from_a = std::memcmp(f.data() + 6, w.a.mac, 6) == 0;
+            if (from_a && ++data_sent == 4 && !acks_lost)
+                w.a.tx_budget = 0; /* A's TX is closed until the dereg */
+            if (!from_a && acks_lost)
+                f.clear(); /* lost */
+        };
+        SendWr wr;
+        wr.wr_id = 44;
+        wr.opcode = WrOpcode::RdmaWrite;
+        wr.send_flags = kSendSignaled;
+        wr.num_sge = 1;
+        wr.sg_list[0] = {reinterpret_cast<uint64_t>(src.get()), kLen, key};
+        wr.remote_addr = w.va(kOffAll);
+        wr.rkey = w.mr_all.key;
+        ASSERT_TRUE(w.qa->post_send(wr));
+        const uint32_t want = acks_lost ? kLen : 4 * 1024;
+        ASSERT_TRUE(w.fab.run_until([&] { return w.b.counters.rx_bytes_copied == want; },
+                                    w.fab.now + 1'000'000));
+        const std::vector<uint8_t> at_dereg(w.arena.begin() + kOffAll,
+                                            w.arena.begin() + kOffAll + kLen);
+        ASSERT_TRUE(w.a.mrs.dereg(key));
+        std::memset(src.get(), 0xEE, kLen);
+        src.reset();
+        w.fab.on_send = nullptr;
+        w.a.tx_budget = 64;
+        const uint64_t retx = w.a.counters.retransmitted_packets;
+        ASSERT_TRUE(
+            w.fab.run_until([&] { return !w.scq_a.q.empty(); }, w.fab.now + 10'000'000'000));
+        EXPECT_EQ(w.scq_a.q.front().status, WcStatus::LocProtErr)
+            << wc_status_str(w.scq_a.q.front().status);
+        EXPECT_EQ(w.scq_a.q.front().wr_id, 44u);
+        EXPECT_EQ(w.a.counters.req_local_prot_error, 1u);
+        EXPECT_EQ(w.a.counters.retransmitted_packets, retx) << "nothing resent from the region";
+        w.settle();
+        EXPECT_EQ(w.b.counters.rx_bytes_copied, want) << "no packet after the dereg";
+        size_t changed = 0;
+        for (uint32_t i = 0; i < kLen; ++i)
+            changed += w.arena[kOffAll + i] != at_dereg[i];
+        EXPECT_EQ(changed, 0u) << "bytes of the region sent after the dereg";
+        EXPECT_EQ(w.qa->state(), QpState::Err);
+        EXPECT_TRUE(w.bystander_ok());
+    }
 }
 
 /* Same for an atomic: the original value must not land in a region deregistered while

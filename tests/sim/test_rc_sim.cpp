@@ -490,6 +490,31 @@ TEST(RcSim, InlineDataIsCopiedAtPost) {
     EXPECT_EQ(0, std::memcmp(q.buf_b.data(), expect.data(), 64));
 }
 
+/* SEND with Invalidate received: droce has no key a peer may invalidate, so it must not
+ * complete the receive as an invalidation (kWcWithInv) that did not happen. Refused as
+ * IBTA refuses an R_Key it cannot invalidate: B's receive completes with REM_INV_REQ_ERR,
+ * A's WR with the NAK's REM_INV_REQ_ERR, and B's QP goes to ERR. One- and two-packet. */
+TEST(RcSim, SendWithInvalidateIsRefused) {
+    for (const uint32_t len : {64u, 1500u}) {
+        SCOPED_TRACE("length " + std::to_string(len));
+        Pair q(25);
+        fill(q.buf_a, 0, len, 4);
+        ASSERT_TRUE(q.qb->post_recv(make_recv(1, q.mr_b, 0, 4096)));
+        SendWr w = make_wr(WrOpcode::SendWithInv, 2, q.mr_a, 0, len);
+        w.invalidate_rkey = q.mr_b.key;
+        ASSERT_TRUE(q.qa->post_send(w));
+        ASSERT_TRUE(q.run([&] { return q.rcq_b.q.size() == 1 && q.scq_a.q.size() == 1; }));
+        const Wc r = q.rcq_b.q.front();
+        EXPECT_EQ(r.status, WcStatus::RemInvReqErr) << wc_status_str(r.status);
+        EXPECT_EQ(r.wc_flags & kWcWithInv, 0u) << "no invalidation is claimed";
+        EXPECT_EQ(q.scq_a.q.front().status, WcStatus::RemInvReqErr)
+            << wc_status_str(q.scq_a.q.front().status);
+        EXPECT_EQ(q.b.counters.resp_invalidate_refused, 1u);
+        EXPECT_EQ(q.a.counters.req_remote_invalid_request, 1u);
+        EXPECT_EQ(q.qb->state(), QpState::Err);
+    }
+}
+
 TEST(RcSim, FenceWaitsForEarlierReads) {
     /* A fenced WRITE may not start before the READ ahead of it completed: with the READ's
      * response delayed, the WRITE's packets must not be on the wire before it. */

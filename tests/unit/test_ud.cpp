@@ -274,6 +274,38 @@ TEST(UdQp, ExchangeWithGrh) {
     EXPECT_EQ(0, std::memcmp(b.buf.data() + 3000 + 10, a.buf.data(), 50));
 }
 
+/* kSendInline: verbs copies the payload at post, so the buffer (here freed at once: ASan
+ * reports a later read) is the caller's again when post_send returns, although the
+ * datagram leaves only on the next progress(). Above the inline limit: refused. */
+TEST(UdQp, InlinePayloadIsCopiedAtPost) {
+    Endpoint a(0x12), b(0x13);
+    ASSERT_TRUE(a.up(0x11111111));
+    ASSERT_TRUE(b.up(0x11111111));
+    const ud::AddressHandle ah = ah_v4(0x0A4D0003, 0x0A4D0002, kMacA, kMacB);
+    ASSERT_TRUE(b.recv(1, 0, 40 + 64));
+    auto src = std::make_unique<uint8_t[]>(64);
+    for (uint32_t i = 0; i < 64; ++i)
+        src[i] = static_cast<uint8_t>(i * 3 + 1);
+    std::vector<uint8_t> want(src.get(), src.get() + 64);
+    UdSendWr u = a.send(ah, 0x13, 0, 64);
+    u.wr.send_flags = kSendInline;
+    u.wr.sg_list[0] = {reinterpret_cast<uint64_t>(src.get()), 40, 0xdead}; /* lkey ignored */
+    u.wr.sg_list[1] = {reinterpret_cast<uint64_t>(src.get() + 40), 24, 0};
+    u.wr.num_sge = 2;
+    ASSERT_TRUE(a.qp->post_send(u));
+    std::memset(src.get(), 0xEE, 64);
+    src.reset();
+    EXPECT_EQ(deliver(a, b), 1u);
+    ASSERT_EQ(b.rcq.wcs.size(), 1u);
+    EXPECT_EQ(b.rcq.wcs[0].status, WcStatus::Success);
+    EXPECT_EQ(b.rcq.wcs[0].byte_len, 40u + 64);
+    EXPECT_EQ(0, std::memcmp(b.buf.data() + 40, want.data(), 64)) << "sent what was posted";
+
+    UdSendWr big = a.send(ah, 0x13, 0, 65);
+    big.wr.send_flags = kSendInline;
+    EXPECT_EQ(a.qp->post_send(big).code(), EINVAL) << "above max_inline_data (64)";
+}
+
 TEST(UdQp, GrhIpv6) {
     Endpoint a(0x12), b(0x13);
     ASSERT_TRUE(a.up(7));
