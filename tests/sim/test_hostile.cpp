@@ -12,6 +12,7 @@
 #include <cstring>
 #include <functional>
 #include <string>
+#include <sys/mman.h>
 #include <vector>
 
 #include "sim_fabric.h"
@@ -836,6 +837,52 @@ TEST(Hostile, ReplayedReadFloodIsReServedOncePerInterval) {
     EXPECT_EQ(responses(), n + 2) << "served again once the interval has passed";
     EXPECT_EQ(w.arena_damage(), "");
     EXPECT_EQ(w.qb->state(), QpState::Rts); /* (A's PSN e was taken by the forged READ) */
+}
+
+/* A READ's RETH DMA length is 32 bits but IBTA caps a message at 2^31 bytes (verbs
+ * max_msg_sz). A hostile READ of up to 2^32 - 1 bytes of a region that large must be an
+ * invalid request (NAK 0x61, QP to ERR), not served: (len + mtu - 1) in 32 bits wrapped
+ * to a packet count of 0 (2^32 - 1 at MTU 1024), so nothing was sent and the expected
+ * PSN did not move. Exactly 2^31 is legal and served. The region is 4 GiB of address
+ * space reserved without memory (only its first page is ever read). */
+TEST(Hostile, ReadLongerThan2GiBIsAnInvalidRequest) {
+    constexpr uint64_t kBig = 1ull << 32;
+    void *big = mmap(nullptr, kBig, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    ASSERT_NE(big, MAP_FAILED);
+    const uint64_t bva = reinterpret_cast<uint64_t>(big);
+    for (const uint32_t len : {0xFFFFFFFFu, 0x80000001u}) {
+        SCOPED_TRACE(len);
+        World w;
+        const uint32_t key = w.b.mrs.reg(1, big, kBig, kAccessRemoteRead).value().key;
+        const uint64_t inv0 = w.b.counters.resp_invalid_request;
+        w.inject(w.write(wire::kRcReadRequest, w.epsn(), bva, key, len, 0));
+        w.settle();
+        const auto acks = w.acks_from_b();
+        ASSERT_EQ(acks.size(), 1u) << w.qb->debug_string();
+        EXPECT_EQ(acks[0].opcode, wire::kRcAcknowledge);
+        EXPECT_EQ(acks[0].syndrome, wire::kAethNakInvalidRequest);
+        EXPECT_EQ(w.b.counters.resp_invalid_request, inv0 + 1);
+        EXPECT_EQ(w.qb->state(), QpState::Err);
+        EXPECT_TRUE(w.bystander_ok());
+    }
+    {
+        World w;
+        const uint32_t key = w.b.mrs.reg(1, big, kBig, kAccessRemoteRead).value().key;
+        const uint32_t e = w.epsn();
+        w.b.tx_budget = 0; /* accepted, its responses held back */
+        w.inject(w.write(wire::kRcReadRequest, e, bva, key, 0x80000000u, 0));
+        w.settle();
+        EXPECT_EQ(w.epsn(), wire::psn_add(e, 0x80000000u / 1024)) << "one PSN per response";
+        EXPECT_EQ(w.qb->state(), QpState::Rts);
+        w.b.tx_budget = 1;
+        w.fab.step();
+        const auto acks = w.acks_from_b();
+        ASSERT_FALSE(acks.empty());
+        EXPECT_EQ(acks[0].opcode, wire::kRcReadResponseFirst);
+        EXPECT_EQ(acks[0].psn, e);
+        w.b.destroy_qp(w.qb->qpn());
+    }
+    munmap(big, kBig);
 }
 
 /* Forged ahead-PSN frames between legitimate requests: each legitimate one clears the
