@@ -273,6 +273,14 @@ Status Qp::post_send(const SendWr &wr) {
     case WrOpcode::RdmaRead:
         if (len > (1ull << 31))
             return Status(EINVAL, "post_send: message longer than 2 GiB");
+        /* A READ request takes one PSN per response: at most half the 24-bit PSN space
+         * minus one, or PSN comparisons invert (only 2^31 bytes at MTU 256 reaches it). */
+        if (wr.opcode == WrOpcode::RdmaRead && (len + mtu() - 1) / mtu() >= kPsnWindow)
+            return Status(EINVAL, "post_send: an RDMA READ of " + std::to_string(len) +
+                                      " bytes takes 2^23 response PSNs at path MTU " +
+                                      std::to_string(mtu()) + " (half the PSN space); at most " +
+                                      std::to_string((kPsnWindow - 1) * uint64_t{mtu()}) +
+                                      " bytes");
         break;
     case WrOpcode::AtomicCmpAndSwp:
     case WrOpcode::AtomicFetchAndAdd:

@@ -41,6 +41,9 @@ struct Path {
 
 /** Largest payload a WR may carry inline (copied at post time, lkeys not checked). */
 inline constexpr uint32_t kMaxInlineData = 256;
+/* PSNs a requester may have outstanding: fewer than half the 24-bit space, or 24-bit
+ * comparisons of npsn against una invert. */
+inline constexpr uint32_t kPsnWindow = 1u << 23;
 
 /** Tunables that verbs does not expose; defaults follow rxe where interop depends on it. */
 struct QpTuning {

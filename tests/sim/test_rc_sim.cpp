@@ -6,6 +6,7 @@
 #include <cstring>
 #include <numeric>
 #include <string>
+#include <sys/mman.h>
 
 #include "sim_fabric.h"
 
@@ -519,6 +520,83 @@ TEST(RcSim, FenceWaitsForEarlierReads) {
     ASSERT_TRUE(p.run([&] { return p.scq_a.q.size() == 2; }));
     ASSERT_GT(write_seen, 0u);
     EXPECT_GE(write_seen, read_done) << "fenced WRITE left before the READ completed";
+}
+
+/* PSNs are 24 bits: a requester must keep fewer than 2^23 PSNs outstanding or its own
+ * comparisons invert (npsn - una read as negative: no retransmit timer, the in-flight
+ * gate shut). A READ request takes one PSN per response packet, so at path MTU 256 a
+ * READ of 2^31 bytes alone spans 2^23: it is refused at post with a clear error; one
+ * packet shorter is the longest that fits, and it is retried when its request is lost.
+ * Behind a WRITE's 4 unacknowledged packets that READ would reach past 2^23: it waits
+ * for them. The regions are address space reserved without memory (no response is
+ * ever let through, so nothing is touched). */
+TEST(RcSim, ReadSpanningHalfThePsnSpaceAtMtu256) {
+    constexpr uint64_t kBig = 1ull << 31;
+    void *la = mmap(nullptr, kBig, PROT_READ | PROT_WRITE,
+                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    void *rb = mmap(nullptr, kBig, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    ASSERT_NE(la, MAP_FAILED);
+    ASSERT_NE(rb, MAP_FAILED);
+    QpAttr at;
+    at.max_rd_atomic = at.max_dest_rd_atomic = 2;
+    auto read_wr = [](const mem::MemoryRegion &l, const mem::MemoryRegion &r, uint64_t off,
+                      uint32_t len, uint64_t id) {
+        SendWr wr = make_wr(WrOpcode::RdmaRead, id, l, off, len);
+        wr.remote_addr = r.addr + off;
+        wr.rkey = r.key;
+        return wr;
+    };
+    {
+        Faults f;
+        f.loss = 1.0; /* the first READ request is lost */
+        Pair p(31, f, at, Mtu::Mtu256);
+        const auto ml = p.a.mrs.reg(1, la, kBig, kAccessLocalWrite).value();
+        const auto mr = p.b.mrs.reg(1, rb, kBig, kAccessRemoteRead).value();
+        const Status s = p.qa->post_send(read_wr(ml, mr, 0, 0x80000000u, 1));
+        EXPECT_FALSE(s);
+        EXPECT_NE(s.message().find("PSN"), std::string::npos) << s.message();
+        ASSERT_TRUE(p.qa->post_send(read_wr(ml, mr, 0, 0x80000000u - 256, 2)));
+        uint32_t requests = 0;
+        p.fab.on_send = [&](std::vector<uint8_t> &fr) {
+            wire::ParsedPacket pp;
+            if (wire::parse_frame(fr.data(), fr.size(), pp, false) == wire::ParseResult::Ok &&
+                pp.bth.opcode == wire::kRcReadRequest)
+                ++requests;
+        };
+        p.b.tx_budget = 0;
+        p.run([&] { return requests == 1; }, 1'000'000);
+        ASSERT_EQ(requests, 1u);
+        EXPECT_NE(p.qa->next_deadline(), 0u) << "a retransmit timer is armed";
+        p.run([&] { return requests == 2; }, 1'000'000'000);
+        EXPECT_EQ(requests, 2u) << "the lost READ request is sent again";
+        EXPECT_EQ(p.qa->state(), QpState::Rts);
+    }
+    {
+        Pair p(32, {}, at, Mtu::Mtu256);
+        const auto ml = p.a.mrs.reg(1, la, kBig, kAccessLocalWrite).value();
+        const auto mr = p.b.mrs.reg(1, rb, kBig, kAccessRemoteRead).value();
+        SendWr w = make_wr(WrOpcode::RdmaWrite, 1, p.mr_a, 0, 1024); /* 4 packets */
+        w.remote_addr = p.mr_b.addr;
+        w.rkey = p.mr_b.key;
+        ASSERT_TRUE(p.qa->post_send(w));
+        ASSERT_TRUE(p.qa->post_send(read_wr(ml, mr, 0, 0x80000000u - 256, 2)));
+        uint32_t writes = 0, reads = 0;
+        p.fab.on_send = [&](std::vector<uint8_t> &fr) {
+            wire::ParsedPacket pp;
+            if (wire::parse_frame(fr.data(), fr.size(), pp, false) != wire::ParseResult::Ok)
+                return;
+            writes += pp.bth.opcode == wire::kRcWriteLast;
+            reads += pp.bth.opcode == wire::kRcReadRequest;
+        };
+        p.b.tx_budget = 0; /* the WRITE is not acknowledged */
+        p.run([&] { return writes >= 2; }, 1'000'000'000);
+        EXPECT_GE(writes, 2u) << "the WRITE is retried";
+        EXPECT_EQ(reads, 0u) << "the READ left with the WRITE outstanding: 2^23 + 3 PSNs";
+        EXPECT_NE(p.qa->next_deadline(), 0u);
+        EXPECT_EQ(p.qa->check_invariants(), "");
+    }
+    munmap(la, kBig);
+    munmap(rb, kBig);
 }
 
 TEST(RcSim, PeerQpDestroyedMidStream) {
