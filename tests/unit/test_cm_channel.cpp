@@ -222,6 +222,7 @@ TEST(CmChannel, NotRdmaCmHeaderRejected) {
     m.req.local_comm_id = 5;
     m.req.service_id = cm::ip_service_id(cm::kRdmaPsTcp, 7174);
     m.req.private_data[0] = 0x77; /* bad CMA version */
+    std::memcpy(m.req.primary.local_gid, cli.gid, 16);
     uint8_t b[cm::kMadLen];
     ASSERT_EQ(cm::build_cm_mad(m, b, sizeof b), cm::kMadLen);
     srv.ch.on_mad(cli.gid, b, sizeof b, 1);
