@@ -221,6 +221,11 @@ Status Qp::modify(const QpAttr &a, uint32_t mask, const Path *path) {
         pace_until_ = 0;
         sq_head_ = sq_cur_ = sq_tail_ = 0;
         rq_.clear();
+        /* A receive a SEND was filling came off the SRQ, which still owns it (the QP's
+         * own RQ is discarded whole): it goes back; with no room there (the SRQ was
+         * refilled since), it completes flushed rather than vanish. */
+        if (in_send_ && cfg_.srq && !cfg_.srq->post(cur_recv_.wr))
+            complete_recv(cur_recv_, WcStatus::WrFlushErr, WcOpcode::Recv, 0, 0, 0);
         cur_off_ = 0;
         in_send_ = in_write_ = nak_sent_ = ack_owed_ = busy_dropped_ = dup_acked_ = seq_naked_ =
             false;

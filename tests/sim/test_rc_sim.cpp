@@ -471,6 +471,59 @@ TEST(RcSim, SharedReceiveQueueAcrossQps) {
     EXPECT_EQ(srq.depth(), 0u);
 }
 
+/* A multi-packet SEND takes its receive off the SRQ at its FIRST packet. When the QP is
+ * reset before the message ends, that receive belongs to the SRQ still: it goes back
+ * there (another QP on the SRQ then receives into it), it does not vanish with no
+ * completion. Moved to ERR instead, it completes WR_FLUSH_ERR on the QP's CQ. */
+TEST(RcSim, SrqReceiveOfAPartialSendSurvivesResetAndError) {
+    for (const QpState to : {QpState::Reset, QpState::Err}) {
+        SCOPED_TRACE(qp_state_str(to));
+        Fabric fab(25);
+        Endpoint a(fab, kIpA, 1), b(fab, kIpB, 2);
+        SimCq scq_a, rcq_a, scq_b, rcq_b;
+        rc::RecvQueue srq(4, kMaxSge);
+        rc::QpTuning one; /* one packet in flight: B sees the FIRST alone */
+        one.max_inflight_pkts = 1;
+        one.ackreq_every = 1;
+        rc::Qp &a1 = a.create_qp(0x11, &scq_a, &rcq_a, {}, one);
+        rc::Qp &a2 = a.create_qp(0x12, &scq_a, &rcq_a);
+        rc::Qp &b1 = b.create_qp(0x21, &scq_b, &rcq_b, {}, {}, &srq);
+        rc::Qp &b2 = b.create_qp(0x22, &scq_b, &rcq_b, {}, {}, &srq);
+        a.connect(a1, b, b1, 1, 2);
+        b.connect(b1, a, a1, 2, 1);
+        a.connect(a2, b, b2, 3, 4);
+        b.connect(b2, a, a2, 4, 3);
+        std::vector<uint8_t> src(8192), dst(8192, 0);
+        fill(src, 0, src.size(), 5);
+        auto mra = a.mrs.reg(1, src.data(), src.size(), kAccessLocalWrite).value();
+        auto mrb = b.mrs.reg(1, dst.data(), dst.size(), kAccessLocalWrite).value();
+        ASSERT_TRUE(srq.post(make_recv(100, mrb, 0, 8192)));
+        ASSERT_TRUE(a1.post_send(make_wr(WrOpcode::Send, 1, mra, 0, 3000))); /* 3 packets */
+        ASSERT_TRUE(fab.run_until([&] { return srq.depth() == 0; }, 1'000'000'000));
+        QpAttr at;
+        at.qp_state = to;
+        ASSERT_TRUE(b1.modify(at, kQpState));
+        if (to == QpState::Reset) {
+            EXPECT_EQ(srq.depth(), 1u) << "the receive went back to the SRQ";
+            EXPECT_TRUE(rcq_b.q.empty()) << "RESET completes nothing";
+            /* B2 receives into it. */
+            ASSERT_TRUE(a2.post_send(make_wr(WrOpcode::Send, 2, mra, 4000, 100)));
+            ASSERT_TRUE(fab.run_until([&] { return !rcq_b.q.empty(); }, 1'000'000'000));
+            const Wc wc = rcq_b.q.front();
+            EXPECT_EQ(wc.status, WcStatus::Success);
+            EXPECT_EQ(wc.wr_id, 100u);
+            EXPECT_EQ(wc.qp_num, 0x22u);
+            EXPECT_EQ(wc.byte_len, 100u);
+            EXPECT_EQ(0, std::memcmp(dst.data(), src.data() + 4000, 100));
+        } else {
+            ASSERT_EQ(rcq_b.q.size(), 1u) << "the receive completes flushed";
+            EXPECT_EQ(rcq_b.q.front().status, WcStatus::WrFlushErr);
+            EXPECT_EQ(rcq_b.q.front().wr_id, 100u);
+            EXPECT_EQ(srq.depth(), 0u);
+        }
+    }
+}
+
 TEST(RcSim, InlineDataIsCopiedAtPost) {
     QpCap cap;
     cap.max_inline_data = 64;
