@@ -98,7 +98,9 @@ struct CmChannelConfig {
     uint8_t local_ipv6[16] = {};
     uint64_t ca_guid = 0;
     uint32_t max_conns = 256;
-    uint32_t max_events = 256; /**< queued, unpolled events; beyond: counted, dropped */
+    /** Unpolled events the queue holds without allocating; beyond, it doubles (counted
+     * as ch_event_queue_grown): an event is never dropped. */
+    uint32_t max_events = 256;
     /* The CM's timing fields (IBTA exponents, 4.096 us * 2^t); Linux rdma_cm's values. */
     uint8_t cm_response_timeout = 20;
     uint8_t max_cm_retries = 15;

@@ -66,7 +66,7 @@ struct CmChannel::Impl : cm::MadSink, cm::CmEventSink {
     CmQpHook *hook;
     std::vector<CmEventInfo> ring;
     size_t head = 0, count = 0;
-    uint64_t ev_overflow = 0, bad_ip_hdr = 0;
+    uint64_t ev_grown = 0, bad_ip_hdr = 0;
     uint64_t now = 0; /* of the call in progress, for answers given from callbacks */
     uint16_t next_port;
     cm::CmManager cm; /* last: it holds references to the sinks above */
@@ -98,8 +98,14 @@ struct CmChannel::Impl : cm::MadSink, cm::CmEventSink {
 
     CmEventInfo *push() {
         if (count == ring.size()) {
-            ++ev_overflow;
-            return nullptr;
+            /* Never drop an event: a lost Disconnected or TimewaitExit leaks the
+             * application's connection. Control path: the queue doubles. */
+            std::vector<CmEventInfo> bigger(ring.size() * 2);
+            for (size_t i = 0; i < count; ++i)
+                bigger[i] = ring[(head + i) % ring.size()];
+            ring.swap(bigger);
+            head = 0;
+            ++ev_grown;
         }
         CmEventInfo *e = &ring[(head + count++) % ring.size()];
         *e = CmEventInfo{};
@@ -136,8 +142,6 @@ struct CmChannel::Impl : cm::MadSink, cm::CmEventSink {
         if (ev.type == cm::CmEventType::Established && !ev.active)
             pd_len = 0; /* an RTU's private data is not rdma_cm's to deliver */
         CmEventInfo *e = push();
-        if (!e)
-            return;
         e->kind = static_cast<CmEventKind>(ev.type);
         e->id = ev.conn;
         e->listen_port = static_cast<uint16_t>(ev.service_id);
@@ -298,8 +302,8 @@ bool CmChannel::counter(size_t i, const char *&name, uint64_t &value) const {
     }
     switch (i - cm::kCmCtrCount) {
     case 0:
-        name = "ch_event_overflow";
-        value = I.ev_overflow;
+        name = "ch_event_queue_grown";
+        value = I.ev_grown;
         return true;
     case 1:
         name = "ch_bad_ip_cm_hdr";

@@ -24,6 +24,8 @@ CmCtr rej_ctr(RejReason r) {
         return CmCtr::rej_sent_no_resources;
     case RejReason::InvalidTransportType:
         return CmCtr::rej_sent_invalid_transport;
+    case RejReason::InvalidGid:
+        return CmCtr::rej_sent_invalid_gid;
     default:
         return CmCtr::rej_sent_consumer;
     }
@@ -638,6 +640,14 @@ void CmManager::on_req(const MadAddr &from, const CmMad &m, uint64_t now) {
         stateless_rej(from, m.hdr.tid, r.local_comm_id, RejReason::InvalidTransportType, 0);
         return;
     }
+    /* Our QP will send to the primary path's GID: it must be the MAD's own source, or a
+     * client could aim our traffic (READ responses, retries) at a third host (rxe's
+     * check_addr on the data path, the same rule on the way in). */
+    if (std::memcmp(r.primary.local_gid, from.gid, 16) != 0) {
+        ctr_.inc(CmCtr::drop_req_path_gid);
+        stateless_rej(from, m.hdr.tid, r.local_comm_id, RejReason::InvalidGid, 0);
+        return;
+    }
     /* A new comm ID for a remote QP we are still connected to: the peer lost its state
      * (rebooted) and our connection is stale (ib_cm's remote QPN check). */
     for (const Conn &o : conns_)
@@ -675,7 +685,7 @@ void CmManager::on_req(const MadAddr &from, const CmMad &m, uint64_t now) {
     q.max_rd_atomic = r.responder_resources;
     q.pkey = r.pkey;
     std::memcpy(q.local_gid, r.primary.remote_gid, 16);
-    std::memcpy(q.remote_gid, r.primary.local_gid, 16);
+    std::memcpy(q.remote_gid, from.gid, 16); /* = the path's, checked above */
     q.traffic_class = r.primary.traffic_class;
     q.hop_limit = r.primary.hop_limit;
     q.sl = r.primary.sl;

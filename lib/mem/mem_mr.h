@@ -2,6 +2,10 @@
 /* Protection domains and memory regions. A key is (slot << 8) | generation: the 8-bit
  * generation changes on every registration of a slot, as hardware keys do, so a stale
  * or guessed key fails the lookup instead of reaching another region's memory.
+ * A key is never handed out twice, as a peer may still hold a deregistered region's
+ * rkey: freed slots rotate (one is reused after every other free slot, as rxe's cyclic
+ * index allocation does), so generations advance once per table-wide cycle, and a slot
+ * whose 255 generations are used up is retired for good (retired_slots()).
  * Lookups are O(1) and allocation-free (the data path calls check() per message). */
 #pragma once
 
@@ -56,12 +60,16 @@ class MrTable {
     }
 
     uint32_t live_regions() const { return live_; }
+    /** Slots whose keys are all used up: never handed out again. */
+    uint32_t retired_slots() const { return retired_; }
 
   private:
     std::vector<MemoryRegion> regions_;
     std::vector<uint8_t> generation_;
+    /* Free slots, oldest freed first (a ring of max_regions entries). */
     std::vector<uint32_t> free_slots_;
-    uint32_t live_ = 0;
+    uint32_t free_head_ = 0, free_count_ = 0;
+    uint32_t live_ = 0, retired_ = 0;
 };
 
 } // namespace droce::mem

@@ -223,6 +223,11 @@ Status Qp::modify(const QpAttr &a, uint32_t mask, const Path *path) {
         pace_until_ = 0;
         sq_head_ = sq_cur_ = sq_tail_ = 0;
         rq_.clear();
+        /* A receive a SEND was filling came off the SRQ, which still owns it (the QP's
+         * own RQ is discarded whole): it goes back; with no room there (the SRQ was
+         * refilled since), it completes flushed rather than vanish. */
+        if (in_send_ && cfg_.srq && !cfg_.srq->post(cur_recv_.wr))
+            complete_recv(cur_recv_, WcStatus::WrFlushErr, WcOpcode::Recv, 0, 0, 0);
         cur_off_ = 0;
         in_send_ = in_write_ = nak_sent_ = ack_owed_ = busy_dropped_ = dup_acked_ = seq_naked_ =
             false;
@@ -275,6 +280,14 @@ Status Qp::post_send(const SendWr &wr) {
     case WrOpcode::RdmaRead:
         if (len > (1ull << 31))
             return Status(EINVAL, "post_send: message longer than 2 GiB");
+        /* A READ request takes one PSN per response: at most half the 24-bit PSN space
+         * minus one, or PSN comparisons invert (only 2^31 bytes at MTU 256 reaches it). */
+        if (wr.opcode == WrOpcode::RdmaRead && (len + mtu() - 1) / mtu() >= kPsnWindow)
+            return Status(EINVAL, "post_send: an RDMA READ of " + std::to_string(len) +
+                                      " bytes takes 2^23 response PSNs at path MTU " +
+                                      std::to_string(mtu()) + " (half the PSN space); at most " +
+                                      std::to_string((kPsnWindow - 1) * uint64_t{mtu()}) +
+                                      " bytes");
         break;
     case WrOpcode::AtomicCmpAndSwp:
     case WrOpcode::AtomicFetchAndAdd:

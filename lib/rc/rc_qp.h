@@ -40,6 +40,10 @@ struct Path {
     uint16_t udp_sport = 0xC000;
 };
 
+/* PSNs a requester may have outstanding: fewer than half the 24-bit space, or 24-bit
+ * comparisons of npsn against una invert. */
+inline constexpr uint32_t kPsnWindow = 1u << 23;
+
 /** Tunables that verbs does not expose; defaults follow rxe where interop depends on it. */
 struct QpTuning {
     uint32_t max_inflight_pkts = 128; /* unacked PSNs the requester keeps (rxe: 128) */

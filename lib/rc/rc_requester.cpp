@@ -41,6 +41,13 @@ uint8_t write_opcode(bool first, bool last, WrOpcode op) {
     return kRcWriteMiddle;
 }
 
+/* A READ request takes all its response PSNs at once (other ops one per packet, which
+ * max_inflight_pkts bounds): the PSNs outstanding after it must stay under kPsnWindow. */
+bool read_fits_psn_window(uint32_t outstanding, uint32_t length, uint32_t m) {
+    const uint64_t npkts = length == 0 ? 1 : (uint64_t{length} + m - 1) / m;
+    return outstanding + npkts < kPsnWindow;
+}
+
 /* A retransmission is always copied, never attached zero-copy: the original (or the
  * ACK for it) may be in flight, so the ACK that completes the WR can come before the
  * port (over net_ring: the peer's RX) has read this copy; the application may then
@@ -68,6 +75,10 @@ bool Qp::requester_can_send() const {
         return false;
     if ((w.wr.send_flags & kSendFence) && rd_atomic_inflight_ > 0)
         return false;
+    if (w.wr.opcode == WrOpcode::RdmaRead &&
+        !read_fits_psn_window(static_cast<uint32_t>(wire::psn_diff(npsn_, una_psn_)), w.length,
+                              mtu()))
+        return false;
     return !is_read_or_atomic(w.wr.opcode) ||
            rd_atomic_inflight_ < std::max<uint32_t>(1, attr_.max_rd_atomic);
 }
@@ -87,6 +98,15 @@ void Qp::requester_progress(Time now) {
             if (is_read_or_atomic(w.wr.opcode) &&
                 rd_atomic_inflight_ >= std::max<uint32_t>(1, attr_.max_rd_atomic))
                 return;
+            const uint32_t outstanding = static_cast<uint32_t>(wire::psn_diff(npsn_, una_psn_));
+            if (w.wr.opcode == WrOpcode::RdmaRead &&
+                !read_fits_psn_window(outstanding, w.length, mtu())) {
+                /* Waits for ACKs; alone it can never fit (the path MTU shrank after
+                 * post_send checked it): the WR fails rather than the SQ stalling. */
+                if (outstanding == 0)
+                    requester_error(sq_cur_, WcStatus::LocLenErr);
+                return;
+            }
             if (!start_wqe(w))
                 return;
         }

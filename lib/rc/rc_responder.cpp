@@ -15,6 +15,16 @@ namespace droce::rc {
 namespace {
 constexpr uint8_t kAckSyndrome = 0x1F; /* ACK, credits not limited (rxe sends the same) */
 constexpr uint8_t kRnrNak = 0x20;
+/* The RETH's DMA length field has 32 bits but a message has at most 2^31 bytes (IBTA's
+ * maximum message size, verbs max_msg_sz; rxe's check_length): a longer READ is an
+ * invalid request. */
+constexpr uint32_t kMaxReadBytes = 1u << 31;
+
+/* Responses of a READ of len bytes (a zero-length READ still has one): at most 2^23 at
+ * MTU 256 for a capped length, computed in 64 bits as (len + m - 1) wraps in 32. */
+uint32_t read_npkts(uint32_t len, uint32_t m) {
+    return len == 0 ? 1u : static_cast<uint32_t>((uint64_t{len} + m - 1) / m);
+}
 } // namespace
 
 bool Qp::read_responses_pending() const {
@@ -300,6 +310,10 @@ void Qp::responder_duplicate(const wire::ParsedPacket &p, Time now) {
             wire::psn_diff(psn, wire::psn_add(r.psn, r.npkts - 1)) <= 0) {
             /* Serve the retried READ as asked (it may start part-way), checked anew. */
             const uint32_t m = mtu();
+            if (p.reth.dma_len > kMaxReadBytes) {
+                ++cfg_.counters->resp_invalid_request;
+                return;
+            }
             uint8_t *host;
             if (p.reth.dma_len > 0 &&
                 (!(attr_.qp_access_flags & kAccessRemoteRead) ||
@@ -320,7 +334,7 @@ void Qp::responder_duplicate(const wire::ParsedPacket &p, Time now) {
             r.va = p.reth.va;
             r.rkey = p.reth.rkey;
             r.length = p.reth.dma_len;
-            r.npkts = r.length == 0 ? 1 : (r.length + m - 1) / m;
+            r.npkts = read_npkts(r.length, m);
             r.sent_pkts = 0;
             rd_maybe_pending_ = true;
             flush_read_responses();
@@ -519,6 +533,11 @@ void Qp::responder_on_packet(const wire::ParsedPacket &p, Time now) {
         }
     } else if (op.is(wire::kOpRead)) {
         ++cfg_.counters->rx_read_requests;
+        if (p.reth.dma_len > kMaxReadBytes) {
+            ++cfg_.counters->resp_invalid_request;
+            nak_and_error(wire::kAethNakInvalidRequest, psn);
+            return;
+        }
         uint8_t *host;
         if (p.reth.dma_len > 0 &&
             cfg_.mrs->check(p.reth.rkey, cfg_.pd, p.reth.va, p.reth.dma_len, kAccessRemoteRead,
@@ -534,7 +553,7 @@ void Qp::responder_on_packet(const wire::ParsedPacket &p, Time now) {
         r->va = p.reth.va;
         r->rkey = p.reth.rkey;
         r->length = p.reth.dma_len;
-        r->npkts = r->length == 0 ? 1 : (r->length + m - 1) / m;
+        r->npkts = read_npkts(r->length, m);
         r->valid = true;
         epsn_ = wire::psn_add(psn, r->npkts);
         msn_ = (msn_ + 1) & 0xFFFFFF;

@@ -9,10 +9,13 @@
  * response waits for TX room. */
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <set>
 #include <string>
+#include <sys/mman.h>
 #include <vector>
 
 #include "sim_fabric.h"
@@ -84,7 +87,7 @@ struct World {
         mr_wo = b.mrs.reg(1, arena.data() + kOffWo, kMrLen, kAccessLocalWrite | kAccessRemoteWrite)
                     .value();
         mr_pd2 = b.mrs.reg(2, arena.data() + kOffPd2, kMrLen, kAll).value();
-        /* registered, deregistered, registered again: same slot, new generation */
+        /* registered, deregistered, registered again (slots rotate: another slot) */
         const uint32_t k = b.mrs.reg(1, arena.data() + kOffTmp, kMrLen, kAll).value().key;
         EXPECT_TRUE(b.mrs.dereg(k));
         mr_tmp = b.mrs.reg(1, arena.data() + kOffTmp, kMrLen, kAll).value();
@@ -349,9 +352,8 @@ TEST(Hostile, RemoteAccessErrors) {
                  w.write(kRcWriteOnly, w.epsn(), w.va(kOffPd2), w.mr_pd2.key, 64, 64)};
          },
          Expect::NakAccess, rcc("resp_remote_access_error")},
-        {"WRITE with a stale rkey (slot re-registered)",
+        {"WRITE with a stale rkey (region re-registered)",
          [](World &w) {
-             EXPECT_EQ(w.stale_key >> 8, w.mr_tmp.key >> 8) << "same slot";
              EXPECT_NE(w.stale_key, w.mr_tmp.key);
              return std::vector<Forge>{
                  w.write(kRcWriteOnly, w.epsn(), w.va(kOffTmp), w.stale_key, 64, 64)};
@@ -839,6 +841,52 @@ TEST(Hostile, ReplayedReadFloodIsReServedOncePerInterval) {
     EXPECT_EQ(w.qb->state(), QpState::Rts); /* (A's PSN e was taken by the forged READ) */
 }
 
+/* A READ's RETH DMA length is 32 bits but IBTA caps a message at 2^31 bytes (verbs
+ * max_msg_sz). A hostile READ of up to 2^32 - 1 bytes of a region that large must be an
+ * invalid request (NAK 0x61, QP to ERR), not served: (len + mtu - 1) in 32 bits wrapped
+ * to a packet count of 0 (2^32 - 1 at MTU 1024), so nothing was sent and the expected
+ * PSN did not move. Exactly 2^31 is legal and served. The region is 4 GiB of address
+ * space reserved without memory (only its first page is ever read). */
+TEST(Hostile, ReadLongerThan2GiBIsAnInvalidRequest) {
+    constexpr uint64_t kBig = 1ull << 32;
+    void *big = mmap(nullptr, kBig, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    ASSERT_NE(big, MAP_FAILED);
+    const uint64_t bva = reinterpret_cast<uint64_t>(big);
+    for (const uint32_t len : {0xFFFFFFFFu, 0x80000001u}) {
+        SCOPED_TRACE(len);
+        World w;
+        const uint32_t key = w.b.mrs.reg(1, big, kBig, kAccessRemoteRead).value().key;
+        const uint64_t inv0 = w.b.counters.resp_invalid_request;
+        w.inject(w.write(wire::kRcReadRequest, w.epsn(), bva, key, len, 0));
+        w.settle();
+        const auto acks = w.acks_from_b();
+        ASSERT_EQ(acks.size(), 1u) << w.qb->debug_string();
+        EXPECT_EQ(acks[0].opcode, wire::kRcAcknowledge);
+        EXPECT_EQ(acks[0].syndrome, wire::kAethNakInvalidRequest);
+        EXPECT_EQ(w.b.counters.resp_invalid_request, inv0 + 1);
+        EXPECT_EQ(w.qb->state(), QpState::Err);
+        EXPECT_TRUE(w.bystander_ok());
+    }
+    {
+        World w;
+        const uint32_t key = w.b.mrs.reg(1, big, kBig, kAccessRemoteRead).value().key;
+        const uint32_t e = w.epsn();
+        w.b.tx_budget = 0; /* accepted, its responses held back */
+        w.inject(w.write(wire::kRcReadRequest, e, bva, key, 0x80000000u, 0));
+        w.settle();
+        EXPECT_EQ(w.epsn(), wire::psn_add(e, 0x80000000u / 1024)) << "one PSN per response";
+        EXPECT_EQ(w.qb->state(), QpState::Rts);
+        w.b.tx_budget = 1;
+        w.fab.step();
+        const auto acks = w.acks_from_b();
+        ASSERT_FALSE(acks.empty());
+        EXPECT_EQ(acks[0].opcode, wire::kRcReadResponseFirst);
+        EXPECT_EQ(acks[0].psn, e);
+        w.b.destroy_qp(w.qb->qpn());
+    }
+    munmap(big, kBig);
+}
+
 /* Forged ahead-PSN frames between legitimate requests: each legitimate one clears the
  * one-NAK-per-gap flag, so without a limit every forged frame sends a PSN sequence
  * error NAK and the real requester resends everything outstanding. At most one NAK per
@@ -1236,7 +1284,7 @@ TEST(Hostile, DeregWhileReadResponseQueued) {
 
 /* ---- MR keys: generation per registration, key 0 never valid ---- */
 TEST(MrKeys, ReRegistrationChangesTheKeyAndKillsTheOldOne) {
-    mem::MrTable t(16);
+    mem::MrTable t(1); /* one slot: it must be reused */
     std::vector<uint8_t> buf(4096);
     uint8_t *host = nullptr;
     const uint32_t k1 = t.reg(1, buf.data(), buf.size(), kAll).value().key;
@@ -1261,8 +1309,8 @@ TEST(MrKeys, GenerationsCycleWithoutRepeatingAndKeyZeroIsInvalid) {
     uint8_t *host = nullptr;
     EXPECT_EQ(t.check(0, 0, va, 1, 0, &host), mem::AccessResult::BadKey);
     EXPECT_FALSE(t.dereg(0));
-    /* 256 registrations of one slot: 255 generations (0 is skipped), so a key repeats
-     * only after 255 others; none of them is ever the generation 0 key. */
+    /* 256 registrations (64 of each slot, as they rotate): no key repeats, none is ever
+     * the generation 0 key. */
     std::vector<uint32_t> keys;
     for (int i = 0; i < 256; ++i) {
         const uint32_t k = t.reg(0, buf.data(), buf.size(), kAll).value().key;
@@ -1287,6 +1335,57 @@ TEST(MrKeys, GenerationsCycleWithoutRepeatingAndKeyZeroIsInvalid) {
             EXPECT_NE(live[i], live[j]);
     EXPECT_EQ(t.check(0, 0, va, 1, 0, &host), mem::AccessResult::BadKey);
     EXPECT_EQ(t.check(0xFF, 0, va, 1, 0, &host), mem::AccessResult::BadKey);
+}
+
+/* A peer may still hold the rkey of a region long deregistered. With an 8-bit generation
+ * a slot re-registered 255 times handed that very key out again, and the stale key
+ * reached the new region. A key must never come back: slots rotate (a freed slot is
+ * reused after every other free one) and a slot whose generations are used up is
+ * retired; registering then fails with a clear error once no slot is left. */
+TEST(MrKeys, StaleKeyNeverComesBackAfterManyReRegistrations) {
+    constexpr uint32_t kSlots = 2;
+    mem::MrTable t(kSlots);
+    std::vector<uint8_t> buf(64);
+    const uint64_t va = reinterpret_cast<uint64_t>(buf.data());
+    uint8_t *host = nullptr;
+    const uint32_t stale = t.reg(1, buf.data(), buf.size(), kAll).value().key;
+    ASSERT_TRUE(t.dereg(stale));
+    std::vector<uint32_t> keys{stale};
+    for (;;) {
+        auto r = t.reg(1, buf.data(), buf.size(), kAll);
+        if (!r) {
+            EXPECT_NE(r.status().message().find("key space"), std::string::npos)
+                << r.status().message();
+            break;
+        }
+        const uint32_t k = r.value().key;
+        ASSERT_NE(k, stale) << "the stale key came back after " << keys.size() << " registrations";
+        EXPECT_EQ(t.check(stale, 1, va, 8, 0, &host), mem::AccessResult::BadKey);
+        keys.push_back(k);
+        ASSERT_TRUE(t.dereg(k));
+        ASSERT_LE(keys.size(), 1000u);
+    }
+    EXPECT_EQ(keys.size(), size_t{kSlots} * 255) << "every slot served its 255 keys";
+    std::sort(keys.begin(), keys.end());
+    EXPECT_EQ(std::adjacent_find(keys.begin(), keys.end()), keys.end()) << "no key twice";
+    EXPECT_EQ(t.retired_slots(), kSlots);
+    EXPECT_EQ(t.live_regions(), 0u);
+}
+
+/* Slots rotate: a deregistered slot is handed out again only after the other free ones,
+ * so a key's generation advances once per table-wide cycle, not per registration. */
+TEST(MrKeys, FreedSlotsRotate) {
+    mem::MrTable t(4);
+    std::vector<uint8_t> buf(64);
+    std::vector<uint32_t> slots;
+    for (int i = 0; i < 8; ++i) {
+        const uint32_t k = t.reg(1, buf.data(), buf.size(), kAll).value().key;
+        slots.push_back(k >> 8);
+        ASSERT_TRUE(t.dereg(k));
+    }
+    for (size_t i = 4; i < slots.size(); ++i)
+        EXPECT_EQ(slots[i], slots[i - 4]) << i;
+    EXPECT_EQ(std::set<uint32_t>(slots.begin(), slots.end()).size(), 4u);
 }
 
 /* Found by fuzz_rx: a forged plain ACK whose PSN falls inside an outstanding READ's

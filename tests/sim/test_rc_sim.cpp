@@ -6,6 +6,7 @@
 #include <cstring>
 #include <numeric>
 #include <string>
+#include <sys/mman.h>
 
 #include "sim_fabric.h"
 
@@ -470,6 +471,59 @@ TEST(RcSim, SharedReceiveQueueAcrossQps) {
     EXPECT_EQ(srq.depth(), 0u);
 }
 
+/* A multi-packet SEND takes its receive off the SRQ at its FIRST packet. When the QP is
+ * reset before the message ends, that receive belongs to the SRQ still: it goes back
+ * there (another QP on the SRQ then receives into it), it does not vanish with no
+ * completion. Moved to ERR instead, it completes WR_FLUSH_ERR on the QP's CQ. */
+TEST(RcSim, SrqReceiveOfAPartialSendSurvivesResetAndError) {
+    for (const QpState to : {QpState::Reset, QpState::Err}) {
+        SCOPED_TRACE(qp_state_str(to));
+        Fabric fab(25);
+        Endpoint a(fab, kIpA, 1), b(fab, kIpB, 2);
+        SimCq scq_a, rcq_a, scq_b, rcq_b;
+        rc::RecvQueue srq(4, kMaxSge);
+        rc::QpTuning one; /* one packet in flight: B sees the FIRST alone */
+        one.max_inflight_pkts = 1;
+        one.ackreq_every = 1;
+        rc::Qp &a1 = a.create_qp(0x11, &scq_a, &rcq_a, {}, one);
+        rc::Qp &a2 = a.create_qp(0x12, &scq_a, &rcq_a);
+        rc::Qp &b1 = b.create_qp(0x21, &scq_b, &rcq_b, {}, {}, &srq);
+        rc::Qp &b2 = b.create_qp(0x22, &scq_b, &rcq_b, {}, {}, &srq);
+        a.connect(a1, b, b1, 1, 2);
+        b.connect(b1, a, a1, 2, 1);
+        a.connect(a2, b, b2, 3, 4);
+        b.connect(b2, a, a2, 4, 3);
+        std::vector<uint8_t> src(8192), dst(8192, 0);
+        fill(src, 0, src.size(), 5);
+        auto mra = a.mrs.reg(1, src.data(), src.size(), kAccessLocalWrite).value();
+        auto mrb = b.mrs.reg(1, dst.data(), dst.size(), kAccessLocalWrite).value();
+        ASSERT_TRUE(srq.post(make_recv(100, mrb, 0, 8192)));
+        ASSERT_TRUE(a1.post_send(make_wr(WrOpcode::Send, 1, mra, 0, 3000))); /* 3 packets */
+        ASSERT_TRUE(fab.run_until([&] { return srq.depth() == 0; }, 1'000'000'000));
+        QpAttr at;
+        at.qp_state = to;
+        ASSERT_TRUE(b1.modify(at, kQpState));
+        if (to == QpState::Reset) {
+            EXPECT_EQ(srq.depth(), 1u) << "the receive went back to the SRQ";
+            EXPECT_TRUE(rcq_b.q.empty()) << "RESET completes nothing";
+            /* B2 receives into it. */
+            ASSERT_TRUE(a2.post_send(make_wr(WrOpcode::Send, 2, mra, 4000, 100)));
+            ASSERT_TRUE(fab.run_until([&] { return !rcq_b.q.empty(); }, 1'000'000'000));
+            const Wc wc = rcq_b.q.front();
+            EXPECT_EQ(wc.status, WcStatus::Success);
+            EXPECT_EQ(wc.wr_id, 100u);
+            EXPECT_EQ(wc.qp_num, 0x22u);
+            EXPECT_EQ(wc.byte_len, 100u);
+            EXPECT_EQ(0, std::memcmp(dst.data(), src.data() + 4000, 100));
+        } else {
+            ASSERT_EQ(rcq_b.q.size(), 1u) << "the receive completes flushed";
+            EXPECT_EQ(rcq_b.q.front().status, WcStatus::WrFlushErr);
+            EXPECT_EQ(rcq_b.q.front().wr_id, 100u);
+            EXPECT_EQ(srq.depth(), 0u);
+        }
+    }
+}
+
 TEST(RcSim, InlineDataIsCopiedAtPost) {
     QpCap cap;
     cap.max_inline_data = 64;
@@ -544,6 +598,83 @@ TEST(RcSim, FenceWaitsForEarlierReads) {
     ASSERT_TRUE(p.run([&] { return p.scq_a.q.size() == 2; }));
     ASSERT_GT(write_seen, 0u);
     EXPECT_GE(write_seen, read_done) << "fenced WRITE left before the READ completed";
+}
+
+/* PSNs are 24 bits: a requester must keep fewer than 2^23 PSNs outstanding or its own
+ * comparisons invert (npsn - una read as negative: no retransmit timer, the in-flight
+ * gate shut). A READ request takes one PSN per response packet, so at path MTU 256 a
+ * READ of 2^31 bytes alone spans 2^23: it is refused at post with a clear error; one
+ * packet shorter is the longest that fits, and it is retried when its request is lost.
+ * Behind a WRITE's 4 unacknowledged packets that READ would reach past 2^23: it waits
+ * for them. The regions are address space reserved without memory (no response is
+ * ever let through, so nothing is touched). */
+TEST(RcSim, ReadSpanningHalfThePsnSpaceAtMtu256) {
+    constexpr uint64_t kBig = 1ull << 31;
+    void *la = mmap(nullptr, kBig, PROT_READ | PROT_WRITE,
+                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    void *rb = mmap(nullptr, kBig, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    ASSERT_NE(la, MAP_FAILED);
+    ASSERT_NE(rb, MAP_FAILED);
+    QpAttr at;
+    at.max_rd_atomic = at.max_dest_rd_atomic = 2;
+    auto read_wr = [](const mem::MemoryRegion &l, const mem::MemoryRegion &r, uint64_t off,
+                      uint32_t len, uint64_t id) {
+        SendWr wr = make_wr(WrOpcode::RdmaRead, id, l, off, len);
+        wr.remote_addr = r.addr + off;
+        wr.rkey = r.key;
+        return wr;
+    };
+    {
+        Faults f;
+        f.loss = 1.0; /* the first READ request is lost */
+        Pair p(31, f, at, Mtu::Mtu256);
+        const auto ml = p.a.mrs.reg(1, la, kBig, kAccessLocalWrite).value();
+        const auto mr = p.b.mrs.reg(1, rb, kBig, kAccessRemoteRead).value();
+        const Status s = p.qa->post_send(read_wr(ml, mr, 0, 0x80000000u, 1));
+        EXPECT_FALSE(s);
+        EXPECT_NE(s.message().find("PSN"), std::string::npos) << s.message();
+        ASSERT_TRUE(p.qa->post_send(read_wr(ml, mr, 0, 0x80000000u - 256, 2)));
+        uint32_t requests = 0;
+        p.fab.on_send = [&](std::vector<uint8_t> &fr) {
+            wire::ParsedPacket pp;
+            if (wire::parse_frame(fr.data(), fr.size(), pp, false) == wire::ParseResult::Ok &&
+                pp.bth.opcode == wire::kRcReadRequest)
+                ++requests;
+        };
+        p.b.tx_budget = 0;
+        p.run([&] { return requests == 1; }, 1'000'000);
+        ASSERT_EQ(requests, 1u);
+        EXPECT_NE(p.qa->next_deadline(), 0u) << "a retransmit timer is armed";
+        p.run([&] { return requests == 2; }, 1'000'000'000);
+        EXPECT_EQ(requests, 2u) << "the lost READ request is sent again";
+        EXPECT_EQ(p.qa->state(), QpState::Rts);
+    }
+    {
+        Pair p(32, {}, at, Mtu::Mtu256);
+        const auto ml = p.a.mrs.reg(1, la, kBig, kAccessLocalWrite).value();
+        const auto mr = p.b.mrs.reg(1, rb, kBig, kAccessRemoteRead).value();
+        SendWr w = make_wr(WrOpcode::RdmaWrite, 1, p.mr_a, 0, 1024); /* 4 packets */
+        w.remote_addr = p.mr_b.addr;
+        w.rkey = p.mr_b.key;
+        ASSERT_TRUE(p.qa->post_send(w));
+        ASSERT_TRUE(p.qa->post_send(read_wr(ml, mr, 0, 0x80000000u - 256, 2)));
+        uint32_t writes = 0, reads = 0;
+        p.fab.on_send = [&](std::vector<uint8_t> &fr) {
+            wire::ParsedPacket pp;
+            if (wire::parse_frame(fr.data(), fr.size(), pp, false) != wire::ParseResult::Ok)
+                return;
+            writes += pp.bth.opcode == wire::kRcWriteLast;
+            reads += pp.bth.opcode == wire::kRcReadRequest;
+        };
+        p.b.tx_budget = 0; /* the WRITE is not acknowledged */
+        p.run([&] { return writes >= 2; }, 1'000'000'000);
+        EXPECT_GE(writes, 2u) << "the WRITE is retried";
+        EXPECT_EQ(reads, 0u) << "the READ left with the WRITE outstanding: 2^23 + 3 PSNs";
+        EXPECT_NE(p.qa->next_deadline(), 0u);
+        EXPECT_EQ(p.qa->check_invariants(), "");
+    }
+    munmap(la, kBig);
+    munmap(rb, kBig);
 }
 
 TEST(RcSim, PeerQpDestroyedMidStream) {

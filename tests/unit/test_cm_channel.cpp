@@ -37,21 +37,22 @@ struct Side {
     Hook hook;
     CmChannel ch;
     /* ip6: also an IPv6 address, the GID its MADs then come from (an IPv6 session). */
-    Side(uint32_t ip_, uint64_t guid, const uint8_t *ip6 = nullptr)
-        : ip(ip_), ch(config(ip_, guid, ip6), out, &hook) {
+    Side(uint32_t ip_, uint64_t guid, const uint8_t *ip6 = nullptr, uint32_t max_conns = 4)
+        : ip(ip_), ch(config(ip_, guid, ip6, max_conns), out, &hook) {
         gid[10] = gid[11] = 0xFF;
         for (int i = 0; i < 4; ++i)
             gid[12 + i] = static_cast<uint8_t>(ip >> (24 - 8 * i));
         if (ip6)
             std::memcpy(gid, ip6, 16);
     }
-    static CmChannelConfig config(uint32_t ip, uint64_t guid, const uint8_t *ip6) {
+    static CmChannelConfig config(uint32_t ip, uint64_t guid, const uint8_t *ip6,
+                                  uint32_t max_conns) {
         CmChannelConfig c;
         c.local_ipv4 = ip;
         if (ip6)
             std::memcpy(c.local_ipv6, ip6, 16);
         c.ca_guid = guid;
-        c.max_conns = 4;
+        c.max_conns = max_conns;
         c.cm_response_timeout = 10;
         c.packet_life_time = 8;
         c.max_cm_retries = 3;
@@ -173,6 +174,45 @@ TEST(CmChannel, RejectAndNoListener) {
     EXPECT_TRUE(cli.out.q.empty());
 }
 
+/* More events between two polls than CmChannelConfig::max_events (256): every one is
+ * delivered, none dropped (a lost Disconnected would leak its connection in the
+ * application, e.g. an NVMe-oF queue). The queue grows on the control path; the
+ * growth is counted. */
+TEST(CmChannel, MoreEventsThanMaxEventsInOnePollAllDelivered) {
+    constexpr uint32_t kConns = 300, kRound = 50; /* a round stays under the REQ limits */
+    Side srv(0x0A4D0002, 0xB0, nullptr, 512), cli(0x0A4D0003, 0xA0, nullptr, 512);
+    ASSERT_TRUE(srv.ch.listen(7174));
+    CmConnectParam cp;
+    CmAcceptParam ap;
+    for (uint32_t i = 0; i < kConns; i += kRound) {
+        for (uint32_t k = i; k < i + kRound; ++k) {
+            cp.qpn = 0x100 + k;
+            cp.user_ctx = k;
+            ASSERT_NE(cli.ch.connect(0x0A4D0002, 7174, cp, 1), 0u) << k;
+        }
+        pump(cli, srv, 1);
+        for (const auto &e : srv.events()) {
+            if (e.kind != CmEventKind::ConnectRequest)
+                continue; /* the previous round's Established */
+            ap.qpn = e.qp.remote_qpn + 0x1000;
+            ASSERT_TRUE(srv.ch.accept(e.id, ap, 1));
+        }
+        pump(cli, srv, 1); /* the client's Established events are not polled */
+    }
+    const auto ev = cli.events();
+    ASSERT_EQ(ev.size(), kConns);
+    for (uint32_t i = 0; i < kConns; ++i) {
+        EXPECT_EQ(ev[i].kind, CmEventKind::Established);
+        EXPECT_EQ(ev[i].user_ctx, i) << "in order";
+    }
+    const char *name = nullptr;
+    uint64_t v = 0, grown = ~0ull;
+    for (size_t i = 0; cli.ch.counter(i, name, v); ++i)
+        if (std::string(name) == "ch_event_queue_grown")
+            grown = v;
+    EXPECT_EQ(grown, 1u) << "256 -> 512";
+}
+
 TEST(CmChannel, NotRdmaCmHeaderRejected) {
     /* A REQ for a listened port whose private data is not rdma_cm's IP header. */
     Side srv(0x0A4D0002, 0xB0), cli(0x0A4D0003, 0xA0);
@@ -182,6 +222,7 @@ TEST(CmChannel, NotRdmaCmHeaderRejected) {
     m.req.local_comm_id = 5;
     m.req.service_id = cm::ip_service_id(cm::kRdmaPsTcp, 7174);
     m.req.private_data[0] = 0x77; /* bad CMA version */
+    std::memcpy(m.req.primary.local_gid, cli.gid, 16);
     uint8_t b[cm::kMadLen];
     ASSERT_EQ(cm::build_cm_mad(m, b, sizeof b), cm::kMadLen);
     srv.ch.on_mad(cli.gid, b, sizeof b, 1);

@@ -59,8 +59,9 @@ CmMad req(uint32_t comm_id = 0x1111, uint32_t qpn = 0x18) {
     m.req.path_mtu = 3;
     m.req.max_cm_retries = 2;
     m.req.pkey = 0xFFFF;
-    m.req.primary.local_gid[15] = 3;
-    m.req.primary.remote_gid[15] = 2;
+    /* The path as the sender (One::peer) names it: from its GID to ours. */
+    std::memcpy(m.req.primary.local_gid, addr_v4(0x0A4D0003).gid, 16);
+    std::memcpy(m.req.primary.remote_gid, addr_v4(0x0A4D0002).gid, 16);
     m.req.primary.local_ack_timeout = 19;
     m.req.primary.hop_limit = 64;
     return m;
@@ -317,6 +318,32 @@ TEST(CmHostile, StaleConnection) {
     ASSERT_EQ(o.out.sent.size(), 1u);
     EXPECT_EQ(o.out.sent[0].decode().rej.reason, static_cast<uint16_t>(RejReason::StaleConn));
     EXPECT_EQ(o.log.count(CmEventType::ConnectRequest), 1u);
+}
+
+/* The passive side's QP sends to the REQ's primary path: a REQ whose path names
+ * another host than the one the MAD came from would aim the target's traffic (READ
+ * responses, ACKs, retries) at a third host. It is rejected (REJ invalid GID, IBTA
+ * reason 12, to the MAD's real source) and counted; no connection is kept. */
+TEST(CmHostile, ReqPathGidNotTheSenderRejected) {
+    One o;
+    o.cm.listen(kSid);
+    CmMad m = req();
+    std::memcpy(m.req.primary.local_gid, addr_v4(0x0A4D0009).gid, 16); /* a third host */
+    o.rx(m);
+    EXPECT_EQ(o.log.count(CmEventType::ConnectRequest), 0u);
+    EXPECT_EQ(o.cm.live_conns(), 0u);
+    EXPECT_EQ(o.cm.counter(CmCtr::drop_req_path_gid), 1u);
+    EXPECT_EQ(o.cm.counter(CmCtr::rej_sent_invalid_gid), 1u);
+    ASSERT_EQ(o.out.sent.size(), 1u);
+    const CmMad r = o.out.sent[0].decode();
+    ASSERT_EQ(r.hdr.attr_id, static_cast<uint16_t>(CmAttr::Rej));
+    EXPECT_EQ(r.rej.reason, static_cast<uint16_t>(RejReason::InvalidGid));
+    EXPECT_EQ(r.rej.remote_comm_id, 0x1111u);
+    EXPECT_EQ(0, std::memcmp(o.out.sent[0].to.gid, o.peer.gid, 16));
+    /* The same REQ with the sender's own GID is taken, its path towards the sender. */
+    o.rx(req(0x2222));
+    ASSERT_EQ(o.log.count(CmEventType::ConnectRequest), 1u);
+    EXPECT_EQ(0, std::memcmp(o.log.events.back().ev.qp.remote_gid, o.peer.gid, 16));
 }
 
 TEST(CmHostile, DuplicateReqAnswers) {
