@@ -1,11 +1,17 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The poll gate (poll_gate.h): the keeper alarm on the EAL's interrupt thread, the
+/* The poll gate (poll_gate.h): the keeper on the EAL's interrupt thread, the
  * pollers' slots, and the turn between them. */
+/* rte_intr_instance_alloc and its setters: experimental in 22.11, and the only way to give
+ * the interrupt thread an fd of our own. */
+#define ALLOW_EXPERIMENTAL_API 1
+
 #include "poll_gate.h"
 
-#include <rte_alarm.h>
 #include <rte_ethdev.h>
+#include <rte_interrupts.h>
 #include <rte_pause.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -33,11 +39,17 @@ using Clock = std::chrono::steady_clock;
 constexpr uint32_t kFree = 0, kOnline = 1, kOffline = 2;
 constexpr unsigned kMaxPollers = 256;
 /* How long pollers run between two turns of the interrupt thread. A turn parks them for
- * the thread's pending work plus an alarm's round trip (bench/README.md has the cost). */
-constexpr auto kHold = std::chrono::milliseconds(5);
+ * the thread's pending work plus an alarm's round trip (bench/README.md has the cost);
+ * other alarms (a link watch) and memif's messages wait up to this long. */
+constexpr auto kHold = std::chrono::milliseconds(20);
 /* While a gated port's link is down its handshake is under way (memif: one message per
- * turn each way), and that port carries nothing: turn often. */
-constexpr auto kHoldLinkDown = std::chrono::microseconds(200);
+ * turn each way), and that port carries nothing: turn more often. */
+constexpr auto kHoldLinkDown = std::chrono::milliseconds(1);
+/* Waits longer than a few hundred pauses sleep: on a machine with fewer cores than busy
+ * threads the interrupt thread (or a poller) needs the CPU of the one waiting, and only a
+ * CPU that goes idle makes the scheduler move it there at once (a yield does not). */
+constexpr unsigned kSpins = 256;
+constexpr auto kNap = std::chrono::microseconds(10);
 /* A poller that does not reach a pass for this long is stuck in something else: go on
  * without it (counted and logged) rather than stop the interrupt thread for good. */
 constexpr auto kAckLimit = std::chrono::seconds(1);
@@ -48,10 +60,16 @@ struct Gate {
     std::mutex mu;                 /* ports, slot hand-out, keeper arming */
     std::vector<uint16_t> ports;
     bool keeper_armed = false;
+    /* The keeper's turns: an eventfd the interrupt thread watches, written to ask for the
+     * next turn (not an alarm: the EAL runs every expired alarm in one go, so a keeper
+     * that re-armed itself at once would run again before the thread's epoll saw memif's
+     * sockets; an fd is taken in the same epoll batch as they are). */
+    int efd = -1;
+    rte_intr_handle *ih = nullptr;
     std::atomic<uint64_t> turns{0}, ack_timeouts{0}, parks_retired{0};
 };
 
-/* Never destroyed: the keeper may still be in its alarm on the interrupt thread while the
+/* Never destroyed: the keeper may still be in its turn on the interrupt thread while the
  * process runs its static destructors. */
 Gate &gate() {
     static Gate *g = new Gate;
@@ -88,24 +106,33 @@ void close_and_wait(Gate &g) {
         PollerSlot &s = g.slots[i];
         unsigned spins = 0;
         while (s.state.load(std::memory_order_seq_cst) == kOnline) {
-            if (++spins < 256) {
+            if (++spins < kSpins) {
                 rte_pause();
                 continue;
             }
             if (Clock::now() > deadline) {
                 g.ack_timeouts.fetch_add(1, std::memory_order_relaxed);
-                spdlog::warn("poll gate: poller {} did not pass in {} ms; the interrupt thread "
-                             "runs without it",
-                             i, std::chrono::milliseconds(kAckLimit).count());
+                spdlog::warn("poll gate: poller {} (thread {}) did not pass in {} ms; the "
+                             "interrupt thread runs without it",
+                             i, s.tid, std::chrono::milliseconds(kAckLimit).count());
                 break;
             }
-            std::this_thread::yield();
+            std::this_thread::sleep_for(kNap);
         }
     }
 }
 
+/* Asks the interrupt thread for a turn of the keeper. */
+bool ring(Gate &g) {
+    const uint64_t one = 1;
+    return write(g.efd, &one, sizeof one) == static_cast<ssize_t>(sizeof one);
+}
+
 void keeper(void *) {
     Gate &g = gate();
+    uint64_t v;
+    while (read(g.efd, &v, sizeof v) > 0) {
+    }
     {
         std::lock_guard<std::mutex> lk(g.mu);
         if (g.ports.empty()) {
@@ -119,14 +146,35 @@ void keeper(void *) {
     std::this_thread::sleep_for(any_port_down(g) ? std::chrono::microseconds(kHoldLinkDown)
                                                  : std::chrono::microseconds(kHold));
     close_and_wait(g);
-    /* The next turn as soon as the thread has run what is pending. */
-    if (rte_eal_alarm_set(1, keeper, nullptr) != 0) {
+    /* The next turn once the thread has run what its epoll holds now. */
+    if (!ring(g)) {
         std::lock_guard<std::mutex> lk(g.mu);
         g.keeper_armed = false;
         g_closed.v.store(0, std::memory_order_release);
-        spdlog::error("poll gate: rte_eal_alarm_set failed: pollers of gated ports are no "
-                      "longer kept apart from the interrupt thread");
+        spdlog::error("poll gate: eventfd write failed: pollers of gated ports are no longer "
+                      "kept apart from the interrupt thread");
     }
+}
+
+/* The eventfd and its callback on the interrupt thread, once. Under g.mu. */
+bool keeper_install(Gate &g) {
+    if (g.ih != nullptr)
+        return true;
+    g.efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (g.efd < 0)
+        return false;
+    g.ih = rte_intr_instance_alloc(RTE_INTR_INSTANCE_F_SHARED);
+    if (g.ih == nullptr || rte_intr_fd_set(g.ih, g.efd) != 0 ||
+        rte_intr_type_set(g.ih, RTE_INTR_HANDLE_EXT) != 0 ||
+        rte_intr_callback_register(g.ih, keeper, nullptr) != 0) {
+        if (g.ih != nullptr)
+            rte_intr_instance_free(g.ih);
+        g.ih = nullptr;
+        close(g.efd);
+        g.efd = -1;
+        return false;
+    }
+    return true;
 }
 
 } // namespace
@@ -139,10 +187,10 @@ void park(PollerSlot *s) {
         unsigned spins = 0;
         while (g_closed.v.load(std::memory_order_acquire) != 0) {
             /* The turn is short; past that, let the interrupt thread have this CPU. */
-            if (++spins < 128)
+            if (++spins < kSpins)
                 rte_pause();
             else
-                std::this_thread::yield();
+                std::this_thread::sleep_for(kNap);
         }
         s->state.store(kOnline, std::memory_order_seq_cst);
     } while (g_closed.v.load(std::memory_order_seq_cst) != 0);
@@ -176,12 +224,12 @@ void poll_gate_add_port(uint16_t port) {
         return;
     /* Closed until the keeper holds the thread: the thread may be in a callback now. */
     g_closed.v.store(1, std::memory_order_seq_cst);
-    if (rte_eal_alarm_set(1, keeper, nullptr) == 0) {
+    if (keeper_install(g) && ring(g)) {
         g.keeper_armed = true;
     } else {
         g_closed.v.store(0, std::memory_order_release);
-        spdlog::error("poll gate: rte_eal_alarm_set failed: port {} is polled beside the "
-                      "interrupt thread",
+        spdlog::error("poll gate: no keeper on the interrupt thread: port {} is polled "
+                      "beside it",
                       port);
     }
 }
@@ -207,6 +255,7 @@ PollerSlot *poll_gate_join() {
         if (s.state.load(std::memory_order_relaxed) != kFree)
             continue;
         s.parks.store(0, std::memory_order_relaxed);
+        s.tid = static_cast<int>(gettid());
         s.state.store(kOffline, std::memory_order_release);
         if (i >= used)
             g.used.store(i + 1, std::memory_order_release);

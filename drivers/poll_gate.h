@@ -8,13 +8,15 @@
  * at the wrong microsecond crashes the process still polling. The gate makes that
  * impossible from outside the PMD:
  *
- *   - while any gated port is open, the interrupt thread is kept in an alarm of the gate's
- *     (the keeper), and pollers poll only while the keeper holds it: the gate is open;
+ *   - while any gated port is open, the interrupt thread is kept in a callback of the
+ *     gate's (the keeper, on an eventfd of ours), and pollers poll only while the keeper
+ *     holds it: the gate is open;
  *   - every few milliseconds (sooner while a gated port's link is down, so a handshake's
  *     messages are not slowed) the keeper closes the gate, waits until every poller is
  *     between bursts (parked or offline), and lets the thread go: memif's callbacks, other
  *     alarms and interrupts run then, with no poller inside a burst, and the keeper's next
- *     turn (an alarm due at once) opens the gate again.
+ *     turn (its eventfd, written as it left, so taken in the thread's next epoll batch with
+ *     whatever else is ready) opens the gate again.
  *
  * A poller costs one load per poll iteration of a line written twice per turn. A thread
  * that polls only now and then (an application polling an embedded engine, a post that
@@ -33,6 +35,7 @@ namespace droce::drivers {
 struct alignas(64) PollerSlot {
     std::atomic<uint32_t> state{0}; /* kFree, kOnline (may be in a burst), kOffline */
     std::atomic<uint64_t> parks{0}; /* times this poller waited at a closed gate (its own) */
+    int tid = 0;                    /* the poller's thread (logs) */
 };
 
 /** What the gate did, process-wide (tests, counters). */

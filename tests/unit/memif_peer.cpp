@@ -5,7 +5,8 @@
  *
  *   memif_peer --socket PATH [--leave exit|stop|kill] [--ms N] [--size B] [--src-mac M]
  *
- *   --leave exit  after --ms of traffic the process ends without stopping its port (the
+ *   --leave exit  after --ms of traffic (counted once the other side has read 3 rings' worth
+ *                 of frames) the process ends without stopping its port (the
  *                 kernel closes the control socket: the server sees it hang up)
  *   --leave stop  after --ms it stops its port (memif sends its disconnect), then ends
  *   --leave kill  it sends until killed (the test sends SIGKILL)
@@ -128,7 +129,11 @@ int main(int argc, char **argv) {
     std::fflush(stdout);
 
     const bool timed = a.leave != "kill";
-    const auto leave_at = Clock::now() + std::chrono::milliseconds(a.ms);
+    /* The --ms count from the moment the other side has drained our TX ring a few times
+     * over (it polls), so that it leaves mid-flood, not before the first burst is read. */
+    constexpr uint64_t kDrained = 4096;
+    uint64_t sent = 0;
+    auto leave_at = Clock::time_point::max();
     rte_mbuf *burst[32];
     rte_mbuf *rx[32];
     for (;;) {
@@ -139,8 +144,13 @@ int main(int argc, char **argv) {
                 fill(m, a);
             const uint16_t k = rte_eth_tx_burst(port, 0, burst, 32);
             rte_pktmbuf_free_bulk(burst + k, 32u - k);
+            sent += k;
         }
-        if (timed && Clock::now() >= leave_at)
+        if (!timed)
+            continue;
+        if (leave_at == Clock::time_point::max() && sent >= kDrained)
+            leave_at = Clock::now() + std::chrono::milliseconds(a.ms);
+        if (Clock::now() >= leave_at)
             break;
     }
     if (a.leave == "stop") {

@@ -262,7 +262,7 @@ class MemifLeave : public ::testing::Test {
                 EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << st;
             /* The disconnect was handled (the regions unmapped) while we polled. */
             ASSERT_TRUE(wait_for(
-                5000, [&] { return !link_up(port); }, poll));
+                15000, [&] { return !link_up(port); }, poll));
         }
     }
 
