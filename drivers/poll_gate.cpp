@@ -163,7 +163,9 @@ bool keeper_install(Gate &g) {
     g.efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (g.efd < 0)
         return false;
-    g.ih = rte_intr_instance_alloc(RTE_INTR_INSTANCE_F_SHARED);
+    /* Private (malloc) memory: the interrupt thread keeps watching it after rte_eal_cleanup
+     * has let the EAL's own memory go. */
+    g.ih = rte_intr_instance_alloc(RTE_INTR_INSTANCE_F_PRIVATE);
     if (g.ih == nullptr || rte_intr_fd_set(g.ih, g.efd) != 0 ||
         rte_intr_type_set(g.ih, RTE_INTR_HANDLE_EXT) != 0 ||
         rte_intr_callback_register(g.ih, keeper, nullptr) != 0) {
