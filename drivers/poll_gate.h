@@ -11,8 +11,8 @@
  *   - while any gated port is open, the interrupt thread is kept in a callback of the
  *     gate's (the keeper, on an eventfd of ours), and pollers poll only while the keeper
  *     holds it: the gate is open;
- *   - every few milliseconds (sooner while a gated port's link is down, so a handshake's
- *     messages are not slowed) the keeper closes the gate, waits until every poller is
+ *   - every 20 ms (1 ms while a gated port's link is down, so a handshake's messages are
+ *     not slowed) the keeper closes the gate, waits until every poller is
  *     between bursts (parked or offline), and lets the thread go: memif's callbacks, other
  *     alarms and interrupts run then, with no poller inside a burst, and the keeper's next
  *     turn (its eventfd, written as it left, so taken in the thread's next epoll batch with
