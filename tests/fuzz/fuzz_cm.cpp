@@ -146,6 +146,8 @@ void drive_cm(const uint8_t *data, size_t size) {
     r.req.local_cm_response_timeout = 10;
     r.req.remote_cm_response_timeout = 10;
     r.req.max_cm_retries = 3;
+    /* The path as the sender names it: from its own GID (a REQ naming another is refused). */
+    std::memcpy(r.req.primary.local_gid, peer.gid, 16);
     uint8_t b[cm::kMadLen];
     CHECK(cm::build_cm_mad(r, b, sizeof b) == cm::kMadLen);
     m.on_mad(peer, b, sizeof b, now);
