@@ -17,6 +17,7 @@
 #include <droce/droce.h>
 
 #include "engine.h"
+#include "mem_inline.h"
 
 namespace droce::api {
 
@@ -95,13 +96,7 @@ class InlineSlots {
                           "post_send: send queue full (" + std::to_string(max_wr) + " WRs)");
         uint8_t *slot = buf_.data() + (r.posted % slots_) * bytes_;
         SendWr staged = wr;
-        uint32_t off = 0;
-        for (int i = 0; i < wr.num_sge; ++i) {
-            if (wr.sg_list[i].length)
-                std::memcpy(slot + off, reinterpret_cast<const void *>(wr.sg_list[i].addr),
-                            wr.sg_list[i].length);
-            off += wr.sg_list[i].length;
-        }
+        const uint32_t off = mem::gather_inline(wr, slot);
         staged.sg_list[0] = {reinterpret_cast<uint64_t>(slot), off, 0};
         staged.num_sge = off != 0 ? 1 : 0;
         return enqueue_wr(dev, r, max_wr, staged, "post_send: send queue");

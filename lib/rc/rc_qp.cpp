@@ -7,6 +7,8 @@
 #include <cstring>
 #include <string>
 
+#include "mem_inline.h"
+
 namespace droce::rc {
 
 namespace {
@@ -316,13 +318,7 @@ Status Qp::post_send(const SendWr &wr) {
     if (inl) {
         /* Verbs: inline payload is copied now, the buffer is reusable on return, and the
          * lkeys are not looked at. */
-        uint32_t off = 0;
-        for (int i = 0; i < wr.num_sge; ++i) {
-            if (wr.sg_list[i].length)
-                std::memcpy(w.inline_data + off, reinterpret_cast<const void *>(wr.sg_list[i].addr),
-                            wr.sg_list[i].length);
-            off += wr.sg_list[i].length;
-        }
+        mem::gather_inline(wr, w.inline_data);
     }
     w.length = static_cast<uint32_t>(len);
     w.started = false;

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <string>
 
+#include "mem_inline.h"
 #include "wire_opcode.h"
 
 namespace droce::ud {
@@ -196,13 +197,7 @@ Status Qp::post_send(const UdSendWr &u) {
     if (inl) {
         /* Verbs: inline payload is copied now, the buffer is reusable on return (the
          * datagram leaves on a later progress()), and the lkeys are not looked at. */
-        uint32_t off = 0;
-        for (int i = 0; i < wr.num_sge; ++i) {
-            if (wr.sg_list[i].length)
-                std::memcpy(w.inline_data + off, reinterpret_cast<const void *>(wr.sg_list[i].addr),
-                            wr.sg_list[i].length);
-            off += wr.sg_list[i].length;
-        }
+        mem::gather_inline(wr, w.inline_data);
     }
     ++sq_tail_;
     return {};
