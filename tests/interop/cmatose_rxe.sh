@@ -53,7 +53,7 @@ VDEV="net_af_packet0,iface=$IL_TAP,qdisc_bypass=0"
 done_ok() { grep -q '^data transfers complete' "$1" && grep -q '^return status 0' "$1"; }
 
 run_case() { # ROLE -> CASE_OK, CASE_WHY
-  local role=$1 name=cmatose-droce_$1 dir; dir=$OUT/$name; mkdir -p "$dir"
+  local role=$1 name=cmatose-droce_$1 dir; dir=$OUT/$name; mkdir -p "$dir"; CASE_DIR=$dir
   CASE_OK=0; CASE_WHY=""
   local common=(-c "$CONNS" -C "$COUNT" -S "$SIZE")
   # shellcheck disable=SC2206
@@ -112,8 +112,7 @@ for r in $ROLES; do
   name=cmatose-droce_$r
   if [ $vm_ok = 0 ]; then il_result "$name" fail "VM boot failed (see $OUT/vm.log)"; continue; fi
   if [ "$(il_elapsed)" -ge "$BUDGET" ]; then il_result "$name" fail "not run: budget ${BUDGET}s used up"; continue; fi
-  run_case "$r"
-  if [ "$CASE_OK" = 1 ]; then il_result "$name" pass "$CASE_WHY"; else il_result "$name" fail "$CASE_WHY"; fi
+  il_case "$name" "$r"
 done
 il_vm_down
 il_log "done in $(il_elapsed)s"

@@ -23,6 +23,9 @@ IL_BG_PIDS=()
 IL_VM_IS_UP=0
 IL_PASS=0
 IL_FAIL=0
+IL_RETRIED=0
+IL_VM_UP_ARGS=()
+CASE_DIR=""
 IL_T0=$(date +%s)
 
 il_log() { echo "[$(il_elapsed)s] $*" >&2; }
@@ -99,6 +102,7 @@ il_require_tools() {
 # boot (e.g. --ipv6). Sets IL_ETH_MTU.
 il_vm_up() {
   case $1 in 1024) IL_ETH_MTU=1500;; 4096) IL_ETH_MTU=4200;; *) il_die "unsupported path MTU $1";; esac
+  IL_VM_UP_ARGS=("$@")
   il_vm_down
   IL_VM_IS_UP=1
   "$IL_PEER" up "$IL_VM" "$IL_TAP" "$IL_HOST_IP/$IL_PREFIX" "$IL_VM_IP/$IL_PREFIX" "$IL_ETH_MTU" \
@@ -210,4 +214,56 @@ il_result() {
   if [ "$2" = pass ]; then IL_PASS=$((IL_PASS+1)); echo "PASS $1${3:+ ($3)}"
   else IL_FAIL=$((IL_FAIL+1)); echo "FAIL $1${3:+: $3}"; fi
 }
-il_summary() { echo "$IL_PASS passed, $IL_FAIL failed"; [ "$IL_FAIL" = 0 ] && [ "$IL_PASS" -gt 0 ]; }
+il_summary() {
+  [ "$IL_RETRIED" = 0 ] || echo "retried: $IL_RETRIED case(s) failed once and were run again (see RETRY lines)"
+  echo "$IL_PASS passed, $IL_FAIL failed"; [ "$IL_FAIL" = 0 ] && [ "$IL_PASS" -gt 0 ]
+}
+
+# il_tails DIR: the last lines of each *.log in DIR, indented, so a failure's cause is in the
+# output itself (CI keeps the output, not the artifacts)
+il_tails() {
+  local f
+  [ -d "$1" ] || return 0
+  for f in "$1"/*.log; do
+    [ -s "$f" ] || continue
+    echo "    -- ${f##*/} (last 4 lines)"
+    tail -n 4 "$f" | cut -c1-200 | sed 's/^/    | /'
+  done
+}
+
+# il_vm_healthy: the guest pings the host over the tap and rxe0's port is active (a guest that
+# does not answer within 20 s is unwell too). A case that failed while this does not hold says
+# nothing about droce.
+il_vm_healthy() {
+  [ "$IL_VM_IS_UP" = 1 ] || return 1
+  il_vm_exec --timeout 20 -- "ping -c 2 -W 2 $IL_HOST_IP >/dev/null && ibv_devinfo -d rxe0 | grep -q PORT_ACTIVE" >/dev/null 2>&1 ||
+    { il_log "health: the guest does not ping $IL_HOST_IP, rxe0 is not active, or the guest does not answer"; return 1; }
+}
+
+# il_case NAME ARGS...: run_case ARGS (which sets CASE_OK, CASE_WHY and may set CASE_DIR) and
+# report NAME. A failure prints the logs' last lines, checks the VM (rebooting it with the
+# arguments of the last il_vm_up when it is unwell) and runs the case once more: the result
+# of the second run counts, and the first failure is printed as a RETRY line. A droce defect
+# fails twice; a referee that wedged once (seen: a TCG guest whose every later case timed out)
+# does not fail the suite, and its RETRY line stays in the output.
+il_case() {
+  local name=$1; shift
+  CASE_DIR=""
+  run_case "$@"
+  if [ "$CASE_OK" = 1 ]; then il_result "$name" pass "$CASE_WHY"; return; fi
+  echo "RETRY $name: first run failed: $CASE_WHY"
+  il_tails "$CASE_DIR"
+  IL_RETRIED=$((IL_RETRIED+1))
+  if ! il_vm_healthy; then
+    il_log "VM unwell after $name: rebooting it (il_vm_up ${IL_VM_UP_ARGS[*]})"
+    il_vm_up "${IL_VM_UP_ARGS[@]}" >> "${OUT:-/tmp}/vm-reboot.log" 2>&1 || { il_result "$name" fail "$CASE_WHY; VM reboot failed"; return; }
+    # a script that configures the guest after boot (netem) defines il_after_vm_up
+    if declare -F il_after_vm_up >/dev/null && ! il_after_vm_up >> "${OUT:-/tmp}/vm-reboot.log" 2>&1; then
+      il_result "$name" fail "$CASE_WHY; guest set-up after the reboot failed"; return
+    fi
+  fi
+  CASE_DIR=""
+  run_case "$@"
+  if [ "$CASE_OK" = 1 ]; then il_result "$name" pass "$CASE_WHY; passed on retry"
+  else il_result "$name" fail "$CASE_WHY (failed twice)"; il_tails "$CASE_DIR"; fi
+}

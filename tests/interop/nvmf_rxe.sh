@@ -106,7 +106,7 @@ guest() { # LOG CMD: run CMD in the guest, append its output to LOG; status = CM
 }
 
 run_case() { # KIND -> CASE_OK, CASE_WHY
-  local kind=$1 name=nvmf-$1 dir; dir=$OUT/$name; mkdir -p "$dir"
+  local kind=$1 name=nvmf-$1 dir; dir=$OUT/$name; mkdir -p "$dir"; CASE_DIR=$dir
   CASE_OK=0; CASE_WHY=""
   local backend t0; t0=$(date +%s)
   if [ "$kind" = ram ]; then  # from a config file: an allow list of one, two namespaces
@@ -230,8 +230,7 @@ for c in $CASES; do
   name=nvmf-$c
   if [ $vm_ok = 0 ]; then il_result "$name" fail "VM boot failed (see $OUT/vm.log)"; continue; fi
   if [ "$(il_elapsed)" -ge "$BUDGET" ]; then il_result "$name" fail "not run: budget ${BUDGET}s used up"; continue; fi
-  run_case "$c"
-  if [ "$CASE_OK" = 1 ]; then il_result "$name" pass "$CASE_WHY"; else il_result "$name" fail "$CASE_WHY"; fi
+  il_case "$name" "$c"
 done
 il_vm_down
 il_log "done in $(il_elapsed)s"

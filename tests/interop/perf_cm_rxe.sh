@@ -84,7 +84,7 @@ case_name() { # MODE ROLE LOSSY
 
 run_case() { # MODE ROLE LOSSY(0, 1, 2: every REP lost) -> CASE_OK, CASE_WHY
   local mode=$1 role=$2 lossy=$3 name dir; name=$(case_name "$1" "$2" "$3")
-  dir=$OUT/$name; mkdir -p "$dir"
+  dir=$OUT/$name; mkdir -p "$dir"; CASE_DIR=$dir
   local extra=()
   if [[ $mode =~ ^(.*)_q([0-9]+)$ ]]; then mode=${BASH_REMATCH[1]}; extra+=(-q "${BASH_REMATCH[2]}"); fi
   CASE_OK=0; CASE_WHY=""
@@ -180,8 +180,7 @@ for m in $MODES; do for r in $ROLES; do for l in $LOSSES; do
   name=$(case_name "$m" "$r" "$l")
   if [ $vm_ok = 0 ]; then il_result "$name" fail "VM boot failed (see $OUT/vm.log)"; continue; fi
   if [ "$(il_elapsed)" -ge "$BUDGET" ]; then il_result "$name" fail "not run: budget ${BUDGET}s used up"; continue; fi
-  run_case "$m" "$r" "$l"
-  if [ "$CASE_OK" = 1 ]; then il_result "$name" pass "$CASE_WHY"; else il_result "$name" fail "$CASE_WHY"; fi
+  il_case "$name" "$m" "$r" "$l"
 done; done; done
 il_vm_down
 il_log "done in $(il_elapsed)s"

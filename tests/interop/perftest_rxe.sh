@@ -60,7 +60,7 @@ case_name() { # MODE SIZE ROLE
 }
 
 run_case() { # MODE SIZE ROLE -> CASE_OK, CASE_WHY
-  local mode=$1 SIZE=$2 role=$3 name dir; name=$(case_name "$1" "$2" "$3"); dir=$OUT/$name; mkdir -p "$dir"
+  local mode=$1 SIZE=$2 role=$3 name dir; name=$(case_name "$1" "$2" "$3"); dir=$OUT/$name; mkdir -p "$dir"; CASE_DIR=$dir
   local extra=()
   # write_bw_q8 etc.: the same test with -q 8 on both sides (perftest's exchange for 8 QPs)
   if [[ $mode =~ ^(.*)_q([0-9]+)$ ]]; then mode=${BASH_REMATCH[1]}; extra+=(-q "${BASH_REMATCH[2]}"); fi
@@ -104,8 +104,7 @@ for m in $MODES; do
     name=$(case_name "$m" "$sz" "$r")
     if [ $vm_ok = 0 ]; then il_result "$name" fail "VM boot failed (see $OUT/vm.log)"; continue; fi
     if [ "$(il_elapsed)" -ge "$BUDGET" ]; then il_result "$name" fail "not run: budget ${BUDGET}s used up"; continue; fi
-    run_case "$m" "$sz" "$r"
-    if [ "$CASE_OK" = 1 ]; then il_result "$name" pass "$CASE_WHY"; else il_result "$name" fail "$CASE_WHY"; fi
+    il_case "$name" "$m" "$sz" "$r"
   done; done
 done
 il_vm_down

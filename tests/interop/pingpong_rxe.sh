@@ -95,7 +95,7 @@ vdev_for() { # path MTU -> vdev string (see tests/interop/README.md: af_packet f
 # run_case MTU SIZE ROLE: sets CASE_OK (0/1) and CASE_WHY
 run_case() {
   local m=$1 s=$2 role=$3 name dir n t0
-  name=$(case_name "$m" "$s" "$role"); dir=$OUT/$name; mkdir -p "$dir"
+  name=$(case_name "$m" "$s" "$role"); dir=$OUT/$name; mkdir -p "$dir"; CASE_DIR=$dir
   n=$ITERS; [ "$s" -gt 4096 ] && n=$ITERS_LARGE
   CASE_OK=0; CASE_WHY=""
   local common=(-g 1 -p "$IL_PORT" -s "$s" -n "$n" -m "$m" -c)
@@ -171,6 +171,12 @@ run_case() {
   fi
 }
 
+# after every boot (il_case reboots an unwell guest): netem, when asked for
+il_after_vm_up() {
+  [ -z "$NETEM" ] && return 0
+  il_vm_exec --timeout 30 -- "tc qdisc add dev eth0 root netem $NETEM && ip neigh replace $IL_DROCE_IP lladdr $IL_DROCE_MAC dev eth0 nud permanent"
+}
+
 for m in $MTUS; do
   vm_ok=1
   if [ "$(il_elapsed)" -ge "$BUDGET" ]; then vm_ok=0; why="not run: time budget ${BUDGET}s used up"
@@ -179,8 +185,7 @@ for m in $MTUS; do
     if ! il_vm_up "$m" > "$OUT/vm-mtu$m.log" 2>&1; then vm_ok=0; why="VM boot failed (see $OUT/vm-mtu$m.log)"; fi
     # The loss is for RoCE: a lost ARP request of the guest made rxe's RTR fail at once
     # ("Failed to modify QP to RTR"), so droce's neighbour entry is pinned in the guest.
-    if [ $vm_ok = 1 ] && [ -n "$NETEM" ] &&
-       ! il_vm_exec --timeout 30 -- "tc qdisc add dev eth0 root netem $NETEM && ip neigh replace $IL_DROCE_IP lladdr $IL_DROCE_MAC dev eth0 nud permanent" >> "$OUT/vm-mtu$m.log" 2>&1; then
+    if [ $vm_ok = 1 ] && ! il_after_vm_up >> "$OUT/vm-mtu$m.log" 2>&1; then
       vm_ok=0; why="netem '$NETEM' could not be set in the guest (see $OUT/vm-mtu$m.log)"
     fi
     il_log "VM ready${NETEM:+ (netem $NETEM)}"
@@ -190,8 +195,7 @@ for m in $MTUS; do
     name=$(case_name "$m" "$s" "$r")
     if [ $vm_ok = 0 ]; then il_result "$name" fail "$why"; continue; fi
     if [ "$(il_elapsed)" -ge "$BUDGET" ]; then il_result "$name" fail "not run: time budget ${BUDGET}s used up"; continue; fi
-    run_case "$m" "$s" "$r"
-    if [ "$CASE_OK" = 1 ]; then il_result "$name" pass "$CASE_WHY"; else il_result "$name" fail "$CASE_WHY"; fi
+    il_case "$name" "$m" "$s" "$r"
   done 3< <(cases)
   il_vm_down
 done
