@@ -59,8 +59,10 @@ run() {
         return
     fi
     mbs=$(echo "$row" | awk '{print $4}')
-    # 1 Gb/s of frames carries at most 125 MB/s; the headers take some of it.
-    awk -v m="$mbs" 'BEGIN { exit !(m > 40 && m <= 125) }' ||
+    # 1 Gb/s of frames carries at most 125 MB/s; the headers take some of it. The floor
+    # only catches a stall: three busy pollers share this machine's two cores (and ASan
+    # slows them), so the rate itself is bench/'s business, not a test's.
+    awk -v m="$mbs" 'BEGIN { exit !(m > 10 && m <= 125) }' ||
         { echo "FAIL: $mbs MB/s through a 1 Gb/s bottleneck"; fail=1; }
     enq=$(awk '$1 == "port" && $2 == "1:" { for (i = 1; i < NF; ++i) if ($i == "enqueued") print $(i + 1) }' "$work/fab")
     # 2000 x 64 KiB at path MTU 1024 = 128000 data frames (plus the server's few)
