@@ -38,8 +38,6 @@
 #include "status.h"
 #include "verbs.h"
 
-struct rte_mempool; /* DPDK's; DeviceConfig::host_mempool (no DPDK header needed here) */
-
 namespace droce {
 
 class Device;
@@ -113,8 +111,10 @@ struct DeviceConfig {
      * promiscuous mode or flow rules of the port. The host must not poll those two
      * queues itself while the device is open; it closes the port after the Engine is
      * destroyed. One worker only (Engine::workers() == 1); zero-copy TX is off; mtu,
-     * when set, is droce's own limit. nullptr = droce owns and configures the port. */
-    rte_mempool *host_mempool = nullptr;
+     * when set, is droce's own limit. nullptr = droce owns and configures the port.
+     * The host's `struct rte_mempool *`, untyped here so that no DPDK type is part of
+     * droce's API (an application that does not embed a port never sees DPDK). */
+    void *host_mempool = nullptr;
     uint16_t host_rx_queue = 0;
     uint16_t host_tx_queue = 0;
     /** The port's P_Key table; a QP's pkey_index picks its P_Key from it. Packets whose

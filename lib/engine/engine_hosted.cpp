@@ -41,7 +41,7 @@ Result<Dev *> Runtime::open_hosted(const DeviceConfig &cfg, uint16_t port, const
                                   std::to_string(info.nb_rx_queues) + " RX / " +
                                   std::to_string(info.nb_tx_queues) + " TX queues)");
     /* A frame we build must fit one of the host's mbufs. */
-    rte_mempool *pool = cfg.host_mempool;
+    auto *pool = static_cast<rte_mempool *>(cfg.host_mempool);
     const uint32_t room = rte_pktmbuf_data_room_size(pool);
     if (room <= RTE_PKTMBUF_HEADROOM + RTE_ETHER_HDR_LEN + 4 + 256)
         return Status(EINVAL, name + ": host_mempool's mbufs hold " + std::to_string(room) +

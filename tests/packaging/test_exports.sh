@@ -6,6 +6,10 @@
 #    the typeinfo / vtable of a class declared there: nothing of droce::engine, wire, rc,
 #    cm, net, mem, drivers, ..., no CmChannel::Impl, no std / fmt / spdlog instance;
 #  - there are at most MAX_EXPORTS of them (the API's size: grow it on purpose);
+#  - the exported set is exactly lib/droce.abi (committed: a change to the ABI is a reviewed
+#    decision; regenerate with `nm -D --defined-only -C libdroce.so | cut -d' ' -f3- | sort`
+#    and say why in the commit);
+#  - no DPDK type in the code of the installed headers (comments may name DPDK);
 #  - API_PROBE, built from the headers against libdroce.so alone, links (every function of
 #    the API is exported) and runs.
 # On failure it prints the exports by namespace.
@@ -77,6 +81,26 @@ if [ $fails -gt 0 ]; then
     by_namespace
 else
     echo "ok: $count symbols exported (at most $max), all the API of include/droce, in DROCE_0"
+fi
+
+# The exported set against the committed one: what appeared (+) or went (-).
+abi=$src/lib/droce.abi
+if [ ! -f "$abi" ]; then
+    fail "no committed ABI list $abi"
+elif ! d=$(diff <(sort "$abi") <(sort <<<"$all")); then
+    fail "the exported set differs from lib/droce.abi (< committed, > built):"
+    sed 's/^/    /' <<<"$d" | head -40
+else
+    echo "ok: the exported set is lib/droce.abi ($(grep -c . "$abi") lines)"
+fi
+
+# No DPDK type in the API: the headers' code, comments stripped by the preprocessor.
+dpdk=$(for h in "${hdrs[@]}"; do cpp -fpreprocessed -P "$h" 2>/dev/null | grep -nE '\brte_|\bRTE_' | sed "s|^|${h##*/}:|"; done)
+if [ -n "$dpdk" ]; then
+    fail "DPDK names in the code of the installed headers:"
+    sed 's/^/    /' <<<"$dpdk"
+else
+    echo "ok: no DPDK name in the code of include/droce/*.h"
 fi
 
 # The other way: every function of the API is there (the probe linked, and runs).
