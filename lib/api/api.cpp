@@ -17,6 +17,7 @@
 #include "api_wr_ring.h"
 #include "engine.h"
 #include "engine_log.h"
+#include "engine_route.h"
 
 namespace droce {
 
@@ -297,80 +298,27 @@ class QpImpl final : public QueuePair {
     };
 
     Status resolve_path(const AhAttr &ah, uint32_t dest_qpn, rc::Path *path, NeighPending *pend) {
-        const Gid *sgid = dev_.gids().at(ah.sgid_index);
-        if (sgid == nullptr)
-            return Status(EINVAL, "modify QP: sgid_index " + std::to_string(ah.sgid_index) +
-                                      " is not in the GID table of " + dev_.name() + " (" +
-                                      std::to_string(dev_.gids().size()) + " entries)");
-        /* The GID type follows the address, as in rdma-core: IPv4-mapped GIDs talk IPv4,
-         * the others (link-local at index 0, configured ones from 2) IPv6. */
-        const bool v4 = net::GidTable::is_ipv4_mapped(ah.dgid);
-        if (v4 != net::GidTable::is_ipv4_mapped(*sgid))
-            return Status(EINVAL, "modify QP: sgid_index " + std::to_string(ah.sgid_index) +
-                                      (v4 ? " is an IPv6 GID but the dgid is IPv4 (use index 1)"
-                                          : " is an IPv4 GID but the dgid is IPv6"));
-        uint32_t dst4 = 0;
-        net::Ip6 nh6{};
-        std::string nh_str;
-        if (v4) {
-            dst4 = net::GidTable::to_ipv4(ah.dgid);
-            Result<uint32_t> nh = net::next_hop(dev_.iface(), dst4);
-            if (!nh)
-                return Status(nh.status().code(), "modify QP: " + nh.status().message());
-            nh_str = net::ipv4_str(*nh);
-            dst4 = *nh; /* resolved below; the peer's address goes in the IP header */
-        } else {
-            Result<net::Ip6> nh = net::next_hop6(dev_.iface6(), ah.dgid.raw);
-            if (!nh)
-                return Status(nh.status().code(), "modify QP: " + nh.status().message());
-            nh6 = *nh;
-            nh_str = net::ipv6_str(nh6.data());
-        }
-
-        /* ARP / ND: the worker sends and retries the request (every 200 ms); we wait here. */
-        const uint64_t t0 = rt_.now_ns();
-        const uint64_t limit = uint64_t{dev_.arp_timeout_ms()} * 1'000'000;
-        const char *proto = v4 ? "ARP" : "ND";
-        net::Mac mac{};
-        for (;;) {
-            net::ResolveStep st{};
-            rt_.exec([&] {
-                st = v4 ? dev_.resolve(dst4, rt_.now_ns(), &mac)
-                        : dev_.resolve6(nh6.data(), rt_.now_ns(), &mac);
-            });
-            if (st == net::ResolveStep::Resolved)
-                break;
-            /* Non-blocking RTR (worker 0's QPs: it owns the neighbour tables): go on with
-             * no MAC; the worker holds the QP's frames until the neighbour answers. */
-            if (dev_.rtr_nonblocking() && ctx_->worker == 0 && st != net::ResolveStep::TableFull) {
-                pend->on = true;
-                pend->v4 = v4;
-                pend->ip = dst4;
-                pend->ip6 = nh6;
-                break;
-            }
-            if (st == net::ResolveStep::TableFull)
-                return Status(ENOSPC, std::string(proto) + ": neighbour table of " + dev_.name() +
-                                          " is full");
-            if (rt_.now_ns() - t0 >= limit)
-                return Status(ETIMEDOUT, std::string(proto) + ": no reply from " + nh_str +
-                                             " within " + std::to_string(dev_.arp_timeout_ms()) +
-                                             " ms");
-            rt_.wait_a_bit();
+        /* Non-blocking RTR (worker 0's QPs: it owns the neighbour tables): go on with no
+         * MAC; the worker holds the QP's frames until the neighbour answers. */
+        const bool may_defer = dev_.rtr_nonblocking() && ctx_->worker == 0;
+        Result<engine::Hop> r =
+            engine::resolve_hop(rt_, dev_, ah.sgid_index, ah.dgid, "modify QP", may_defer);
+        if (!r)
+            return r.status();
+        const engine::Hop &hop = *r;
+        const bool v4 = hop.v4;
+        if (hop.pending) {
+            pend->on = true;
+            pend->v4 = v4;
+            pend->ip = hop.nh4;
+            pend->ip6 = hop.nh6;
         }
         *path = rc::Path{};
-        std::memcpy(path->eth.dst, mac.data(), 6);
-        std::memcpy(path->eth.src, dev_.iface().mac.data(), 6);
-        /* 802.1Q: the sgid entry's VLAN, PCP = SL & 7 (the kernel's rdma_ah_get_sl -> VLAN
-         * priority for RoCE). */
-        const uint16_t vid = dev_.gids().vlan(ah.sgid_index);
-        path->eth.has_vlan = vid != 0;
-        path->eth.vlan_tci = static_cast<uint16_t>(((ah.sl & 7u) << 13) | vid);
-        path->eth.ethertype = v4 ? wire::kEtherTypeIpv4 : wire::kEtherTypeIpv6;
+        path->eth = engine::hop_eth(dev_, hop, ah.sgid_index, ah.sl);
         path->ipv6 = !v4;
         /* A RoCEv1 source GID: GRH framing (next hop resolved as for v2 above). */
         path->rocev1 = dev_.gids().is_v1(ah.sgid_index);
-        std::memcpy(path->sgid, sgid->raw, 16);
+        std::memcpy(path->sgid, hop.sgid->raw, 16);
         std::memcpy(path->dgid, ah.dgid.raw, 16);
         path->tos =
             dev_.force_tclass() >= 0 ? static_cast<uint8_t>(dev_.force_tclass()) : ah.traffic_class;
@@ -391,7 +339,7 @@ class QpImpl final : public QueuePair {
         logger().debug("{}: QP {} path to {} via {} ({})", dev_.name(), qpn_,
                        v4 ? net::ipv4_str(net::GidTable::to_ipv4(ah.dgid))
                           : net::ipv6_str(ah.dgid.raw),
-                       nh_str, net::mac_str(mac));
+                       hop.nh_str, net::mac_str(hop.mac));
         return {};
     }
 

@@ -6,6 +6,7 @@
  * GSI may be bound explicitly), the rings' WRs carrying an address handle, scheduling
  * without timers (UD has no retransmission), and the ud_* counters. */
 #include "engine_ud.h"
+#include "engine_route.h"
 
 #include <cstring>
 #include <string>
@@ -143,15 +144,13 @@ void Shard::ud_counters(std::vector<std::pair<std::string, uint64_t>> &v) const 
 Result<ud::AddressHandle> resolve_ah(Runtime &rt, Dev &dev, const AhAttr &attr) {
     if (attr.port_num != 1)
         return Status(EINVAL, "create_ah: port_num must be 1");
-    const Gid *sgid = dev.gids().at(attr.sgid_index);
-    if (sgid == nullptr)
-        return Status(EINVAL, "create_ah: sgid_index " + std::to_string(attr.sgid_index) +
-                                  " is not in the GID table of " + dev.name() + " (" +
-                                  std::to_string(dev.gids().size()) + " entries)");
+    Result<const Gid *> sgid = source_gid(dev, attr.sgid_index, "create_ah");
+    if (!sgid)
+        return sgid.status();
     ud::AddressHandle ah;
     /* A RoCEv1 sgid: GRH framing; the next hop is resolved as for v2 (droce <-> droce). */
     ah.rocev1 = dev.gids().is_v1(attr.sgid_index);
-    std::memcpy(ah.sgid, sgid->raw, 16);
+    std::memcpy(ah.sgid, (*sgid)->raw, 16);
     std::memcpy(ah.dgid, attr.dgid.raw, 16);
     ah.traffic_class = attr.traffic_class;
     ah.hop_limit = attr.hop_limit;
@@ -159,55 +158,10 @@ Result<ud::AddressHandle> resolve_ah(Runtime &rt, Dev &dev, const AhAttr &attr) 
     /* Multicast and mixed IP versions are refused before any ARP is tried. */
     if (Status s = ud::check_ah(ah); !s)
         return Status(s.code(), "create_ah: " + s.message());
-    /* The IP version follows the GIDs (check_ah made them agree), as for an RC QP's path:
-     * ARP for an IPv4-mapped destination, Neighbour Discovery for an IPv6 one. */
-    const bool v4 = net::GidTable::is_ipv4_mapped(attr.dgid);
-    uint32_t nh4 = 0;
-    net::Ip6 nh6{};
-    std::string nh_str;
-    if (v4) {
-        Result<uint32_t> nh = net::next_hop(dev.iface(), net::GidTable::to_ipv4(attr.dgid));
-        if (!nh)
-            return Status(nh.status().code(), "create_ah: " + nh.status().message());
-        nh4 = *nh;
-        nh_str = net::ipv4_str(nh4);
-    } else {
-        Result<net::Ip6> nh = net::next_hop6(dev.iface6(), attr.dgid.raw);
-        if (!nh)
-            return Status(nh.status().code(), "create_ah: " + nh.status().message());
-        nh6 = *nh;
-        nh_str = net::ipv6_str(nh6.data());
-    }
-    const char *proto = v4 ? "ARP" : "ND";
-    const uint64_t t0 = rt.now_ns();
-    const uint64_t limit = uint64_t{dev.arp_timeout_ms()} * 1'000'000;
-    net::Mac mac{};
-    for (;;) {
-        net::ResolveStep st{};
-        rt.exec([&] {
-            st = v4 ? dev.resolve(nh4, rt.now_ns(), &mac)
-                    : dev.resolve6(nh6.data(), rt.now_ns(), &mac);
-        });
-        if (st == net::ResolveStep::Resolved)
-            break;
-        if (st == net::ResolveStep::TableFull)
-            return Status(ENOSPC, std::string("create_ah: ") + proto + ": neighbour table of " +
-                                      dev.name() + " is full");
-        if (rt.now_ns() - t0 >= limit)
-            return Status(ETIMEDOUT, std::string("create_ah: ") + proto + ": no reply from " +
-                                         nh_str + " within " +
-                                         std::to_string(dev.arp_timeout_ms()) + " ms");
-        rt.wait_a_bit();
-    }
-    std::memcpy(ah.eth.dst, mac.data(), 6);
-    std::memcpy(ah.eth.src, dev.iface().mac.data(), 6);
-    /* The sgid entry's VLAN (the port's unless the GID has its own), PCP = SL & 7, as an
-     * RC QP's path: on a VLAN every frame is tagged (the peer's VLAN interface drops an
-     * untagged one). */
-    const uint16_t vid = dev.gids().vlan(attr.sgid_index);
-    ah.eth.has_vlan = vid != 0;
-    ah.eth.vlan_tci = static_cast<uint16_t>(((attr.sl & 7u) << 13) | vid);
-    ah.eth.ethertype = v4 ? wire::kEtherTypeIpv4 : wire::kEtherTypeIpv6;
+    Result<Hop> hop = resolve_hop(rt, dev, attr.sgid_index, attr.dgid, "create_ah", false);
+    if (!hop)
+        return hop.status();
+    ah.eth = hop_eth(dev, *hop, attr.sgid_index, attr.sl);
     return ah;
 }
 

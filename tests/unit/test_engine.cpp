@@ -833,7 +833,7 @@ TEST(EngineArp, TimeoutMessageWhenPeerDoesNotExist) {
         std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0)
             .count();
     EXPECT_EQ(st.code(), ETIMEDOUT);
-    EXPECT_EQ(st.message(), "ARP: no reply from 10.77.0.99 within 500 ms");
+    EXPECT_EQ(st.message(), "modify QP: ARP: no reply from 10.77.0.99 within 500 ms");
     EXPECT_GE(ms, 500);
     EXPECT_LT(ms, 5000); /* generous: the machine is shared */
     /* Requests at 0, 200 and 400 ms; a descheduled process may miss the last one. */
