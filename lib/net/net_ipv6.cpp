@@ -263,135 +263,188 @@ uint16_t icmp6_checksum(const uint8_t *ip6, const uint8_t *msg, size_t len) {
     return static_cast<uint16_t>(~acc);
 }
 
-size_t handle_icmp6(const Iface6 &ifc, uint8_t *frame, size_t len, size_t cap, size_t l2_len,
-                    NeighTable6 &neigh, uint64_t now_ns, Net6Counters &c) {
+namespace {
+
+/* An ICMPv6 message of a frame, once its IPv6 header, length and checksum hold. */
+struct Icmp6Msg {
+    uint8_t *ip = nullptr;  /* the IPv6 header */
+    uint8_t *msg = nullptr; /* the ICMPv6 message */
+    size_t mlen = 0;
+    uint16_t vid = 0; /* the frame's VLAN (priority-tagged = untagged = 0) */
+};
+
+/* The frame's ICMPv6 message, or false with the drop counted. */
+bool icmp6_message(uint8_t *frame, size_t len, size_t l2_len, Net6Counters &c, Icmp6Msg &m) {
     if (len < l2_len + kIpv6HdrLen + 4) {
         ++c.icmp6_drop_too_short;
-        return 0;
+        return false;
     }
-    uint8_t *ip = frame + l2_len;
+    m.ip = frame + l2_len;
     /* Extension headers (hop-by-hop on MLD) are not walked: such frames are not ND. */
-    if ((ip[0] >> 4) != 6 || ip[6] != kIpProtoIcmpv6) {
+    if ((m.ip[0] >> 4) != 6 || m.ip[6] != kIpProtoIcmpv6) {
         ++c.icmp6_drop_bad_ip_header;
-        return 0;
+        return false;
     }
-    const size_t mlen = load_be16(ip + 4);
-    if (mlen < 4 || l2_len + kIpv6HdrLen + mlen > len) {
+    m.mlen = load_be16(m.ip + 4);
+    if (m.mlen < 4 || l2_len + kIpv6HdrLen + m.mlen > len) {
         ++c.icmp6_drop_too_short;
-        return 0;
+        return false;
     }
-    uint8_t *msg = ip + kIpv6HdrLen;
-    if (icmp6_checksum(ip, msg, mlen) != 0) {
+    m.msg = m.ip + kIpv6HdrLen;
+    if (icmp6_checksum(m.ip, m.msg, m.mlen) != 0) {
         ++c.icmp6_drop_bad_checksum;
+        return false;
+    }
+    m.vid = l2_len >= 18 ? load_be16(frame + 14) & 0xFFF : 0;
+    return true;
+}
+
+/* Whether the destination address idx (ifc.find's, < 0: not ours) may answer a frame
+ * of VLAN vid: each address answers on its own VLAN only. Counts the drop when not. */
+bool ours_on_vlan(const Iface6 &ifc, int idx, uint16_t vid, Net6Counters &c) {
+    if (idx < 0) {
+        ++c.icmp6_drop_not_for_us;
+        return false;
+    }
+    if (ifc.vid_of(idx) != vid) {
+        ++c.icmp6_drop_wrong_vlan;
+        return false;
+    }
+    return true;
+}
+
+void on_nd_advert(const Iface6 &ifc, const uint8_t *frame, const uint8_t target[16],
+                  const uint8_t *lla, NeighTable6 &neigh, uint64_t now_ns, Net6Counters &c) {
+    Mac mac;
+    std::memcpy(mac.data(), lla ? lla : frame + 6, 6);
+    if (ifc.find(target) >= 0)
+        ++c.icmp6_drop_not_for_us; /* someone else claims our address */
+    else if (neigh.update(target, mac, now_ns, false))
+        ++c.nd_adverts_received;
+    else
+        ++c.nd_drop_unsolicited_advert;
+}
+
+/* The advertisement answering a solicitation, in place: to the solicitor (all-nodes for
+ * DAD), from the target itself, Solicited (unless DAD) + Override, our MAC as the option. */
+void write_nd_advert(const Iface6 &ifc, uint8_t *frame, const Icmp6Msg &m, const uint8_t target[16],
+                     const uint8_t peer[16], bool dad) {
+    if (dad) {
+        const Mac am = ipv6_multicast_mac(kAllNodes);
+        std::memcpy(frame, am.data(), 6);
+    } else {
+        std::memcpy(frame, frame + 6, 6);
+    }
+    std::memcpy(frame + 6, ifc.mac.data(), 6);
+    write_ip6(m.ip, 32, kNdHopLimit, target, peer);
+    uint8_t *msg = m.msg;
+    msg[0] = kNdAdvert;
+    msg[1] = 0;
+    msg[2] = msg[3] = 0;
+    msg[4] = dad ? 0x20 : 0x60;
+    msg[5] = msg[6] = msg[7] = 0;
+    std::memcpy(msg + 8, target, 16);
+    msg[24] = kOptTargetLla;
+    msg[25] = 1;
+    std::memcpy(msg + 26, ifc.mac.data(), 6);
+    store_be16(msg + 2, icmp6_checksum(m.ip, msg, 32));
+}
+
+/* A solicitation. From :: it is duplicate address detection: no source option allowed
+ * and the answer goes to all-nodes (RFC 4861 7.1.1, 7.2.4). Returns the answer's length. */
+size_t on_nd_solicit(const Iface6 &ifc, uint8_t *frame, size_t cap, size_t l2_len,
+                     const Icmp6Msg &m, const uint8_t target[16], const uint8_t *lla,
+                     NeighTable6 &neigh, uint64_t now_ns, Net6Counters &c) {
+    const bool dad = ipv6_is_unspecified(m.ip + 8);
+    if (dad && (lla != nullptr || m.ip[24] != 0xff)) {
+        ++c.icmp6_drop_bad_nd;
         return 0;
     }
-    /* Each address answers on its own VLAN only (priority-tagged = untagged). */
-    const uint16_t vid = l2_len >= 18 ? load_be16(frame + 14) & 0xFFF : 0;
-    const uint8_t type = msg[0];
-    if (type == kNdSolicit || type == kNdAdvert) {
-        if (ip[7] != kNdHopLimit || msg[1] != 0 || mlen < 24 || ipv6_is_multicast(msg + 8)) {
-            ++c.icmp6_drop_bad_nd;
-            return 0;
-        }
-        bool bad = false;
-        const uint8_t *lla =
-            find_lla(msg + 24, mlen - 24, type == kNdSolicit ? kOptSourceLla : kOptTargetLla, &bad);
-        if (bad) {
-            ++c.icmp6_drop_bad_nd;
-            return 0;
-        }
-        uint8_t target[16];
-        std::memcpy(target, msg + 8, 16);
-        if (type == kNdAdvert) {
-            Mac mac;
-            std::memcpy(mac.data(), lla ? lla : frame + 6, 6);
-            if (ifc.find(target) >= 0)
-                ++c.icmp6_drop_not_for_us; /* someone else claims our address */
-            else if (neigh.update(target, mac, now_ns, false))
-                ++c.nd_adverts_received;
-            else
-                ++c.nd_drop_unsolicited_advert;
-            return 0;
-        }
-        /* Solicitation. From :: it is duplicate address detection: no source option
-         * allowed and the answer goes to all-nodes (RFC 4861 7.1.1, 7.2.4). */
-        const bool dad = ipv6_is_unspecified(ip + 8);
-        if (dad && (lla != nullptr || ip[24] != 0xff)) {
-            ++c.icmp6_drop_bad_nd;
-            return 0;
-        }
-        const int idx = ifc.find(target);
-        if (idx < 0) {
-            ++c.icmp6_drop_not_for_us;
-            return 0;
-        }
-        if (ifc.vid_of(idx) != vid) {
-            ++c.icmp6_drop_wrong_vlan;
-            return 0;
-        }
-        ++c.nd_solicits_received;
-        const size_t out_len = l2_len + kIpv6HdrLen + 32;
-        if (out_len > cap) {
-            ++c.icmp6_drop_no_room;
-            return 0;
-        }
-        uint8_t peer[16];
-        std::memcpy(peer, dad ? kAllNodes : ip + 8, 16);
-        if (!dad && lla != nullptr) {
-            Mac m;
-            std::memcpy(m.data(), lla, 6);
-            if (!neigh.update(peer, m, now_ns, true))
-                ++c.neigh6_table_full;
-        }
-        /* The advertisement, in place: to the solicitor (all-nodes for DAD), from the
-         * target itself, Solicited (unless DAD) + Override, our MAC as the option. */
-        if (dad) {
-            const Mac am = ipv6_multicast_mac(kAllNodes);
-            std::memcpy(frame, am.data(), 6);
-        } else {
-            std::memcpy(frame, frame + 6, 6);
-        }
-        std::memcpy(frame + 6, ifc.mac.data(), 6);
-        write_ip6(ip, 32, kNdHopLimit, target, peer);
-        msg[0] = kNdAdvert;
-        msg[1] = 0;
-        msg[2] = msg[3] = 0;
-        msg[4] = dad ? 0x20 : 0x60;
-        msg[5] = msg[6] = msg[7] = 0;
-        std::memcpy(msg + 8, target, 16);
-        msg[24] = kOptTargetLla;
-        msg[25] = 1;
-        std::memcpy(msg + 26, ifc.mac.data(), 6);
-        store_be16(msg + 2, icmp6_checksum(ip, msg, 32));
-        ++c.nd_adverts_sent;
-        return out_len;
+    if (!ours_on_vlan(ifc, ifc.find(target), m.vid, c))
+        return 0;
+    ++c.nd_solicits_received;
+    const size_t out_len = l2_len + kIpv6HdrLen + 32;
+    if (out_len > cap) {
+        ++c.icmp6_drop_no_room;
+        return 0;
     }
-    if (type == kEchoRequest) {
-        const int idx = ifc.find(ip + 24);
-        if (idx < 0) {
-            ++c.icmp6_drop_not_for_us;
-            return 0;
-        }
-        if (ifc.vid_of(idx) != vid) {
-            ++c.icmp6_drop_wrong_vlan;
-            return 0;
-        }
-        ++c.icmp6_echo_requests;
-        uint8_t src[16];
-        std::memcpy(src, ip + 8, 16);
-        std::memcpy(ip + 8, ip + 24, 16);
-        std::memcpy(ip + 24, src, 16);
-        ip[7] = kEchoHopLimit;
-        std::memcpy(frame, frame + 6, 6);
-        std::memcpy(frame + 6, ifc.mac.data(), 6);
-        msg[0] = kEchoReply;
-        msg[2] = msg[3] = 0;
-        store_be16(msg + 2, icmp6_checksum(ip, msg, mlen));
-        ++c.icmp6_echo_replies;
-        return l2_len + kIpv6HdrLen + mlen;
+    uint8_t peer[16];
+    std::memcpy(peer, dad ? kAllNodes : m.ip + 8, 16);
+    if (!dad && lla != nullptr) {
+        Mac mac;
+        std::memcpy(mac.data(), lla, 6);
+        if (!neigh.update(peer, mac, now_ns, true))
+            ++c.neigh6_table_full;
     }
-    ++c.icmp6_drop_unhandled_type;
-    return 0;
+    write_nd_advert(ifc, frame, m, target, peer, dad);
+    ++c.nd_adverts_sent;
+    return out_len;
+}
+
+/* Neighbour Solicitation or Advertisement: hop limit 255, code 0, a unicast target and
+ * well-formed options (RFC 4861 7.1). */
+size_t on_nd(const Iface6 &ifc, uint8_t *frame, size_t cap, size_t l2_len, const Icmp6Msg &m,
+             NeighTable6 &neigh, uint64_t now_ns, Net6Counters &c) {
+    const uint8_t *msg = m.msg;
+    if (m.ip[7] != kNdHopLimit || msg[1] != 0 || m.mlen < 24 || ipv6_is_multicast(msg + 8)) {
+        ++c.icmp6_drop_bad_nd;
+        return 0;
+    }
+    const bool solicit = msg[0] == kNdSolicit;
+    bool bad = false;
+    const uint8_t *lla =
+        find_lla(msg + 24, m.mlen - 24, solicit ? kOptSourceLla : kOptTargetLla, &bad);
+    if (bad) {
+        ++c.icmp6_drop_bad_nd;
+        return 0;
+    }
+    uint8_t target[16];
+    std::memcpy(target, msg + 8, 16);
+    if (!solicit) {
+        on_nd_advert(ifc, frame, target, lla, neigh, now_ns, c);
+        return 0;
+    }
+    return on_nd_solicit(ifc, frame, cap, l2_len, m, target, lla, neigh, now_ns, c);
+}
+
+/* An echo request to one of our addresses: the reply, in place. */
+size_t on_echo_request(const Iface6 &ifc, uint8_t *frame, size_t l2_len, const Icmp6Msg &m,
+                       Net6Counters &c) {
+    uint8_t *ip = m.ip;
+    if (!ours_on_vlan(ifc, ifc.find(ip + 24), m.vid, c))
+        return 0;
+    ++c.icmp6_echo_requests;
+    uint8_t src[16];
+    std::memcpy(src, ip + 8, 16);
+    std::memcpy(ip + 8, ip + 24, 16);
+    std::memcpy(ip + 24, src, 16);
+    ip[7] = kEchoHopLimit;
+    std::memcpy(frame, frame + 6, 6);
+    std::memcpy(frame + 6, ifc.mac.data(), 6);
+    m.msg[0] = kEchoReply;
+    m.msg[2] = m.msg[3] = 0;
+    store_be16(m.msg + 2, icmp6_checksum(ip, m.msg, m.mlen));
+    ++c.icmp6_echo_replies;
+    return l2_len + kIpv6HdrLen + m.mlen;
+}
+
+} // namespace
+
+size_t handle_icmp6(const Iface6 &ifc, uint8_t *frame, size_t len, size_t cap, size_t l2_len,
+                    NeighTable6 &neigh, uint64_t now_ns, Net6Counters &c) {
+    Icmp6Msg m;
+    if (!icmp6_message(frame, len, l2_len, c, m))
+        return 0;
+    switch (m.msg[0]) {
+    case kNdSolicit:
+    case kNdAdvert:
+        return on_nd(ifc, frame, cap, l2_len, m, neigh, now_ns, c);
+    case kEchoRequest:
+        return on_echo_request(ifc, frame, l2_len, m, c);
+    default:
+        ++c.icmp6_drop_unhandled_type;
+        return 0;
+    }
 }
 
 size_t build_ns(const Iface6 &ifc, const uint8_t target[16], uint8_t *out, size_t cap) {

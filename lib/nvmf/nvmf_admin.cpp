@@ -93,114 +93,144 @@ bool Ops::prepare_admin(Queue &q, Request &r) {
     }
 }
 
-bool Ops::exec_admin(Queue &q, Request &r, uint64_t now) {
-    Target &t = target(q);
+bool Ops::admin_identify(Queue &q, Request &r) {
     Controller &c = *q.controller();
     const Command &cmd = r.cmd;
-    switch (cmd.opc) {
-    case kAdminIdentify: {
-        std::memset(r.buf, 0, kIdentifyLen);
-        switch (cmd.cdw10 & 0xFF) {
-        case kCnsController:
-            identify_ctrl(t, c, r.buf);
-            return true;
-        case kCnsActiveNsList:
-            active_ns_list(*c.sub, cmd.nsid, r.buf);
-            return true;
-        default: { /* namespace, descriptor list */
-            Namespace *n = c.sub->find(cmd.nsid);
-            if (!n) {
-                r.cqe.status = st_generic(kScInvalidNs);
-                r.xfer = 0;
-                return true;
-            }
-            if ((cmd.cdw10 & 0xFF) == kCnsNamespace)
-                identify_ns(*n, r.buf);
-            else
-                ns_desc_list(*n, r.buf);
-            return true;
-        }
-        }
-    }
-    case kAdminGetLogPage: {
-        Target::Impl &im = impl(t);
-        uint8_t *page = im.scratch.data();
-        const size_t cap = im.scratch.size();
-        std::memset(page, 0, cap);
-        size_t plen = 0;
-        switch (cmd.cdw10 & 0xFF) {
-        case kLidDiscovery:
-            plen = discovery_log(t, page, cap);
-            break;
-        case kLidErrorInfo:
-            plen = error_log(c, page, cap);
-            break;
-        case kLidSmart:
-            plen = smart_log(c, now, page, cap);
-            break;
-        case kLidCmdEffects:
-            plen = effects_log(page, cap);
-            break;
-        }
-        const uint64_t off = (uint64_t{cmd.cdw13} << 32) | cmd.cdw12;
-        if (off > plen) { /* an offset past the page is an error; a length past it is 0s */
-            r.cqe.status = st_generic(kScInvalidField);
+    std::memset(r.buf, 0, kIdentifyLen);
+    switch (cmd.cdw10 & 0xFF) {
+    case kCnsController:
+        identify_ctrl(target(q), c, r.buf);
+        return true;
+    case kCnsActiveNsList:
+        active_ns_list(*c.sub, cmd.nsid, r.buf);
+        return true;
+    default: { /* namespace, descriptor list */
+        Namespace *n = c.sub->find(cmd.nsid);
+        if (!n) {
+            r.cqe.status = st_generic(kScInvalidNs);
             r.xfer = 0;
             return true;
         }
-        std::memset(r.buf, 0, r.xfer);
-        const size_t n = std::min<size_t>(r.xfer, plen - off);
-        std::memcpy(r.buf, page + off, n);
+        if ((cmd.cdw10 & 0xFF) == kCnsNamespace)
+            identify_ns(*n, r.buf);
+        else
+            ns_desc_list(*n, r.buf);
         return true;
     }
-    case kAdminSetFeatures: {
-        const uint8_t fid = cmd.cdw10 & 0xFF;
-        if (cmd.cdw10 >> 31) { /* SV: nothing here survives a power cycle */
-            r.cqe.status = st_cmd(kScFeatureNotSaveable);
-            return true;
-        }
-        switch (fid) {
-        case kFidNumQueues: {
-            const uint32_t nsqr = cmd.cdw11 & 0xFFFF, ncqr = cmd.cdw11 >> 16;
-            if (c.sub->discovery || nsqr == 0xFFFF || ncqr == 0xFFFF) {
-                r.cqe.status = st_generic(kScInvalidField);
-                return true;
-            }
-            /* Queue pairs: as many as both counts ask, capped by the configuration. */
-            uint32_t n = std::min(nsqr, ncqr) + 1u;
-            n = std::min<uint32_t>(n, t.config().max_io_queues);
-            if (!c.nq_set) {
-                c.nq = static_cast<uint16_t>(n);
-                c.nq_set = true;
-            }
-            r.cqe.dw0 = ((c.nq - 1u) << 16) | (c.nq - 1u);
-            return true;
-        }
-        case kFidKeepAlive:
-            c.kato_ms = cmd.cdw11;
-            c.last_ka_ns = now;
-            return true;
-        case kFidAsyncEventConfig:
-            c.aec = cmd.cdw11;
-            return true;
-        default:
+    }
+}
+
+bool Ops::admin_get_log_page(Queue &q, Request &r, uint64_t now) {
+    Target &t = target(q);
+    Controller &c = *q.controller();
+    const Command &cmd = r.cmd;
+    Target::Impl &im = impl(t);
+    uint8_t *page = im.scratch.data();
+    const size_t cap = im.scratch.size();
+    std::memset(page, 0, cap);
+    size_t plen = 0;
+    switch (cmd.cdw10 & 0xFF) {
+    case kLidDiscovery:
+        plen = discovery_log(t, page, cap);
+        break;
+    case kLidErrorInfo:
+        plen = error_log(c, page, cap);
+        break;
+    case kLidSmart:
+        plen = smart_log(c, now, page, cap);
+        break;
+    case kLidCmdEffects:
+        plen = effects_log(page, cap);
+        break;
+    }
+    const uint64_t off = (uint64_t{cmd.cdw13} << 32) | cmd.cdw12;
+    if (off > plen) { /* an offset past the page is an error; a length past it is 0s */
+        r.cqe.status = st_generic(kScInvalidField);
+        r.xfer = 0;
+        return true;
+    }
+    std::memset(r.buf, 0, r.xfer);
+    const size_t n = std::min<size_t>(r.xfer, plen - off);
+    std::memcpy(r.buf, page + off, n);
+    return true;
+}
+
+bool Ops::admin_set_features(Queue &q, Request &r, uint64_t now) {
+    Controller &c = *q.controller();
+    const Command &cmd = r.cmd;
+    if (cmd.cdw10 >> 31) { /* SV: nothing here survives a power cycle */
+        r.cqe.status = st_cmd(kScFeatureNotSaveable);
+        return true;
+    }
+    switch (cmd.cdw10 & 0xFF) {
+    case kFidNumQueues: {
+        const uint32_t nsqr = cmd.cdw11 & 0xFFFF, ncqr = cmd.cdw11 >> 16;
+        if (c.sub->discovery || nsqr == 0xFFFF || ncqr == 0xFFFF) {
             r.cqe.status = st_generic(kScInvalidField);
             return true;
         }
-    }
-    case kAdminGetFeatures: {
-        const uint8_t sel = (cmd.cdw10 >> 8) & 7;
-        uint32_t dw0 = 0;
-        if (sel > 3 || !feature_get(c, cmd.cdw10 & 0xFF, dw0)) {
-            r.cqe.status = st_generic(kScInvalidField);
-            return true;
+        /* Queue pairs: as many as both counts ask, capped by the configuration. */
+        uint32_t n = std::min(nsqr, ncqr) + 1u;
+        n = std::min<uint32_t>(n, target(q).config().max_io_queues);
+        if (!c.nq_set) {
+            c.nq = static_cast<uint16_t>(n);
+            c.nq_set = true;
         }
-        /* SEL 3 (supported capabilities): changeable, not saveable, not per namespace. */
-        r.cqe.dw0 = sel == 3 ? 0x4u : dw0;
+        r.cqe.dw0 = ((c.nq - 1u) << 16) | (c.nq - 1u);
         return true;
     }
-    case kAdminKeepAlive:
+    case kFidKeepAlive:
+        c.kato_ms = cmd.cdw11;
         c.last_ka_ns = now;
+        return true;
+    case kFidAsyncEventConfig:
+        c.aec = cmd.cdw11;
+        return true;
+    default:
+        r.cqe.status = st_generic(kScInvalidField);
+        return true;
+    }
+}
+
+bool Ops::admin_get_features(Queue &q, Request &r) {
+    const Command &cmd = r.cmd;
+    const uint8_t sel = (cmd.cdw10 >> 8) & 7;
+    uint32_t dw0 = 0;
+    if (sel > 3 || !feature_get(*q.controller(), cmd.cdw10 & 0xFF, dw0)) {
+        r.cqe.status = st_generic(kScInvalidField);
+        return true;
+    }
+    /* SEL 3 (supported capabilities): changeable, not saveable, not per namespace. */
+    r.cqe.dw0 = sel == 3 ? 0x4u : dw0;
+    return true;
+}
+
+/* Held until an event or the controller goes (none is generated yet). */
+bool Ops::admin_async_event(Queue &q, Request &r) {
+    Target &t = target(q);
+    Controller &c = *q.controller();
+    if (c.aer.size() >= t.config().aer_limit) {
+        r.cqe.status = st_cmd(kScAerLimit);
+        return true;
+    }
+    c.aer.push_back(r.tag);
+    r.st = Request::State::Held;
+    ++cnt(t).aer_held;
+    return false;
+}
+
+bool Ops::exec_admin(Queue &q, Request &r, uint64_t now) {
+    switch (r.cmd.opc) {
+    case kAdminIdentify:
+        return admin_identify(q, r);
+    case kAdminGetLogPage:
+        return admin_get_log_page(q, r, now);
+    case kAdminSetFeatures:
+        return admin_set_features(q, r, now);
+    case kAdminGetFeatures:
+        return admin_get_features(q, r);
+    case kAdminKeepAlive:
+        q.controller()->last_ka_ns = now;
         return true;
     case kAdminAbort:
         /* Commands here finish or wait on a backend that cannot be stopped: DW0 bit 0
@@ -208,14 +238,7 @@ bool Ops::exec_admin(Queue &q, Request &r, uint64_t now) {
         r.cqe.dw0 = 1;
         return true;
     case kAdminAsyncEvent:
-        if (c.aer.size() >= t.config().aer_limit) {
-            r.cqe.status = st_cmd(kScAerLimit);
-            return true;
-        }
-        c.aer.push_back(r.tag);
-        r.st = Request::State::Held;
-        ++cnt(t).aer_held;
-        return false;
+        return admin_async_event(q, r);
     default:
         r.cqe.status = st_generic(kScInvalidOpcode);
         return true;

@@ -104,6 +104,11 @@ struct Ops {
     /* nvmf_admin.cpp */
     static bool prepare_admin(Queue &q, Request &r);
     static bool exec_admin(Queue &q, Request &r, uint64_t now);
+    static bool admin_identify(Queue &q, Request &r);
+    static bool admin_get_log_page(Queue &q, Request &r, uint64_t now);
+    static bool admin_set_features(Queue &q, Request &r, uint64_t now);
+    static bool admin_get_features(Queue &q, Request &r);
+    static bool admin_async_event(Queue &q, Request &r);
     /* nvmf_identify.cpp */
     static void identify_ctrl(const Target &t, const Controller &c, uint8_t *out);
     static void identify_ns(const Namespace &n, uint8_t *out);

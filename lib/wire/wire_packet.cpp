@@ -82,107 +82,100 @@ const char *parse_result_name(ParseResult r) {
  * IP-declared end, which is itself checked against len first). The IPv4 header checksum
  * is not verified: the ICRC masks it, rxe ignores it, and NICs check it in hardware. */
 namespace {
-/* contig: bytes readable at frame (== len for a contiguous frame). Header reads are
- * bounded by contig, length consistency by len. */
-ParseResult parse_impl(const uint8_t *frame, size_t contig, size_t len, ParsedPacket &out,
-                       bool verify_icrc) {
-    /* No `out = ParsedPacket{}`: zeroing the whole struct (a 288-byte rep stos) was ~11 %
-     * of the server's time at 64 B. Instead every path to Ok writes every field (those a
-     * frame does not carry are zeroed where the path knows it); a rejected parse leaves
-     * the fields it did not reach as they were. */
-    out.payload = nullptr;
-    out.payload_segs = nullptr;
-    out.payload_nsegs = 0;
-    out.icrc = 0;
-    out.op = nullptr;
-    const size_t l2 = decode_eth(frame, contig, out.eth);
-    if (l2 == 0)
-        return ParseResult::TooShort;
-    const uint16_t et = out.eth.ethertype;
-    if (et != kEtherTypeIpv4 && et != kEtherTypeIpv6 && et != kEtherTypeRoceV1)
-        return bad_ethertype(et) ? ParseResult::BadEthertype : ParseResult::NotRoce;
+/* Where the layers of a frame are, as its L3 header declares them (offsets from l3). */
+struct L3Layout {
+    size_t ip_end = 0;   /* end of the IP datagram */
+    size_t l4_off = 0;   /* the UDP header (RoCEv2) */
+    size_t udp_len = 0;  /* as the IP header declares it (RoCEv2) */
+    size_t bth_off = 0;  /* the BTH */
+    size_t roce_len = 0; /* BTH .. ICRC */
+};
 
-    const uint8_t *l3 = frame + l2;
-    const size_t avail = len - l2;
-    size_t l4_off;  /* from l3 */
-    size_t ip_end;  /* from l3: end of the IP datagram */
-    size_t udp_len; /* as the IP header declares it */
-    const uint8_t *udp;
-    const uint8_t *bth;
-    size_t roce_len; /* BTH .. ICRC */
-    if (et == kEtherTypeRoceV1) {
-        /* GRH: an IPv6 header in layout; a version other than 6 or a next header other
-         * than BTH is a malformed RoCEv1 frame (nothing else uses this ethertype). */
-        out.ipv6 = out.rocev1 = true;
-        zero(out.ip4);
-        zero(out.udp);
-        if (avail < kGrhLen || contig - l2 < kGrhLen)
-            return ParseResult::TooShort;
-        if (!decode_ipv6(l3, avail, out.ip6) || out.ip6.next_hdr != kGrhNextHdrBth)
-            return ParseResult::BadIpHeader;
-        if (kGrhLen + size_t{out.ip6.payload_len} > avail)
-            return ParseResult::TooShort;
-        ip_end = kGrhLen + out.ip6.payload_len;
-        roce_len = out.ip6.payload_len;
-        bth = l3 + kGrhLen;
-        std::memcpy(out.src_gid, out.ip6.src, 16);
-        std::memcpy(out.dst_gid, out.ip6.dst, 16);
-        out.ecn = out.ip6.tclass & 3;
-        out.dscp = out.ip6.tclass >> 2;
-        out.ttl = out.ip6.hop_limit;
-        out.l3_off = static_cast<uint16_t>(l2);
-        out.bth_off = static_cast<uint16_t>(l2 + kGrhLen);
-        goto transport; /* the BTH onwards is parsed as for RoCEv2 */
-    }
-    if (et == kEtherTypeIpv4) {
-        out.ipv6 = out.rocev1 = false;
-        zero(out.ip6);
-        if (avail < kIpv4Len || contig - l2 < kIpv4Len)
-            return ParseResult::TooShort;
-        if ((l3[0] >> 4) != 4 || (l3[0] & 0xF) < 5)
-            return ParseResult::BadIpHeader;
-        if ((l3[0] & 0xF) != 5) /* options: never on RoCEv2, fine on anything else */
-            return l3[9] == kIpProtoUdp ? ParseResult::BadIpHeader : ParseResult::NotRoce;
-        decode_ipv4(l3, avail, out.ip4);
-        if (out.ip4.total_len < kIpv4Len)
-            return ParseResult::BadIpHeader;
-        if (out.ip4.total_len > avail)
-            return ParseResult::TooShort;
-        if (out.ip4.proto != kIpProtoUdp)
-            return ParseResult::NotRoce;
-        if (out.ip4.frag & kIpv4MfOffset)
-            return ParseResult::IpFragment;
-        l4_off = kIpv4Len;
-        ip_end = out.ip4.total_len;
-        udp_len = ip_end - kIpv4Len;
-    } else {
-        out.ipv6 = true;
-        out.rocev1 = false;
-        zero(out.ip4);
-        if (avail < kIpv6Len || contig - l2 < kIpv6Len)
-            return ParseResult::TooShort;
-        if (!decode_ipv6(l3, avail, out.ip6))
-            return ParseResult::BadIpHeader;
-        if (kIpv6Len + size_t{out.ip6.payload_len} > avail)
-            return ParseResult::TooShort;
-        if (out.ip6.next_hdr != kIpProtoUdp) /* extension headers are not used by RoCEv2 */
-            return ParseResult::NotRoce;
-        l4_off = kIpv6Len;
-        ip_end = kIpv6Len + out.ip6.payload_len;
-        udp_len = out.ip6.payload_len;
-    }
-    if (udp_len < kUdpLen)
-        return ParseResult::BadUdpLength;
-    if (l2 + l4_off + kUdpLen > contig)
+/* The parse steps below are called once per frame from parse_impl, on the per-packet
+ * path: always inlined into it, so the split costs no call. */
+
+/* GRH: an IPv6 header in layout; a version other than 6 or a next header other than BTH
+ * is a malformed RoCEv1 frame (nothing else uses this ethertype). */
+[[gnu::always_inline]] inline ParseResult parse_grh(const uint8_t *l3, size_t avail, size_t contig,
+                                                    ParsedPacket &out, L3Layout &lay) {
+    out.ipv6 = out.rocev1 = true;
+    zero(out.ip4);
+    zero(out.udp);
+    if (avail < kGrhLen || contig < kGrhLen)
         return ParseResult::TooShort;
-    udp = l3 + l4_off;
-    out.udp = decode_udp(udp);
+    if (!decode_ipv6(l3, avail, out.ip6) || out.ip6.next_hdr != kGrhNextHdrBth)
+        return ParseResult::BadIpHeader;
+    if (kGrhLen + size_t{out.ip6.payload_len} > avail)
+        return ParseResult::TooShort;
+    lay.ip_end = kGrhLen + out.ip6.payload_len;
+    lay.roce_len = out.ip6.payload_len;
+    lay.bth_off = kGrhLen;
+    return ParseResult::Ok;
+}
+
+[[gnu::always_inline]] inline ParseResult parse_ipv4(const uint8_t *l3, size_t avail, size_t contig,
+                                                     ParsedPacket &out, L3Layout &lay) {
+    out.ipv6 = out.rocev1 = false;
+    zero(out.ip6);
+    if (avail < kIpv4Len || contig < kIpv4Len)
+        return ParseResult::TooShort;
+    if ((l3[0] >> 4) != 4 || (l3[0] & 0xF) < 5)
+        return ParseResult::BadIpHeader;
+    if ((l3[0] & 0xF) != 5) /* options: never on RoCEv2, fine on anything else */
+        return l3[9] == kIpProtoUdp ? ParseResult::BadIpHeader : ParseResult::NotRoce;
+    decode_ipv4(l3, avail, out.ip4);
+    if (out.ip4.total_len < kIpv4Len)
+        return ParseResult::BadIpHeader;
+    if (out.ip4.total_len > avail)
+        return ParseResult::TooShort;
+    if (out.ip4.proto != kIpProtoUdp)
+        return ParseResult::NotRoce;
+    if (out.ip4.frag & kIpv4MfOffset)
+        return ParseResult::IpFragment;
+    lay.l4_off = kIpv4Len;
+    lay.ip_end = out.ip4.total_len;
+    lay.udp_len = lay.ip_end - kIpv4Len;
+    return ParseResult::Ok;
+}
+
+[[gnu::always_inline]] inline ParseResult parse_ipv6(const uint8_t *l3, size_t avail, size_t contig,
+                                                     ParsedPacket &out, L3Layout &lay) {
+    out.ipv6 = true;
+    out.rocev1 = false;
+    zero(out.ip4);
+    if (avail < kIpv6Len || contig < kIpv6Len)
+        return ParseResult::TooShort;
+    if (!decode_ipv6(l3, avail, out.ip6))
+        return ParseResult::BadIpHeader;
+    if (kIpv6Len + size_t{out.ip6.payload_len} > avail)
+        return ParseResult::TooShort;
+    if (out.ip6.next_hdr != kIpProtoUdp) /* extension headers are not used by RoCEv2 */
+        return ParseResult::NotRoce;
+    lay.l4_off = kIpv6Len;
+    lay.ip_end = kIpv6Len + out.ip6.payload_len;
+    lay.udp_len = out.ip6.payload_len;
+    return ParseResult::Ok;
+}
+
+/* The UDP header of a RoCEv2 frame: port 4791, a length that agrees with the IP header's. */
+[[gnu::always_inline]] inline ParseResult parse_udp(const uint8_t *l3, size_t contig,
+                                                    ParsedPacket &out, L3Layout &lay) {
+    if (lay.udp_len < kUdpLen)
+        return ParseResult::BadUdpLength;
+    if (lay.l4_off + kUdpLen > contig)
+        return ParseResult::TooShort;
+    out.udp = decode_udp(l3 + lay.l4_off);
     if (out.udp.dport != kRoceV2UdpPort)
         return ParseResult::NotRoce;
-    if (out.udp.len != udp_len)
+    if (out.udp.len != lay.udp_len)
         return ParseResult::BadUdpLength;
+    lay.roce_len = lay.udp_len - kUdpLen;
+    lay.bth_off = lay.l4_off + kUdpLen;
+    return ParseResult::Ok;
+}
 
-    /* L3 summary. */
+/* GIDs, ECN, DSCP and TTL from the IP header (or the GRH). */
+[[gnu::always_inline]] inline void l3_summary(ParsedPacket &out) {
     if (out.ipv6) {
         std::memcpy(out.src_gid, out.ip6.src, 16);
         std::memcpy(out.dst_gid, out.ip6.dst, 16);
@@ -196,14 +189,28 @@ ParseResult parse_impl(const uint8_t *frame, size_t contig, size_t len, ParsedPa
         out.dscp = out.ip4.tos >> 2;
         out.ttl = out.ip4.ttl;
     }
-    out.l3_off = static_cast<uint16_t>(l2);
-    out.bth_off = static_cast<uint16_t>(l2 + l4_off + kUdpLen);
+}
 
-    roce_len = udp_len - kUdpLen;
-    bth = udp + kUdpLen;
+/* The extended headers (all inside hdr_len, checked before); those this opcode does not
+ * carry are zero, as a fresh ParsedPacket would have them. */
+[[gnu::always_inline]] inline void decode_ext_headers(const uint8_t *bth, const OpcodeInfo &op,
+                                                      ParsedPacket &out) {
+    out.reth = op.off_reth ? decode_reth(bth + op.off_reth) : Reth{};
+    if (op.off_atomic_eth)
+        out.atomic = decode_atomic_eth(bth + op.off_atomic_eth);
+    else
+        zero(out.atomic);
+    out.deth = op.off_deth ? decode_deth(bth + op.off_deth) : Deth{};
+    out.aeth = op.off_aeth ? decode_aeth(bth + op.off_aeth) : Aeth{};
+    out.atomic_ack =
+        op.off_atomic_ack_eth ? decode_atomic_ack_eth(bth + op.off_atomic_ack_eth) : AtomicAckEth{};
+    out.imm = op.off_imm ? decode_u32(bth + op.off_imm) : 0;
+    out.ieth = op.off_ieth ? decode_u32(bth + op.off_ieth) : 0;
+}
 
-transport:
-    /* BTH. */
+/* BTH, opcode, header length, pad, then the extended headers and the payload's place. */
+[[gnu::always_inline]] inline ParseResult parse_transport(const uint8_t *bth, size_t roce_len,
+                                                          size_t contig, ParsedPacket &out) {
     if (roce_len < kBthLen + kIcrcLen || out.bth_off + kBthLen > contig)
         return ParseResult::TooShort;
     decode_bth(bth, out.bth);
@@ -218,41 +225,72 @@ transport:
     const size_t data_area = roce_len - op.hdr_len - kIcrcLen; /* payload + pad */
     if (out.bth.pad_cnt > data_area)
         return ParseResult::BadPadLength;
-
-    /* Extended headers (all inside hdr_len, checked above); the ones this opcode does not
-     * carry are zero, as a fresh ParsedPacket would have them. */
-    out.reth = op.off_reth ? decode_reth(bth + op.off_reth) : Reth{};
-    if (op.off_atomic_eth)
-        out.atomic = decode_atomic_eth(bth + op.off_atomic_eth);
-    else
-        zero(out.atomic);
-    out.deth = op.off_deth ? decode_deth(bth + op.off_deth) : Deth{};
-    out.aeth = op.off_aeth ? decode_aeth(bth + op.off_aeth) : Aeth{};
-    out.atomic_ack =
-        op.off_atomic_ack_eth ? decode_atomic_ack_eth(bth + op.off_atomic_ack_eth) : AtomicAckEth{};
-    out.imm = op.off_imm ? decode_u32(bth + op.off_imm) : 0;
-    out.ieth = op.off_ieth ? decode_u32(bth + op.off_ieth) : 0;
-
+    decode_ext_headers(bth, op, out);
     out.payload_off = static_cast<uint32_t>(out.bth_off + op.hdr_len);
     out.payload_len = static_cast<uint32_t>(data_area - out.bth.pad_cnt);
-    out.frame_len = static_cast<uint32_t>(l2 + ip_end);
-    if (l2 + ip_end > contig) /* scattered: the caller reads payload and ICRC */
-        return ParseResult::Ok;
-    out.payload = bth + op.hdr_len;
+    return ParseResult::Ok;
+}
+
+/* The ICRC of a contiguous frame: loaded, and checked when asked. The trailer is loaded
+ * after the CRC pass, which streams the frame up to it: loaded first, a frame written by
+ * another core (memif zero-copy, virtio_user RX) paid a demand miss on its last line
+ * before the fold began. The contiguous ICRC reads the frame in place, 8 bytes before l3
+ * included (l2 >= 14). */
+[[gnu::always_inline]] inline ParseResult check_icrc(const uint8_t *l3, size_t ip_end,
+                                                     bool verify_icrc, ParsedPacket &out) {
     if (!verify_icrc) {
         out.icrc = icrc_load(l3 + ip_end - kIcrcLen);
         return ParseResult::Ok;
     }
-    /* The trailer is loaded after the CRC pass, which streams the frame up to it: loaded
-     * first, a frame written by another core (memif zero-copy, virtio_user RX) paid a
-     * demand miss on its last line (75-108 ns a 4 KiB frame) before the fold began. The
-     * contiguous ICRC reads the frame in place, 8 bytes before l3 included (l2 >= 14). */
     const uint32_t crc = out.rocev1 ? icrc_v1_compute(l3, ip_end - kIcrcLen)
                                     : icrc_compute_contig(l3, ip_end - kIcrcLen, out.ipv6);
     out.icrc = icrc_load(l3 + ip_end - kIcrcLen);
-    if (crc != out.icrc)
-        return ParseResult::BadIcrc;
-    return ParseResult::Ok;
+    return crc == out.icrc ? ParseResult::Ok : ParseResult::BadIcrc;
+}
+
+/* contig: bytes readable at frame (== len for a contiguous frame). Header reads are
+ * bounded by contig, length consistency by len. */
+ParseResult parse_impl(const uint8_t *frame, size_t contig, size_t len, ParsedPacket &out,
+                       bool verify_icrc) {
+    /* No `out = ParsedPacket{}`: zeroing the whole struct (a 288-byte rep stos) cost a
+     * tenth of the server's time at 64 B. Instead every path to Ok writes every field
+     * (those a frame does not carry are zeroed where the path knows it); a rejected parse
+     * leaves the fields it did not reach as they were. */
+    out.payload = nullptr;
+    out.payload_segs = nullptr;
+    out.payload_nsegs = 0;
+    out.icrc = 0;
+    out.op = nullptr;
+    const size_t l2 = decode_eth(frame, contig, out.eth);
+    if (l2 == 0)
+        return ParseResult::TooShort;
+    const uint16_t et = out.eth.ethertype;
+    const uint8_t *l3 = frame + l2;
+    L3Layout lay;
+    ParseResult r;
+    if (et == kEtherTypeIpv4)
+        r = parse_ipv4(l3, len - l2, contig - l2, out, lay);
+    else if (et == kEtherTypeIpv6)
+        r = parse_ipv6(l3, len - l2, contig - l2, out, lay);
+    else if (et == kEtherTypeRoceV1)
+        r = parse_grh(l3, len - l2, contig - l2, out, lay);
+    else
+        return bad_ethertype(et) ? ParseResult::BadEthertype : ParseResult::NotRoce;
+    if (r == ParseResult::Ok && !out.rocev1)
+        r = parse_udp(l3, contig - l2, out, lay);
+    if (r != ParseResult::Ok)
+        return r;
+    l3_summary(out);
+    out.l3_off = static_cast<uint16_t>(l2);
+    out.bth_off = static_cast<uint16_t>(l2 + lay.bth_off);
+    const uint8_t *bth = l3 + lay.bth_off;
+    if ((r = parse_transport(bth, lay.roce_len, contig, out)) != ParseResult::Ok)
+        return r;
+    out.frame_len = static_cast<uint32_t>(l2 + lay.ip_end);
+    if (l2 + lay.ip_end > contig) /* scattered: the caller reads payload and ICRC */
+        return ParseResult::Ok;
+    out.payload = bth + out.op->hdr_len;
+    return check_icrc(l3, lay.ip_end, verify_icrc, out);
 }
 } // namespace
 
