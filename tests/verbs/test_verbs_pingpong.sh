@@ -40,6 +40,8 @@ pingpong() {
     timeout 60 "$run" --config "$work/client.conf" "$tool" -g 1 -p "$port" "$@" \
         127.0.0.1 >"$work/cli" 2>&1
     local rc=$?
+    # A client that failed leaves the server waiting for it: end the server's run.
+    [[ $rc -ne 0 ]] && kill "$srv" 2>/dev/null
     wait "$srv"
     local src=$?
     if [[ $rc -ne 0 || $src -ne 0 ]] || ! grep -q 'iters in' "$work/cli" ||
