@@ -1,0 +1,218 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include "verbs_process.h"
+
+#include <getopt.h>
+#include <pthread.h>
+#include <sched.h>
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_set>
+
+#include "config_device.h"
+#include "device_options.h"
+#include "eal_args.h"
+#include "port_config.h"
+
+namespace droce::verbs {
+namespace {
+
+enum class State { Idle, Starting, Up, Failed };
+
+struct Process {
+    std::mutex mu;
+    State state = State::Idle;
+    int error = 0;
+    std::unique_ptr<app::EalArgv> eal; /* DPDK may keep pointers into argv */
+    std::unique_ptr<Engine> engine;
+    std::vector<DeviceEntry *> devices;
+    std::mutex live_mu;
+    std::array<std::unordered_set<void *>, 6> live;
+};
+
+/* Never destroyed: the teardown at exit runs before static destructors, and a verb called
+ * by another thread during exit must not find freed state. */
+Process &process() {
+    static Process *p = new Process();
+    return *p;
+}
+
+const std::vector<DeviceEntry *> kNoDevices;
+thread_local bool t_starting = false;
+
+uint64_t guid_from_mac(const std::string &mac) {
+    unsigned m[6] = {};
+    if (std::sscanf(mac.c_str(), "%x:%x:%x:%x:%x:%x", &m[0], &m[1], &m[2], &m[3], &m[4], &m[5]) !=
+        6)
+        return 0;
+    /* EUI-64 of the MAC with the universal/local bit flipped (what rxe and mlx5 do). */
+    const uint8_t eui[8] = {static_cast<uint8_t>(m[0] ^ 0x02),
+                            static_cast<uint8_t>(m[1]),
+                            static_cast<uint8_t>(m[2]),
+                            0xff,
+                            0xfe,
+                            static_cast<uint8_t>(m[3]),
+                            static_cast<uint8_t>(m[4]),
+                            static_cast<uint8_t>(m[5])};
+    uint64_t be = 0;
+    std::memcpy(&be, eui, sizeof(be));
+    return be;
+}
+
+DeviceEntry *make_entry(Device *dev, uint32_t index) {
+    auto *e = new DeviceEntry{};
+    e->dev = dev;
+    e->index = index;
+    e->guid_be = guid_from_mac(dev->mac());
+    e->ibdev.node_type = IBV_NODE_CA;
+    e->ibdev.transport_type = IBV_TRANSPORT_IB; /* RoCE reports InfiniBand, as rxe does */
+    std::snprintf(e->ibdev.name, sizeof(e->ibdev.name), "droce%u", index);
+    std::snprintf(e->ibdev.dev_name, sizeof(e->ibdev.dev_name), "uverbs-droce%u", index);
+    /* No sysfs: paths that name nothing, so sysfs reads fail cleanly. */
+    std::snprintf(e->ibdev.dev_path, sizeof(e->ibdev.dev_path), "/nonexistent/droce%u", index);
+    std::snprintf(e->ibdev.ibdev_path, sizeof(e->ibdev.ibdev_path), "/nonexistent/droce%u", index);
+    return e;
+}
+
+/* Objects the application left behind, children first, then the engine: its worker
+ * stops and the port closes (a memif socket, the EAL's runtime directory go). */
+void teardown_at_exit() {
+    Process &p = process();
+    std::lock_guard<std::mutex> lk(p.mu);
+    {
+        std::lock_guard<std::mutex> ll(p.live_mu);
+        for (void *w : p.live[static_cast<int>(Kind::Qp)])
+            delete static_cast<Qp *>(w)->dqp;
+        for (void *w : p.live[static_cast<int>(Kind::Ah)])
+            delete static_cast<Ah *>(w)->dah;
+        for (void *w : p.live[static_cast<int>(Kind::Srq)])
+            delete static_cast<Srq *>(w)->dsrq;
+        for (void *w : p.live[static_cast<int>(Kind::Mr)])
+            delete static_cast<Mr *>(w)->dmr;
+        for (void *w : p.live[static_cast<int>(Kind::Cq)])
+            delete static_cast<Cq *>(w)->dcq;
+        for (void *w : p.live[static_cast<int>(Kind::Pd)])
+            delete static_cast<Pd *>(w)->dpd;
+        for (auto &set : p.live)
+            set.clear();
+    }
+    p.engine.reset();
+    p.state = State::Failed;
+    p.error = ENODEV;
+}
+
+/* The options the configuration file gives, checked as the tools check theirs; "" or why
+ * not. libibverbs needs worker mode: the application's verbs never drive the engine, so
+ * only a worker answers ARP, ACKs and retransmits while the program waits elsewhere. */
+std::string read_config(const char *path, app::DeviceOptions &o) {
+    std::string err = app::apply_device_config(path, o, "libibverbs");
+    if (!err.empty())
+        return err;
+    if (o.loopback)
+        return std::string(path) + ": [port] loopback: not for libibverbs (name a port)";
+    if (o.embedded)
+        return std::string(path) +
+               ": [engine] mode = embedded: libibverbs runs droce on a worker lcore";
+    o.worker = true;
+    err = app::finish_device_options(o, false, app::DeviceOptionRules{});
+    return err.empty() ? "" : std::string(path) + ": " + err;
+}
+
+/* rte_eal_init pins the calling thread to the main lcore: give the application's thread
+ * its own affinity back (its later threads inherit it). It also parses its arguments with
+ * getopt: the application's getopt state is put back as well. */
+Status create_engine(Process &p, const app::DeviceOptions &o) {
+    cpu_set_t saved;
+    const bool have_saved = pthread_getaffinity_np(pthread_self(), sizeof(saved), &saved) == 0;
+    const int saved_optind = optind, saved_opterr = opterr, saved_optopt = optopt;
+    char *const saved_optarg = optarg;
+    p.eal = std::make_unique<app::EalArgv>("libibverbs-droce", o.eal_args);
+    EngineOptions eo;
+    eo.embedded = false;
+    eo.workers = 1;
+    eo.idle_polls_before_sleep = o.busy_poll ? 0 : 1000;
+    eo.idle_sleep_us = 20;
+    eo.log_level = o.log_level;
+    int consumed = 0;
+    auto engine = Engine::create(p.eal->argc(), p.eal->argv(), &consumed, eo);
+    if (have_saved)
+        pthread_setaffinity_np(pthread_self(), sizeof(saved), &saved);
+    optind = saved_optind;
+    opterr = saved_opterr;
+    optopt = saved_optopt;
+    optarg = saved_optarg;
+    if (!engine)
+        return engine.status();
+    p.engine = std::move(engine.value());
+    return {};
+}
+
+Status start(Process &p) {
+    const char *path = std::getenv(kConfigEnv);
+    if (path == nullptr || *path == '\0')
+        return Status(ENODEV, std::string(kConfigEnv) +
+                                  " is not set: no droce device (run the program with "
+                                  "droce-run --config FILE)");
+    app::DeviceOptions o(0);
+    if (std::string err = read_config(path, o); !err.empty())
+        return Status(EINVAL, err);
+    if (Status st = create_engine(p, o); !st)
+        return st;
+    auto dev = p.engine->open_device(app::port_device_config(o));
+    if (!dev)
+        return Status(dev.status().code(), "port '" + o.dpdk_port + "': " + dev.status().message());
+    if (Status st = p.engine->start(); !st)
+        return st;
+    p.devices.push_back(make_entry(dev.value(), 0));
+    std::atexit(teardown_at_exit);
+    return {};
+}
+
+} // namespace
+
+const std::vector<DeviceEntry *> &devices() {
+    Process &p = process();
+    if (t_starting) {
+        errno = EAGAIN;
+        return kNoDevices;
+    }
+    std::lock_guard<std::mutex> lk(p.mu);
+    if (p.state == State::Idle) {
+        p.state = State::Starting;
+        t_starting = true;
+        const Status st = start(p);
+        t_starting = false;
+        if (st) {
+            p.state = State::Up;
+        } else {
+            p.engine.reset();
+            p.state = State::Failed;
+            p.error = st.code() != 0 ? st.code() : EIO;
+            std::fprintf(stderr, "droce libibverbs: %s\n", st.message().c_str());
+        }
+    }
+    if (p.state != State::Up) {
+        errno = p.error;
+        return kNoDevices;
+    }
+    return p.devices;
+}
+
+void live_add(Kind k, void *wrapper) {
+    Process &p = process();
+    std::lock_guard<std::mutex> lk(p.live_mu);
+    p.live[static_cast<int>(k)].insert(wrapper);
+}
+
+void live_remove(Kind k, void *wrapper) {
+    Process &p = process();
+    std::lock_guard<std::mutex> lk(p.live_mu);
+    p.live[static_cast<int>(k)].erase(wrapper);
+}
+
+} // namespace droce::verbs

@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/** @file
+ * droce inside the application's process: the engine the first device-listing verb starts
+ * from the configuration file DROCE_CONFIG names (config/'s format, as the droce tools read
+ * it), its devices as ibv_get_device_list lists them, and the teardown at exit. */
+#pragma once
+
+#include <vector>
+
+#include "verbs_objects.h"
+
+namespace droce::verbs {
+
+/** The environment variable naming the configuration file (droce-run sets it). */
+inline constexpr const char *kConfigEnv = "DROCE_CONFIG";
+
+/** The devices, the engine started on the first call. Empty (errno set, the reason
+ * printed once on stderr) when droce cannot run: no DROCE_CONFIG, a bad file, a port that
+ * does not open. Also empty, without starting anything, when called while the engine is
+ * starting (a DPDK driver that links libibverbs asking during rte_eal_init). */
+const std::vector<DeviceEntry *> &devices();
+
+/** Objects alive, so that exit can destroy them (children first) before the engine. */
+enum class Kind { Qp, Ah, Srq, Mr, Cq, Pd };
+void live_add(Kind k, void *wrapper);
+void live_remove(Kind k, void *wrapper);
+
+} // namespace droce::verbs

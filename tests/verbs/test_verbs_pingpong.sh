@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Unmodified rdma-core 44 pingpongs on both ends, each on droce (droce-run), two processes
+# over net_memif: no kernel RDMA, no VM. ibv_rc_pingpong with -c (the client validates
+# what it received; the tool prints "invalid data" on a mismatch), 4096-byte messages, then
+# 64-byte ones (sent inline: droce reports 256 bytes of inline data); ibv_srq_pingpong
+# (16 RC QPs on one SRQ); ibv_ud_pingpong (UD, address handles; 512 bytes: the port's
+# active MTU is 1024).
+# Usage: test_verbs_pingpong.sh PATH/TO/droce-run
+set -u
+# Only what droce-run sets: meson points LD_LIBRARY_PATH at the library for its tests.
+unset LD_LIBRARY_PATH
+run=${1:?usage: $0 DROCE_RUN}
+for tool in ibv_rc_pingpong ibv_srq_pingpong ibv_ud_pingpong; do
+    command -v $tool >/dev/null || { echo "SKIP: $tool missing (ibverbs-utils)"; exit 77; }
+done
+work=$(mktemp -d)
+sock=$work/memif.sock
+port=$((23000 + $$ % 20000))
+trap 'rm -rf "$work"' EXIT
+fails=0
+
+conf() { # ROLE IP MAC
+    printf '[eal]\nvdev = net_memif0,role=%s,socket=%s,socket-abstract=no\n\n' "$1" "$sock"
+    printf '[port]\ndevice = net_memif0\nip = %s\nmac = %s\n' "$2" "$3"
+}
+conf server 10.82.0.1/24 02:00:00:00:82:01 >"$work/server.conf"
+conf client 10.82.0.2/24 02:00:00:00:82:02 >"$work/client.conf"
+
+# pingpong TOOL ARGS...: server and client with the same arguments; both must end well.
+pingpong() {
+    local tool=$1
+    shift
+    rm -f "$sock"
+    port=$((port + 1))
+    timeout 60 "$run" --config "$work/server.conf" "$tool" -g 1 -p "$port" "$@" \
+        >"$work/srv" 2>&1 &
+    local srv=$!
+    for _ in $(seq 100); do [[ -S $sock ]] && break; sleep 0.1; done
+    sleep 0.5 # the server listens on its TCP port once its device is up
+    timeout 60 "$run" --config "$work/client.conf" "$tool" -g 1 -p "$port" "$@" \
+        127.0.0.1 >"$work/cli" 2>&1
+    local rc=$?
+    # A client that failed leaves the server waiting for it: end the server's run.
+    [[ $rc -ne 0 ]] && kill "$srv" 2>/dev/null
+    wait "$srv"
+    local src=$?
+    if [[ $rc -ne 0 || $src -ne 0 ]] || ! grep -q 'iters in' "$work/cli" ||
+        ! grep -q 'iters in' "$work/srv" || grep -qi 'invalid data' "$work/cli" "$work/srv"; then
+        echo "FAIL: $tool $*: client exit $rc, server exit $src (124 = timeout)"
+        echo "--- client"; tail -n 15 "$work/cli"
+        echo "--- server"; tail -n 15 "$work/srv"
+        fails=$((fails + 1))
+        return
+    fi
+    echo "ok: $tool $*: $(grep 'bytes in' "$work/cli")"
+}
+
+pingpong ibv_rc_pingpong -c -n 200
+pingpong ibv_rc_pingpong -c -n 200 -s 64
+pingpong ibv_srq_pingpong -n 100
+pingpong ibv_ud_pingpong -n 200 -s 512
+
+if [[ $fails -ne 0 ]]; then echo "$fails run(s) failed"; exit 1; fi
+echo "the pingpongs ran droce <-> droce"

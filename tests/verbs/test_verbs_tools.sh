@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# Unmodified ibverbs-utils on droce (no kernel RDMA): ibv_devices and ibv_devinfo under
+# droce-run list the droce device of a configuration file (a net_ring port: no peer
+# needed, link up) with its GUID, port state and GIDs; droce's own C verbs program walks
+# the verbs and their error paths; without DROCE_CONFIG or with a bad file, no device and
+# a message that says why. Every run leaves no EAL runtime directory behind.
+# Usage: test_verbs_tools.sh PATH/TO/droce-run PATH/TO/verbs_api_test
+set -u
+# Only what droce-run sets: meson points LD_LIBRARY_PATH at the library for its tests.
+unset LD_LIBRARY_PATH
+run=${1:?usage: $0 DROCE_RUN VERBS_API_TEST}
+api_test=${2:?usage: $0 DROCE_RUN VERBS_API_TEST}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+fails=0
+fail() {
+    echo "FAIL: $*"
+    fails=$((fails + 1))
+}
+
+for tool in ibv_devices ibv_devinfo; do
+    command -v $tool >/dev/null || { echo "SKIP: $tool missing (ibverbs-utils)"; exit 77; }
+done
+
+cat >"$work/ring.conf" <<CONF
+# droce on a net_ring port (its frames come back to it): a device with its link up.
+[eal]
+vdev = net_ring0
+
+[port]
+device = net_ring0
+ip = 10.81.0.1/24
+mac = 02:00:00:00:81:01
+CONF
+
+runtime_dirs() { ls -d /var/run/dpdk/droce-* "${XDG_RUNTIME_DIR:-/nonexistent}"/dpdk/droce-* 2>/dev/null | sort; }
+before=$(runtime_dirs)
+
+# expect NAME FILE PATTERN...: every (fixed-string) pattern is in FILE.
+expect() {
+    local name=$1 file=$2
+    shift 2
+    for p in "$@"; do
+        grep -qF -- "$p" "$file" || { fail "$name: no '$p' in:"; sed 's/^/    /' "$file"; return; }
+    done
+    echo "ok: $name"
+}
+
+timeout 60 "$run" --config "$work/ring.conf" ibv_devices >"$work/devices" 2>&1 ||
+    fail "ibv_devices exited $?"
+expect "ibv_devices lists droce0 and its GUID" "$work/devices" droce0 000000fffe008101
+
+timeout 60 "$run" --config "$work/ring.conf" ibv_devinfo >"$work/devinfo" 2>&1 ||
+    fail "ibv_devinfo exited $?"
+expect "ibv_devinfo: device, GUID, port" "$work/devinfo" $'hca_id:\tdroce0' \
+    '0000:00ff:fe00:8101' 'PORT_ACTIVE (4)' 'Ethernet' 'InfiniBand (0)'
+
+timeout 60 "$run" --config "$work/ring.conf" ibv_devinfo -v >"$work/devinfo_v" 2>&1 ||
+    fail "ibv_devinfo -v exited $?"
+expect "ibv_devinfo -v: GIDs" "$work/devinfo_v" '::ffff:10.81.0.1, RoCE v2' 'max_qp_wr:'
+
+timeout 60 "$run" --config "$work/ring.conf" "$api_test" >"$work/api" 2>&1
+rc=$?
+if [[ $rc -ne 0 ]] || grep -q '^FAIL' "$work/api"; then
+    fail "verbs_api_test exited $rc:"
+    sed 's/^/    /' "$work/api"
+else
+    echo "ok: verbs_api_test ($(grep -c '^ok' "$work/api") checks)"
+fi
+
+# No configuration: droce's library is found, lists nothing and says why.
+libdir=$(sed -n "s/^libdir='\(.*\)'$/\1/p" "$run")
+env -u DROCE_CONFIG LD_LIBRARY_PATH="$libdir" timeout 30 ibv_devices >"$work/noconf" 2>&1
+expect "no DROCE_CONFIG: no device, a reason" "$work/noconf" 'DROCE_CONFIG is not set'
+grep -q droce0 "$work/noconf" && fail "no DROCE_CONFIG: droce0 listed"
+
+# A configuration error names the file and line.
+printf '[port]\ndevice = net_ring0\nip = 10.81.0.1/24\nbogus = 1\n' >"$work/bad.conf"
+timeout 30 "$run" --config "$work/bad.conf" ibv_devices >"$work/badconf" 2>&1
+expect "bad configuration: file and line named" "$work/badconf" "$work/bad.conf:4"
+
+"$run" 2>"$work/usage" && fail "droce-run without a program succeeded"
+expect "droce-run without a program: usage" "$work/usage" 'usage: droce-run'
+
+after=$(runtime_dirs)
+[[ $before == "$after" ]] || fail "EAL runtime directories left behind: $(comm -13 <(echo "$before") <(echo "$after") | tr '\n' ' ')"
+
+if [[ $fails -ne 0 ]]; then echo "$fails check(s) failed"; exit 1; fi
+echo "all verbs tool checks passed"
