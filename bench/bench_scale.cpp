@@ -11,9 +11,12 @@
  *                       the last byte of its buffer) on one QP pair, with 0 vs K idle
  *                       connected QP pairs alongside; K pairs are created and connected
  *                       for their rounds and destroyed after.
- *   bench_scale workers 64 B WRITE message rate on 2 QP pairs with W = 1 vs W = 2
- *                       embedded workers (thread w polls worker w and drives the QPs of
- *                       its CQs), ring pair with two queues; a fresh Engine per round.
+ *   bench_scale workers 64 B WRITE message rate with W embedded workers for each W of a
+ *                       list (default 1,2), P QP pairs per worker (weak scaling); thread
+ *                       w, pinned to CPU w, polls worker w and drives the QPs of its CQs;
+ *                       ring pair with max(2, W) queues; a fresh Engine per round. Per-
+ *                       worker rates, ratios to the list's first W in the same round, and
+ *                       the handoff counters (work crossing between workers) per WR.
  *
  * Settings alternate within each round (r = 1..rounds: for each setting), so drift on
  * a shared machine hits them alike. Results: a table (min/median/max over rounds) and
@@ -60,11 +63,13 @@ struct Args {
     uint32_t per_qp = 0;   /* qps: 0 = `window` WRs in total over N QPs; D = perftest's
                               -q N -t D: every QP keeps D (at least window/N) outstanding */
     uint32_t rounds = 5;
-    double seconds = 1.0;         /* per measured setting */
-    uint32_t idle = 65536;        /* idle: idle QP pairs */
-    uint32_t iters = 20000;       /* idle: ping-pongs per round */
-    bool register_threads = true; /* workers: thread 1 becomes an EAL thread */
-    bool counters = false;        /* print device counters per message (first round) */
+    double seconds = 1.0;                   /* per measured setting */
+    uint32_t idle = 65536;                  /* idle: idle QP pairs */
+    uint32_t iters = 20000;                 /* idle: ping-pongs per round */
+    bool register_threads = true;           /* workers: threads 1.. become EAL threads */
+    std::vector<uint32_t> workers = {1, 2}; /* workers: worker counts (rounds alternate) */
+    uint32_t pairs = 2;                     /* workers: QP pairs per worker (weak scaling) */
+    bool counters = false;                  /* print device counters per message (first round) */
     std::string csv;
 };
 
@@ -697,6 +702,8 @@ int run_idle(const Args &args) {
 
 /* ---- workers ------------------------------------------------------------------- */
 
+/* Worker w runs on CPU w (mod the CPUs there are): a run that moved threads around would
+ * measure the scheduler, not the engine. */
 void pin_to_cpu(unsigned cpu) {
     cpu_set_t set;
     CPU_ZERO(&set);
@@ -706,39 +713,59 @@ void pin_to_cpu(unsigned cpu) {
 
 struct alignas(64) WorkerResult {
     double mpps = 0;
-    uint64_t iterations = 0;
-    uint64_t empty_polls = 0;
 };
 
-double run_workers_round(const Args &args, uint32_t nw, std::vector<double> *per_worker) {
+/* Counters that show work crossing between workers: frames handed to another worker's
+ * RX or TX queue, and frames freed by a worker whose pool did not build them. Zero when
+ * every QP's traffic stays on its worker (an engine without a counter reads 0). */
+constexpr const char *kSharingCounters[] = {"rx_handoff", "tx_handoff", "rx_foreign_pool"};
+
+uint64_t counter_sum(const Device &a, const Device &b, const char *name) {
+    uint64_t v = 0;
+    for (const Device *d : {&a, &b})
+        for (const auto &[k, x] : d->counters())
+            if (k == name)
+                v += x;
+    return v;
+}
+
+struct WorkersRound {
+    double mpps = 0;
+    std::vector<double> per_worker;
+    std::vector<uint64_t> sharing; /* kSharingCounters' deltas over the round */
+    uint64_t completed = 0;
+};
+
+/* Weak scaling: nw workers, args.pairs QP pairs on each (pair q on worker q % nw, both
+ * sides), one thread per worker polling it and driving the QPs of its CQ. */
+WorkersRound run_workers_round(const Args &args, uint32_t nw) {
     Bed bed;
-    bed.open(nw, 2, 4096, 4 * args.window + 64);
-    /* Two QP pairs: pair q on worker q % nw (both sides). */
+    bed.open(nw, static_cast<uint16_t>(std::max(2u, nw)), 4096, 4 * args.window * args.pairs + 64);
     Pairs p;
-    for (uint32_t q = 0; q < 2; ++q)
+    for (uint32_t q = 0; q < nw * args.pairs; ++q)
         p.add(bed, q % nw, args.window);
     std::vector<Driver> drivers;
     for (uint32_t w = 0; w < nw; ++w) {
         Driver d(bed.engine.get(), nw > 1 ? static_cast<int>(w) : -1, bed.a.cqs[w].get(), &bed.a,
                  &bed.b, 0);
-        for (uint32_t q = 0; q < 2; ++q)
-            if (q % nw == w) {
-                d.qps.push_back(p.a[q].get());
-                d.depth.push_back(args.window);
-                d.window += args.window;
-            }
+        for (uint32_t q = w; q < nw * args.pairs; q += nw) {
+            d.qps.push_back(p.a[q].get());
+            d.depth.push_back(args.window);
+            d.window += args.window;
+        }
         drivers.push_back(std::move(d));
     }
+    WorkersRound out;
+    for (const char *c : kSharingCounters)
+        out.sharing.push_back(counter_sum(*bed.a.dev, *bed.b.dev, c));
     std::vector<WorkerResult> res(nw);
-    std::atomic<int> ready{0};
+    std::atomic<uint32_t> ready{0};
     auto body = [&](uint32_t w) {
-        if (w != 0) {
-            pin_to_cpu(w);
-            if (args.register_threads && rte_thread_register() != 0)
-                die("rte_thread_register failed");
-        }
+        pin_to_cpu(w);
+        if (w != 0 && args.register_threads && rte_thread_register() != 0)
+            die("rte_thread_register failed");
         ready.fetch_add(1);
-        while (ready.load() < static_cast<int>(nw))
+        while (ready.load() < nw)
             ;
         res[w].mpps = drivers[w].run(0.3, args.seconds, bed.a.dev, bed.b.dev) / 1e6;
         if (w != 0 && args.register_threads)
@@ -750,50 +777,62 @@ double run_workers_round(const Args &args, uint32_t nw, std::vector<double> *per
     body(0);
     for (auto &t : th)
         t.join();
-    double total = 0;
-    per_worker->clear();
-    for (auto &r : res) {
-        total += r.mpps;
-        per_worker->push_back(r.mpps);
+    for (size_t i = 0; i < out.sharing.size(); ++i)
+        out.sharing[i] = counter_sum(*bed.a.dev, *bed.b.dev, kSharingCounters[i]) - out.sharing[i];
+    for (uint32_t w = 0; w < nw; ++w) {
+        out.mpps += res[w].mpps;
+        out.per_worker.push_back(res[w].mpps);
+        out.completed += drivers[w].completed;
     }
     p.clear();
     bed.close();
-    return total;
+    return out;
+}
+
+void print_workers_round(uint32_t r, uint32_t nw, const WorkersRound &w) {
+    std::printf("round %u W=%u: %.3f Mpps (per worker:", r + 1, nw, w.mpps);
+    for (size_t i = 0; i < w.per_worker.size(); ++i)
+        std::printf(" %.3f", w.per_worker[i]);
+    std::printf(")");
+    for (size_t i = 0; i < w.sharing.size(); ++i)
+        std::printf(" %s %.4f/WR", kSharingCounters[i],
+                    w.completed ? static_cast<double>(w.sharing[i]) / w.completed : 0.0);
+    std::printf("\n");
+    std::fflush(stdout);
 }
 
 int run_workers(const Args &args) {
     FILE *csv = open_csv(args);
-    std::vector<double> rate[2];
+    const std::vector<uint32_t> &ws = args.workers;
+    std::vector<std::vector<double>> rate(ws.size()), per_worker(ws.size()), ratio(ws.size());
     for (uint32_t r = 0; r < args.rounds; ++r) {
-        for (int k0 = 0; k0 < 2; ++k0) {
-            const uint32_t nw = r % 2 == 0 ? 1 + k0 : 2 - k0; /* ABBA */
-            std::vector<double> per;
-            const double mpps = run_workers_round(args, nw, &per);
-            rate[nw - 1].push_back(mpps);
-            std::printf("round %u W=%u: %.3f Mpps (", r + 1, nw, mpps);
-            for (size_t w = 0; w < per.size(); ++w)
-                std::printf("%sworker %zu %.3f", w ? ", " : "", w, per[w]);
-            std::printf(")\n");
-            std::fflush(stdout);
-            csv_row(csv, "workers,loopback,%u,%u,%.4f", nw, r + 1, mpps);
+        std::vector<double> this_round(ws.size());
+        for (size_t k0 = 0; k0 < ws.size(); ++k0) {
+            const size_t k = r % 2 == 0 ? k0 : ws.size() - 1 - k0; /* ABBA over the list */
+            const WorkersRound w = run_workers_round(args, ws[k]);
+            print_workers_round(r, ws[k], w);
+            this_round[k] = w.mpps;
+            rate[k].push_back(w.mpps);
+            for (double x : w.per_worker)
+                per_worker[k].push_back(x);
+            csv_row(csv, "workers,loopback,%u,%u,%.4f", ws[k], r + 1, w.mpps);
         }
+        for (size_t k = 0; k < ws.size(); ++k)
+            ratio[k].push_back(this_round[k] / this_round[0]);
     }
-    const Stats s1 = stats(rate[0]), s2 = stats(rate[1]);
-    std::printf("\n64 B RDMA WRITE, 2 QP pairs, window %u per QP, embedded workers, ring pair "
-                "with 2 queues, %u rounds x %.1f s%s\n",
-                args.window, args.rounds, args.seconds,
-                args.register_threads ? "" : ", worker 1 thread NOT an EAL thread");
-    std::vector<double> rr;
-    for (size_t r = 0; r < rate[0].size() && r < rate[1].size(); ++r)
-        rr.push_back(rate[1][r] / rate[0][r]);
-    const Stats q = stats(rr);
-    std::printf("| workers | Mpps min | Mpps median | Mpps max | ratio to 1 worker, same round: "
-                "min / median / max |\n");
-    std::printf("|---------|----------|-------------|----------|-------------------------------"
-                "---------------|\n");
-    std::printf("| 1 | %.3f | %.3f | %.3f | 1 |\n", s1.min, s1.med, s1.max);
-    std::printf("| 2 | %.3f | %.3f | %.3f | %.2f / %.2f / %.2f |\n", s2.min, s2.med, s2.max, q.min,
-                q.med, q.max);
+    std::printf("\n64 B RDMA WRITE, %u QP pairs per worker, window %u per QP, embedded workers "
+                "(worker w on CPU w), ring pair with max(2, W) queues, %u rounds x %.1f s%s\n",
+                args.pairs, args.window, args.rounds, args.seconds,
+                args.register_threads ? "" : ", worker threads NOT EAL threads");
+    std::printf("| workers | Mpps min | Mpps median | Mpps max | x W=%u, same round: min / median "
+                "/ max | per worker median (min-max) |\n",
+                ws[0]);
+    std::printf("|---|---|---|---|---|---|\n");
+    for (size_t k = 0; k < ws.size(); ++k) {
+        const Stats s = stats(rate[k]), q = stats(ratio[k]), pw = stats(per_worker[k]);
+        std::printf("| %u | %.3f | %.3f | %.3f | %.2f / %.2f / %.2f | %.3f (%.3f-%.3f) |\n", ws[k],
+                    s.min, s.med, s.max, q.min, q.med, q.max, pw.med, pw.min, pw.max);
+    }
     if (csv != nullptr)
         std::fclose(csv);
     return 0;
@@ -828,7 +867,9 @@ void usage() {
         "  --rounds=N        rounds (default 5)\n"
         "  --seconds=S       measured seconds per setting and round (default 1)\n"
         "  --counters        print device counter deltas per completed WR (first round)\n"
-        "  --no-register     workers: leave thread 1 a non-EAL thread (no mempool cache)\n"
+        "  --workers=LIST    workers: worker counts (default 1,2; the first is the ratios' base)\n"
+        "  --pairs=P         workers: QP pairs per worker (default 2)\n"
+        "  --no-register     workers: leave threads 1.. non-EAL threads (no mempool cache)\n"
         "  --csv=FILE        also append CSV rows to FILE\n");
 }
 
@@ -865,6 +906,10 @@ int main(int argc, char **argv) {
             args.rounds = static_cast<uint32_t>(std::atoi(v));
         else if ((v = val("--seconds")))
             args.seconds = std::atof(v);
+        else if ((v = val("--workers")))
+            args.workers = parse_list(v);
+        else if ((v = val("--pairs")))
+            args.pairs = static_cast<uint32_t>(std::atoi(v));
         else if ((v = val("--csv")))
             args.csv = v;
         else if (a == "--counters")
@@ -877,8 +922,11 @@ int main(int argc, char **argv) {
         }
     }
     if (args.window == 0 || args.depth == 0 || args.rounds == 0 || args.iters == 0 ||
-        args.seconds <= 0)
-        die("window, depth, rounds, iters and seconds must be positive");
+        args.pairs == 0 || args.seconds <= 0)
+        die("window, depth, rounds, iters, pairs and seconds must be positive");
+    for (uint32_t w : args.workers)
+        if (w > 16)
+            die("at most 16 workers (kMaxWorkers)");
     if (args.mode == "qps")
         return run_qps(args);
     if (args.mode == "idle")

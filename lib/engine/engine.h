@@ -33,6 +33,7 @@
 #include "engine_tx_stash.h"
 #include "mem_mr.h"
 #include "net.h"
+#include "net_classify.h"
 #include "net_ipv6.h"
 #include "net_pfc.h"
 #include "rc_qp.h"
@@ -55,8 +56,10 @@ inline constexpr uint16_t kRxBurst = 32;
 /* RX prefetches a frame's lines up to this many bytes (a 64 B WRITE is 138; a larger frame's
  * ICRC streams through the rest with the hardware prefetcher). */
 inline constexpr uint32_t kRxPrefetchBytes = 256;
-inline constexpr uint16_t kTxBurst = 64;     /* frames handed to one rte_eth_tx_burst */
-inline constexpr uint16_t kTxQueueCap = 512; /* frames a shard keeps queued for its port */
+inline constexpr uint32_t kMaxZcSegs = kMaxSge; /* payload segments of a zero-copy frame */
+inline constexpr uint32_t kMaxRxSegs = 32;      /* segments of a received chain */
+inline constexpr uint16_t kTxBurst = 64;        /* frames handed to one rte_eth_tx_burst */
+inline constexpr uint16_t kTxQueueCap = 512;    /* frames a shard keeps queued for its port */
 /* Packets one ready QP may emit before the next ready QP gets its turn (round-robin):
  * one busy QP cannot starve the others, and a small quantum keeps per-QP latency fair. */
 inline constexpr uint32_t kTxQuantum = 16;
@@ -85,6 +88,7 @@ inline constexpr uint32_t kDoorbellSrq = 0x80000000u;
     X(tx_ack_answered)      /* ... sent by the post that answered them, not at the next poll */    \
     X(rx_handoff)           /* packets for a QP of another worker, passed to it over a ring */     \
     X(rx_drop_handoff_full) /* ... and dropped: that worker's ring was full */                     \
+    X(rx_foreign_pool)      /* received frames another worker's pool built (zero-copy aside) */    \
     X(doorbells)            /* QPs and SRQs woken by the application (worker mode) */              \
     X(timer_expirations)    /* QP timers fired (retransmission, RNR) */                            \
     X(async_events)         /* asynchronous events queued for the application */                   \
@@ -173,6 +177,26 @@ struct SrqCtx {
 
 struct QpCtx;
 class Shard;
+inline constexpr uint8_t kNoPrio = 0xFF;
+
+/** What became of a frame offered to a shard's TX (Shard::transmit, QpTx::send). Anything
+ * but Sent and Dropped leaves the frame's work with the QP, which the caller acts on. */
+enum class TxStatus : uint8_t {
+    Sent,      /* in the TX queue */
+    Dropped,   /* can never be sent (larger than an mbuf): counted; the transport recovers */
+    Quantum,   /* the QP's packets for this turn are used up: the next ready QP's turn */
+    Paused,    /* the frame's PFC priority is paused (TxResult::prio): park the QP */
+    QueueFull, /* the TX queue is full (backpressure): served again once the port took some */
+    NoMbuf,    /* the TX pool is empty */
+    NoRoute,   /* the next hop's MAC is not known yet (QpTx::neigh_held) */
+};
+struct TxResult {
+    TxStatus status;
+    uint8_t prio = kNoPrio; /* Paused: the priority to park the sender on (none: a CNP) */
+    /** The transport may forget the frame (sent, or dropped for good). */
+    bool taken() const { return status <= TxStatus::Dropped; }
+};
+
 /** A QP's way out: its shard's TX path with the QP's own header template, so that the
  * Ethernet/IP/UDP headers are prebuilt once per path instead of once per frame. */
 struct QpTx final : rc::TxPort {
@@ -180,8 +204,13 @@ struct QpTx final : rc::TxPort {
     /* Non-blocking RTR (engine_neigh_wait.cpp): the next hop's MAC is not known yet, so
      * nothing leaves; the QP keeps its work and is not scheduled until it is. */
     bool neigh_held = false;
+    /* kNoPrio, or the paused priority that refused this QP's last frame: Shard::schedule
+     * parks the QP on it instead of serving it again and again until the pause ends. */
+    uint8_t paused_prio = kNoPrio;
     wire::HeaderTemplate tmpl;
-    bool transmit(const wire::FrameSpec &frame) override;
+    /** The frame to the shard's TX, or why not (NoRoute while neigh_held). */
+    TxResult send(const wire::FrameSpec &frame);
+    bool transmit(const wire::FrameSpec &frame) override; /* send(), acted on */
 };
 /** A QP's timer: the wheel's node and the way back to its QP. */
 struct QpTimer : sched::TimerNode {
@@ -193,7 +222,6 @@ struct PauseTimer : QpTimer {
     uint8_t prio = 0;
     bool storm = false;
 };
-inline constexpr uint8_t kNoPrio = 0xFF;
 inline constexpr uint64_t kPfcStormNsDefault = 100'000'000; /* 100 ms */
 
 /* PFC state counters of a shard (Shard::counters names them as mlx5's ethtool -S). The
@@ -351,8 +379,8 @@ class Shard final : public rc::TxPort, public rc::AsyncEventSink {
      * handled (received + sent); *work gets everything done, for idle detection. */
     uint32_t poll(uint64_t now, uint32_t *work);
     bool transmit(const wire::FrameSpec &frame) override;
-    /** transmit() with the sender's header template (QpTx). */
-    bool transmit(const wire::FrameSpec &frame, wire::HeaderTemplate &tmpl);
+    /** A frame with the sender's header template (QpTx) into the TX queue, or why not. */
+    TxResult transmit(const wire::FrameSpec &frame, wire::HeaderTemplate &tmpl);
     /** A QP's asynchronous event: to the device's event ring (no allocation, no lock). */
     void on_async_event(const rc::AsyncEvent &ev) override;
     /** RX of one frame (the engine owns m afterwards). Exposed for benchmarks. */
@@ -421,6 +449,11 @@ class Shard final : public rc::TxPort, public rc::AsyncEventSink {
     uint32_t drain_rings_ud(QpCtx &q);
     void ud_counters(std::vector<std::pair<std::string, uint64_t>> &v) const;
     int transmit_zc(const wire::FrameSpec &frame, wire::HeaderTemplate &tmpl);
+    /* RX after the fast path (engine_rx.cpp): by net::classify_frame's verdict. */
+    template <bool Cap> void rx_roce(rte_mbuf *m, uint16_t vid, uint64_t now);
+    void rx_arp(rte_mbuf *m, uint32_t l2, uint64_t now);
+    void rx_icmp(rte_mbuf *m, uint32_t l2);
+    void count_rx_drop(net::FrameDrop why);
     wire::ParseResult parse_chain(rte_mbuf *m, wire::ParsedPacket &pp, wire::ByteSpan *spans);
     void handoff(uint32_t owner, rte_mbuf *m);
     void rx_burst(rte_mbuf **rx, uint16_t n, uint64_t now);
@@ -467,10 +500,10 @@ class Shard final : public rc::TxPort, public rc::AsyncEventSink {
     uint32_t nheld_ = 0;
     uint32_t pacer_holding_ = 0;
     uint32_t budget_ = UINT32_MAX; /* packets the QP being served may still emit */
+    rte_mempool *pool_;            /* this worker's mbufs (Runtime::pool(index)) */
     /* ---- PFC: received pauses (engine_dev.cpp, "PFC") ---- */
     uint8_t paused_mask_ = 0;     /* bit n: priority n is paused */
     uint8_t storm_mask_ = 0;      /* bit n: priority n's pauses are ignored (storm, see on_pfc) */
-    uint8_t held_prio_ = kNoPrio; /* the priority transmit() last refused for a paused QP */
     wire::AckIcrcCache ack_icrc_; /* RX fast path: ICRC of the last ACK's fixed part */
     uint32_t nparked_ = 0;
     QpCtx *parked_head_[net::kPfcPriorities] = {}, *parked_tail_[net::kPfcPriorities] = {};
@@ -497,6 +530,13 @@ class Shard final : public rc::TxPort, public rc::AsyncEventSink {
     /* Last: IPv6 host counters are off the data path (kept out of its cache lines). */
     net::Net6Counters nc6;
 };
+
+/* Inline: the path of every frame a QP sends (QpTx::transmit, engine_tx.cpp). */
+inline TxResult QpTx::send(const wire::FrameSpec &frame) {
+    if (neigh_held) [[unlikely]]
+        return {TxStatus::NoRoute}; /* no MAC to send to yet: the QP keeps the frame's work */
+    return shard->transmit(frame, tmpl);
+}
 
 /** One DPDK port as a RoCEv2 device, split into one Shard per worker. */
 class Dev final {
@@ -845,6 +885,11 @@ class Runtime {
                                      kNsShift);
     }
     rte_mempool *pool() const { return pool_; }
+    /** Worker w's own pool: the frames it builds and its RX queues' mbufs, so that an mbuf
+     * stays on one core (pool() is worker 0's; hosted devices use the host's). */
+    rte_mempool *pool(uint32_t w) const { return w < pools_.size() ? pools_[w] : pool_; }
+    /** mbufs out of every pool of the engine (in rings, queues, PMDs). */
+    uint64_t mbufs_in_use() const;
     /** Small mbufs for zero-copy frames: headers, external-buffer attachments, ICRC. */
     rte_mempool *zc_pool() const { return zc_pool_; }
     const std::vector<std::unique_ptr<Dev>> &devices() const { return devs_; }
@@ -869,6 +914,7 @@ class Runtime {
                               const net::Iface &ifc, const cc::CcParams &ccp);
     static int worker_main(void *arg);
     uint32_t drain_commands(uint32_t w);
+    Status create_worker_pools(uint32_t nw);
 
     struct Command {
         const std::function<void()> *fn = nullptr;
@@ -896,6 +942,7 @@ class Runtime {
 
     EngineOptions opts_;
     rte_mempool *pool_ = nullptr;
+    std::vector<rte_mempool *> pools_; /* by worker; pools_[0] == pool_ */
     rte_mempool *zc_pool_ = nullptr;
     std::vector<std::unique_ptr<Worker>> workers_;
     std::vector<std::unique_ptr<Dev>> devs_;

@@ -20,6 +20,7 @@ namespace droce::engine {
 void Dev::set_hosted(uint16_t rxq, uint16_t txq, rte_mempool *pool) {
     hosted_ = true;
     tx_pool_ = pool;
+    shards_[0]->pool_ = pool;
     shards_[0]->rxq_ = rxq;
     shards_[0]->txq_ = txq;
 }

@@ -21,7 +21,7 @@ constexpr uint16_t kXoffQuanta = 0xFFFF; /* the full pause time, as ConnectX sen
 
 bool Shard::pfc_tx_send(uint16_t quanta) {
     const auto prio = static_cast<uint8_t>(dev_.pfc_prio_);
-    rte_mbuf *m = rte_pktmbuf_alloc(dev_.rt_.pool());
+    rte_mbuf *m = rte_pktmbuf_alloc(pool_);
     char *d = m ? rte_pktmbuf_append(m, static_cast<uint16_t>(net::kMinFrameLen)) : nullptr;
     net::PfcFrame f;
     f.enable = static_cast<uint8_t>(1u << prio);

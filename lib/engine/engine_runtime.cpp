@@ -219,13 +219,44 @@ Result<std::unique_ptr<Runtime>> Runtime::create(int argc, char **argv, int *con
             return Status(ENOMEM, "mailbox ring: " + errstr(rte_errno));
         rt->workers_.push_back(std::move(w));
     }
+    if (Status s = rt->create_worker_pools(nw); !s)
+        return s;
     telemetry_attach(rt.get());
-    logger().info("droce engine: {} mode, TSC {} Hz, {} mbufs",
+    logger().info("droce engine: {} mode, TSC {} Hz, {} mbufs per worker",
                   opts.embedded ? std::string("embedded")
                                 : std::to_string(nw) + " worker(s) from lcore " +
                                       std::to_string(rt->workers_[0]->lcore),
                   rt->tsc_hz_, opts.mbufs);
     return rt;
+}
+
+/* One pool per worker, as large as the engine's: a worker allocates its frames and its
+ * RX queues' mbufs from its own, so an mbuf is written on one core only, and a pool's
+ * common ring is touched by one core (one shared pool moved mbufs between the workers'
+ * caches whenever the frames in flight outgrew a cache). */
+Status Runtime::create_worker_pools(uint32_t nw) {
+    pools_.assign(1, pool_);
+    if (pool_ == nullptr)
+        return Status::ok(); /* hosted ports only: the host's pools */
+    for (uint32_t w = 1; w < nw; ++w) {
+        const std::string name = unique_name("droce_pool");
+        rte_mempool *p = rte_pktmbuf_pool_create(name.c_str(), opts_.mbufs, 256, 0,
+                                                 RTE_PKTMBUF_HEADROOM + kMaxFrame, rte_socket_id());
+        if (p == nullptr)
+            return Status(ENOMEM, "rte_pktmbuf_pool_create(" + std::to_string(opts_.mbufs) +
+                                      " mbufs) for worker " + std::to_string(w) + ": " +
+                                      errstr(rte_errno));
+        pools_.push_back(p);
+    }
+    return Status::ok();
+}
+
+uint64_t Runtime::mbufs_in_use() const {
+    uint64_t n = zc_pool_ ? rte_mempool_in_use_count(zc_pool_) : 0;
+    for (rte_mempool *p : pools_)
+        if (p != nullptr)
+            n += rte_mempool_in_use_count(p);
+    return n;
 }
 
 namespace {
@@ -257,6 +288,9 @@ Runtime::~Runtime() {
         rte_ring_free(r);
     for (auto &w : workers_)
         rte_ring_free(w->mailbox);
+    for (rte_mempool *p : pools_)
+        if (p != pool_)
+            rte_mempool_free(p);
     rte_mempool_free(pool_);
     rte_mempool_free(zc_pool_);
     /* rte_eal_cleanup() is deliberately not called: the EAL cannot be initialised twice
@@ -502,7 +536,7 @@ Result<Dev *> Runtime::open_device(const DeviceConfig &cfg) {
         socket = static_cast<int>(rte_socket_id());
     for (uint16_t q = 0; q < nrxq; ++q)
         if (int rc = rte_eth_rx_queue_setup(port, q, nrxd, static_cast<unsigned>(socket), nullptr,
-                                            pool_);
+                                            pool(q)); /* queue q is worker q's */
             rc != 0)
             return Status(EIO, name + ": rte_eth_rx_queue_setup(" + std::to_string(q) +
                                    "): " + errstr(rc));

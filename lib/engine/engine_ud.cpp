@@ -72,10 +72,12 @@ void Shard::rx_ud(QpCtx &q, const wire::ParsedPacket &pp, uint64_t now) {
 
 void Shard::schedule_ud(QpCtx &q) {
     ud::Qp &u = *q.ud;
-    if (held_prio_ != kNoPrio) [[unlikely]] {
+    /* paused_prio is set only while its priority is paused (a pause ends in poll(), never
+     * between a transmit and this): the QP's line is not read when nothing is paused. */
+    if (paused_mask_ != 0 && q.tx.paused_prio != kNoPrio) [[unlikely]] {
         /* As for RC (schedule): a paused priority parks the QP rather than spinning. */
-        const uint8_t p = held_prio_;
-        held_prio_ = kNoPrio;
+        const uint8_t p = q.tx.paused_prio;
+        q.tx.paused_prio = kNoPrio;
         if (q.parked_prio == kNoPrio && (paused_mask_ & (1u << p)) && u.has_tx_work())
             park(q, p);
     }

@@ -236,6 +236,8 @@ TEST(EngineWorkers, TwoWorkersTwoQueues) {
     EXPECT_EQ(ca.at("workers"), 2u);
     EXPECT_EQ(ca.at("qps"), 4u);
     EXPECT_EQ(ca.at("rx_handoff") + cb.at("rx_handoff"), 0u) << "landed on the owner";
+    EXPECT_EQ(ca.at("rx_foreign_pool") + cb.at("rx_foreign_pool"), 0u)
+        << "every frame freed by the worker whose pool built it";
     EXPECT_EQ(ca.at("retransmitted_packets") + cb.at("retransmitted_packets"), 0u);
     /* A CQ of one worker with a QP of another is refused. */
     auto c0 = p.a.dev->create_cq(16, 0);
@@ -283,6 +285,27 @@ TEST(EngineWorkers, TwoWorkersOneQueueHandOff) {
         a[i].reset();
         b[i].reset();
     }
+    p.close();
+}
+
+/* Peers on different workers (A's QP on worker 0, B's on worker 1): B's worker 0 reads
+ * A's frames and hands them to worker 1, which frees mbufs of worker 0's pool; the
+ * answers cross the other way. The sharing counter sees both. */
+TEST(EngineWorkers, PeersOnOtherWorkersShowInTheSharingCounter) {
+    Pair p;
+    ASSERT_TRUE(p.open(false, 2, 2));
+    Conn a, b;
+    ASSERT_NO_FATAL_FAILURE(a.init(p.a, 0));
+    ASSERT_NO_FATAL_FAILURE(b.init(p.b, 1));
+    ASSERT_NO_FATAL_FAILURE(connect(p.a, a, p.b, b));
+    for (int round = 0; round < 3; ++round)
+        ASSERT_NO_FATAL_FAILURE(write_read(p, a, 0, 256, uint8_t(round)));
+    const auto ca = counter_map(*p.a.dev), cb = counter_map(*p.b.dev);
+    EXPECT_GT(cb.at("rx_handoff"), 0u);
+    EXPECT_GT(cb.at("rx_foreign_pool"), 0u) << "B's worker 1 freed worker 0's mbufs";
+    EXPECT_GT(ca.at("rx_foreign_pool"), 0u) << "A's worker 0 got worker 1's answers";
+    a.reset();
+    b.reset();
     p.close();
 }
 

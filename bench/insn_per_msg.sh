@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Instructions per message of droce-perf (both ends in one process, --loopback), the method
+# of bench/README.md "Instructions per message": callgrind at two run lengths N1 < N2, the
+# difference of total instructions (Ir) divided by N2 - N1, so set-up and tear-down cancel.
+# Deterministic, so a busy machine does not skew it (run it under the heavy-job lock all
+# the same: valgrind takes a core for a minute).
+#
+#   bench/insn_per_msg.sh [--bin PATH] [--size BYTES] [--n1 N] [--n2 N] [--test write_bw]
+#
+# Prints one line: "<test> <size> B: <Ir per message> instructions per message (N1 .. N2)".
+set -euo pipefail
+BIN=build/apps/droce-perf/droce-perf
+SIZE=64
+N1=20000
+N2=120000
+TEST=write_bw
+while [ $# -gt 0 ]; do
+    case "$1" in
+    --bin) BIN=$2; shift 2 ;;
+    --size) SIZE=$2; shift 2 ;;
+    --n1) N1=$2; shift 2 ;;
+    --n2) N2=$2; shift 2 ;;
+    --test) TEST=$2; shift 2 ;;
+    *) echo "usage: $0 [--bin PATH] [--size BYTES] [--n1 N] [--n2 N] [--test NAME]" >&2; exit 2 ;;
+    esac
+done
+[ "$N2" -gt "$N1" ] || { echo "$0: --n2 must be larger than --n1" >&2; exit 2; }
+[ -x "$BIN" ] || { echo "$0: $BIN is not an executable (build first)" >&2; exit 2; }
+command -v valgrind >/dev/null || { echo "$0: valgrind is not installed" >&2; exit 2; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+total_ir() { # the run's total Ir, from callgrind's "totals:" (or "summary:") line
+    valgrind --tool=callgrind --callgrind-out-file="$tmp/cg.$1" "$BIN" "$TEST" --loopback \
+        -s "$SIZE" -n "$1" >"$tmp/log.$1" 2>&1 || { cat "$tmp/log.$1" >&2; exit 1; }
+    awk '/^(totals|summary):/ {print $2; exit}' "$tmp/cg.$1"
+}
+ir1=$(total_ir "$N1")
+ir2=$(total_ir "$N2")
+awk -v a="$ir1" -v b="$ir2" -v n1="$N1" -v n2="$N2" -v t="$TEST" -v s="$SIZE" \
+    'BEGIN { printf "%s %s B: %.0f instructions per message (%d .. %d)\n", t, s, (b - a) / (n2 - n1), n1, n2 }'

@@ -1,0 +1,218 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* A shard's TX: frames built into mbufs (copied, or zero-copy chains), the TX queue and
+ * its hand-over to the port, and the round-robin service of the QPs with work. transmit()
+ * says why a frame did not leave (TxStatus); the caller acts on it. */
+#include <cstring>
+
+#include <rte_ethdev.h>
+#include <rte_mbuf.h>
+#include <rte_prefetch.h>
+#include <rte_ring.h>
+
+#include "engine.h"
+#include "wire_rocev1.h"
+
+namespace droce::engine {
+
+bool Shard::queue_tx(rte_mbuf *m) {
+    if (ntx_ == kTxQueueCap)
+        return false;
+    tx_[ntx_++] = m;
+    if (ntx_ > ec.tx_queue_depth_max)
+        ec.tx_queue_depth_max = ntx_;
+    return true;
+}
+
+int Shard::transmit_zc(const wire::FrameSpec &f, wire::HeaderTemplate &tmpl) {
+    if (f.nsegs == 0 || f.nsegs > kMaxZcSegs)
+        return -1;
+    ZcRegion *regs[kMaxZcSegs];
+    uint64_t sum = 0;
+    for (uint32_t i = 0; i < f.nsegs; ++i) {
+        const wire::FrameSpec::Seg &g = f.segs[i];
+        if (g.mr_key == 0 || g.len == 0 || g.len > UINT16_MAX)
+            return -1;
+        ZcRegion *z = dev_.zc_region(g.mr_key >> 8);
+        if (z == nullptr || z->key != g.mr_key || !z->usable)
+            return -1;
+        regs[i] = z;
+        sum += g.len;
+    }
+    if (sum != f.payload_len)
+        return -1;
+    const uint32_t n = f.nsegs + 2; /* headers, one per segment, pad + ICRC */
+    rte_mbuf *mb[kMaxZcSegs + 2];
+    if (rte_pktmbuf_alloc_bulk(dev_.rt_.zc_pool(), mb, n) != 0) {
+        ++ec.tx_no_mbuf;
+        return 0;
+    }
+    rte_mbuf *h = mb[0];
+    uint8_t *p = rte_pktmbuf_mtod(h, uint8_t *);
+    const size_t hl = tmpl.build_headers(f, p, rte_pktmbuf_tailroom(h));
+    if (hl == 0) {
+        rte_pktmbuf_free_bulk(mb, n);
+        ++ec.tx_frame_too_big;
+        return 1;
+    }
+    h->data_len = static_cast<uint16_t>(hl);
+    const bool iova_va = rte_eal_iova_mode() == RTE_IOVA_VA;
+    wire::ByteSpan spans[kMaxZcSegs + 1];
+    rte_mbuf *prev = h;
+    for (uint32_t i = 0; i < f.nsegs; ++i) {
+        rte_mbuf *m = mb[1 + i];
+        const wire::FrameSpec::Seg &g = f.segs[i];
+        void *addr = const_cast<uint8_t *>(g.addr);
+        rte_mbuf_ext_shared_info *si = &regs[i]->shinfo[index_];
+        rte_mbuf_ext_refcnt_update(si, 1);
+        rte_pktmbuf_attach_extbuf(
+            m, addr,
+            iova_va ? static_cast<rte_iova_t>(reinterpret_cast<uintptr_t>(addr)) : RTE_BAD_IOVA,
+            static_cast<uint16_t>(g.len), si);
+        m->data_len = static_cast<uint16_t>(g.len);
+        prev->next = m;
+        prev = m;
+        spans[i] = {g.addr, g.len};
+    }
+    rte_mbuf *t = mb[n - 1];
+    uint8_t *tp = rte_pktmbuf_mtod(t, uint8_t *);
+    const uint32_t pad = wire::pad_len(f.payload_len);
+    std::memset(tp, 0, pad);
+    spans[f.nsegs] = {tp, pad};
+    const size_t l2 = wire::encoded_len(f.eth);
+    wire::icrc_store(f.rocev1
+                         ? wire::icrc_v1_compute_segments(p + l2, hl - l2, spans, f.nsegs + 1)
+                         : wire::icrc_compute_segments(p + l2, hl - l2, spans, f.nsegs + 1, f.ipv6),
+                     tp + pad);
+    t->data_len = static_cast<uint16_t>(pad + wire::kIcrcLen);
+    prev->next = t;
+    h->nb_segs = static_cast<uint16_t>(n);
+    h->pkt_len = static_cast<uint32_t>(hl + f.payload_len + pad + wire::kIcrcLen);
+    queue_tx(h); /* room checked by transmit() */
+    ec.tx_bytes_zero_copy += f.payload_len;
+    return 1;
+}
+
+bool QpTx::transmit(const wire::FrameSpec &frame) {
+    const TxResult r = send(frame);
+    if (r.status == TxStatus::Paused && r.prio != kNoPrio) [[unlikely]]
+        paused_prio = r.prio; /* Shard::schedule parks the QP on it */
+    return r.taken();
+}
+
+bool Shard::transmit(const wire::FrameSpec &frame) { return transmit(frame, tmpl_).taken(); }
+
+TxResult Shard::transmit(const wire::FrameSpec &frame, wire::HeaderTemplate &tmpl) {
+    if (budget_ == 0)
+        return {TxStatus::Quantum}; /* this QP's quantum is used up: the next ready QP's turn */
+    if (paused_mask_ != 0) [[unlikely]] {
+        const uint8_t p = frame_prio(frame);
+        if (paused_mask_ & (1u << p)) {
+            /* The peer paused this priority: the frame is not built. A CNP's sender
+             * drops it (counted np_cnp_tx_dropped) and a later CE mark sends another:
+             * no priority to park on. */
+            ++pfc_.tx_held;
+            return {TxStatus::Paused, frame.bth.opcode == wire::kCnp ? kNoPrio : p};
+        }
+    }
+    if (ntx_ == kTxQueueCap) {
+        /* Backpressure: the QP keeps the work and is served again when the port has
+         * taken frames. Nothing built is ever dropped here. */
+        ++ec.tx_queue_full;
+        return {TxStatus::QueueFull};
+    }
+    /* Zero-copy where the port takes chains, the memory is a usable registered region
+     * and the payload is large enough to be worth three mbufs; else one copied frame. */
+    if (dev_.zc_on_ && frame.payload_len >= dev_.zc_min_ && frame.payload_len != 0) {
+        const int r = transmit_zc(frame, tmpl);
+        if (r >= 0) {
+            if (r == 0)
+                return {TxStatus::NoMbuf};
+            --budget_;
+            return {TxStatus::Sent};
+        }
+    }
+    /* One mbuf holding the whole frame, built by the template (inline: the common case). */
+    rte_mbuf *m = dev_.caps().peer_reads_tx ? tx_stash_.take(pool_) : rte_pktmbuf_alloc(pool_);
+    if (m == nullptr) {
+        ++ec.tx_no_mbuf;
+        return {TxStatus::NoMbuf};
+    }
+    uint8_t *p = rte_pktmbuf_mtod(m, uint8_t *);
+    const size_t n = tmpl.build_frame(frame, p, rte_pktmbuf_tailroom(m));
+    if (n == 0) {
+        /* Cannot get better by retrying: drop it (the transport retransmits or times
+         * out) and say why. */
+        ++ec.tx_frame_too_big;
+        rte_pktmbuf_free(m);
+        return {TxStatus::Dropped};
+    }
+    m->data_len = static_cast<uint16_t>(n);
+    m->pkt_len = static_cast<uint32_t>(n);
+    queue_tx(m);
+    --budget_;
+    ec.tx_bytes_copied += frame.payload_len;
+    return {TxStatus::Sent};
+}
+
+uint32_t Shard::flush_tx() {
+    if (ntx_ == 0)
+        return 0;
+    uint16_t sent = 0;
+    if (txq_ != UINT16_MAX) {
+        if (dev_.port_stopped_) [[unlikely]]
+            return 0; /* queued until the port starts again (restart_port) */
+        if (cap_ != nullptr) [[unlikely]]
+            capture_tx(); /* just before the port takes them (and may free them) */
+        sent = rte_eth_tx_burst(dev_.port_, txq_, tx_, ntx_);
+        if (sent < ntx_)
+            ++ec.tx_burst_refused;
+        uint64_t bytes = 0;
+        for (uint16_t i = 0; i < sent; ++i)
+            bytes += rte_pktmbuf_pkt_len(tx_[i]);
+        ec.port_xmit_packets += sent;
+        ec.port_xmit_bytes += bytes;
+    } else {
+        /* The port has fewer TX queues than workers: shard 0 sends for us. */
+        Shard &s0 = *dev_.shards_[0];
+        sent = static_cast<uint16_t>(
+            rte_ring_mp_enqueue_burst(s0.tx_in_, reinterpret_cast<void **>(tx_), ntx_, nullptr));
+        ec.tx_handoff += sent;
+        if (sent < ntx_)
+            ++ec.tx_handoff_full;
+    }
+    if (sent != 0 && sent < ntx_)
+        std::memmove(tx_, tx_ + sent, (ntx_ - sent) * sizeof(tx_[0]));
+    ntx_ = static_cast<uint16_t>(ntx_ - sent);
+    return sent;
+}
+
+uint32_t Shard::serve_ready(uint64_t now) {
+    /* Round-robin over the QPs with TX work, kTxQuantum packets each per turn; a QP that
+     * still has work goes to the back. Stops when the TX queue is full (backpressure:
+     * the QPs keep their work) or after one pass over those ready at the start plus a
+     * few extra turns (one busy QP alone may fill a burst). */
+    if (nheld_ != 0)
+        ack_release();
+    uint32_t turns = nready_ + 8;
+    uint32_t sent = 0;
+    while (turns-- != 0 && ntx_ < kTxQueueCap) {
+        QpCtx *q = ready_pop();
+        if (q == nullptr)
+            break;
+        if (!q->ud && ack_hold(*q))
+            continue;
+        q->ack_waited = false;
+        const uint16_t before = ntx_;
+        budget_ = kTxQuantum;
+        if (q->ud) [[unlikely]]
+            q->ud->progress(now);
+        else
+            q->qp->progress(now);
+        budget_ = UINT32_MAX;
+        sent += static_cast<uint32_t>(ntx_ - before);
+        schedule(*q);
+    }
+    return sent;
+}
+
+} // namespace droce::engine
