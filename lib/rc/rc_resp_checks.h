@@ -107,10 +107,10 @@ inline Verdict check_length(const wire::OpcodeInfo &op, uint32_t payload_len, ui
 /** A request that consumes a receive WQE needs one posted (the first packet of a SEND;
  * the last of a WRITE with immediate), else RNR NAK with the QP's min_rnr_timer.
  * Before anything is written, so an RNR retry finds the responder unchanged. */
-inline Verdict check_resource(const wire::OpcodeInfo &op, bool in_send, bool recv_empty) {
+inline Verdict check_resource(const wire::OpcodeInfo &op, bool recv_empty) {
     const bool consumes_recv = op.is(wire::kOpSend) ? op.is(wire::kOpFirst)
                                                     : (op.is(wire::kOpImm) && op.is(wire::kOpLast));
-    if (consumes_recv && (!op.is(wire::kOpSend) || !in_send) && recv_empty)
+    if (consumes_recv && recv_empty)
         return {Verdict::Rnr, 0, false, &Counters::rnr_nak_sent};
     return {};
 }
@@ -149,9 +149,10 @@ inline Verdict check_rkey(const wire::ParsedPacket &p, const mem::MrTable &mrs, 
     const uint32_t left = first ? p.reth.dma_len : w.left;
     if (p.payload_len > left || (op.is(wire::kOpLast) && p.payload_len != left))
         return Verdict::invalid_request(); /* the packets do not add up to the RETH length */
-    if (p.payload_len != 0 &&
-        mrs.check(first ? p.reth.rkey : w.rkey, pd, first ? p.reth.va : w.va, p.payload_len,
-                  kAccessRemoteWrite, host) != mem::AccessResult::Ok)
+    /* A FIRST packet's bytes lie inside the message just checked (*host is its start). */
+    if (!first && p.payload_len != 0 &&
+        mrs.check(w.rkey, pd, w.va, p.payload_len, kAccessRemoteWrite, host) !=
+            mem::AccessResult::Ok)
         return Verdict::access_error();
     return {};
 }

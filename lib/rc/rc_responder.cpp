@@ -345,7 +345,7 @@ void Qp::responder_ahead(const wire::ParsedPacket &p, Time now) {
     send_ack(wire::kAethNakPsnSeqErr, epsn_);
 }
 
-Verdict Qp::check_pending_read(const wire::ParsedPacket &p) const {
+inline Verdict Qp::check_pending_read(const wire::ParsedPacket &p) const {
     if (read_responses_pending() && conflicts_with_pending_read(p))
         return {Verdict::Busy, 0, false, &Counters::resp_busy_drop};
     return {};
@@ -353,7 +353,7 @@ Verdict Qp::check_pending_read(const wire::ParsedPacket &p) const {
 
 /* rx_*_requests: what the peer asked for, counted once the request is well formed and
  * has its resources, whether or not its key then checks. */
-void Qp::count_request(const wire::OpcodeInfo &op) {
+inline void Qp::count_request(const wire::OpcodeInfo &op) {
     Counters &c = *cfg_.counters;
     if (op.is(wire::kOpSend))
         c.rx_send_requests += op.is(wire::kOpFirst);
@@ -367,7 +367,7 @@ void Qp::count_request(const wire::OpcodeInfo &op) {
 
 /* The checks of an in-sequence request, in rxe's order (rc_resp_checks.h); on Accept,
  * *host is the target of an atomic or of a WRITE packet's payload. */
-Verdict Qp::check_request(const wire::ParsedPacket &p, uint8_t **host) {
+inline Verdict Qp::check_request(const wire::ParsedPacket &p, uint8_t **host) {
     const wire::OpcodeInfo &op = *p.op;
     Verdict v = check_op_seq(op, in_send_, in_write_);
     if (v.accepted())
@@ -436,7 +436,7 @@ Verdict Qp::execute_send(const wire::ParsedPacket &p) {
 }
 
 /* `dst`: where this packet's payload goes, its key checked by check_rkey. */
-void Qp::execute_write(const wire::ParsedPacket &p, uint8_t *dst) {
+inline void Qp::execute_write(const wire::ParsedPacket &p, uint8_t *dst) {
     const wire::OpcodeInfo &op = *p.op;
     if (op.is(wire::kOpFirst)) {
         write_ = {p.reth.va, p.reth.rkey, p.reth.dma_len, p.reth.dma_len};
@@ -502,7 +502,7 @@ void Qp::execute_atomic(const wire::ParsedPacket &p, uint8_t *host) {
     queue_response(r);
 }
 
-Verdict Qp::execute(const wire::ParsedPacket &p, uint8_t *host) {
+inline Verdict Qp::execute(const wire::ParsedPacket &p, uint8_t *host) {
     const wire::OpcodeInfo &op = *p.op;
     if (op.is(wire::kOpSend))
         return execute_send(p);
@@ -520,7 +520,7 @@ Verdict Qp::execute(const wire::ParsedPacket &p, uint8_t *host) {
 /* SEND and WRITE: the ePSN moves on, and an ACK is owed on AckReq or every ack_every
  * packets (coalesced: owe_ack). READ and atomic requests are acknowledged by their
  * responses, queued by execute. */
-void Qp::acknowledge(const wire::ParsedPacket &p) {
+inline void Qp::acknowledge(const wire::ParsedPacket &p) {
     if (p.op->is(wire::kOpRead) || p.op->is(wire::kOpAtomic))
         return;
     if (state_ == QpState::Err)

@@ -33,8 +33,9 @@ void expect(const Verdict &v, Verdict::Kind kind, uint64_t rc::Counters::*counte
             uint8_t syndrome = 0) {
     EXPECT_EQ(v.kind, kind);
     EXPECT_EQ(v.counter, counter);
-    if (kind == Verdict::NakError)
+    if (kind == Verdict::NakError) {
         EXPECT_EQ(v.syndrome, syndrome);
+    }
 }
 
 void expect_invalid(const Verdict &v) {
@@ -189,7 +190,8 @@ TEST(RespCheckRkey, KeysBoundsRightsAndTheirOrder) {
     bad.reth.rkey ^= 1;
     expect_access(rc::check_rkey(bad, r.mrs, kPd, none, &host));
     /* A region deregistered after FIRST: the next packet's key no longer checks. */
-    const uint32_t gone = r.mrs.reg(kPd, r.buf.data(), r.buf.size(), kAccessRemoteWrite)->key;
+    const uint32_t gone =
+        r.mrs.reg(kPd, r.buf.data(), r.buf.size(), kAccessLocalWrite | kAccessRemoteWrite)->key;
     ASSERT_TRUE(r.mrs.dereg(gone).is_ok());
     const rc::WriteCursor cur{r.va(1024), gone, 600, 1624};
     expect_access(rc::check_rkey(packet(wire::kRcWriteLast, 600), r.mrs, kPd, cur, &host));
