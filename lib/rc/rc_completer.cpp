@@ -4,6 +4,7 @@
  * and fails the QP when they run out. */
 #include <cstring>
 
+#include "mem_sgl.h"
 #include "rc_qp.h"
 
 namespace droce::rc {
@@ -131,13 +132,12 @@ void Qp::on_read_response(const wire::ParsedPacket &p, SendWqe &w, Time now) {
         requester_error(sq_head_, WcStatus::BadRespErr);
         return;
     }
-    /* Scatter into the local SGEs, their lkeys checked for this packet. */
-    uint32_t base = w.read_off;
+    /* Scatter into the local SGEs, their lkeys checked for this packet: the application
+     * may have deregistered a region since the WR started (verbs: LOC_PROT_ERR). */
+    mem::SglWriter out(*cfg_.mrs, cfg_.pd, w.wr.sg_list, w.wr.num_sge, w.read_off);
     bool ok = true;
-    wire::for_each_payload_chunk(p, [&](const uint8_t *src, uint32_t len) {
-        ok = ok && scatter(w, base, src, len);
-        base += len;
-    });
+    wire::for_each_payload_chunk(
+        p, [&](const uint8_t *src, uint32_t len) { ok = ok && out.put(src, len); });
     if (!ok) {
         requester_error(sq_head_, WcStatus::LocProtErr);
         return;
@@ -159,7 +159,8 @@ void Qp::on_atomic_ack(const wire::ParsedPacket &p, SendWqe &w, Time now) {
     if (state_ == QpState::Err || &sq_[sq_head_ & sq_mask_] != &w)
         return;
     const uint64_t orig = p.atomic_ack.orig;
-    if (!scatter(w, 0, reinterpret_cast<const uint8_t *>(&orig), sizeof(orig))) {
+    mem::SglWriter out(*cfg_.mrs, cfg_.pd, w.wr.sg_list, w.wr.num_sge, 0);
+    if (!out.put(reinterpret_cast<const uint8_t *>(&orig), sizeof(orig))) {
         requester_error(sq_head_, WcStatus::LocProtErr);
         return;
     }
@@ -220,31 +221,6 @@ void Qp::ack_through(uint32_t psn, Time now) {
     retry_left_ = attr_.retry_cnt;
     rnr_retry_left_ = attr_.rnr_retry;
     arm_retransmit(now);
-}
-
-/* Writes len response bytes at message offset off into the WR's local SGEs. Each lkey is
- * checked now, per packet: the application may have deregistered the region since the
- * WR started (verbs: the WR then fails with LOC_PROT_ERR, nothing written after the
- * dereg). False = a key failed; bytes before it in this packet may have been placed
- * (into memory that is still registered). */
-bool Qp::scatter(const SendWqe &w, uint32_t off, const uint8_t *src, uint32_t len) {
-    for (int i = 0; i < w.wr.num_sge && len > 0; ++i) {
-        const Sge &s = w.wr.sg_list[i];
-        if (off >= s.length) {
-            off -= s.length;
-            continue;
-        }
-        const uint32_t take = s.length - off < len ? s.length - off : len;
-        uint8_t *dst;
-        if (cfg_.mrs->check(s.lkey, cfg_.pd, s.addr + off, take, kAccessLocalWrite, &dst) !=
-            mem::AccessResult::Ok)
-            return false;
-        std::memcpy(dst, src, take);
-        src += take;
-        len -= take;
-        off = 0;
-    }
-    return len == 0;
 }
 
 /* An acknowledgement (or READ response) may arrive after a rewind for packets the peer had

@@ -22,6 +22,7 @@
 #include "rc_counters.h"
 #include "rc_env.h"
 #include "rc_recv_queue.h"
+#include "rc_resp_checks.h"
 #include "wire_packet.h"
 
 namespace droce::rc {
@@ -254,7 +255,6 @@ class Qp {
     bool send_next_packet(SendWqe &w, Time now);
     bool gather(const SendWqe &w, uint32_t off, uint32_t len, wire::FrameSpec::Seg *segs,
                 uint32_t *nsegs) const;
-    bool scatter(const SendWqe &w, uint32_t off, const uint8_t *src, uint32_t len);
     void arm_retransmit(Time now);
     void rewind_to(uint32_t psn);
 
@@ -267,9 +267,21 @@ class Qp {
     void requester_error(uint32_t idx, WcStatus st);
     void retry_or_fail(Time now);
 
-    /* rc_responder.cpp */
+    /* rc_responder.cpp: responder_on_packet runs the steps below in order */
     void responder_on_packet(const wire::ParsedPacket &p, Time now);
+    Verdict check_pending_read(const wire::ParsedPacket &p) const;
+    Verdict check_request(const wire::ParsedPacket &p, uint8_t **host);
+    void count_request(const wire::OpcodeInfo &op);
+    Verdict execute(const wire::ParsedPacket &p, uint8_t *host);
+    Verdict execute_send(const wire::ParsedPacket &p);
+    void execute_write(const wire::ParsedPacket &p, uint8_t *dst);
+    void execute_read(const wire::ParsedPacket &p);
+    void execute_atomic(const wire::ParsedPacket &p, uint8_t *host);
+    void queue_response(const ReadResource &res);
+    void acknowledge(const wire::ParsedPacket &p);
+    void respond(const wire::ParsedPacket &p, const Verdict &v, Time now);
     void responder_duplicate(const wire::ParsedPacket &p, Time now);
+    void responder_ahead(const wire::ParsedPacket &p, Time now);
     void responder_progress();
     bool send_ack(uint8_t syndrome, uint32_t psn);
     bool transmit_ack(uint8_t syndrome, uint32_t psn);
@@ -288,7 +300,7 @@ class Qp {
     bool conflicts_with_pending_read(const wire::ParsedPacket &p) const;
     void nak_and_error(uint8_t syndrome, uint32_t psn, bool raise_ev = true);
     bool send_read_responses(ReadResource &r);
-    bool copy_to_recv(const RecvWqe &r, uint32_t off, const uint8_t *src, uint32_t len);
+    bool copy_to_recv(const wire::ParsedPacket &p);
     ReadResource *alloc_read_resource();
 
     QpConfig cfg_;
@@ -339,13 +351,7 @@ class Qp {
      * sequence NAK will restart the requester from it as soon as they are out. */
     bool busy_dropped_ = false;
     bool comm_est_ = false; /* CommEst raised in this RTR */
-    /* WRITE in flight: where the next payload goes. Kept as (rkey, va), not as a host
-     * pointer: every packet re-checks the key, so a region deregistered between two
-     * packets of a message is never written after its dereg. */
-    uint64_t write_va_ = 0;
-    uint32_t write_rkey_ = 0;
-    uint32_t write_left_ = 0;
-    uint32_t write_len_ = 0;
+    WriteCursor write_{};   /* the WRITE in flight: where its next payload goes */
     uint32_t pkts_since_ack_ = 0;
     /* an ACK/NAK not sent yet: a coalesced ACK (sent when the QP is next served for TX)
      * or one TX had no room for; the newest supersedes older ones */

@@ -1,24 +1,25 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Responder: checks each request's PSN (one NAK per gap, duplicates re-ACKed or
- * re-served), its opcode sequence and length, the remote key before any byte moves,
- * then places SEND payload into the posted receive and WRITE payload into the target
- * region, executes atomics once (replayed from a cache when duplicated), answers READs,
- * and ACKs on AckReq or every ack_every packets — coalesced: one ACK for the newest
- * PSN when the QP is next served for TX (NAKs and READ responses are not held back). */
+/* Responder, as rxe's (rxe_resp.c): each request goes through a list of steps, each
+ * returning a Verdict (rc_resp_checks.h) — check_psn (one NAK per gap, duplicates
+ * re-ACKed, replayed or re-served), check_pending_read, then check_request: opcode
+ * sequence, the QP's rights, payload length, a receive to consume (RNR), the remote key
+ * before any byte moves — then execute (SEND payload into the posted receive, WRITE
+ * payload into the target region, atomics once, READs queued as responses) and
+ * acknowledge: an ACK on AckReq or every ack_every packets, coalesced (one ACK for the
+ * newest PSN when the QP is next served for TX; NAKs and READ responses are not held
+ * back). A request that does not pass gets what its verdict names from respond(). */
 #include <algorithm>
 #include <cstring>
 
+#include "mem_sgl.h"
 #include "rc_qp.h"
+#include "rc_resp_checks.h"
 
 namespace droce::rc {
 
 namespace {
 constexpr uint8_t kAckSyndrome = 0x1F; /* ACK, credits not limited (rxe sends the same) */
 constexpr uint8_t kRnrNak = 0x20;
-/* The RETH's DMA length field has 32 bits but a message has at most 2^31 bytes (IBTA's
- * maximum message size, verbs max_msg_sz; rxe's check_length): a longer READ is an
- * invalid request. */
-constexpr uint32_t kMaxReadBytes = 1u << 31;
 
 /* Responses of a READ of len bytes (a zero-length READ still has one): at most 2^23 at
  * MTU 256 for a capped length, computed in 64 bits as (len + m - 1) wraps in 32. */
@@ -146,28 +147,6 @@ Qp::ReadResource *Qp::alloc_read_resource() {
     return r;
 }
 
-bool Qp::copy_to_recv(const RecvWqe &r, uint32_t off, const uint8_t *src, uint32_t len) {
-    if (static_cast<uint64_t>(off) + len > r.length)
-        return false;
-    for (int i = 0; i < r.wr.num_sge && len > 0; ++i) {
-        const Sge &s = r.wr.sg_list[i];
-        if (off >= s.length) {
-            off -= s.length;
-            continue;
-        }
-        const uint32_t take = std::min(s.length - off, len);
-        uint8_t *dst;
-        if (cfg_.mrs->check(s.lkey, cfg_.pd, s.addr + off, take, kAccessLocalWrite, &dst) !=
-            mem::AccessResult::Ok)
-            return false;
-        std::memcpy(dst, src, take);
-        src += take;
-        len -= take;
-        off = 0;
-    }
-    return len == 0;
-}
-
 bool Qp::send_read_responses(ReadResource &r) {
     const uint32_t m = mtu();
     while (r.sent_pkts < r.npkts) {
@@ -279,7 +258,6 @@ bool Qp::answer_allowed(bool *done, Time *at, Time now, uint64_t interval) const
 }
 
 void Qp::responder_duplicate(const wire::ParsedPacket &p, Time now) {
-    ++cfg_.counters->duplicate_request;
     const uint32_t psn = p.bth.psn;
     if (p.op->is(wire::kOpSend) || p.op->is(wire::kOpWrite)) {
         /* The ACK was lost: say again how far we are (C9-105); coalesced with the
@@ -309,17 +287,12 @@ void Qp::responder_duplicate(const wire::ParsedPacket &p, Time now) {
         if (p.op->is(wire::kOpRead) && !r.is_atomic && wire::psn_diff(psn, r.psn) >= 0 &&
             wire::psn_diff(psn, wire::psn_add(r.psn, r.npkts - 1)) <= 0) {
             /* Serve the retried READ as asked (it may start part-way), checked anew. */
-            const uint32_t m = mtu();
-            if (p.reth.dma_len > kMaxReadBytes) {
-                ++cfg_.counters->resp_invalid_request;
-                return;
-            }
             uint8_t *host;
-            if (p.reth.dma_len > 0 &&
-                (!(attr_.qp_access_flags & kAccessRemoteRead) ||
-                 cfg_.mrs->check(p.reth.rkey, cfg_.pd, p.reth.va, p.reth.dma_len, kAccessRemoteRead,
-                                 &host) != mem::AccessResult::Ok)) {
-                ++cfg_.counters->resp_remote_access_error;
+            Verdict v = check_rkey(p, *cfg_.mrs, cfg_.pd, write_, &host);
+            if (v.accepted() && p.reth.dma_len > 0 && !(attr_.qp_access_flags & kAccessRemoteRead))
+                v = Verdict::access_error();
+            if (!v.accepted()) {
+                ++(cfg_.counters->*v.counter); /* counted, not answered: the QP lives on */
                 return;
             }
             /* Re-served at most once per interval, as atomics are replayed: a forged
@@ -334,7 +307,7 @@ void Qp::responder_duplicate(const wire::ParsedPacket &p, Time now) {
             r.va = p.reth.va;
             r.rkey = p.reth.rkey;
             r.length = p.reth.dma_len;
-            r.npkts = read_npkts(r.length, m);
+            r.npkts = read_npkts(r.length, mtu());
             r.sent_pkts = 0;
             rd_maybe_pending_ = true;
             flush_read_responses();
@@ -344,271 +317,267 @@ void Qp::responder_duplicate(const wire::ParsedPacket &p, Time now) {
     /* Too old to have a resource: nothing sensible to answer. */
 }
 
-void Qp::responder_on_packet(const wire::ParsedPacket &p, Time now) {
+/* An ahead PSN: packets were lost. One NAK per sequence error (what IBTA asks), and at
+ * most one per interval: a legitimate packet clears nak_sent_, so forged ahead-PSN frames
+ * between legitimate ones would otherwise each send the real peer back N. A run of ahead
+ * packets (a real gap in a stream) gets the short interval, a lone one the long
+ * (QpTuning::seq_nak_after_run). Left unset when suppressed: a genuine gap is NAKed by a
+ * later ahead packet, or covered by the requester's own timeout. */
+void Qp::responder_ahead(const wire::ParsedPacket &p, Time now) {
+    if (nak_sent_)
+        return;
+    /* A run is consecutive PSNs (a READ request takes one per response), as the packets
+     * behind a real gap are; a repeated or random forged PSN is not one. */
     const uint32_t psn = p.bth.psn;
-    const int32_t d = wire::psn_diff(psn, epsn_);
-    if (d > 0) {
-        ++cfg_.counters->out_of_sequence;
-        if (!nak_sent_) {
-            /* One NAK per sequence error (what IBTA asks), and at most one per interval:
-             * a legitimate packet clears nak_sent_, so forged ahead-PSN frames between
-             * legitimate ones would otherwise each send the real peer back N. A run of
-             * ahead packets (a real gap in a stream) gets the short interval, a lone one
-             * the long (QpTuning::seq_nak_after_run). Left unset when suppressed: a
-             * genuine gap is NAKed by a later ahead packet, or covered by the
-             * requester's own timeout. */
-            /* A run is consecutive PSNs (a READ request takes one per response), as
-             * the packets behind a real gap are; a repeated or random forged PSN is
-             * not one. */
-            ahead_run_ = (ahead_run_ != 0 && psn == ahead_next_psn_ && ahead_run_ < UINT32_MAX)
-                             ? ahead_run_ + 1
-                             : 1;
-            const uint32_t m = mtu();
-            ahead_next_psn_ = wire::psn_add(
-                psn, p.op->is(wire::kOpRead) && p.reth.dma_len > m
-                         ? static_cast<uint32_t>((uint64_t{p.reth.dma_len} + m - 1) / m)
-                         : 1u);
-            const uint64_t interval = ahead_run_ >= cfg_.tuning.seq_nak_after_run
-                                          ? cfg_.tuning.dup_ack_interval_ns
-                                          : cfg_.tuning.seq_nak_interval_ns;
-            if (!answer_allowed(&seq_naked_, &seq_nak_at_, now, interval)) {
-                ++cfg_.counters->nak_seq_suppressed;
-                return;
-            }
-            nak_sent_ = true;
-            send_ack(wire::kAethNakPsnSeqErr, epsn_);
-        }
-        return;
-    }
-    if (d < 0) {
-        responder_duplicate(p, now);
-        return;
-    }
-    if (read_responses_pending() && conflicts_with_pending_read(p)) {
-        ++cfg_.counters->resp_busy_drop;
-        busy_dropped_ = true;
-        return;
-    }
-    nak_sent_ = false;
-    ahead_run_ = 0;
-
-    const wire::OpcodeInfo &op = *p.op;
-    const bool first = op.is(wire::kOpFirst);
-    const bool last = op.is(wire::kOpLast);
+    ahead_run_ =
+        (ahead_run_ != 0 && psn == ahead_next_psn_ && ahead_run_ < UINT32_MAX) ? ahead_run_ + 1 : 1;
     const uint32_t m = mtu();
+    ahead_next_psn_ = wire::psn_add(
+        psn, p.op->is(wire::kOpRead) && p.reth.dma_len > m ? read_npkts(p.reth.dma_len, m) : 1u);
+    const uint64_t interval = ahead_run_ >= cfg_.tuning.seq_nak_after_run
+                                  ? cfg_.tuning.dup_ack_interval_ns
+                                  : cfg_.tuning.seq_nak_interval_ns;
+    if (!answer_allowed(&seq_naked_, &seq_nak_at_, now, interval)) {
+        ++cfg_.counters->nak_seq_suppressed;
+        return;
+    }
+    nak_sent_ = true;
+    send_ack(wire::kAethNakPsnSeqErr, epsn_);
+}
 
-    /* Opcode sequence: a message in progress continues, anything else starts one. */
-    const bool seq_ok = in_send_    ? (op.is(wire::kOpSend) && !first)
-                        : in_write_ ? (op.is(wire::kOpWrite) && !first)
-                                    : first;
-    if (!seq_ok || p.op->transport != wire::Transport::Rc) {
-        ++cfg_.counters->resp_invalid_request;
-        nak_and_error(wire::kAethNakInvalidRequest, psn);
-        return;
-    }
-    /* The QP's own rights come before resources, lengths and keys (rxe's check_op_valid,
-     * verbs' class C error): an op this QP never allowed is an invalid request (0x61) on
-     * every packet of it, even zero-length or with no receive posted; a missing right of
-     * the MR is found later with the rkey (remote access error, 0x62). */
-    const uint32_t need = op.is(wire::kOpWrite)    ? uint32_t{kAccessRemoteWrite}
-                          : op.is(wire::kOpRead)   ? uint32_t{kAccessRemoteRead}
-                          : op.is(wire::kOpAtomic) ? uint32_t{kAccessRemoteAtomic}
-                                                   : 0u;
-    if ((attr_.qp_access_flags & need) != need) {
-        ++cfg_.counters->resp_op_not_allowed;
-        nak_and_error(wire::kAethNakInvalidRequest, psn);
-        return;
-    }
-    if (op.is(wire::kOpPayload) && (p.payload_len > m || (!last && p.payload_len != m))) {
-        ++cfg_.counters->resp_invalid_request;
-        nak_and_error(wire::kAethNakInvalidRequest, psn);
-        return;
-    }
-    /* Resources first, before anything is written, so an RNR retry finds us unchanged. */
-    const bool consumes_recv = op.is(wire::kOpSend) ? first : (op.is(wire::kOpImm) && last);
-    if (consumes_recv && (!op.is(wire::kOpSend) || !in_send_) && rcv_->empty()) {
-        ++cfg_.counters->rnr_nak_sent;
-        send_ack(static_cast<uint8_t>(kRnrNak | (attr_.min_rnr_timer & 0x1F)), psn);
-        return;
-    }
+inline Verdict Qp::check_pending_read(const wire::ParsedPacket &p) const {
+    if (read_responses_pending() && conflicts_with_pending_read(p))
+        return {Verdict::Busy, 0, false, &Counters::resp_busy_drop};
+    return {};
+}
 
-    if (op.is(wire::kOpSend)) {
-        if (first) {
-            /* The receive leaves the queue now: with an SRQ, other QPs must not take it
-             * while the rest of this message is on its way. */
-            ++cfg_.counters->rx_send_requests;
-            cur_recv_ = rcv_->pop();
-            recv_off_ = 0;
-            in_send_ = true;
-        }
-        const RecvWqe &r = cur_recv_;
-        bool fits = true;
-        uint32_t at = recv_off_;
+/* rx_*_requests: what the peer asked for, counted once the request is well formed and
+ * has its resources, whether or not its key then checks. */
+inline void Qp::count_request(const wire::OpcodeInfo &op) {
+    Counters &c = *cfg_.counters;
+    if (op.is(wire::kOpSend))
+        c.rx_send_requests += op.is(wire::kOpFirst);
+    else if (op.is(wire::kOpWrite))
+        c.rx_write_requests += op.is(wire::kOpFirst);
+    else if (op.is(wire::kOpRead))
+        ++c.rx_read_requests;
+    else if (op.is(wire::kOpAtomic))
+        ++c.rx_atomic_requests;
+}
+
+/* The checks of an in-sequence request, in rxe's order (rc_resp_checks.h); on Accept,
+ * *host is the target of an atomic or of a WRITE packet's payload. */
+inline Verdict Qp::check_request(const wire::ParsedPacket &p, uint8_t **host) {
+    const wire::OpcodeInfo &op = *p.op;
+    Verdict v = check_op_seq(op, in_send_, in_write_);
+    if (v.accepted())
+        v = check_op_valid(op, attr_.qp_access_flags);
+    if (v.accepted())
+        v = check_length(op, p.payload_len, mtu());
+    if (v.accepted())
+        v = check_resource(op, rcv_->empty());
+    if (!v.accepted())
+        return v;
+    count_request(op);
+    return check_rkey(p, *cfg_.mrs, cfg_.pd, write_, host);
+}
+
+/* A SEND packet's payload into the receive it fills, each SGE's lkey checked. False: it
+ * does not fit the receive, or an lkey failed (LOC_LEN_ERR either way). */
+bool Qp::copy_to_recv(const wire::ParsedPacket &p) {
+    const RecvWqe &r = cur_recv_;
+    if (uint64_t{recv_off_} + p.payload_len > r.length)
+        return false;
+    mem::SglWriter out(*cfg_.mrs, cfg_.pd, r.wr.sg_list, r.wr.num_sge, recv_off_);
+    bool ok = true;
+    wire::for_each_payload_chunk(
+        p, [&](const uint8_t *src, uint32_t n) { ok = ok && out.put(src, n); });
+    return ok;
+}
+
+Verdict Qp::execute_send(const wire::ParsedPacket &p) {
+    const wire::OpcodeInfo &op = *p.op;
+    if (op.is(wire::kOpFirst)) {
+        /* The receive leaves the queue now: with an SRQ, other QPs must not take it
+         * while the rest of this message is on its way. */
+        cur_recv_ = rcv_->pop();
+        recv_off_ = 0;
+        in_send_ = true;
+    }
+    const RecvWqe &r = cur_recv_;
+    if (!copy_to_recv(p)) {
+        in_send_ = false;
+        complete_recv(r, WcStatus::LocLenErr, WcOpcode::Recv, recv_off_, 0, 0);
+        /* the LOC_LEN_ERR completion reports it: no event */
+        return {Verdict::NakError, wire::kAethNakInvalidRequest, false,
+                &Counters::resp_local_length_error};
+    }
+    cfg_.counters->rx_bytes_copied += p.payload_len;
+    recv_off_ += p.payload_len;
+    if (!op.is(wire::kOpLast))
+        return {};
+    in_send_ = false;
+    if (op.is(wire::kOpInv)) [[unlikely]] {
+        /* SEND with Invalidate: droce has no key a peer may invalidate (no memory
+         * windows, no fast-registration MRs; a plain MR's rkey is not invalidatable), so
+         * the request is one this responder cannot execute. It is refused as IBTA refuses
+         * an R_Key it cannot invalidate (rxe: RESPST_ERR_INVALIDATE_RKEY), never completed
+         * as an invalidation that did not happen: the peer's WR fails with NAK Invalid
+         * Request, the receive completes with RemInvReqErr, QP to ERR. */
+        complete_recv(r, WcStatus::RemInvReqErr, WcOpcode::Recv, recv_off_, 0, 0);
+        return {Verdict::NakError, wire::kAethNakInvalidRequest, false,
+                &Counters::resp_invalidate_refused};
+    }
+    const bool imm = op.is(wire::kOpImm);
+    complete_recv(r, WcStatus::Success, WcOpcode::Recv, recv_off_, imm ? kWcWithImm : 0u,
+                  imm ? p.imm : 0u);
+    msn_ = (msn_ + 1) & 0xFFFFFF;
+    return {};
+}
+
+/* `dst`: where this packet's payload goes, its key checked by check_rkey. */
+inline void Qp::execute_write(const wire::ParsedPacket &p, uint8_t *dst) {
+    const wire::OpcodeInfo &op = *p.op;
+    if (op.is(wire::kOpFirst)) {
+        write_ = {p.reth.va, p.reth.rkey, p.reth.dma_len, p.reth.dma_len};
+        in_write_ = !op.is(wire::kOpLast);
+    }
+    if (p.payload_len) {
         wire::for_each_payload_chunk(p, [&](const uint8_t *src, uint32_t n) {
-            fits = fits && copy_to_recv(r, at, src, n);
-            at += n;
+            std::memcpy(dst, src, n);
+            dst += n;
         });
-        if (fits)
-            cfg_.counters->rx_bytes_copied += p.payload_len;
-        if (!fits) {
-            ++cfg_.counters->resp_local_length_error;
-            in_send_ = false;
-            complete_recv(r, WcStatus::LocLenErr, WcOpcode::Recv, recv_off_, 0, 0);
-            /* the LOC_LEN_ERR completion reports it: no event */
-            nak_and_error(wire::kAethNakInvalidRequest, psn, false);
-            return;
-        }
-        recv_off_ += p.payload_len;
-        if (last && op.is(wire::kOpInv)) [[unlikely]] {
-            /* SEND with Invalidate: droce has no key a peer may invalidate (no memory
-             * windows, no fast-registration MRs; a plain MR's rkey is not invalidatable),
-             * so the request is one this responder cannot execute. It is refused as IBTA
-             * refuses an R_Key it cannot invalidate (rxe: RESPST_ERR_INVALIDATE_RKEY), never
-             * completed as an invalidation that did not happen: the peer's WR fails with
-             * NAK Invalid Request, the receive completes with RemInvReqErr, QP to ERR. */
-            ++cfg_.counters->resp_invalidate_refused;
-            in_send_ = false;
-            complete_recv(r, WcStatus::RemInvReqErr, WcOpcode::Recv, recv_off_, 0, 0);
-            nak_and_error(wire::kAethNakInvalidRequest, psn, false);
-            return;
-        }
-        if (last) {
-            uint32_t flags = 0, extra = 0;
-            if (op.is(wire::kOpImm)) {
-                flags = kWcWithImm;
-                extra = p.imm;
-            }
-            in_send_ = false;
-            complete_recv(r, WcStatus::Success, WcOpcode::Recv, recv_off_, flags, extra);
-            msn_ = (msn_ + 1) & 0xFFFFFF;
-        }
-    } else if (op.is(wire::kOpWrite)) {
-        if (first) {
-            ++cfg_.counters->rx_write_requests;
-            write_len_ = write_left_ = p.reth.dma_len;
-            write_va_ = p.reth.va;
-            write_rkey_ = p.reth.rkey;
-            uint8_t *host;
-            if (p.reth.dma_len > 0 &&
-                cfg_.mrs->check(p.reth.rkey, cfg_.pd, p.reth.va, p.reth.dma_len, kAccessRemoteWrite,
-                                &host) != mem::AccessResult::Ok) {
-                ++cfg_.counters->resp_remote_access_error;
-                nak_and_error(wire::kAethNakRemoteAccessErr, psn);
-                return;
-            }
-            in_write_ = !last;
-        }
-        if (p.payload_len > write_left_ || (last && p.payload_len != write_left_)) {
-            /* The packets do not add up to the RETH length. */
-            ++cfg_.counters->resp_invalid_request;
-            nak_and_error(wire::kAethNakInvalidRequest, psn);
-            return;
-        }
-        if (p.payload_len) {
-            /* Per packet, not once per message: the region may have been deregistered
-             * since the FIRST packet (the key then fails, as its generation moved on).
-             * Verbs: remote access fails from the dereg on. One O(1) lookup. */
-            uint8_t *dst;
-            if (cfg_.mrs->check(write_rkey_, cfg_.pd, write_va_, p.payload_len, kAccessRemoteWrite,
-                                &dst) != mem::AccessResult::Ok) {
-                ++cfg_.counters->resp_remote_access_error;
-                nak_and_error(wire::kAethNakRemoteAccessErr, psn);
-                return;
-            }
-            wire::for_each_payload_chunk(p, [&](const uint8_t *src, uint32_t n) {
-                std::memcpy(dst, src, n);
-                dst += n;
-            });
-            write_va_ += p.payload_len;
-            write_left_ -= p.payload_len;
-            cfg_.counters->rx_bytes_copied += p.payload_len;
-        }
-        if (last) {
-            in_write_ = false;
-            msn_ = (msn_ + 1) & 0xFFFFFF;
-            if (op.is(wire::kOpImm)) {
-                complete_recv(rcv_->pop(), WcStatus::Success, WcOpcode::RecvRdmaWithImm, write_len_,
-                              kWcWithImm, p.imm);
-            }
-        }
-    } else if (op.is(wire::kOpRead)) {
-        ++cfg_.counters->rx_read_requests;
-        if (p.reth.dma_len > kMaxReadBytes) {
-            ++cfg_.counters->resp_invalid_request;
-            nak_and_error(wire::kAethNakInvalidRequest, psn);
-            return;
-        }
-        uint8_t *host;
-        if (p.reth.dma_len > 0 &&
-            cfg_.mrs->check(p.reth.rkey, cfg_.pd, p.reth.va, p.reth.dma_len, kAccessRemoteRead,
-                            &host) != mem::AccessResult::Ok) {
-            ++cfg_.counters->resp_remote_access_error;
-            nak_and_error(wire::kAethNakRemoteAccessErr, psn);
-            return;
-        }
-        flush_owed_ack(); /* an ACK of earlier requests goes before the response */
-        ReadResource *r = alloc_read_resource();
-        *r = ReadResource{};
-        r->psn = psn;
-        r->va = p.reth.va;
-        r->rkey = p.reth.rkey;
-        r->length = p.reth.dma_len;
-        r->npkts = read_npkts(r->length, m);
-        r->valid = true;
-        epsn_ = wire::psn_add(psn, r->npkts);
-        msn_ = (msn_ + 1) & 0xFFFFFF;
-        flush_read_responses();
-        return;
-    } else if (op.is(wire::kOpAtomic)) {
-        ++cfg_.counters->rx_atomic_requests;
-        if (p.atomic.va & 7) {
-            ++cfg_.counters->resp_invalid_request;
-            nak_and_error(wire::kAethNakInvalidRequest, psn);
-            return;
-        }
-        uint8_t *host;
-        if (cfg_.mrs->check(p.atomic.rkey, cfg_.pd, p.atomic.va, 8, kAccessRemoteAtomic, &host) !=
-            mem::AccessResult::Ok) {
-            ++cfg_.counters->resp_remote_access_error;
-            nak_and_error(wire::kAethNakRemoteAccessErr, psn);
-            return;
-        }
-        uint64_t orig;
-        std::memcpy(&orig, host, 8);
-        uint64_t result = orig;
-        if (p.bth.opcode == wire::kRcCompareSwap) {
-            if (orig == p.atomic.compare)
-                result = p.atomic.swap_add;
-        } else {
-            result = orig + p.atomic.swap_add;
-        }
-        std::memcpy(host, &result, 8);
-        flush_owed_ack(); /* an ACK of earlier requests goes before the response */
-        ReadResource *r = alloc_read_resource();
-        *r = ReadResource{};
-        r->psn = psn;
-        r->npkts = 1;
-        r->is_atomic = true;
-        r->atomic_orig = orig;
-        r->valid = true;
-        epsn_ = wire::psn_add(psn, 1);
-        msn_ = (msn_ + 1) & 0xFFFFFF;
-        flush_read_responses();
-        return;
-    } else {
-        ++cfg_.counters->resp_invalid_request;
-        nak_and_error(wire::kAethNakInvalidRequest, psn);
-        return;
+        write_.va += p.payload_len;
+        write_.left -= p.payload_len;
+        cfg_.counters->rx_bytes_copied += p.payload_len;
     }
+    if (op.is(wire::kOpLast)) {
+        in_write_ = false;
+        msn_ = (msn_ + 1) & 0xFFFFFF;
+        if (op.is(wire::kOpImm))
+            complete_recv(rcv_->pop(), WcStatus::Success, WcOpcode::RecvRdmaWithImm, write_.len,
+                          kWcWithImm, p.imm);
+    }
+}
+
+/* Takes a response resource for the request at psn (the ePSN) and sends what TX has
+ * room for; the rest leaves from progress(). */
+void Qp::queue_response(const ReadResource &res) {
+    flush_owed_ack(); /* an ACK of earlier requests goes before the response */
+    ReadResource *r = alloc_read_resource();
+    *r = res;
+    r->valid = true;
+    epsn_ = wire::psn_add(res.psn, res.npkts);
+    msn_ = (msn_ + 1) & 0xFFFFFF;
+    flush_read_responses();
+}
+
+void Qp::execute_read(const wire::ParsedPacket &p) {
+    ReadResource r{};
+    r.psn = p.bth.psn;
+    r.va = p.reth.va;
+    r.rkey = p.reth.rkey;
+    r.length = p.reth.dma_len;
+    r.npkts = read_npkts(r.length, mtu());
+    queue_response(r);
+}
+
+/* Executed once, here; a duplicate replays the saved result (responder_duplicate). */
+void Qp::execute_atomic(const wire::ParsedPacket &p, uint8_t *host) {
+    uint64_t orig;
+    std::memcpy(&orig, host, 8);
+    uint64_t result = orig;
+    if (p.bth.opcode == wire::kRcCompareSwap) {
+        if (orig == p.atomic.compare)
+            result = p.atomic.swap_add;
+    } else {
+        result = orig + p.atomic.swap_add;
+    }
+    std::memcpy(host, &result, 8);
+    ReadResource r{};
+    r.psn = p.bth.psn;
+    r.npkts = 1;
+    r.is_atomic = true;
+    r.atomic_orig = orig;
+    queue_response(r);
+}
+
+inline Verdict Qp::execute(const wire::ParsedPacket &p, uint8_t *host) {
+    const wire::OpcodeInfo &op = *p.op;
+    if (op.is(wire::kOpSend))
+        return execute_send(p);
+    if (op.is(wire::kOpWrite))
+        execute_write(p, host);
+    else if (op.is(wire::kOpRead))
+        execute_read(p);
+    else if (op.is(wire::kOpAtomic))
+        execute_atomic(p, host);
+    else
+        return Verdict::invalid_request();
+    return {};
+}
+
+/* SEND and WRITE: the ePSN moves on, and an ACK is owed on AckReq or every ack_every
+ * packets (coalesced: owe_ack). READ and atomic requests are acknowledged by their
+ * responses, queued by execute. */
+inline void Qp::acknowledge(const wire::ParsedPacket &p) {
+    if (p.op->is(wire::kOpRead) || p.op->is(wire::kOpAtomic))
+        return;
     if (state_ == QpState::Err)
         return; /* its receive completion was lost (CQ overflow): no ACK from ERR */
-
-    epsn_ = wire::psn_add(psn, 1);
+    epsn_ = wire::psn_add(p.bth.psn, 1);
     ++pkts_since_ack_;
     if (p.bth.ack_req || (cfg_.tuning.ack_every && pkts_since_ack_ >= cfg_.tuning.ack_every)) {
         pkts_since_ack_ = 0;
-        owe_ack(psn);
+        owe_ack(p.bth.psn);
     }
+}
+
+/* A request that did not pass: its counter, then the answer its verdict names. */
+void Qp::respond(const wire::ParsedPacket &p, const Verdict &v, Time now) {
+    if (v.counter)
+        ++(cfg_.counters->*v.counter);
+    switch (v.kind) {
+    case Verdict::Duplicate:
+        responder_duplicate(p, now);
+        break;
+    case Verdict::OutOfSequence:
+        responder_ahead(p, now);
+        break;
+    case Verdict::Busy:
+        busy_dropped_ = true; /* responder_progress() NAKs it once the responses are out */
+        break;
+    case Verdict::Rnr:
+        send_ack(static_cast<uint8_t>(kRnrNak | (attr_.min_rnr_timer & 0x1F)), p.bth.psn);
+        break;
+    case Verdict::NakError:
+        nak_and_error(v.syndrome, p.bth.psn, v.raise_event);
+        break;
+    case Verdict::Accept:
+        break;
+    }
+}
+
+/* rxe's responder as a list: the PSN, then whether it may overtake queued READ
+ * responses, then the request's checks; an accepted request executes and is
+ * acknowledged, any other gets the answer its verdict names. */
+void Qp::responder_on_packet(const wire::ParsedPacket &p, Time now) {
+    Verdict v = check_psn(p.bth.psn, epsn_);
+    if (v.accepted())
+        v = check_pending_read(p);
+    if (v.accepted()) {
+        /* In sequence: the next gap gets its NAK again, and starts a new run. */
+        nak_sent_ = false;
+        ahead_run_ = 0;
+        uint8_t *host = nullptr;
+        v = check_request(p, &host);
+        if (v.accepted())
+            v = execute(p, host);
+    }
+    if (v.accepted())
+        acknowledge(p);
+    else
+        respond(p, v, now);
 }
 
 } // namespace droce::rc

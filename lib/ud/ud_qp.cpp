@@ -6,6 +6,7 @@
 #include <string>
 
 #include "mem_inline.h"
+#include "mem_sgl.h"
 #include "wire_opcode.h"
 
 namespace droce::ud {
@@ -24,30 +25,6 @@ constexpr Transition kTable[] = {
     {QpState::Init, QpState::Rtr, 0, kQpPkeyIndex | kQpQkey},
     {QpState::Rtr, QpState::Rts, kQpSqPsn, kQpCurState | kQpQkey},
     {QpState::Rts, QpState::Rts, 0, kQpCurState | kQpQkey},
-};
-
-/* Scatters bytes over a receive WQE's resolved SGEs, continuing where the last call
- * stopped (the GRH first, then the payload chunks). */
-struct Scatter {
-    uint8_t *host[kMaxSge];
-    uint32_t len[kMaxSge];
-    int n = 0;
-    int i = 0;
-    uint32_t off = 0;
-    void put(const uint8_t *src, uint32_t bytes) {
-        while (bytes && i < n) {
-            const uint32_t room = len[i] - off;
-            const uint32_t k = bytes < room ? bytes : room;
-            std::memcpy(host[i] + off, src, k);
-            src += k;
-            bytes -= k;
-            off += k;
-            if (off == len[i]) {
-                ++i;
-                off = 0;
-            }
-        }
-    }
 };
 
 } // namespace
@@ -348,24 +325,6 @@ void Qp::on_packet(const wire::ParsedPacket &p, Time) {
     wc.qp_num = cfg_.qpn;
     wc.src_qp = p.deth.src_qp;
     wc.byte_len = kGrhLen + p.payload_len;
-    Scatter sc;
-    for (int i = 0; i < wqe.wr.num_sge; ++i) {
-        const Sge &s = wqe.wr.sg_list[i];
-        if (!s.length)
-            continue;
-        uint8_t *host = nullptr;
-        if (!cfg_.mrs || cfg_.mrs->check(s.lkey, cfg_.pd, s.addr, s.length, kAccessLocalWrite,
-                                         &host) != mem::AccessResult::Ok) {
-            ++ctr_->rx_bad_lkey;
-            wc.status = WcStatus::LocProtErr;
-            push(cfg_.recv_cq, wc);
-            to_error();
-            return;
-        }
-        sc.host[sc.n] = host;
-        sc.len[sc.n] = s.length;
-        ++sc.n;
-    }
     /* The GRH as verbs delivers it (rxe's union rdma_network_hdr): for IPv6 the IPv6
      * header itself; for IPv4 20 zero bytes then the IPv4 header. */
     uint8_t grh[kGrhLen] = {};
@@ -373,8 +332,21 @@ void Qp::on_packet(const wire::ParsedPacket &p, Time) {
         wire::encode(p.ip6, grh);
     else
         wire::encode(p.ip4, grh + 20);
-    sc.put(grh, kGrhLen);
-    wire::for_each_payload_chunk(p, [&](const uint8_t *d, uint32_t n) { sc.put(d, n); });
+    bool ok = cfg_.mrs != nullptr;
+    if (ok) {
+        mem::SglWriter out(*cfg_.mrs, cfg_.pd, wqe.wr.sg_list, wqe.wr.num_sge, 0);
+        ok = out.put(grh, kGrhLen);
+        wire::for_each_payload_chunk(
+            p, [&](const uint8_t *d, uint32_t n) { ok = ok && out.put(d, n); });
+    }
+    if (!ok) {
+        /* A receive SGE no longer valid (it fits: checked above). */
+        ++ctr_->rx_bad_lkey;
+        wc.status = WcStatus::LocProtErr;
+        push(cfg_.recv_cq, wc);
+        to_error();
+        return;
+    }
     wc.status = WcStatus::Success;
     wc.wc_flags = kWcGrh;
     if (p.bth.opcode == wire::kUdSendOnlyImm) {
