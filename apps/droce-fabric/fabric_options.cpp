@@ -14,6 +14,8 @@ namespace droce::fabric_app {
 namespace {
 
 constexpr double kMaxBufferBytes = 256.0 * 1024 * 1024;
+/** The help's text column (a wider option head gets its text on the next line). */
+constexpr size_t kHelpColumn = 24;
 
 /** A number lo..hi as the options take it (strtod's syntax, the whole argument). */
 bool number(const std::string &v, double lo, double hi, double &out) {
@@ -157,10 +159,10 @@ void usage(FILE *f) {
                "them (the order of --vdev).\n",
                f);
     Opts scratch; /* the table's help does not depend on the values */
-    std::fputs(app::options_help(option_table(scratch)).c_str(), f);
-    std::fputs("      --config=FILE      settings from a configuration file (config/fabric.conf:\n"
-               "                         [eal] and [fabric]); the options given override it;\n"
-               "                         'droce-fabric --config FILE' alone needs no '--'\n"
+    std::fputs(app::options_help(option_table(scratch), kHelpColumn).c_str(), f);
+    std::fputs("      --config=FILE     settings from a configuration file (config/fabric.conf:\n"
+               "                        [eal] and [fabric]); the options given override it;\n"
+               "                        'droce-fabric --config FILE' alone needs no '--'\n"
                "At exit one summary line per port (rx, tx, drops, bottleneck counters).\n",
                f);
 }
