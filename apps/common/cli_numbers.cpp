@@ -3,6 +3,7 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <string>
 
 namespace droce::app {
 
@@ -27,6 +28,38 @@ bool parse_i64(const char *s, int64_t min, int64_t max, int64_t &out) {
     if (errno != 0 || end == s || *end != '\0' || v < min || v > max)
         return false;
     out = v;
+    return true;
+}
+
+bool parse_size_bytes(const char *s, uint64_t max, uint64_t &out) {
+    if (s == nullptr)
+        return false;
+    std::string v(s);
+    uint64_t mul = 1;
+    if (!v.empty()) {
+        switch (v.back()) {
+        case 'k':
+        case 'K':
+            mul = 1ull << 10;
+            break;
+        case 'm':
+        case 'M':
+            mul = 1ull << 20;
+            break;
+        case 'g':
+        case 'G':
+            mul = 1ull << 30;
+            break;
+        default:
+            break;
+        }
+        if (mul != 1)
+            v.pop_back();
+    }
+    uint64_t n = 0;
+    if (v.empty() || !parse_u64(v.c_str(), max / mul, n))
+        return false;
+    out = n * mul;
     return true;
 }
 

@@ -42,4 +42,12 @@ std::string take_host_operand(int argc, char *const *argv, std::string &host) {
     return "";
 }
 
+std::string take_host_operand(const std::vector<std::string> &operands, std::string &host) {
+    if (operands.size() > 1)
+        return "unexpected argument '" + operands[1] + "' (only one <host> is allowed)";
+    if (!operands.empty())
+        host = operands[0];
+    return "";
+}
+
 } // namespace droce::app

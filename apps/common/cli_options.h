@@ -8,6 +8,7 @@
 #include <getopt.h>
 
 #include <string>
+#include <vector>
 
 namespace droce::app {
 
@@ -29,5 +30,8 @@ std::string getopt_error_message(int c, char *const *argv);
 /** After getopt_long: takes the one optional <host> operand into host. Returns "" or
  * the message when there are more operands. */
 std::string take_host_operand(int argc, char *const *argv, std::string &host);
+
+/** The same for the operands parse_options() left (option_table.h). */
+std::string take_host_operand(const std::vector<std::string> &operands, std::string &host);
 
 } // namespace droce::app

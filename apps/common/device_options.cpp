@@ -295,6 +295,18 @@ std::string take_device_option(int c, const char *arg, char *const *argv,
     return "";
 }
 
+ExtraOptions device_option_extras(DeviceOptions &o, const DeviceOptionRules &rules) {
+    ExtraOptions extra;
+    extra.long_options.assign(std::begin(kDeviceLongOptions), std::end(kDeviceLongOptions));
+    extra.take = [&o, rules](int c, const char *arg, const struct option *longs) -> std::string {
+        const char *why = take(c, arg, o, rules);
+        if (why == nullptr)
+            return "unknown option"; /* parse_options hands over only device values */
+        return *why != '\0' ? invalid_value_message(longs, c, arg, why) : "";
+    };
+    return extra;
+}
+
 std::string finish_device_options(DeviceOptions &o, bool has_host, const DeviceOptionRules &rules) {
     if (o.worker && o.embedded_given)
         return "--worker and --embedded exclude each other";

@@ -17,6 +17,8 @@
 #include <droce/dcqcn.h>
 #include <droce/droce.h>
 
+#include "option_table.h"
+
 namespace droce::app {
 
 /** The RC QP attributes the tools set (RTR's min_rnr_timer, RTS's timeout and retries):
@@ -167,6 +169,10 @@ struct DeviceOptionRules {
 std::string take_device_option(int c, const char *arg, char *const *argv,
                                const struct option *long_options, DeviceOptions &o,
                                const DeviceOptionRules &rules);
+
+/** The device options as a tool table's extras (option_table.h): parsed into o under
+ * rules, their errors as take_device_option's. */
+ExtraOptions device_option_extras(DeviceOptions &o, const DeviceOptionRules &rules);
 
 /** The checks and defaults once the whole command line is parsed: --worker/--embedded,
  * --loopback against a <host> and addresses, --ip required, embedded mode for a single

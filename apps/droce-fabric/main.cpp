@@ -39,14 +39,16 @@
 #include "config_device.h"
 #include "drivers.h"
 #include "fabric_bottleneck.h"
-#include "fabric_config.h"
 #include "fabric_faults.h"
+#include "fabric_options.h"
 #include "net_pfc.h"
 #include "poll_gate.h"
 
 using droce::fabric::Bottleneck;
 using droce::fabric::BottleneckParams;
 using droce::fabric::DepthSample;
+using droce::fabric_app::kMaxPorts;
+using droce::fabric_app::Opts;
 
 namespace {
 
@@ -59,178 +61,11 @@ constexpr uint32_t kMbufs = 32767;
 constexpr size_t kMacs = 256;           /* learned addresses */
 constexpr size_t kSamples = 1u << 16;   /* depth samples buffered between CSV writes */
 constexpr size_t kDelayLine = 1u << 16; /* frames in the fixed delay after a queue */
-constexpr uint16_t kMaxPorts = 16;
 
 volatile std::sig_atomic_t g_stop = 0;
 void on_signal(int) { g_stop = 1; }
 
-struct Opts {
-    std::vector<uint16_t> to{1}; /* ports whose egress is a bottleneck */
-    BottleneckParams bp;
-    uint64_t seed = 1;
-    uint64_t sample_us = 100;
-    std::string csv;
-    double secs = 0;
-    bool shared = false; /* one queue for all --to ports (their common upstream link) */
-    int honour_pfc = -1; /* priority whose pause frames hold a bottleneck queue; -1: none */
-    uint64_t idle_us = 0; /* sleep this long when a loop found nothing to do; 0: spin */
-    droce::fabric::FaultParams faults; /* --dup --reorder --corrupt, toward --to ports */
-    uint16_t queues = 1; /* RX/TX queues per port (a memif peer with several workers) */
-};
-
 constexpr uint16_t kFullPause = 0xFFFF; /* quanta of an XOFF */
-
-void usage(FILE *f) {
-    std::fprintf(
-        f, "usage: droce-fabric [EAL args] -- [options]\n"
-           "Forwards (learning switch) between every DPDK port the EAL args create; frames\n"
-           "toward a --to port pass a bottleneck queue. Ports are numbered as the EAL creates\n"
-           "them (the order of --vdev).\n"
-           "  --to LIST          bottleneck egress ports, comma separated (default 1)\n"
-           "  --shared           one bottleneck queue for all --to ports together (the link\n"
-           "                     to a rack holding them: N senders to N receivers is N:1)\n"
-           "  --rate-gbps R      bottleneck rate, Gb/s (default 10)\n"
-           "  --buffer BYTES     queue buffer, tail drop beyond (default 2000000)\n"
-           "  --kmin BYTES       RED: no marking at or below (default 5000)\n"
-           "  --kmax BYTES       RED: ECT frames all marked at or above (default 200000)\n"
-           "  --pmax P           RED: marking probability just below Kmax, 0..1 (default 0.05)\n"
-           "  --no-ecn           no RED/ECN marking (tail drop only)\n"
-           "  --red-drop         drop not-ECT frames where ECT ones would be marked\n"
-           "  --mark enqueue|dequeue   RED on the depth found / left behind (default dequeue)\n"
-           "  --loss P           random loss at the bottleneck, 0..1 (default 0)\n"
-           "  --delay-us D       fixed delay after the queue, µs (default 0)\n"
-           "  --dup P            duplicate frames toward a --to port, 0..1 (default 0)\n"
-           "  --reorder P        hold a frame toward a --to port back until the next one\n"
-           "                     toward that port has passed it, 0..1 (default 0)\n"
-           "  --corrupt P        flip one random bit past the Ethernet header of a frame\n"
-           "                     toward a --to port, 0..1 (default 0)\n"
-           "  --seed N           marking/loss/fault random seed (default 1)\n"
-           "  --sample-us U      queue-depth sample period, µs (default 100)\n"
-           "  --csv PATH         write depth samples: t_us,port,depth_bytes,depth_frames\n"
-           "  --secs S           stop after S seconds (default: run until SIGINT/SIGTERM)\n"
-           "  --pfc XOFF,XON     PFC: pause an ingress port when it has XOFF bytes in a\n"
-           "                     bottleneck queue, resume at XON (bytes, XON < XOFF <= buffer)\n"
-           "  --honour-pfc PRIO  a bottleneck queue obeys the PFC pause frames its egress\n"
-           "                     port receives for priority PRIO (0..7): it holds its\n"
-           "                     frames for the pause time (one FIFO: all of them)\n"
-           "  --queues N         RX and TX queues per port, 1..16 (default 1): a peer with\n"
-           "                     several queues (a droce with several workers on memif)\n"
-           "                     connects only with as many; all are read, queue 0 sends\n"
-           "  --idle-us U        sleep U µs when a poll found no frame and none was due\n"
-           "                     (default 0: spin). Coarsens departures to about U µs; for\n"
-           "                     runs with more busy processes than cores\n"
-           "  --config FILE      settings from a configuration file (config/fabric.conf:\n"
-           "                     [eal] and [fabric]); the options given override it;\n"
-           "                     'droce-fabric --config FILE' alone needs no '--'\n"
-           "  --help             this text\n"
-           "At exit one summary line per port (rx, tx, drops, bottleneck counters).\n");
-}
-
-[[noreturn]] void bad(const std::string &msg) {
-    std::fprintf(stderr, "droce-fabric: %s (--help lists the options)\n", msg.c_str());
-    std::exit(2);
-}
-
-double number(const std::string &opt, const char *v, double lo, double hi) {
-    char *end = nullptr;
-    const double d = std::strtod(v, &end);
-    if (end == v || *end != '\0' || !(d >= lo && d <= hi))
-        bad(opt + " " + v + ": want a number in " + std::to_string(lo) + " .. " +
-            std::to_string(hi));
-    return d;
-}
-
-Opts parse(int argc, char **argv) {
-    Opts o;
-    o.bp.mark_at_dequeue = true;
-    o.bp.buffer_bytes = 2'000'000;
-    o.bp.pmax = 0.05;
-    for (int i = 0; i < argc; ++i) {
-        const std::string k = argv[i];
-        auto val = [&]() -> const char * {
-            if (i + 1 >= argc)
-                bad(k + " needs a value");
-            return argv[++i];
-        };
-        if (k == "--help" || k == "-h") {
-            usage(stdout);
-            std::exit(0);
-        } else if (k == "--to") {
-            o.to.clear();
-            std::string s = val();
-            size_t pos = 0;
-            while (pos <= s.size()) {
-                const size_t c = s.find(',', pos);
-                const std::string t = s.substr(pos, c == std::string::npos ? s.npos : c - pos);
-                o.to.push_back(static_cast<uint16_t>(number("--to", t.c_str(), 0, kMaxPorts - 1)));
-                if (c == std::string::npos)
-                    break;
-                pos = c + 1;
-            }
-        } else if (k == "--rate-gbps")
-            o.bp.rate_bps = static_cast<uint64_t>(number(k, val(), 0.001, 1000) * 1e9);
-        else if (k == "--buffer")
-            o.bp.buffer_bytes = static_cast<uint32_t>(number(k, val(), 1, 256.0 * 1024 * 1024));
-        else if (k == "--kmin")
-            o.bp.kmin_bytes = static_cast<uint32_t>(number(k, val(), 0, 4e9));
-        else if (k == "--kmax")
-            o.bp.kmax_bytes = static_cast<uint32_t>(number(k, val(), 1, 4e9));
-        else if (k == "--pmax")
-            o.bp.pmax = number(k, val(), 0, 1);
-        else if (k == "--shared")
-            o.shared = true;
-        else if (k == "--no-ecn")
-            o.bp.ecn = false;
-        else if (k == "--red-drop")
-            o.bp.red_drop = true;
-        else if (k == "--mark") {
-            const std::string v = val();
-            if (v != "enqueue" && v != "dequeue")
-                bad("--mark " + v + ": want enqueue or dequeue");
-            o.bp.mark_at_dequeue = v == "dequeue";
-        } else if (k == "--loss")
-            o.bp.loss = number(k, val(), 0, 1);
-        else if (k == "--dup")
-            o.faults.dup = number(k, val(), 0, 1);
-        else if (k == "--reorder")
-            o.faults.reorder = number(k, val(), 0, 1);
-        else if (k == "--corrupt")
-            o.faults.corrupt = number(k, val(), 0, 1);
-        else if (k == "--delay-us")
-            o.bp.delay_ns = static_cast<uint64_t>(number(k, val(), 0, 1e7) * 1000);
-        else if (k == "--seed")
-            o.seed = static_cast<uint64_t>(number(k, val(), 0, 1e18));
-        else if (k == "--sample-us")
-            o.sample_us = static_cast<uint64_t>(number(k, val(), 1, 1e9));
-        else if (k == "--csv")
-            o.csv = val();
-        else if (k == "--queues")
-            o.queues = static_cast<uint16_t>(number(k, val(), 1, 16));
-        else if (k == "--idle-us")
-            o.idle_us = static_cast<uint64_t>(number(k, val(), 0, 1e6));
-        else if (k == "--honour-pfc")
-            o.honour_pfc = static_cast<int>(number(k, val(), 0, 7));
-        else if (k == "--secs")
-            o.secs = number(k, val(), 0, 1e9);
-        else if (k == "--pfc") {
-            const std::string v = val();
-            const size_t c = v.find(',');
-            if (c == std::string::npos)
-                bad("--pfc " + v + ": want XOFF,XON in bytes");
-            o.bp.pfc_xoff_bytes =
-                static_cast<uint32_t>(number(k, v.substr(0, c).c_str(), 1, 256.0 * 1024 * 1024));
-            o.bp.pfc_xon_bytes =
-                static_cast<uint32_t>(number(k, v.substr(c + 1).c_str(), 0, 256.0 * 1024 * 1024));
-        }
-        else
-            bad("unknown option " + k);
-    }
-    if (const char *err = droce::fabric::validate(o.bp))
-        bad(err);
-    if (const char *err = droce::fabric::validate(o.faults))
-        bad(err);
-    return o;
-}
 
 /* A fixed-size FIFO of mbufs with a time each (no allocation after construction). */
 struct MbufFifo {
@@ -281,14 +116,14 @@ struct Port {
     uint64_t rx = 0, tx = 0, tx_full = 0, drop_self = 0, drop_head = 0, drop_mac_ctrl = 0;
     /* PFC toward this port's sender (this port as an ingress port) */
     rte_ether_addr mac{};
-    bool paused = false;   /* an XOFF stands */
+    bool paused = false; /* an XOFF stands */
     uint8_t pause_prio = 0;
     uint64_t pause_sent_at = 0; /* last XOFF, for the refresh */
     uint64_t refresh_ns = 0;    /* half a full pause at the link's speed */
     uint64_t pfc_xoff = 0, pfc_xon = 0, pfc_refresh = 0, pfc_nombuf = 0;
     uint64_t paused_ns = 0;
-    uint64_t speed_bps = 0;       /* 0: unknown (pause times taken at 100 Gb/s) */
-    uint64_t rx_pfc_honoured = 0; /* --honour-pfc: pause frames that held our queue */
+    uint64_t speed_bps = 0;         /* 0: unknown (pause times taken at 100 Gb/s) */
+    uint64_t rx_pfc_honoured = 0;   /* --honour-pfc: pause frames that held our queue */
     bool hold_intr_on_stop = false; /* drivers::Caps::control_on_intr_thread */
     /* --reorder: the frame held back toward this port, its ingress port and the loop
      * iteration it was held in (released when the next frame passes it, or at the end of
@@ -373,153 +208,136 @@ void write_samples(FILE *f, Queue &p, uint64_t every) {
     p.next_sample = next;
 }
 
-} // namespace
-
-int main(int argc, char **argv) {
-    int dd = argc;
-    for (int i = 1; i < argc; ++i)
-        if (std::strcmp(argv[i], "--") == 0) {
-            dd = i;
-            break;
-        }
-    for (int i = 1; i < dd; ++i)
-        if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
-            usage(stdout);
-            return 0;
-        }
-    /* "droce-fabric --config FILE [options]": everything is ours. */
-    if (dd == argc && argc > 1 && std::strncmp(argv[1], "--config", 8) == 0)
-        dd = 0;
-    /* --config: the file's [fabric] keys go first as options, so the options given
-     * override them; its [eal] is used when no EAL argument is given. */
-    std::string cfg_path, cfg_err;
-    droce::fabric_app::FabricConfig cfg;
-    if (!droce::app::find_config_option(argc - dd, argv + dd, cfg_path, cfg_err))
-        bad(cfg_err);
-    if (!cfg_path.empty()) {
-        if (std::string err = droce::fabric_app::load_fabric_config(cfg_path, cfg); !err.empty()) {
-            std::fprintf(stderr, "droce-fabric: %s\n", err.c_str());
-            return 2;
-        }
-    }
-    std::vector<char *> ours;
-    for (auto &opt : cfg.options)
-        ours.push_back(opt.data());
-    for (int i = dd + 1; i < argc; ++i) {
-        if (std::strcmp(argv[i], "--config") == 0) {
-            ++i; /* read above */
-            continue;
-        }
-        if (std::strncmp(argv[i], "--config=", 9) != 0)
-            ours.push_back(argv[i]);
-    }
-    /* Our options are checked before the EAL starts: a typo costs no EAL bring-up. */
-    const Opts o = parse(static_cast<int>(ours.size()), ours.data());
-    std::vector<char *> eal(argv, argv + std::max(dd, 1));
-    if (dd <= 1 && cfg.eal_given)
-        for (auto &a : cfg.eal)
-            eal.push_back(a.data());
-    if (rte_eal_init(static_cast<int>(eal.size()), eal.data()) < 0) {
-        std::fprintf(stderr, "droce-fabric: rte_eal_init failed\n");
-        return 1;
-    }
-    const uint16_t nports = rte_eth_dev_count_avail();
-    if (nports < 2 || nports > kMaxPorts) {
-        std::fprintf(stderr, "droce-fabric: need 2..%u ports, have %u (give --vdev)\n", kMaxPorts,
-                     nports);
-        return 2;
-    }
-    for (uint16_t t : o.to)
-        if (t >= nports) {
-            std::fprintf(stderr, "droce-fabric: --to %u: only ports 0..%u exist\n", t, nports - 1);
-            return 2;
-        }
-    rte_mempool *mp =
-        rte_pktmbuf_pool_create("fabric_pool", kMbufs, 256, 0, kDataRoom, rte_socket_id());
-    if (mp == nullptr) {
-        std::fprintf(stderr, "droce-fabric: rte_pktmbuf_pool_create failed\n");
-        return 1;
-    }
-    std::vector<Port> ports(nports);
+/* The switch: its ports, bottleneck queues, learned addresses and fault injector. Every
+ * container is sized at set-up; the loop allocates nothing but mbufs. */
+struct Fabric {
+    explicit Fabric(const Opts &opts) : o(opts) {}
+    const Opts &o;
+    rte_mempool *mp = nullptr;
+    uint16_t nports = 0;
+    std::vector<Port> ports;
     std::vector<std::unique_ptr<Queue>> queues;
-    for (uint16_t id = 0; id < nports; ++id) {
-        Port &p = ports[id];
-        p.id = id;
-        rte_eth_conf conf{};
-        rte_eth_dev_info info{};
-        rte_eth_dev_info_get(id, &info);
-        p.hold_intr_on_stop = droce::drivers::probe(id, info).control_on_intr_thread;
-        /* memif: a client that leaves must not unmap the rings under our bursts */
-        if (p.hold_intr_on_stop)
-            droce::drivers::poll_gate_add_port(id);
-        uint32_t port_max = info.max_mtu != 0 ? info.max_mtu : UINT16_MAX;
-        if (info.max_rx_pktlen > RTE_ETHER_HDR_LEN + RTE_ETHER_CRC_LEN)
-            port_max = std::min<uint32_t>(port_max, info.max_rx_pktlen - RTE_ETHER_HDR_LEN -
-                                                        RTE_ETHER_CRC_LEN);
-        if (port_max >= 9000)
-            conf.rxmode.mtu = 9000;
-        uint16_t nrxd = kDescriptors, ntxd = kDescriptors;
-        bool ok = rte_eth_dev_configure(id, o.queues, o.queues, &conf) == 0 &&
-                  rte_eth_dev_adjust_nb_rx_tx_desc(id, &nrxd, &ntxd) == 0;
-        for (uint16_t qi = 0; ok && qi < o.queues; ++qi)
-            ok = rte_eth_rx_queue_setup(id, qi, nrxd, rte_socket_id(), nullptr, mp) == 0 &&
-                 rte_eth_tx_queue_setup(id, qi, ntxd, rte_socket_id(), nullptr) == 0;
-        if (!ok || rte_eth_dev_start(id) != 0) {
-            std::fprintf(stderr, "droce-fabric: port %u set-up failed\n", id);
-            return 1;
-        }
-        rte_eth_promiscuous_enable(id);
-        rte_eth_macaddr_get(id, &p.mac);
-        rte_eth_link link{};
-        rte_eth_link_get_nowait(id, &link);
-        const uint64_t speed =
-            link.link_speed != 0 && link.link_speed != RTE_ETH_SPEED_NUM_UNKNOWN
-                ? uint64_t{link.link_speed} * 1'000'000
-                : 0; /* pfc_pause_ns takes 0 as 100 Gb/s, as the droce engine does */
-        p.refresh_ns = droce::net::pfc_pause_ns(kFullPause, speed) / 2;
-        p.speed_bps = speed;
-        for (uint16_t t : o.to)
-            if (t == id) {
-                if (queues.empty() || !o.shared) {
-                    auto q = std::make_unique<Queue>();
-                    q->id = id;
-                    q->q = std::make_unique<Bottleneck>(o.bp, o.seed + id);
-                    q->held = std::make_unique<MbufFifo>(o.bp.buffer_bytes / 60 + 1);
-                    q->delay = std::make_unique<MbufFifo>(kDelayLine);
-                    q->samples.resize(kSamples);
-                    queues.push_back(std::move(q));
-                }
-                p.q = queues.back().get();
-            }
-    }
     FILE *csv = nullptr;
-    if (!o.csv.empty()) {
-        csv = std::fopen(o.csv.c_str(), "w");
-        if (!csv) {
-            std::fprintf(stderr, "droce-fabric: cannot write %s\n", o.csv.c_str());
-            return 2;
-        }
-        std::fprintf(csv, "t_us,port,depth_bytes,depth_frames\n");
-    }
-    std::signal(SIGINT, on_signal);
-    std::signal(SIGTERM, on_signal);
-    /* the default 50 µs timer slack would stretch every idle sleep by that much */
-    if (o.idle_us)
-        prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL);
-    const uint64_t hz = rte_get_tsc_hz();
-    const uint64_t t0 = ns_now(hz);
-    const uint64_t every = o.sample_us * 1000;
-    for (auto &q : queues)
-        q->q->set_sampling(every, q->samples.data(), q->samples.size(), 0);
     Mac macs[kMacs];
     size_t nmacs = 0;
     uint64_t flood = 0, mac_full = 0;
-    rte_mbuf *rx[kBurst];
-    /* The first line out, once every port has started: the signal for its peers. Its memif
-     * sockets exist from the EAL's probe on, and DPDK 22.11's memif refuses a client that
-     * connects before the port starts (droce's engine tries again after 0.5 s; a plain
-     * DPDK client never does). */
-    std::printf("droce-fabric: %u ports, bottleneck toward", nports);
+    /* Dup, reorder and corrupt toward the bottleneck ports (loss is the bottleneck's). */
+    std::unique_ptr<droce::fabric::FaultInjector> faults;
+    uint64_t iter = 0;
+    uint64_t hz = 0, t0 = 0, every = 0;
+};
+
+// ---------------------------------------------------------------- set-up
+
+/* Configures and starts port id with o.queues RX/TX queues (jumbo frames where the port
+ * allows them) and reads what PFC needs: its MAC and link speed. */
+bool set_up_port(Fabric &f, uint16_t id) {
+    Port &p = f.ports[id];
+    p.id = id;
+    rte_eth_conf conf{};
+    rte_eth_dev_info info{};
+    rte_eth_dev_info_get(id, &info);
+    p.hold_intr_on_stop = droce::drivers::probe(id, info).control_on_intr_thread;
+    /* memif: a client that leaves must not unmap the rings under our bursts */
+    if (p.hold_intr_on_stop)
+        droce::drivers::poll_gate_add_port(id);
+    uint32_t port_max = info.max_mtu != 0 ? info.max_mtu : UINT16_MAX;
+    if (info.max_rx_pktlen > RTE_ETHER_HDR_LEN + RTE_ETHER_CRC_LEN)
+        port_max = std::min<uint32_t>(port_max,
+                                      info.max_rx_pktlen - RTE_ETHER_HDR_LEN - RTE_ETHER_CRC_LEN);
+    if (port_max >= 9000)
+        conf.rxmode.mtu = 9000;
+    uint16_t nrxd = kDescriptors, ntxd = kDescriptors;
+    const uint16_t nq = f.o.queues;
+    bool ok = rte_eth_dev_configure(id, nq, nq, &conf) == 0 &&
+              rte_eth_dev_adjust_nb_rx_tx_desc(id, &nrxd, &ntxd) == 0;
+    for (uint16_t qi = 0; ok && qi < nq; ++qi)
+        ok = rte_eth_rx_queue_setup(id, qi, nrxd, rte_socket_id(), nullptr, f.mp) == 0 &&
+             rte_eth_tx_queue_setup(id, qi, ntxd, rte_socket_id(), nullptr) == 0;
+    if (!ok || rte_eth_dev_start(id) != 0) {
+        std::fprintf(stderr, "droce-fabric: port %u set-up failed\n", id);
+        return false;
+    }
+    rte_eth_promiscuous_enable(id);
+    rte_eth_macaddr_get(id, &p.mac);
+    rte_eth_link link{};
+    rte_eth_link_get_nowait(id, &link);
+    const uint64_t speed = link.link_speed != 0 && link.link_speed != RTE_ETH_SPEED_NUM_UNKNOWN
+                               ? uint64_t{link.link_speed} * 1'000'000
+                               : 0; /* pfc_pause_ns takes 0 as 100 Gb/s, as the engine does */
+    p.refresh_ns = droce::net::pfc_pause_ns(kFullPause, speed) / 2;
+    p.speed_bps = speed;
+    return true;
+}
+
+/* A --to port's bottleneck: its own, or with --shared the one queue of them all. */
+void attach_queue(Fabric &f, Port &p) {
+    for (uint16_t t : f.o.to)
+        if (t == p.id) {
+            if (f.queues.empty() || !f.o.shared) {
+                auto q = std::make_unique<Queue>();
+                q->id = p.id;
+                q->q = std::make_unique<Bottleneck>(f.o.bp, f.o.seed + p.id);
+                q->held = std::make_unique<MbufFifo>(f.o.bp.buffer_bytes / 60 + 1);
+                q->delay = std::make_unique<MbufFifo>(kDelayLine);
+                q->samples.resize(kSamples);
+                f.queues.push_back(std::move(q));
+            }
+            p.q = f.queues.back().get();
+        }
+}
+
+/* The mbuf pool, every port, the bottlenecks, the CSV and the clocks: 0, or the exit
+ * status (1 for DPDK failures, 2 for the command line's). */
+int set_up(Fabric &f) {
+    f.nports = rte_eth_dev_count_avail();
+    if (f.nports < 2 || f.nports > kMaxPorts) {
+        std::fprintf(stderr, "droce-fabric: need 2..%u ports, have %u (give --vdev)\n", kMaxPorts,
+                     f.nports);
+        return 2;
+    }
+    for (uint16_t t : f.o.to)
+        if (t >= f.nports) {
+            std::fprintf(stderr, "droce-fabric: --to %u: only ports 0..%u exist\n", t,
+                         f.nports - 1);
+            return 2;
+        }
+    f.mp = rte_pktmbuf_pool_create("fabric_pool", kMbufs, 256, 0, kDataRoom, rte_socket_id());
+    if (f.mp == nullptr) {
+        std::fprintf(stderr, "droce-fabric: rte_pktmbuf_pool_create failed\n");
+        return 1;
+    }
+    f.ports.resize(f.nports);
+    for (uint16_t id = 0; id < f.nports; ++id) {
+        if (!set_up_port(f, id))
+            return 1;
+        attach_queue(f, f.ports[id]);
+    }
+    if (!f.o.csv.empty()) {
+        f.csv = std::fopen(f.o.csv.c_str(), "w");
+        if (!f.csv) {
+            std::fprintf(stderr, "droce-fabric: cannot write %s\n", f.o.csv.c_str());
+            return 2;
+        }
+        std::fprintf(f.csv, "t_us,port,depth_bytes,depth_frames\n");
+    }
+    if (f.o.faults.any())
+        f.faults = std::make_unique<droce::fabric::FaultInjector>(f.o.faults, f.o.seed);
+    f.hz = rte_get_tsc_hz();
+    f.t0 = ns_now(f.hz);
+    f.every = f.o.sample_us * 1000;
+    for (auto &q : f.queues)
+        q->q->set_sampling(f.every, q->samples.data(), q->samples.size(), 0);
+    return 0;
+}
+
+/* The first line out, once every port has started: the signal for its peers. Its memif
+ * sockets exist from the EAL's probe on, and DPDK 22.11's memif refuses a client that
+ * connects before the port starts (droce's engine tries again after 0.5 s; a plain DPDK
+ * client never does). */
+void print_banner(const Fabric &f) {
+    const Opts &o = f.o;
+    std::printf("droce-fabric: %u ports, bottleneck toward", f.nports);
     for (uint16_t t : o.to)
         std::printf(" %u", t);
     std::printf(": %.3f Gb/s, buffer %u B, ECN %s Kmin %u Kmax %u Pmax %.3f at %s, loss %g, "
@@ -539,267 +357,319 @@ int main(int argc, char **argv) {
         std::printf("droce-fabric: bottleneck queues obey pause frames for priority %d\n",
                     o.honour_pfc);
     std::fflush(stdout);
+}
 
-    /* Dup, reorder and corrupt toward the bottleneck ports (loss is the bottleneck's). */
-    std::unique_ptr<droce::fabric::FaultInjector> faults;
-    if (o.faults.any())
-        faults = std::make_unique<droce::fabric::FaultInjector>(o.faults, o.seed);
-    uint64_t iter = 0;
+// ---------------------------------------------------------------- the frames' path
 
-    /* Frame m (headers in its first segment) from port `in` into out's bottleneck. */
-    auto enqueue = [&](rte_mbuf *m, Port &in, Port &out, uint64_t now) {
-        const uint32_t len = m->pkt_len;
-        uint8_t *bytes = rte_pktmbuf_mtod(m, uint8_t *);
-        const auto d = out.q->q->enqueue(bytes, len, now, static_cast<uint8_t>(in.id));
-        if (d.pfc == droce::fabric::PfcSignal::xoff) {
-            in.paused = true;
-            in.pause_prio = frame_prio(bytes, len);
-            in.pause_sent_at = now;
-            ++in.pfc_xoff;
-            send_pfc(in, mp, kFullPause);
-        }
-        if (!d.accepted()) {
-            rte_pktmbuf_free(m); /* counted by the model */
-            return;
-        }
-        out.q->held->push(m, 0, out.id); /* the model had a slot: so has the FIFO */
-    };
+/* Frame m (headers in its first segment) from port `in` into out's bottleneck. */
+void enqueue(Fabric &f, rte_mbuf *m, Port &in, Port &out, uint64_t now) {
+    const uint32_t len = m->pkt_len;
+    uint8_t *bytes = rte_pktmbuf_mtod(m, uint8_t *);
+    const auto d = out.q->q->enqueue(bytes, len, now, static_cast<uint8_t>(in.id));
+    if (d.pfc == droce::fabric::PfcSignal::xoff) {
+        in.paused = true;
+        in.pause_prio = frame_prio(bytes, len);
+        in.pause_sent_at = now;
+        ++in.pfc_xoff;
+        send_pfc(in, f.mp, kFullPause);
+    }
+    if (!d.accepted()) {
+        rte_pktmbuf_free(m); /* counted by the model */
+        return;
+    }
+    out.q->held->push(m, 0, out.id); /* the model had a slot: so has the FIFO */
+}
 
-    /* Frame m from port `in` toward port `out`: into out's bottleneck or straight out. */
-    auto forward = [&](rte_mbuf *m, Port &in, Port &out, uint64_t now) {
-        if (!out.q) {
-            tx_one(out, m);
-            return;
+/* Frame m from port `in` toward port `out`: into out's bottleneck or straight out. */
+void forward(Fabric &f, rte_mbuf *m, Port &in, Port &out, uint64_t now) {
+    if (!out.q) {
+        tx_one(out, m);
+        return;
+    }
+    /* The model reads the headers in place: they must be in the first segment. */
+    if (m->data_len < std::min<uint32_t>(m->pkt_len, 128)) {
+        ++out.drop_head;
+        rte_pktmbuf_free(m);
+        return;
+    }
+    /* A flooded frame is shared by every port it goes to: left alone. */
+    if (!f.faults || rte_mbuf_refcnt_read(m) != 1) {
+        enqueue(f, m, in, out, now);
+        return;
+    }
+    const auto a = f.faults->decide(m->data_len, out.held == nullptr);
+    droce::fabric::FaultInjector::corrupt(rte_pktmbuf_mtod(m, uint8_t *), a);
+    rte_mbuf *dup = nullptr;
+    if (a.dup && (dup = rte_pktmbuf_copy(m, f.mp, 0, UINT32_MAX)) == nullptr)
+        f.faults->dup_failed(); /* only faulted frames are copied */
+    if (a.hold) {
+        out.held = m;
+        out.held_in = in.id;
+        out.held_iter = f.iter;
+    } else {
+        enqueue(f, m, in, out, now);
+        if (out.held) {
+            f.faults->overtaken();
+            enqueue(f, out.held, f.ports[out.held_in], out, now);
+            out.held = nullptr;
         }
-        /* The model reads the headers in place: they must be in the first segment. */
-        if (m->data_len < std::min<uint32_t>(m->pkt_len, 128)) {
-            ++out.drop_head;
-            rte_pktmbuf_free(m);
-            return;
+    }
+    if (dup)
+        enqueue(f, dup, in, out, now);
+}
+
+/* A MAC Control frame from port `in`: a pause for --honour-pfc holds in's queue; any
+ * other is dropped (link-local: a switch acts on or drops MAC Control, never forwards). */
+void on_mac_control(Fabric &f, rte_mbuf *m, Port &in, uint64_t now) {
+    const int prio = f.o.honour_pfc;
+    droce::net::PfcFrame pf;
+    if (prio >= 0 && in.q && m->data_len == m->pkt_len &&
+        droce::net::parse_pfc(rte_pktmbuf_mtod(m, const uint8_t *), m->data_len, &pf) ==
+            droce::net::PfcResult::Ok &&
+        (pf.enable >> prio & 1) != 0) {
+        /* the next hop pauses our egress toward it: hold the queue (quanta 0 resumes it
+         * in drain_queues) */
+        Queue &q = *in.q;
+        q.paused_until = now + droce::net::pfc_pause_ns(pf.quanta[prio], in.speed_bps);
+        if (!q.held_by_pause) {
+            q.held_by_pause = true;
+            q.hold_since = now;
         }
-        /* A flooded frame is shared by every port it goes to: left alone. */
-        if (!faults || rte_mbuf_refcnt_read(m) != 1) {
-            enqueue(m, in, out, now);
-            return;
-        }
-        const auto a = faults->decide(m->data_len, out.held == nullptr);
-        droce::fabric::FaultInjector::corrupt(rte_pktmbuf_mtod(m, uint8_t *), a);
-        rte_mbuf *dup = nullptr;
-        if (a.dup && (dup = rte_pktmbuf_copy(m, mp, 0, UINT32_MAX)) == nullptr)
-            faults->dup_failed(); /* only faulted frames are copied */
-        if (a.hold) {
-            out.held = m;
-            out.held_in = in.id;
-            out.held_iter = iter;
+        ++in.rx_pfc_honoured;
+    } else {
+        ++in.drop_mac_ctrl;
+    }
+    rte_pktmbuf_free(m);
+}
+
+/* Learns eth's source on port `in`; returns the port its destination was learnt on, or
+ * -1 (unknown or a group address: flood). */
+int learn_and_look_up(Fabric &f, const rte_ether_hdr *eth, const Port &in) {
+    size_t k = 0;
+    while (k < f.nmacs && std::memcmp(f.macs[k].a, eth->src_addr.addr_bytes, 6) != 0)
+        ++k;
+    if (k == f.nmacs) {
+        if (f.nmacs < kMacs) {
+            std::memcpy(f.macs[f.nmacs].a, eth->src_addr.addr_bytes, 6);
+            ++f.nmacs;
         } else {
-            enqueue(m, in, out, now);
-            if (out.held) {
-                faults->overtaken();
-                enqueue(out.held, ports[out.held_in], out, now);
-                out.held = nullptr;
+            ++f.mac_full;
+            k = kMacs;
+        }
+    }
+    if (k < kMacs)
+        f.macs[k].port = in.id;
+    if (rte_is_multicast_ether_addr(&eth->dst_addr))
+        return -1;
+    for (size_t j = 0; j < f.nmacs; ++j)
+        if (std::memcmp(f.macs[j].a, eth->dst_addr.addr_bytes, 6) == 0)
+            return f.macs[j].port;
+    return -1;
+}
+
+/* One received frame: MAC Control, back where it came from, to its port, or flooded. */
+void on_frame(Fabric &f, rte_mbuf *m, Port &in, uint64_t now) {
+    const auto *eth = rte_pktmbuf_mtod(m, const rte_ether_hdr *);
+    if (eth->ether_type == rte_cpu_to_be_16(droce::net::kEtherTypeMacControl)) {
+        on_mac_control(f, m, in, now);
+        return;
+    }
+    const int out = learn_and_look_up(f, eth, in);
+    if (out == in.id) {
+        ++in.drop_self;
+        rte_pktmbuf_free(m);
+    } else if (out >= 0) {
+        forward(f, m, in, f.ports[static_cast<size_t>(out)], now);
+    } else {
+        ++f.flood;
+        /* every other port gets the same mbuf (one reference each); a bottleneck may set
+         * CE in it, which the other copies then carry too (flooded frames are ARP and the
+         * like in practice: not ECN-capable) */
+        rte_mbuf_refcnt_update(m, static_cast<int16_t>(f.nports - 2));
+        for (Port &p : f.ports)
+            if (p.id != in.id)
+                forward(f, m, in, p, now);
+    }
+}
+
+/* Every port's every RX queue once: true when a frame came. */
+bool receive(Fabric &f, uint64_t now) {
+    rte_mbuf *rx[kBurst];
+    bool busy = false;
+    for (uint16_t rxq = 0; rxq < f.o.queues * f.nports; ++rxq) {
+        Port &in = f.ports[rxq % f.nports];
+        const uint16_t n = rte_eth_rx_burst(in.id, rxq / f.nports, rx, kBurst);
+        in.rx += n;
+        busy = busy || n != 0;
+        for (uint16_t i = 0; i < n; ++i)
+            on_frame(f, rx[i], in, now);
+    }
+    return busy;
+}
+
+/* Each queue: the end of a pause, the departures due (an XON upstream where one is due),
+ * the delay line, the depth samples. True when a frame departed. */
+bool drain_queues(Fabric &f, uint64_t now) {
+    bool busy = false;
+    for (auto &qp : f.queues) {
+        Queue &q = *qp;
+        if (q.held_by_pause && now >= q.paused_until) {
+            q.held_by_pause = false;
+            q.held_ns += now - q.hold_since;
+            q.q->restart(now);
+        }
+        while (!q.held_by_pause && q.q->next_departure() <= now) {
+            busy = true;
+            rte_mbuf *m = q.held->front();
+            const uint16_t to = q.held->front_port();
+            const auto d = q.q->dequeue(now, rte_pktmbuf_mtod(m, uint8_t *));
+            q.held->pop();
+            if (d.pfc == droce::fabric::PfcSignal::xon && d.ingress < f.nports) {
+                Port &up = f.ports[d.ingress];
+                up.paused = false;
+                up.paused_ns += now - up.pause_sent_at;
+                ++up.pfc_xon;
+                send_pfc(up, f.mp, 0);
+            }
+            if (f.o.bp.delay_ns == 0)
+                tx_one(f.ports[to], m);
+            else if (!q.delay->push(m, d.deliver_at, to)) {
+                ++q.drop_delay;
+                rte_pktmbuf_free(m);
             }
         }
-        if (dup)
-            enqueue(dup, in, out, now);
-    };
+        while (q.delay->n && q.delay->front_time() <= now) {
+            tx_one(f.ports[q.delay->front_port()], q.delay->front());
+            q.delay->pop();
+        }
+        if (q.q->samples() >= kSamples / 2)
+            write_samples(f.csv, q, f.every);
+    }
+    return busy;
+}
 
-    /* This loop is every port's poller: it bursts only while the poll gate is open
-     * (drivers/poll_gate.h), so a memif client's leaving is handled between bursts. */
-    droce::drivers::PollerSlot *const gate = droce::drivers::poll_gate_join();
-    if (gate != nullptr)
-        droce::drivers::poll_gate_online(gate);
+/* The loop: receive, release reordered frames nothing passed, drain the queues, refresh
+ * standing pauses, flush; until SIGINT/SIGTERM or --secs. Returns the run's length (ns).
+ * This loop is every port's poller: it bursts only while the poll gate is open
+ * (drivers/poll_gate.h), so a memif client's leaving is handled between bursts. */
+uint64_t run(Fabric &f, droce::drivers::PollerSlot *gate) {
     while (!g_stop) {
         if (gate != nullptr)
             droce::drivers::poll_gate_pass(gate);
-        ++iter;
-        const uint64_t now = ns_now(hz) - t0;
-        if (o.secs > 0 && static_cast<double>(now) > o.secs * 1e9)
+        ++f.iter;
+        const uint64_t now = ns_now(f.hz) - f.t0;
+        if (f.o.secs > 0 && static_cast<double>(now) > f.o.secs * 1e9)
             break;
-        bool busy = false;
-        for (uint16_t rxq = 0; rxq < o.queues * nports; ++rxq) {
-            Port &in = ports[rxq % nports];
-            const uint16_t n = rte_eth_rx_burst(in.id, rxq / nports, rx, kBurst);
-            in.rx += n;
-            busy = busy || n != 0;
-            for (uint16_t i = 0; i < n; ++i) {
-                rte_mbuf *m = rx[i];
-                const auto *eth = rte_pktmbuf_mtod(m, const rte_ether_hdr *);
-                if (eth->ether_type == rte_cpu_to_be_16(droce::net::kEtherTypeMacControl)) {
-                    droce::net::PfcFrame pf;
-                    if (o.honour_pfc >= 0 && in.q && m->data_len == m->pkt_len &&
-                        droce::net::parse_pfc(rte_pktmbuf_mtod(m, const uint8_t *), m->data_len,
-                                              &pf) == droce::net::PfcResult::Ok &&
-                        (pf.enable >> o.honour_pfc & 1) != 0) {
-                        /* the next hop pauses our egress toward it: hold the queue (quanta
-                         * 0 resumes it below) */
-                        Queue &q = *in.q;
-                        q.paused_until =
-                            now + droce::net::pfc_pause_ns(pf.quanta[o.honour_pfc], in.speed_bps);
-                        if (!q.held_by_pause) {
-                            q.held_by_pause = true;
-                            q.hold_since = now;
-                        }
-                        ++in.rx_pfc_honoured;
-                        rte_pktmbuf_free(m);
-                        continue;
-                    }
-                    /* link-local: a switch acts on or drops MAC Control, never forwards it */
-                    ++in.drop_mac_ctrl;
-                    rte_pktmbuf_free(m);
-                    continue;
-                }
-                /* learn the source */
-                size_t k = 0;
-                while (k < nmacs && std::memcmp(macs[k].a, eth->src_addr.addr_bytes, 6) != 0)
-                    ++k;
-                if (k == nmacs) {
-                    if (nmacs < kMacs) {
-                        std::memcpy(macs[nmacs].a, eth->src_addr.addr_bytes, 6);
-                        ++nmacs;
-                    } else {
-                        ++mac_full;
-                        k = kMacs;
-                    }
-                }
-                if (k < kMacs)
-                    macs[k].port = in.id;
-                /* look up the destination; unknown or group address: flood */
-                int out = -1;
-                if (!rte_is_multicast_ether_addr(&eth->dst_addr))
-                    for (size_t j = 0; j < nmacs; ++j)
-                        if (std::memcmp(macs[j].a, eth->dst_addr.addr_bytes, 6) == 0) {
-                            out = macs[j].port;
-                            break;
-                        }
-                if (out == in.id) {
-                    ++in.drop_self;
-                    rte_pktmbuf_free(m);
-                } else if (out >= 0) {
-                    forward(m, in, ports[static_cast<size_t>(out)], now);
-                } else {
-                    ++flood;
-                    /* every other port gets the same mbuf (one reference each); a bottleneck
-                     * may set CE in it, which the other copies then carry too (flooded
-                     * frames are ARP and the like in practice: not ECN-capable) */
-                    rte_mbuf_refcnt_update(m, static_cast<int16_t>(nports - 2));
-                    for (Port &p : ports)
-                        if (p.id != in.id)
-                            forward(m, in, p, now);
-                }
-            }
-        }
-        for (Port &p : ports)
-            if (p.held && p.held_iter != iter) { /* nothing came to pass it: let it go */
+        bool busy = receive(f, now);
+        for (Port &p : f.ports)
+            if (p.held && p.held_iter != f.iter) { /* nothing came to pass it: let it go */
                 rte_mbuf *m = p.held;
                 p.held = nullptr;
-                enqueue(m, ports[p.held_in], p, now);
+                enqueue(f, m, f.ports[p.held_in], p, now);
             }
-        for (auto &qp : queues) {
-            Queue &q = *qp;
-            if (q.held_by_pause && now >= q.paused_until) {
-                q.held_by_pause = false;
-                q.held_ns += now - q.hold_since;
-                q.q->restart(now);
-            }
-            while (!q.held_by_pause && q.q->next_departure() <= now) {
-                busy = true;
-                rte_mbuf *m = q.held->front();
-                const uint16_t to = q.held->front_port();
-                const auto d = q.q->dequeue(now, rte_pktmbuf_mtod(m, uint8_t *));
-                q.held->pop();
-                if (d.pfc == droce::fabric::PfcSignal::xon && d.ingress < nports) {
-                    Port &up = ports[d.ingress];
-                    up.paused = false;
-                    up.paused_ns += now - up.pause_sent_at;
-                    ++up.pfc_xon;
-                    send_pfc(up, mp, 0);
-                }
-                if (o.bp.delay_ns == 0)
-                    tx_one(ports[to], m);
-                else if (!q.delay->push(m, d.deliver_at, to)) {
-                    ++q.drop_delay;
-                    rte_pktmbuf_free(m);
-                }
-            }
-            while (q.delay->n && q.delay->front_time() <= now) {
-                tx_one(ports[q.delay->front_port()], q.delay->front());
-                q.delay->pop();
-            }
-            if (q.q->samples() >= kSamples / 2)
-                write_samples(csv, q, every);
-        }
-        for (Port &p : ports) {
+        busy = drain_queues(f, now) || busy;
+        for (Port &p : f.ports) {
             if (p.paused && now - p.pause_sent_at >= p.refresh_ns) {
                 /* a standing XOFF is repeated before the peer's pause runs out */
                 p.paused_ns += now - p.pause_sent_at;
                 p.pause_sent_at = now;
                 ++p.pfc_refresh;
-                send_pfc(p, mp, kFullPause);
+                send_pfc(p, f.mp, kFullPause);
             }
             flush_tx(p);
         }
-        if (!busy && o.idle_us)
-            std::this_thread::sleep_for(std::chrono::microseconds(o.idle_us));
+        if (!busy && f.o.idle_us)
+            std::this_thread::sleep_for(std::chrono::microseconds(f.o.idle_us));
     }
-    const uint64_t end = ns_now(hz) - t0;
-    for (auto &q : queues) {
+    return ns_now(f.hz) - f.t0;
+}
+
+// ---------------------------------------------------------------- the report
+
+/* One line per port (a shared queue's counters at its first port). */
+void report_port(const Port &p, uint64_t end) {
+    using ull = unsigned long long;
+    const bool own = p.q && p.q->id == p.id;
+    const auto c = own ? p.q->q->counters() : droce::fabric::BottleneckCounters{};
+    const uint64_t paused_ns = p.paused_ns + (p.paused ? end - p.pause_sent_at : 0);
+    const uint64_t held_ns =
+        own ? p.q->held_ns + (p.q->held_by_pause ? end - p.q->hold_since : 0) : 0;
+    std::printf("port %u: rx %llu tx %llu tx_full %llu drop_self %llu drop_head %llu "
+                "drop_delay %llu bottleneck %s enqueued %llu marked %llu dropped_tail %llu "
+                "dropped_red %llu dropped_loss %llu max_depth_bytes %llu drop_mac_ctrl %llu "
+                "pfc_xoff %llu pfc_xon %llu pfc_refresh %llu pfc_nombuf %llu paused_us %llu "
+                "rx_pfc_honoured %llu held_us %llu\n",
+                p.id, ull{p.rx}, ull{p.tx}, ull{p.tx_full}, ull{p.drop_self}, ull{p.drop_head},
+                ull{own ? p.q->drop_delay : 0},
+                own   ? "yes"
+                : p.q ? "shared"
+                      : "no",
+                ull{c.enqueued}, ull{c.marked}, ull{c.dropped_tail}, ull{c.dropped_red},
+                ull{c.dropped_loss}, ull{c.max_depth_bytes}, ull{p.drop_mac_ctrl}, ull{p.pfc_xoff},
+                ull{p.pfc_xon}, ull{p.pfc_refresh}, ull{p.pfc_nombuf}, ull{paused_ns / 1000},
+                ull{p.rx_pfc_honoured}, ull{held_ns / 1000});
+}
+
+/* The last samples to the CSV, then the per-port lines, the faults, the poll gate and the
+ * switch's own counters. */
+void report(Fabric &f, uint64_t end) {
+    using ull = unsigned long long;
+    for (auto &q : f.queues) {
         q->q->flush_samples(end);
-        write_samples(csv, *q, every);
+        write_samples(f.csv, *q, f.every);
     }
-    for (Port &p : ports) {
-        /* a shared queue's counters are reported at its first port */
-        const bool own = p.q && p.q->id == p.id;
-        const auto c = own ? p.q->q->counters() : droce::fabric::BottleneckCounters{};
-        std::printf(
-            "port %u: rx %llu tx %llu tx_full %llu drop_self %llu drop_head %llu "
-            "drop_delay %llu bottleneck %s enqueued %llu marked %llu dropped_tail %llu "
-            "dropped_red %llu dropped_loss %llu max_depth_bytes %llu drop_mac_ctrl %llu "
-            "pfc_xoff %llu pfc_xon %llu pfc_refresh %llu pfc_nombuf %llu paused_us %llu "
-            "rx_pfc_honoured %llu held_us %llu\n",
-            p.id, static_cast<unsigned long long>(p.rx), static_cast<unsigned long long>(p.tx),
-            static_cast<unsigned long long>(p.tx_full),
-            static_cast<unsigned long long>(p.drop_self),
-            static_cast<unsigned long long>(p.drop_head),
-            static_cast<unsigned long long>(own ? p.q->drop_delay : 0),
-            own   ? "yes"
-            : p.q ? "shared"
-                  : "no",
-            static_cast<unsigned long long>(c.enqueued), static_cast<unsigned long long>(c.marked),
-            static_cast<unsigned long long>(c.dropped_tail),
-            static_cast<unsigned long long>(c.dropped_red),
-            static_cast<unsigned long long>(c.dropped_loss),
-            static_cast<unsigned long long>(c.max_depth_bytes),
-            static_cast<unsigned long long>(p.drop_mac_ctrl),
-            static_cast<unsigned long long>(p.pfc_xoff), static_cast<unsigned long long>(p.pfc_xon),
-            static_cast<unsigned long long>(p.pfc_refresh),
-            static_cast<unsigned long long>(p.pfc_nombuf),
-            static_cast<unsigned long long>((p.paused_ns + (p.paused ? end - p.pause_sent_at : 0)) /
-                                            1000),
-            static_cast<unsigned long long>(p.rx_pfc_honoured),
-            static_cast<unsigned long long>(
-                own ? (p.q->held_ns + (p.q->held_by_pause ? end - p.q->hold_since : 0)) / 1000
-                    : 0));
-    }
-    if (faults) {
-        const auto &f = faults->counters();
+    for (const Port &p : f.ports)
+        report_port(p, end);
+    if (f.faults) {
+        const auto &c = f.faults->counters();
         std::printf("faults duplicated %llu reordered %llu corrupted %llu dup_failed %llu\n",
-                    static_cast<unsigned long long>(f.duplicated),
-                    static_cast<unsigned long long>(f.reordered),
-                    static_cast<unsigned long long>(f.corrupted),
-                    static_cast<unsigned long long>(f.dup_failed));
+                    ull{c.duplicated}, ull{c.reordered}, ull{c.corrupted}, ull{c.dup_failed});
     }
     const droce::drivers::PollGateStats gs = droce::drivers::poll_gate_stats();
-    std::printf("poll gate: turns %llu parks %llu ack_timeouts %llu\n",
-                static_cast<unsigned long long>(gs.turns),
-                static_cast<unsigned long long>(gs.parks),
-                static_cast<unsigned long long>(gs.ack_timeouts));
-    std::printf("flooded %llu mac_table_full %llu secs %.3f\n",
-                static_cast<unsigned long long>(flood), static_cast<unsigned long long>(mac_full),
+    std::printf("poll gate: turns %llu parks %llu ack_timeouts %llu\n", ull{gs.turns},
+                ull{gs.parks}, ull{gs.ack_timeouts});
+    std::printf("flooded %llu mac_table_full %llu secs %.3f\n", ull{f.flood}, ull{f.mac_full},
                 static_cast<double>(end) / 1e9);
-    if (csv)
-        std::fclose(csv);
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+    droce::fabric_app::CommandLine cl;
+    switch (droce::fabric_app::parse_command_line(argc, argv, cl)) {
+    case droce::app::ParseResult::ExitOk:
+        return 0;
+    case droce::app::ParseResult::ExitError:
+        return 2;
+    case droce::app::ParseResult::Run:
+        break;
+    }
+    std::vector<char *> eal;
+    for (auto &a : cl.eal)
+        eal.push_back(a.data());
+    if (rte_eal_init(static_cast<int>(eal.size()), eal.data()) < 0) {
+        std::fprintf(stderr, "droce-fabric: rte_eal_init failed\n");
+        return 1;
+    }
+    Fabric f(cl.opts);
+    if (const int rc = set_up(f); rc != 0)
+        return rc;
+    std::signal(SIGINT, on_signal);
+    std::signal(SIGTERM, on_signal);
+    /* the default 50 µs timer slack would stretch every idle sleep by that much */
+    if (f.o.idle_us)
+        prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL);
+    print_banner(f);
+
+    droce::drivers::PollerSlot *const gate = droce::drivers::poll_gate_join();
+    if (gate != nullptr)
+        droce::drivers::poll_gate_online(gate);
+    const uint64_t end = run(f, gate);
+    report(f, end);
+    if (f.csv)
+        std::fclose(f.csv);
     droce::drivers::poll_gate_leave(gate);
-    for (Port &p : ports) {
+    for (Port &p : f.ports) {
         /* frames still held are freed with the pool at exit; a memif peer that ends at
          * the same time must not be handled beside our stop (drivers::stop_port) */
         droce::drivers::stop_port(p.id, false, p.hold_intr_on_stop);

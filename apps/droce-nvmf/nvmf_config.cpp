@@ -6,33 +6,7 @@
 namespace droce::nvmf {
 
 bool parse_size(const std::string &s, uint64_t &out) {
-    std::string v(s);
-    uint64_t mul = 1;
-    if (!v.empty()) {
-        switch (v.back()) {
-        case 'k':
-        case 'K':
-            mul = 1ull << 10;
-            break;
-        case 'm':
-        case 'M':
-            mul = 1ull << 20;
-            break;
-        case 'g':
-        case 'G':
-            mul = 1ull << 30;
-            break;
-        default:
-            break;
-        }
-        if (mul != 1)
-            v.pop_back();
-    }
-    uint64_t n = 0;
-    if (v.empty() || !app::parse_u64(v.c_str(), (1ull << 50) / mul, n))
-        return false;
-    out = n * mul;
-    return true;
+    return app::parse_size_bytes(s.c_str(), 1ull << 50, out);
 }
 
 std::string parse_namespace_spec(const std::string &v, NamespaceSpec &out) {

@@ -31,63 +31,128 @@ const app::DeviceOptionRules kDeviceRules = {
 constexpr uint64_t kMaxSize = 1ull << 23;
 /** perftest's MAX_QP_NUM. */
 constexpr uint64_t kMaxQps = 16384;
+/** The help's text column ("  -p, --port=<port>" and its padding). */
+constexpr size_t kHelpColumn = 27;
 /** More workers than this is a typo on any machine droce runs on (RTE_MAX_LCORE is 128). */
 constexpr uint64_t kMaxWorkers = 128;
-
-enum LongOnly : int {
-    kOptReportGbits = app::kFirstToolOption,
-    kOptOutJson,
-    kOptOutJsonFile,
-    kOptRunInfinitely,
-    kOptWorkers,
-    kOptCmResponseTimeout,
-    kOptCmRetries,
-    kOptBufMalloc,
-};
-
-const std::vector<struct option> kLongOptions = app::with_device_options({
-    {"port", required_argument, nullptr, 'p'},
-    {"ib-dev", required_argument, nullptr, 'd'},
-    {"ib-port", required_argument, nullptr, 'i'},
-    {"size", required_argument, nullptr, 's'},
-    {"all", no_argument, nullptr, 'a'},
-    {"iters", required_argument, nullptr, 'n'},
-    {"duration", required_argument, nullptr, 'D'},
-    {"qp", required_argument, nullptr, 'q'},
-    {"mtu", required_argument, nullptr, 'm'},
-    {"gid-index", required_argument, nullptr, 'x'},
-    {"sl", required_argument, nullptr, 'S'},
-    {"CPU-freq", no_argument, nullptr, 'F'},
-    {"tx-depth", required_argument, nullptr, 't'},
-    {"rx-depth", required_argument, nullptr, 'r'},
-    {"post_list", required_argument, nullptr, 'l'},
-    {"cq-mod", required_argument, nullptr, 'Q'},
-    {"connection", required_argument, nullptr, 'c'},
-    {"rdma_cm", no_argument, nullptr, 'R'},
-    {"events", no_argument, nullptr, 'e'},
-    {"atomic_type", required_argument, nullptr, 'A'},
-    {"outs", required_argument, nullptr, 'o'},
-    {"qp-timeout", required_argument, nullptr, 'u'},
-    {"help", no_argument, nullptr, 'h'},
-    {"report_gbits", no_argument, nullptr, kOptReportGbits},
-    {"out_json", no_argument, nullptr, kOptOutJson},
-    {"out_json_file", required_argument, nullptr, kOptOutJsonFile},
-    {"run_infinitely", no_argument, nullptr, kOptRunInfinitely},
-    {"workers", required_argument, nullptr, kOptWorkers},
-    {"cm-response-timeout", required_argument, nullptr, kOptCmResponseTimeout},
-    {"cm-retries", required_argument, nullptr, kOptCmRetries},
-    {"buf-malloc", no_argument, nullptr, kOptBufMalloc},
-});
-
-const char kShortOptions[] = ":p:d:i:s:an:D:q:m:x:S:Ft:r:l:Q:c:RA:eo:u:h";
 
 ParseResult bad(const char *argv0, const std::string &msg) {
     std::fprintf(stderr, "%s: %s (see %s --help)\n", argv0, msg.c_str(), argv0);
     return ParseResult::ExitError;
 }
 
-ParseResult bad_value(const char *argv0, int c, const char *value, const char *why) {
-    return bad(argv0, app::invalid_value_message(kLongOptions.data(), c, value, why));
+/** What parsing learns beyond the settings: which per-test defaults the flags replaced. */
+struct Given {
+    bool tx_depth = false;
+    bool cq_mod = false;
+};
+
+bool is_path_mtu(uint64_t u) { return u == 256 || u == 512 || u == 1024 || u == 2048 || u == 4096; }
+
+/** perftest's options, as its ib_*_bw / ib_*_lat spell them. */
+std::vector<app::OptionSpec> perftest_table(Options &opt, Given &given) {
+    using namespace app;
+    /* perftest's flags that change nothing in droce-perf, accepted so that its command
+     * lines run unchanged (the help says so) */
+    auto accepted = [] { return std::string(); };
+    return {
+        uint_option("port", 'p', opt.tcp_port, 1, 65535, "<port>",
+                    "TCP port of the exchange (default 18515)"),
+        string_option("ib-dev", 'd', opt.ib_dev, "<dev>",
+                      "droce device name (checked; default the one opened)"),
+        uint_option("ib-port", 'i', opt.ib_port, 1, 1, "<port>", "must be 1")
+            .set_why("droce devices have one port: 1"),
+        uint_option("size", 's', opt.size, 1, kMaxSize, "<size>",
+                    "message size (default 65536; lat 2; atomic 8), 1..8388608")
+            .set_why("1..8388608 bytes")
+            .set_given(opt.size_given),
+        flag_option("all", 'a', opt.all_sizes, "run sizes 2..2^23 (not atomics)"),
+        uint_option("iters", 'n', opt.iters, 5, 100000000, "<iters>",
+                    "iterations (default bw 5000, lat 1000)"),
+        uint_option("duration", 'D', opt.duration_s, 1, 86400, "<sec>",
+                    "run for <sec> seconds instead of -n")
+            .set_why("1..86400 seconds"),
+        uint_option("qp", 'q', opt.num_qps, 1, kMaxQps, "<num>",
+                    "bw tests: number of QPs, 1..16384 (default 1); each QP\n"
+                    "runs -n iterations, the row counts all QPs' messages"),
+        uint_option("mtu", 'm', opt.mtu, 256, 4096, "<mtu>",
+                    "path MTU 256..4096 (default the port's active MTU)")
+            .set_accept(is_path_mtu)
+            .set_why("256, 512, 1024, 2048 or 4096"),
+        uint_option("gid-index", 'x', opt.gid_idx, 0, 255, "<idx>",
+                    "GID index (default 1: the IPv4-mapped GID; 0 link-local\n"
+                    "IPv6, 2.. the --ip IPv6 addresses)"),
+        uint_option("sl", 'S', opt.sl, 0, 15, "<sl>",
+                    "service level 0..15 (on a --vlan the PCP is SL & 7)"),
+        flag_action("CPU-freq", 'F', accepted, "accepted (droce-perf times with the steady clock)"),
+        uint_option("tx-depth", 't', opt.tx_depth, 1, 16384, "<n>",
+                    "send queue depth (default bw 128, lat 1)")
+            .set_given(given.tx_depth),
+        uint_option("rx-depth", 'r', opt.rx_depth, 1, 16384, "<n>",
+                    "receive queue depth for send tests (default 512)"),
+        uint_option("post_list", 'l', opt.post_list, 1, 16384, "<n>",
+                    "bw tests: post WRs in lists of <n> (one post_send call\n"
+                    "each); -Q defaults to <n> and must divide it; -n a\n"
+                    "multiple of <n>; at most -t"),
+        uint_option("cq-mod", 'Q', opt.cq_mod, 1, 16384, "<n>",
+                    "bw tests: a completion every <n> WRs per QP (at most -t;\n"
+                    "default perftest's 100 but at most -t/4; lat: every WR)")
+            .set_given(given.cq_mod),
+        enum_option("connection", 'c', opt.ud, {{"RC", 0}, {"UD", 1}},
+                    "connection type (UD: send_bw and send_lat, messages of\n"
+                    "at most the MTU, as perftest)")
+            .set_why("RC, or UD for send_bw/send_lat"),
+        flag_option("rdma_cm", 'R', opt.rdma_cm,
+                    "connect the QPs through RDMA-CM and exchange perftest's\n"
+                    "records over an RDMA-CM control connection to -p (no TCP;\n"
+                    "the server is given by its IPv4 address)"),
+        flag_action("events", 'e', accepted, "accepted (droce-perf polls)"),
+        enum_option("atomic_type", 'A', opt.atomic_cas, {{"FETCH_AND_ADD", 0}, {"CMP_AND_SWAP", 1}},
+                    "FETCH_AND_ADD (default) or CMP_AND_SWAP"),
+        uint_option("outs", 'o', opt.out_reads, 1, 16, "<n>",
+                    "outstanding reads/atomics (default 16, max 16)"),
+        uint_option("qp-timeout", 'u', opt.qp.timeout, 0, 31, "<t>",
+                    "RC retransmission timeout, 4.096 us x 2^t, 0..31\n"
+                    "(default 14; 0 = none; overrides --config's [qp])"),
+        flag_option("report_gbits", 0, opt.report_gbits, "report Gb/sec instead of MB/sec"),
+        flag_option("out_json", 0, opt.out_json, "also write the results to a JSON file"),
+        string_option("out_json_file", 0, opt.out_json_file, "<f>",
+                      "its name (default perftest_out.json)")
+            .set_given(opt.out_json),
+        flag_option("run_infinitely", 0, opt.run_infinitely,
+                    "bw tests: report every -D seconds (default 5) until\n"
+                    "interrupted (Ctrl-C) or --timeout"),
+        help_option("help", 'h', "this text"),
+    };
+}
+
+/** droce-perf's own options beyond the device options. */
+std::vector<app::OptionSpec> droce_table(Options &opt) {
+    using namespace app;
+    return {
+        uint_option("workers", 0, opt.workers, 0, kMaxWorkers, "<n>",
+                    "worker lcores (default 1; 0 = one per EAL worker lcore);\n"
+                    "n != 1 runs in worker mode and needs n worker lcores in\n"
+                    "-l; QP i and its CQ live on worker i % n")
+            .set_why("0..128 (0 = one per EAL worker lcore)"),
+        uint_option("cm-response-timeout", 0, opt.cm_response_timeout, 0, 31, "<n>",
+                    "-R: the CM's response timeout, 4.096 us x 2^n (default\n"
+                    "20: ~4.3 s, as Linux rdma_cm)")
+            .set_why("0..31 (4.096 us x 2^n)"),
+        uint_option("cm-retries", 0, opt.cm_retries, 0, 15, "<n>",
+                    "-R: CM MAD retries before giving up (default 15)"),
+        flag_option("buf-malloc", 0, opt.buf_malloc,
+                    "work buffer from aligned_alloc, not droce::alloc_buf's\n"
+                    "DPDK memory (virtio_user then copies every payload)"),
+    };
+}
+
+/** Both tables: one parse, one help. */
+std::vector<app::OptionSpec> option_table(Options &opt, Given &given) {
+    std::vector<app::OptionSpec> t = perftest_table(opt, given);
+    std::vector<app::OptionSpec> d = droce_table(opt);
+    t.insert(t.end(), d.begin(), d.end());
+    return t;
 }
 
 struct ModeEntry {
@@ -138,45 +203,13 @@ void print_usage(const char *argv0, FILE *out) {
         "     --vdev net_af_packet0,iface=tap0,qdisc_bypass=0 -- --ip 10.77.0.100/24 \\\n"
         "     --mac 02:00:00:00:01:00 -x 1 -s 65536 -n 1000 -F 10.77.0.2\n"
         "On a real NIC give its PCI address instead of --vdev: -a 0000:03:00.0\n"
-        "\n"
-        "perftest options:\n"
-        "  -p, --port=<port>        TCP port of the exchange (default 18515)\n"
-        "  -d, --ib-dev=<dev>       droce device name (checked; default the one opened)\n"
-        "  -i, --ib-port=<port>     must be 1\n"
-        "  -s, --size=<size>        message size (default 65536; lat 2; atomic 8), 1..8388608\n"
-        "  -a, --all                run sizes 2..2^23 (not atomics)\n"
-        "  -n, --iters=<iters>      iterations (default bw 5000, lat 1000)\n"
-        "  -D, --duration=<sec>     run for <sec> seconds instead of -n\n"
-        "  -q, --qp=<num>           bw tests: number of QPs, 1..16384 (default 1); each QP\n"
-        "                           runs -n iterations, the row counts all QPs' messages\n"
-        "  -m, --mtu=<mtu>          path MTU 256..4096 (default the port's active MTU)\n"
-        "  -x, --gid-index=<idx>    GID index (default 1: the IPv4-mapped GID; 0 link-local\n"
-        "                           IPv6, 2.. the --ip IPv6 addresses)\n"
-        "  -S, --sl=<sl>            service level 0..15 (on a --vlan the PCP is SL & 7)\n"
-        "  -F, --CPU-freq           accepted (droce-perf times with the steady clock)\n"
-        "  -t, --tx-depth=<n>       send queue depth (default bw 128, lat 1)\n"
-        "  -r, --rx-depth=<n>       receive queue depth for send tests (default 512)\n"
-        "  -l, --post_list=<n>      bw tests: post WRs in lists of <n> (one post_send call\n"
-        "                           each); -Q defaults to <n> and must divide it; -n a\n"
-        "                           multiple of <n>; at most -t\n"
-        "  -Q, --cq-mod=<n>         bw tests: a completion every <n> WRs per QP (at most -t;\n"
-        "                           default perftest's 100 but at most -t/4; lat: every WR)\n"
-        "  -c, --connection=RC|UD   connection type (UD: send_bw and send_lat, messages of\n"
-        "                           at most the MTU, as perftest)\n"
-        "  -R, --rdma_cm            connect the QPs through RDMA-CM and exchange perftest's\n"
-        "                           records over an RDMA-CM control connection to -p (no TCP;\n"
-        "                           the server is given by its IPv4 address)\n"
-        "  -e, --events             accepted (droce-perf polls)\n"
-        "  -A, --atomic_type=<t>    FETCH_AND_ADD (default) or CMP_AND_SWAP\n"
-        "  -o, --outs=<n>           outstanding reads/atomics (default 16, max 16)\n"
-        "  -u, --qp-timeout=<t>     RC retransmission timeout, 4.096 us x 2^t, 0..31\n"
-        "                           (default 14; 0 = none; overrides --config's [qp])\n"
-        "      --report_gbits       report Gb/sec instead of MB/sec\n"
-        "      --out_json           also write the results to a JSON file\n"
-        "      --out_json_file=<f>  its name (default perftest_out.json)\n"
-        "      --run_infinitely     bw tests: report every -D seconds (default 5) until\n"
-        "                           interrupted (Ctrl-C) or --timeout\n"
-        "  -h, --help               this text\n"
+        "\n",
+        argv0, argv0, argv0, argv0);
+    Options scratch; /* the tables' help does not depend on the values */
+    Given given;
+    std::fputs("perftest options:\n", out);
+    std::fputs(app::options_help(perftest_table(scratch, given), kHelpColumn).c_str(), out);
+    std::fputs(
         "\n"
         "droce options:\n"
         "  --ip=<A.B.C.D/P>         droce's IPv4 address (required except with --loopback)\n"
@@ -212,52 +245,33 @@ void print_usage(const char *argv0, FILE *out) {
         "  --counters               print the device counters at exit\n"
         "  --embedded / --worker    poll loop on this thread (default with one lcore) / on a\n"
         "                           worker lcore (needs -l 0,1)\n"
-        "  --busy-poll              never sleep while idle\n"
-        "  --workers=<n>            worker lcores (default 1; 0 = one per EAL worker lcore);\n"
-        "                           n != 1 runs in worker mode and needs n worker lcores in\n"
-        "                           -l; QP i and its CQ live on worker i %% n\n"
-        "  --cm-response-timeout=<n> -R: the CM's response timeout, 4.096 us x 2^n (default\n"
-        "                           20: ~4.3 s, as Linux rdma_cm)\n"
-        "  --cm-retries=<n>         -R: CM MAD retries before giving up (default 15)\n"
-        "  --buf-malloc             work buffer from aligned_alloc, not droce::alloc_buf's\n"
-        "                           DPDK memory (virtio_user then copies every payload)\n"
+        "  --busy-poll              never sleep while idle\n",
+        out);
+    std::fputs(app::options_help(droce_table(scratch), kHelpColumn).c_str(), out);
+    std::fputs(
         "  --timeout=<sec>          give up after <sec> seconds (default 120; 0 = never)\n"
         "  --log-level=<lvl>        droce log level: trace..off (default warn)\n"
         "  --config=<file>          settings from a configuration file (config/droce.conf);\n"
         "                           the flags given override it\n",
-        argv0, argv0, argv0, argv0);
+        out);
 }
 
-ParseResult parse_command_line(int argc, char **argv, Options &opt) {
-    const char *argv0 = argc > 0 ? argv[0] : "droce-perf";
-    if (argc < 2) {
-        std::fprintf(stderr, "%s: missing MODE (see %s --help)\n", argv0, argv0);
-        return ParseResult::ExitError;
-    }
-    if (std::strcmp(argv[1], "-h") == 0 || std::strcmp(argv[1], "--help") == 0) {
-        print_usage(argv0, stdout);
-        return ParseResult::ExitOk;
-    }
-    opt.mode = argv[1];
-    bool found = false;
-    for (const auto &m : kModes) {
+namespace {
+
+/** MODE (argv[1]): the verb and the kind of test. */
+bool take_mode(const char *mode, Options &opt) {
+    opt.mode = mode;
+    for (const auto &m : kModes)
         if (opt.mode == m.name) {
             opt.verb = m.verb;
             opt.kind = m.kind;
-            found = true;
+            return true;
         }
-    }
-    if (!found)
-        return bad(argv0, "unknown MODE '" + opt.mode +
-                              "' (write_bw write_lat read_bw read_lat send_bw send_lat "
-                              "atomic_bw atomic_lat)");
+    return false;
+}
 
-    app::SplitArgs split = app::split_at_dashdash(argc, argv, 2);
-    opt.eal_args = std::move(split.eal);
-    std::vector<char *> &ours = split.ours;
-    const int our_argc = split.ours_argc();
-
-    /* --config first: every flag then overrides the file. */
+/** --config first: every flag then overrides the file. */
+std::string load_config(int argc, char **argv, Options &opt) {
     const std::vector<app::ToolConfigKey> tool_keys = {
         {"port", "gid_index",
          [&opt](const std::string &v) -> std::string {
@@ -276,198 +290,31 @@ ParseResult parse_command_line(int argc, char **argv, Options &opt) {
              return "";
          }},
     };
-    if (std::string err =
-            app::load_config_option(our_argc, ours.data(), opt, "droce-perf", tool_keys);
-        !err.empty()) {
-        std::fprintf(stderr, "%s: %s\n", argv0, err.c_str());
-        return ParseResult::ExitError;
-    }
+    return app::load_config_option(argc, argv, opt, "droce-perf", tool_keys);
+}
 
-    bool tx_given = false;
-    bool cq_mod_given = false;
-    opterr = 0;
-    optind = 1;
-    while (true) {
-        int longind = -1;
-        const int c =
-            getopt_long(our_argc, ours.data(), kShortOptions, kLongOptions.data(), &longind);
-        if (c == -1)
-            break;
-        uint64_t u = 0;
-        switch (c) {
-        case 'p':
-            if (!parse_u64(optarg, 65535, u) || u == 0)
-                return bad_value(argv0, c, optarg, "1..65535");
-            opt.tcp_port = static_cast<int>(u);
-            break;
-        case 'd':
-            opt.ib_dev = optarg;
-            break;
-        case 'i':
-            if (!parse_u64(optarg, 1000, u) || u != 1)
-                return bad_value(argv0, c, optarg, "droce devices have one port: 1");
-            break;
-        case 's':
-            if (!parse_u64(optarg, kMaxSize, u) || u == 0)
-                return bad_value(argv0, c, optarg, "1..8388608 bytes");
-            opt.size = u;
-            opt.size_given = true;
-            break;
-        case 'a':
-            opt.all_sizes = true;
-            break;
-        case 'n':
-            if (!parse_u64(optarg, 100000000, u) || u < 5)
-                return bad_value(argv0, c, optarg, "5..100000000");
-            opt.iters = static_cast<uint32_t>(u);
-            break;
-        case 'D':
-            if (!parse_u64(optarg, 86400, u) || u == 0)
-                return bad_value(argv0, c, optarg, "1..86400 seconds");
-            opt.duration_s = static_cast<double>(u);
-            break;
-        case 'q':
-            if (!parse_u64(optarg, kMaxQps, u) || u == 0)
-                return bad_value(argv0, c, optarg, "1..16384");
-            if (opt.kind != Kind::Bw && u != 1)
-                return bad(argv0, "-q: multiple QPs only available on bw tests");
-            opt.num_qps = static_cast<uint32_t>(u);
-            break;
-        case 'm':
-            if (!parse_u64(optarg, 4096, u) ||
-                (u != 256 && u != 512 && u != 1024 && u != 2048 && u != 4096))
-                return bad_value(argv0, c, optarg, "256, 512, 1024, 2048 or 4096");
-            opt.mtu = static_cast<uint32_t>(u);
-            break;
-        case 'x':
-            if (!parse_u64(optarg, 255, u))
-                return bad_value(argv0, c, optarg, "0..255");
-            opt.gid_idx = static_cast<int>(u);
-            break;
-        case 'S':
-            if (!parse_u64(optarg, 15, u))
-                return bad_value(argv0, c, optarg, "0..15");
-            opt.sl = static_cast<uint8_t>(u);
-            break;
-        case 'F':
-        case 'e':
-            break;
-        case 'R':
-            opt.rdma_cm = true;
-            break;
-        case 't':
-            if (!parse_u64(optarg, 16384, u) || u == 0)
-                return bad_value(argv0, c, optarg, "1..16384");
-            opt.tx_depth = static_cast<uint32_t>(u);
-            tx_given = true;
-            break;
-        case 'r':
-            if (!parse_u64(optarg, 16384, u) || u == 0)
-                return bad_value(argv0, c, optarg, "1..16384");
-            opt.rx_depth = static_cast<uint32_t>(u);
-            break;
-        case 'l':
-            if (!parse_u64(optarg, 16384, u) || u == 0)
-                return bad_value(argv0, c, optarg, "1..16384");
-            opt.post_list = static_cast<uint32_t>(u);
-            break;
-        case 'Q':
-            if (!parse_u64(optarg, 16384, u) || u == 0)
-                return bad_value(argv0, c, optarg, "1..16384");
-            opt.cq_mod = static_cast<uint32_t>(u);
-            cq_mod_given = true;
-            break;
-        case 'c':
-            if (std::strcmp(optarg, "RC") == 0)
-                opt.ud = false;
-            else if (std::strcmp(optarg, "UD") == 0)
-                opt.ud = true;
-            else
-                return bad_value(argv0, c, optarg, "RC, or UD for send_bw/send_lat");
-            break;
-        case 'A':
-            if (std::strcmp(optarg, "FETCH_AND_ADD") == 0)
-                opt.atomic_cas = false;
-            else if (std::strcmp(optarg, "CMP_AND_SWAP") == 0)
-                opt.atomic_cas = true;
-            else
-                return bad_value(argv0, c, optarg, "FETCH_AND_ADD or CMP_AND_SWAP");
-            break;
-        case 'o':
-            if (!parse_u64(optarg, 16, u) || u == 0)
-                return bad_value(argv0, c, optarg, "1..16");
-            opt.out_reads = static_cast<uint32_t>(u);
-            break;
-        case 'u':
-            if (!parse_u64(optarg, 31, u))
-                return bad_value(argv0, c, optarg, "0..31");
-            opt.qp.timeout = static_cast<uint8_t>(u);
-            break;
-        case 'h':
-            print_usage(argv0, stdout);
-            return ParseResult::ExitOk;
-        case kOptReportGbits:
-            opt.report_gbits = true;
-            break;
-        case kOptOutJson:
-            opt.out_json = true;
-            break;
-        case kOptOutJsonFile:
-            opt.out_json = true;
-            opt.out_json_file = optarg;
-            break;
-        case kOptRunInfinitely:
-            opt.run_infinitely = true;
-            break;
-        case kOptCmResponseTimeout:
-            if (!parse_u64(optarg, 31, u))
-                return bad_value(argv0, c, optarg, "0..31 (4.096 us x 2^n)");
-            opt.cm_response_timeout = static_cast<uint8_t>(u);
-            break;
-        case kOptCmRetries:
-            if (!parse_u64(optarg, 15, u))
-                return bad_value(argv0, c, optarg, "0..15");
-            opt.cm_retries = static_cast<uint8_t>(u);
-            break;
-        case kOptBufMalloc:
-            opt.buf_malloc = true;
-            break;
-        case kOptWorkers:
-            if (!parse_u64(optarg, kMaxWorkers, u))
-                return bad_value(argv0, c, optarg, "0..128 (0 = one per EAL worker lcore)");
-            opt.workers = static_cast<uint32_t>(u);
-            break;
-        default:
-            if (std::string err = app::take_device_option(c, optarg, ours.data(),
-                                                          kLongOptions.data(), opt, kDeviceRules);
-                !err.empty())
-                return bad(argv0, err);
-            break;
-        }
-    }
-    if (std::string err = app::take_host_operand(our_argc, ours.data(), opt.servername);
-        !err.empty())
-        return bad(argv0, err);
-
-    // perftest's per-test defaults.
+/** perftest's per-test defaults and the rules between its flags: "" or the error. */
+std::string apply_perftest_rules(Options &opt, const Given &given) {
+    if (opt.kind != Kind::Bw && opt.num_qps != 1)
+        return "-q: multiple QPs only available on bw tests";
     if (opt.verb == Verb::Atomic) {
         if (opt.size_given && opt.size != 8)
-            return bad(argv0, "atomic tests use 8-byte messages: drop -s or give -s 8");
+            return "atomic tests use 8-byte messages: drop -s or give -s 8";
         if (opt.all_sizes)
-            return bad(argv0, "-a (all sizes) does not apply to atomic tests");
+            return "-a (all sizes) does not apply to atomic tests";
         opt.size = 8;
     } else if (!opt.size_given) {
         opt.size = opt.kind == Kind::Lat ? 2 : 65536;
     }
     if (opt.ud && opt.verb != Verb::Send)
-        return bad(argv0, "-c UD applies to send_bw and send_lat only (UD has no RDMA)");
+        return "-c UD applies to send_bw and send_lat only (UD has no RDMA)";
     if (opt.rdma_cm && opt.ud)
-        return bad(argv0, "-R with -c UD is not supported (RC QPs only)");
+        return "-R with -c UD is not supported (RC QPs only)";
     if (opt.rdma_cm && opt.loopback)
-        return bad(argv0, "-R and --loopback exclude each other");
+        return "-R and --loopback exclude each other";
     if (opt.iters == 0)
         opt.iters = opt.kind == Kind::Lat ? 1000 : 5000;
-    if (opt.kind == Kind::Lat && !tx_given)
+    if (opt.kind == Kind::Lat && !given.tx_depth)
         opt.tx_depth = 1;
     /* perftest: the latency tests signal every WR; cq_mod is capped at the send depth
      * (a QP could never post past an unsignaled window). Unless given, also at a quarter
@@ -476,78 +323,136 @@ ParseResult parse_command_line(int argc, char **argv, Options &opt) {
      * over net_memif: 3.7 M msgs/s at 100, 6.3 at 32, 5.8 at 1). */
     if (opt.kind == Kind::Lat)
         opt.cq_mod = 1;
-    else if (!cq_mod_given)
+    else if (!given.cq_mod)
         opt.cq_mod = std::max(1u, std::min(opt.cq_mod, opt.tx_depth / 4));
     else
         opt.cq_mod = std::min(opt.cq_mod, opt.tx_depth);
-    /* perftest's post list: BW tests only, whole lists (-n a multiple of the list), the
-     * CQ moderation the list's size unless given, and then a divisor of it (every list
-     * ends on a signaled WR). A list must also fit in the send queue. */
-    if (opt.post_list > 1) {
-        if (opt.kind != Kind::Bw)
-            return bad(argv0, "-l/--post_list applies to bw tests only");
-        if (opt.duration_s == 0 && !opt.run_infinitely && opt.iters % opt.post_list != 0)
-            return bad(argv0, "-n (" + std::to_string(opt.iters) +
-                                  ") must be a multiple of -l/--post_list (" +
-                                  std::to_string(opt.post_list) + ")");
-        if (opt.post_list > opt.tx_depth)
-            return bad(argv0, "-l/--post_list (" + std::to_string(opt.post_list) +
-                                  ") above -t/--tx-depth (" + std::to_string(opt.tx_depth) +
-                                  "): a list must fit in the send queue");
-        if (!cq_mod_given) {
-            opt.cq_mod = opt.post_list;
-            opt.cq_mod_from_post_list = true;
-        } else if (opt.post_list % opt.cq_mod != 0) {
-            return bad(argv0, "-l/--post_list (" + std::to_string(opt.post_list) +
-                                  ") must be a multiple of -Q/--cq-mod (" +
-                                  std::to_string(opt.cq_mod) + ")");
-        }
+    return "";
+}
+
+/** perftest's post list: BW tests only, whole lists (-n a multiple of the list), the CQ
+ * moderation the list's size unless given, and then a divisor of it (every list ends on
+ * a signaled WR). A list must also fit in the send queue. */
+std::string apply_post_list_rules(Options &opt, const Given &given) {
+    if (opt.post_list <= 1)
+        return "";
+    if (opt.kind != Kind::Bw)
+        return "-l/--post_list applies to bw tests only";
+    if (opt.duration_s == 0 && !opt.run_infinitely && opt.iters % opt.post_list != 0)
+        return "-n (" + std::to_string(opt.iters) + ") must be a multiple of -l/--post_list (" +
+               std::to_string(opt.post_list) + ")";
+    if (opt.post_list > opt.tx_depth)
+        return "-l/--post_list (" + std::to_string(opt.post_list) + ") above -t/--tx-depth (" +
+               std::to_string(opt.tx_depth) + "): a list must fit in the send queue";
+    if (!given.cq_mod) {
+        opt.cq_mod = opt.post_list;
+        opt.cq_mod_from_post_list = true;
+    } else if (opt.post_list % opt.cq_mod != 0) {
+        return "-l/--post_list (" + std::to_string(opt.post_list) +
+               ") must be a multiple of -Q/--cq-mod (" + std::to_string(opt.cq_mod) + ")";
     }
+    return "";
+}
+
+/** -D, --run_infinitely and --timeout together: "" or the error. */
+std::string apply_duration_rules(Options &opt) {
     if (opt.run_infinitely) {
         if (opt.kind != Kind::Bw)
-            return bad(argv0, "--run_infinitely applies to bw tests only");
+            return "--run_infinitely applies to bw tests only";
         if (opt.duration_s == 0)
             opt.duration_s = 5;
         if (!opt.timeout_given)
             opt.timeout_s = 0;
     }
     if (opt.duration_s > 0 && opt.all_sizes)
-        return bad(argv0, "-D and -a exclude each other");
+        return "-D and -a exclude each other";
     if (opt.duration_s > 0 && opt.timeout_given && opt.timeout_s > 0 &&
         opt.timeout_s < opt.duration_s && !opt.run_infinitely)
-        return bad(argv0, "--timeout is shorter than -D");
+        return "--timeout is shorter than -D";
     if (opt.duration_s > 0 && !opt.timeout_given)
         opt.timeout_s = opt.duration_s + 120;
+    return "";
+}
 
+/** Default EAL arguments and several workers: one lcore per worker plus the main one,
+ * mapped round-robin onto the CPUs there are (lcore i on CPU i % CPUs). */
+void map_worker_lcores(Options &opt) {
+    if (!opt.eal_defaulted || opt.workers <= 1)
+        return;
+    const unsigned cpus = std::max(1u, std::thread::hardware_concurrency());
+    std::string map;
+    for (uint32_t l = 0; l <= opt.workers; ++l) {
+        /* Appended piece by piece: GCC 12 flags `"," + std::string&&` here with a false
+         * -Wrestrict once this function's inlining changes. */
+        if (l != 0)
+            map += ',';
+        map += std::to_string(l);
+        map += '@';
+        map += std::to_string(l % cpus);
+    }
+    for (size_t i = 0; i + 1 < opt.eal_args.size(); ++i)
+        if (opt.eal_args[i] == "-l") {
+            opt.eal_args[i] = "--lcores";
+            opt.eal_args[i + 1] = map;
+        }
+}
+
+/** Every rule once the flags are read, then the device options' own: "" or the error. */
+std::string finish(Options &opt, const Given &given) {
+    for (auto rule : {apply_perftest_rules, apply_post_list_rules})
+        if (std::string err = rule(opt, given); !err.empty())
+            return err;
+    if (std::string err = apply_duration_rules(opt); !err.empty())
+        return err;
     // Embedded mode has exactly one worker (the application's loop): more need lcores.
     if (opt.workers != 1) {
         if (opt.embedded_given)
-            return bad(argv0, "--workers other than 1 needs worker mode: drop --embedded");
+            return "--workers other than 1 needs worker mode: drop --embedded";
         opt.worker = true;
     }
     if (std::string err = app::finish_device_options(opt, !opt.servername.empty(), kDeviceRules);
         !err.empty())
-        return bad(argv0, err);
-    if (opt.eal_defaulted && opt.workers > 1) {
-        /* Default EAL arguments and several workers: one lcore per worker plus the main
-         * one, mapped round-robin onto the CPUs there are (lcore i on CPU i % CPUs). */
-        const unsigned cpus = std::max(1u, std::thread::hardware_concurrency());
-        std::string map;
-        for (uint32_t l = 0; l <= opt.workers; ++l) {
-            /* Appended piece by piece: GCC 12 flags `"," + std::string&&` here with a
-             * false -Wrestrict once this function's inlining changes. */
-            if (l != 0)
-                map += ',';
-            map += std::to_string(l);
-            map += '@';
-            map += std::to_string(l % cpus);
-        }
-        for (size_t i = 0; i + 1 < opt.eal_args.size(); ++i)
-            if (opt.eal_args[i] == "-l") {
-                opt.eal_args[i] = "--lcores";
-                opt.eal_args[i + 1] = map;
-            }
+        return err;
+    map_worker_lcores(opt);
+    return "";
+}
+
+} // namespace
+
+ParseResult parse_command_line(int argc, char **argv, Options &opt) {
+    const char *argv0 = argc > 0 ? argv[0] : "droce-perf";
+    if (argc < 2) {
+        std::fprintf(stderr, "%s: missing MODE (see %s --help)\n", argv0, argv0);
+        return ParseResult::ExitError;
     }
+    if (std::strcmp(argv[1], "-h") == 0 || std::strcmp(argv[1], "--help") == 0) {
+        print_usage(argv0, stdout);
+        return ParseResult::ExitOk;
+    }
+    if (!take_mode(argv[1], opt))
+        return bad(argv0, "unknown MODE '" + opt.mode +
+                              "' (write_bw write_lat read_bw read_lat send_bw send_lat "
+                              "atomic_bw atomic_lat)");
+    app::SplitArgs split = app::split_at_dashdash(argc, argv, 2);
+    opt.eal_args = std::move(split.eal);
+    if (std::string err = load_config(split.ours_argc(), split.ours.data(), opt); !err.empty()) {
+        std::fprintf(stderr, "%s: %s\n", argv0, err.c_str());
+        return ParseResult::ExitError;
+    }
+    Given given;
+    const app::ExtraOptions device = app::device_option_extras(opt, kDeviceRules);
+    const app::ParseOutcome r =
+        app::parse_options(option_table(opt, given), split.ours_argc(), split.ours.data(), &device);
+    if (r.status == app::ParseStatus::Help) {
+        print_usage(argv0, stdout);
+        return ParseResult::ExitOk;
+    }
+    if (r.status == app::ParseStatus::Error)
+        return bad(argv0, r.message);
+    if (std::string err = app::take_host_operand(r.operands, opt.servername); !err.empty())
+        return bad(argv0, err);
+    if (std::string err = finish(opt, given); !err.empty())
+        return bad(argv0, err);
     return ParseResult::Run;
 }
 

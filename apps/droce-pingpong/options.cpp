@@ -19,8 +19,6 @@ namespace {
 using app::parse_i64;
 using app::parse_u64;
 
-constexpr int kOptUd = 2000; /* past the shared device options' values */
-
 const app::DeviceOptionRules kDeviceRules = {
     .check_address_syntax = true,
     .loopback_addresses = " (10.0.0.1/24, 10.0.0.2/24)",
@@ -28,34 +26,106 @@ const app::DeviceOptionRules kDeviceRules = {
     .coremask_single_lcore = true,
 };
 
-const std::vector<struct option> kLongOptions = app::with_device_options({
-    {"port", required_argument, nullptr, 'p'},
-    {"ib-dev", required_argument, nullptr, 'd'},
-    {"ib-port", required_argument, nullptr, 'i'},
-    {"size", required_argument, nullptr, 's'},
-    {"mtu", required_argument, nullptr, 'm'},
-    {"rx-depth", required_argument, nullptr, 'r'},
-    {"iters", required_argument, nullptr, 'n'},
-    {"sl", required_argument, nullptr, 'l'},
-    {"events", no_argument, nullptr, 'e'},
-    {"gid-idx", required_argument, nullptr, 'g'},
-    {"chk", no_argument, nullptr, 'c'},
-    {"odp", no_argument, nullptr, 'o'},
-    {"ts", no_argument, nullptr, 't'},
-    {"help", no_argument, nullptr, 'h'},
-    {"ud", no_argument, nullptr, kOptUd},
-});
+/** The help's text column ("  -p, --port=<port>" and its padding). */
+constexpr size_t kHelpColumn = 25;
 
-const char kShortOptions[] = ":p:d:i:s:m:r:n:l:eg:cotHh";
+/** What parsing learns beyond the settings. */
+struct Given {
+    bool size = false;
+    uint32_t mtu_bytes = 0; /**< -m (0: not given) */
+};
+
+bool is_path_mtu(uint64_t u) { return u == 256 || u == 512 || u == 1024 || u == 2048 || u == 4096; }
+
+Mtu mtu_of(uint32_t bytes) {
+    switch (bytes) {
+    case 256:
+        return Mtu::Mtu256;
+    case 512:
+        return Mtu::Mtu512;
+    case 2048:
+        return Mtu::Mtu2048;
+    case 4096:
+        return Mtu::Mtu4096;
+    default:
+        return Mtu::Mtu1024;
+    }
+}
+
+/** -i: ibv_rc_pingpong takes any port number; droce devices have one. */
+std::string take_ib_port(const char *v, Options &opt) {
+    int64_t s = 0;
+    if (!parse_i64(v, std::numeric_limits<int>::min(), std::numeric_limits<int>::max(), s))
+        return "a number";
+    if (s != 1)
+        return "droce devices have one port: 1";
+    opt.ib_port = 1;
+    return "";
+}
+
+/** -g: ibv_rc_pingpong's -1 (no GID) is InfiniBand only. */
+std::string take_gid_index(const char *v, Options &opt) {
+    int64_t s = 0;
+    if (!parse_i64(v, -1, 255, s))
+        return "a GID index 0..255";
+    if (s < 0)
+        return "RoCE needs a GID; droce has 0 = link-local, 1 = IPv4-mapped";
+    opt.gid_idx = static_cast<int>(s);
+    return "";
+}
+
+/** ibv_rc_pingpong's options, as it spells them. */
+std::vector<app::OptionSpec> option_table(Options &opt, Given &given) {
+    using namespace app;
+    return {
+        uint_option("port", 'p', opt.tcp_port, 1, 65535, "<port>",
+                    "listen on/connect to port <port> (default 18515)"),
+        string_option("ib-dev", 'd', opt.ib_dev, "<dev>",
+                      "use droce device <dev> (default the one opened)"),
+        custom_option(
+            "ib-port", 'i', [&opt](const char *v) { return take_ib_port(v, opt); }, "<port>",
+            "use port <port> of the device (must be 1)"),
+        uint_option("size", 's', opt.size, 0, 1u << 30, "<size>",
+                    "size of message to exchange (default 4096)")
+            .set_why("0..1073741824 bytes")
+            .set_given(given.size),
+        uint_option("mtu", 'm', given.mtu_bytes, 256, 4096, "<size>",
+                    "path MTU: 256, 512, 1024, 2048, 4096 (default 1024)")
+            .set_accept(is_path_mtu)
+            .set_why("256, 512, 1024, 2048 or 4096"),
+        uint_option("rx-depth", 'r', opt.rx_depth, 1, 1u << 20, "<dep>",
+                    "number of receives to post at a time (default 500)"),
+        uint_option("iters", 'n', opt.iters, 1, std::numeric_limits<int32_t>::max(), "<iters>",
+                    "number of exchanges (default 1000)"),
+        uint_option("sl", 'l', opt.sl, 0, 15, "<sl>", "service level value"),
+        flag_option("events", 'e', opt.events, "accepted; droce waits by polling with backoff"),
+        custom_option(
+            "gid-idx", 'g', [&opt](const char *v) { return take_gid_index(v, opt); }, "<idx>",
+            "local port gid index (default 1 = the IPv4-mapped GID,\n"
+            "0 = link-local IPv6, 2.. = --ip IPv6 addresses;\n"
+            "RoCE needs a GID: run the peer with -g 1 too)"),
+        flag_option("chk", 'c', opt.validate,
+                    "validate received buffer (as ibv_rc_pingpong; droce\n"
+                    "also exits 1 when the check fails)"),
+        flag_action(
+            "odp", 'o', [] { return std::string("droce does not support on-demand paging"); },
+            "not supported by droce (error)"),
+        flag_action(
+            "ts", 't', [] { return std::string("droce does not support completion timestamps"); },
+            "not supported by droce (error)"),
+        help_option("help", 'h', "this text"),
+        help_option(nullptr, 'H', "this text").set_hidden(),
+        flag_option("ud", 0, opt.ud,
+                    "ibv_ud_pingpong instead: a UD QP (Q_Key 0x11111111), the\n"
+                    "same flags and TCP exchange; -s defaults to 2048 and\n"
+                    "must fit the active MTU"),
+    };
+}
 
 ParseResult bad(const char *argv0, const std::string &msg) {
     std::fprintf(stderr, "%s: %s\n", argv0, msg.c_str());
     print_usage(argv0, stderr);
     return ParseResult::ExitError;
-}
-
-ParseResult bad_value(const char *argv0, int c, const char *value, const char *why) {
-    return bad(argv0, app::invalid_value_message(kLongOptions.data(), c, value, why));
 }
 
 } // namespace
@@ -78,27 +148,12 @@ void print_usage(const char *argv0, FILE *out) {
         "  %s -l 0,1 --no-huge -m 512 --no-pci --no-shconf --vdev net_af_packet0,iface=tap0 \\\n"
         "     -- --ip 10.77.0.100/24 --mac 02:00:00:00:01:00 -g 1 10.77.0.2\n"
         "\n"
-        "Options (as ibv_rc_pingpong):\n"
-        "  -p, --port=<port>      listen on/connect to port <port> (default 18515)\n"
-        "  -d, --ib-dev=<dev>     use droce device <dev> (default the one opened)\n"
-        "  -i, --ib-port=<port>   use port <port> of the device (must be 1)\n"
-        "  -s, --size=<size>      size of message to exchange (default 4096)\n"
-        "  -m, --mtu=<size>       path MTU: 256, 512, 1024, 2048, 4096 (default 1024)\n"
-        "  -r, --rx-depth=<dep>   number of receives to post at a time (default 500)\n"
-        "  -n, --iters=<iters>    number of exchanges (default 1000)\n"
-        "  -l, --sl=<sl>          service level value\n"
-        "  -e, --events           accepted; droce waits by polling with backoff\n"
-        "  -g, --gid-idx=<idx>    local port gid index (default 1 = the IPv4-mapped GID,\n"
-        "                         0 = link-local IPv6, 2.. = --ip IPv6 addresses;\n"
-        "                         RoCE needs a GID: run the peer with -g 1 too)\n"
-        "  -c, --chk              validate received buffer (as ibv_rc_pingpong; droce\n"
-        "                         also exits 1 when the check fails)\n"
-        "  -o, --odp              not supported by droce (error)\n"
-        "  -t, --ts               not supported by droce (error)\n"
-        "  -h, --help             this text\n"
-        "  --ud                   ibv_ud_pingpong instead: a UD QP (Q_Key 0x11111111), the\n"
-        "                         same flags and TCP exchange; -s defaults to 2048 and\n"
-        "                         must fit the active MTU\n"
+        "Options (as ibv_rc_pingpong):\n",
+        argv0, argv0, argv0, argv0, argv0);
+    Options scratch; /* the table's help does not depend on the values */
+    Given given;
+    std::fputs(app::options_help(option_table(scratch, given), kHelpColumn).c_str(), out);
+    std::fputs(
         "\n"
         "droce options:\n"
         "  --dpdk-port=<name|id>  DPDK port to use (default the first)\n"
@@ -135,19 +190,13 @@ void print_usage(const char *argv0, FILE *out) {
         "                         the flags given override it\n"
         "  --loopback             the demo: 10.0.0.1/24 (server) and 10.0.0.2/24 (client)\n"
         "                         on two back-to-back net_ring ports, no TCP\n",
-        argv0, argv0, argv0, argv0, argv0);
+        out);
 }
 
-ParseResult parse_command_line(int argc, char **argv, Options &opt) {
-    const char *argv0 = argc > 0 ? argv[0] : "droce-pingpong";
+namespace {
 
-    // Split at the first "--": EAL args before it, ours after. Without "--", all ours.
-    app::SplitArgs split = app::split_at_dashdash(argc, argv, 1);
-    opt.eal_args = std::move(split.eal);
-    std::vector<char *> &ours = split.ours;
-    const int our_argc = split.ours_argc();
-
-    /* --config first: every flag then overrides the file. */
+/** --config first: every flag then overrides the file. */
+std::string load_config(int argc, char **argv, Options &opt) {
     const std::vector<app::ToolConfigKey> tool_keys = {
         {"port", "gid_index",
          [&opt](const std::string &v) -> std::string {
@@ -158,123 +207,36 @@ ParseResult parse_command_line(int argc, char **argv, Options &opt) {
              return "";
          }},
     };
-    if (std::string err =
-            app::load_config_option(our_argc, ours.data(), opt, "droce-pingpong", tool_keys);
-        !err.empty()) {
+    return app::load_config_option(argc, argv, opt, "droce-pingpong", tool_keys);
+}
+
+} // namespace
+
+ParseResult parse_command_line(int argc, char **argv, Options &opt) {
+    const char *argv0 = argc > 0 ? argv[0] : "droce-pingpong";
+
+    // Split at the first "--": EAL args before it, ours after. Without "--", all ours.
+    app::SplitArgs split = app::split_at_dashdash(argc, argv, 1);
+    opt.eal_args = std::move(split.eal);
+    if (std::string err = load_config(split.ours_argc(), split.ours.data(), opt); !err.empty()) {
         std::fprintf(stderr, "%s: %s\n", argv0, err.c_str());
         return ParseResult::ExitError;
     }
-
-    opterr = 0;
-    optind = 1;
-    bool size_given = false;
-    while (true) {
-        int longind = -1;
-        const int c =
-            getopt_long(our_argc, ours.data(), kShortOptions, kLongOptions.data(), &longind);
-        if (c == -1)
-            break;
-        uint64_t u = 0;
-        int64_t s = 0;
-        switch (c) {
-        case 'p':
-            if (!parse_u64(optarg, 65535, u) || u == 0)
-                return bad_value(argv0, c, optarg, "1..65535");
-            opt.tcp_port = static_cast<int>(u);
-            break;
-        case 'd':
-            opt.ib_dev = optarg;
-            break;
-        case 'i':
-            if (!parse_i64(optarg, std::numeric_limits<int>::min(), std::numeric_limits<int>::max(),
-                           s))
-                return bad_value(argv0, c, optarg, "a number");
-            if (s != 1)
-                return bad_value(argv0, c, optarg, "droce devices have one port: 1");
-            opt.ib_port = 1;
-            break;
-        case 's':
-            if (!parse_u64(optarg, 1u << 30, u))
-                return bad_value(argv0, c, optarg, "0..1073741824 bytes");
-            opt.size = static_cast<uint32_t>(u);
-            size_given = true;
-            break;
-        case 'm':
-            if (!parse_u64(optarg, 4096, u))
-                return bad_value(argv0, c, optarg, "256, 512, 1024, 2048 or 4096");
-            switch (u) {
-            case 256:
-                opt.mtu = Mtu::Mtu256;
-                break;
-            case 512:
-                opt.mtu = Mtu::Mtu512;
-                break;
-            case 1024:
-                opt.mtu = Mtu::Mtu1024;
-                break;
-            case 2048:
-                opt.mtu = Mtu::Mtu2048;
-                break;
-            case 4096:
-                opt.mtu = Mtu::Mtu4096;
-                break;
-            default:
-                return bad_value(argv0, c, optarg, "256, 512, 1024, 2048 or 4096");
-            }
-            break;
-        case 'r':
-            if (!parse_u64(optarg, 1u << 20, u) || u == 0)
-                return bad_value(argv0, c, optarg, "1..1048576");
-            opt.rx_depth = static_cast<uint32_t>(u);
-            break;
-        case 'n':
-            if (!parse_u64(optarg, std::numeric_limits<int32_t>::max(), u) || u == 0)
-                return bad_value(argv0, c, optarg, "1..2147483647");
-            opt.iters = static_cast<uint32_t>(u);
-            break;
-        case 'l':
-            if (!parse_u64(optarg, 15, u))
-                return bad_value(argv0, c, optarg, "0..15");
-            opt.sl = static_cast<int>(u);
-            break;
-        case 'e':
-            opt.events = true;
-            break;
-        case 'g':
-            if (!parse_i64(optarg, -1, 255, s))
-                return bad_value(argv0, c, optarg, "a GID index 0..255");
-            if (s < 0)
-                return bad_value(argv0, c, optarg,
-                                 "RoCE needs a GID; droce has 0 = link-local, 1 = IPv4-mapped");
-            opt.gid_idx = static_cast<int>(s);
-            break;
-        case 'c':
-            opt.validate = true;
-            break;
-        case 'o':
-            return bad(argv0, "-o/--odp: droce does not support on-demand paging");
-        case 't':
-            return bad(argv0, "-t/--ts: droce does not support completion timestamps");
-        case kOptUd:
-            opt.ud = true;
-            break;
-        case 'h':
-        case 'H':
-            print_usage(argv0, stdout);
-            return ParseResult::ExitOk;
-        default:
-            if (std::string err = app::take_device_option(c, optarg, ours.data(),
-                                                          kLongOptions.data(), opt, kDeviceRules);
-                !err.empty())
-                return bad(argv0, err);
-            break;
-        }
+    Given given;
+    const app::ExtraOptions device = app::device_option_extras(opt, kDeviceRules);
+    const app::ParseOutcome r =
+        app::parse_options(option_table(opt, given), split.ours_argc(), split.ours.data(), &device);
+    if (r.status == app::ParseStatus::Help) {
+        print_usage(argv0, stdout);
+        return ParseResult::ExitOk;
     }
-
-    if (opt.ud && !size_given)
+    if (r.status == app::ParseStatus::Error)
+        return bad(argv0, r.message);
+    if (given.mtu_bytes != 0)
+        opt.mtu = mtu_of(given.mtu_bytes);
+    if (opt.ud && !given.size)
         opt.size = 2048; /* ibv_ud_pingpong's default */
-    if (std::string err = app::take_host_operand(our_argc, ours.data(), opt.servername);
-        !err.empty())
+    if (std::string err = app::take_host_operand(r.operands, opt.servername); !err.empty())
         return bad(argv0, err);
     if (std::string err = app::finish_device_options(opt, !opt.servername.empty(), kDeviceRules);
         !err.empty())
