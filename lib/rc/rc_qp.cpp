@@ -104,16 +104,14 @@ Qp::Qp(const QpConfig &cfg)
     }
 }
 
-Status Qp::modify(const QpAttr &a, uint32_t mask, const Path *path) {
-    const QpState cur = state_;
-    const QpState to = (mask & kQpState) ? a.qp_state : cur;
+/* modify(), step 1: the transition exists in the state table and the mask names every
+ * attribute it requires and none it does not allow. */
+Status Qp::check_transition(const QpAttr &a, uint32_t mask, QpState cur, QpState to) const {
     if ((mask & kQpCurState) && a.cur_qp_state != cur)
         return Status(EINVAL, std::string("modify QP: cur_qp_state ") +
                                   qp_state_str(a.cur_qp_state) + " but QP is " + qp_state_str(cur));
     uint32_t required = 0, optional = 0;
-    if (to == QpState::Reset || to == QpState::Err) {
-        optional = 0;
-    } else {
+    if (to != QpState::Reset && to != QpState::Err) { /* any state may go to RESET or ERR */
         bool found = false;
         for (const auto &t : kTransitions)
             if (t.from == cur && t.to == to) {
@@ -133,8 +131,11 @@ Status Qp::modify(const QpAttr &a, uint32_t mask, const Path *path) {
         return Status(EINVAL, std::string("modify QP ") + qp_state_str(cur) + " -> " +
                                   qp_state_str(to) + ": attribute not allowed here: " +
                                   mask_names(attrs & ~(required | optional)));
+    return {};
+}
 
-    /* Validate values before changing anything. */
+/* modify(), step 2: every attribute the mask names is in range, before anything changes. */
+Status Qp::check_attr_values(const QpAttr &a, uint32_t mask, const Path *path) const {
     if ((mask & kQpPathMtu) && mtu_bytes(a.path_mtu) == 0)
         return Status(EINVAL, "modify QP: path_mtu must be 1..5 (256..4096)");
     if ((mask & kQpTimeout) && a.timeout > 31)
@@ -171,8 +172,11 @@ Status Qp::modify(const QpAttr &a, uint32_t mask, const Path *path) {
         return Status(EINVAL, "modify QP: unknown access flag");
     if ((mask & kQpAv) && path == nullptr)
         return Status(EINVAL, "modify QP: address vector given but no resolved path");
+    return {};
+}
 
-    /* Apply. */
+/* modify(), step 3a: the attributes of the connection itself (both roles use them). */
+void Qp::apply_path_attrs(const QpAttr &a, uint32_t mask, const Path *path) {
     if (mask & kQpAccessFlags)
         attr_.qp_access_flags = a.qp_access_flags;
     if (mask & kQpPkeyIndex) {
@@ -193,6 +197,10 @@ Status Qp::modify(const QpAttr &a, uint32_t mask, const Path *path) {
     }
     if (mask & kQpDestQpn)
         attr_.dest_qp_num = a.dest_qp_num;
+}
+
+/* modify(), step 3b: the responder's attributes (the RTR group). */
+void Qp::apply_responder_attrs(const QpAttr &a, uint32_t mask) {
     if (mask & kQpRqPsn) {
         attr_.rq_psn = a.rq_psn;
         epsn_ = a.rq_psn;
@@ -201,6 +209,10 @@ Status Qp::modify(const QpAttr &a, uint32_t mask, const Path *path) {
         attr_.max_dest_rd_atomic = a.max_dest_rd_atomic;
     if (mask & kQpMinRnrTimer)
         attr_.min_rnr_timer = a.min_rnr_timer;
+}
+
+/* modify(), step 3c: the requester's attributes (the RTS group). */
+void Qp::apply_requester_attrs(const QpAttr &a, uint32_t mask) {
     if (mask & kQpSqPsn) {
         attr_.sq_psn = a.sq_psn;
         npsn_ = una_psn_ = a.sq_psn;
@@ -219,31 +231,34 @@ Status Qp::modify(const QpAttr &a, uint32_t mask, const Path *path) {
     }
     if (mask & kQpMaxQpRdAtomic)
         attr_.max_rd_atomic = a.max_rd_atomic;
+}
 
-    if (to == QpState::Reset && cur != QpState::Reset) {
-        /* Verbs: RESET discards every queued WR without completions. */
-        pace_until_ = 0;
-        sq_head_ = sq_cur_ = sq_tail_ = 0;
-        rq_.clear();
-        /* A receive a SEND was filling came off the SRQ, which still owns it (the QP's
-         * own RQ is discarded whole): it goes back; with no room there (the SRQ was
-         * refilled since), it completes flushed rather than vanish. */
-        if (in_send_ && cfg_.srq && !cfg_.srq->post(cur_recv_.wr))
-            complete_recv(cur_recv_, WcStatus::WrFlushErr, WcOpcode::Recv, 0, 0, 0);
-        cur_off_ = 0;
-        in_send_ = in_write_ = nak_sent_ = ack_owed_ = busy_dropped_ = dup_acked_ = seq_naked_ =
-            false;
-        ahead_run_ = 0;
-        retrans_deadline_ = rnr_deadline_ = 0;
-        rd_atomic_inflight_ = 0;
-        msn_ = 0;
-        for (auto &r : rd_res_)
-            r.valid = false;
-        sqd_notify_ = comm_est_ = false;
-        cq_err_raised_[0] = cq_err_raised_[1] = nullptr;
-        state_ = QpState::Reset;
-        return {};
-    }
+/* modify(), step 4 for a move into RESET: verbs discards every queued WR without
+ * completions and the QP forgets its protocol state. */
+void Qp::reset_queues_and_state() {
+    pace_until_ = 0;
+    sq_head_ = sq_cur_ = sq_tail_ = 0;
+    rq_.clear();
+    /* A receive a SEND was filling came off the SRQ, which still owns it (the QP's
+     * own RQ is discarded whole): it goes back; with no room there (the SRQ was
+     * refilled since), it completes flushed rather than vanish. */
+    if (in_send_ && cfg_.srq && !cfg_.srq->post(cur_recv_.wr))
+        complete_recv(cur_recv_, WcStatus::WrFlushErr, WcOpcode::Recv, 0, 0, 0);
+    cur_off_ = 0;
+    in_send_ = in_write_ = nak_sent_ = ack_owed_ = busy_dropped_ = dup_acked_ = seq_naked_ = false;
+    ahead_run_ = 0;
+    retrans_deadline_ = rnr_deadline_ = 0;
+    rd_atomic_inflight_ = 0;
+    msn_ = 0;
+    for (auto &r : rd_res_)
+        r.valid = false;
+    sqd_notify_ = comm_est_ = false;
+    cq_err_raised_[0] = cq_err_raised_[1] = nullptr;
+    state_ = QpState::Reset;
+}
+
+/* modify(), step 4 for every other move: the new state and what entering it does. */
+void Qp::enter_state(QpState cur, QpState to, const QpAttr &a, uint32_t mask) {
     if (to == QpState::Rtr && cur == QpState::Init)
         comm_est_ = false;
     if (to == QpState::Sqd && cur == QpState::Rts)
@@ -257,6 +272,22 @@ Status Qp::modify(const QpAttr &a, uint32_t mask, const Path *path) {
         error_events(false, AsyncEventType::QpFatal);
     }
     check_sq_drained(); /* entering SQD with nothing in flight is drained at once */
+}
+
+Status Qp::modify(const QpAttr &a, uint32_t mask, const Path *path) {
+    const QpState cur = state_;
+    const QpState to = (mask & kQpState) ? a.qp_state : cur;
+    if (Status st = check_transition(a, mask, cur, to); !st)
+        return st;
+    if (Status st = check_attr_values(a, mask, path); !st)
+        return st;
+    apply_path_attrs(a, mask, path);
+    apply_responder_attrs(a, mask);
+    apply_requester_attrs(a, mask);
+    if (to == QpState::Reset && cur != QpState::Reset)
+        reset_queues_and_state();
+    else
+        enter_state(cur, to, a, mask);
     return {};
 }
 

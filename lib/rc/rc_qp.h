@@ -207,6 +207,15 @@ class Qp {
         Time replayed_at;
     };
 
+    /* rc_qp.cpp: modify() runs these steps in order */
+    Status check_transition(const QpAttr &a, uint32_t mask, QpState cur, QpState to) const;
+    Status check_attr_values(const QpAttr &a, uint32_t mask, const Path *path) const;
+    void apply_path_attrs(const QpAttr &a, uint32_t mask, const Path *path);
+    void apply_responder_attrs(const QpAttr &a, uint32_t mask);
+    void apply_requester_attrs(const QpAttr &a, uint32_t mask);
+    void reset_queues_and_state();
+    void enter_state(QpState cur, QpState to, const QpAttr &a, uint32_t mask);
+
     /* rc_qp.cpp */
     /* rxe's check_addr: the packet came from the path's remote GID to the path's own. */
     bool from_peer(const wire::ParsedPacket &p) const {
