@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-#include <droce/verbs.h>
+#include "vocab_verbs.h"
 
 #include "wire_packet.h"
 

@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include <droce/status.h>
-#include <droce/verbs.h>
+#include "vocab_status.h"
+#include "vocab_verbs.h"
 
 #include "cc_params.h"
 #include "mem_mr.h"

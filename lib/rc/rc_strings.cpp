@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Names of verbs enums, as libibverbs prints them (ibv_wc_status_str, ibv_event_type_str). */
-#include <droce/verbs.h>
+#include "vocab_verbs.h"
 
 namespace droce {
 

@@ -9,8 +9,8 @@
 #include <cstdint>
 #include <vector>
 
-#include <droce/status.h>
-#include <droce/verbs.h>
+#include "vocab_status.h"
+#include "vocab_verbs.h"
 
 #include "mem_mr.h"
 #include "rc_env.h"
