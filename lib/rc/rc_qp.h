@@ -18,14 +18,25 @@
 
 #include "cc_params.h"
 #include "mem_mr.h"
+#include "qp_env.h"
+#include "qp_recv_queue.h"
+#include "qp_transport.h"
 #include "rc_cc.h"
 #include "rc_counters.h"
-#include "rc_env.h"
-#include "rc_recv_queue.h"
 #include "rc_resp_checks.h"
 #include "wire_packet.h"
 
 namespace droce::rc {
+
+/* The base RC shares with UD (lib/qp), by the names rc has always used. */
+using qp::AsyncEvent;
+using qp::AsyncEventSink;
+using qp::CqSink;
+using qp::pkey_match;
+using qp::RecvQueue;
+using qp::RecvWqe;
+using qp::Time;
+using qp::TxPort;
 
 /** The resolved network path of a connected QP (set when it goes to RTR): everything the
  * frame builder needs below the BTH. */
@@ -105,12 +116,6 @@ struct QpConfig {
      * (memif) otherwise takes a whole window at once. 0: a QP at line rate is unpaced. */
     uint32_t tx_burst_frames = 0;
 };
-
-/** IBTA 10.9.3 P_Key match: same partition (low 15 bits, never 0) and at least one of
- * the two a full member (bit 15). */
-inline bool pkey_match(uint16_t a, uint16_t b) {
-    return (a & 0x7FFF) != 0 && (a & 0x7FFF) == (b & 0x7FFF) && ((a | b) & 0x8000) != 0;
-}
 
 class Qp {
   public:
@@ -397,6 +402,8 @@ class Qp {
      * sent from paths that do not carry it. */
     Time now_ = 0;
 };
+
+static_assert(qp::TransportQp<Qp>);
 
 /** Local ACK timeout in ns for the 5-bit verbs value (0 = infinite -> 0). */
 Time ack_timeout_ns(uint8_t timeout);
