@@ -272,17 +272,6 @@ struct AsyncEvent {
     CompletionQueue *cq = nullptr;
 };
 
-/** A GID table entry. */
-struct GidEntry {
-    /** The GID: an IPv6 address, or an IPv4-mapped one (::ffff:a.b.c.d). */
-    Gid gid;
-    /** "RoCE v2", or "IB/RoCE v1" (DeviceConfig::rocev1_gids), as Linux's gid_attrs/types. */
-    const char *type;
-    /** The entry's 802.1Q VLAN (0 = untagged): DeviceConfig::vlan, or an IPv6 address's
-     * own "@VID". A QP on this GID sends on it; frames for it are accepted on it only. */
-    uint16_t vlan = 0;
-};
-
 /** A RoCEv2 device on one port (one IB port, number 1). Owned by the Engine; all its
  * methods may be called from any application thread. */
 class Device {

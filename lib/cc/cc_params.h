@@ -9,7 +9,7 @@
 
 #include <cstdint>
 
-#include <droce/dcqcn.h>
+#include "vocab_dcqcn.h"
 
 namespace droce::cc {
 

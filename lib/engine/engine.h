@@ -135,7 +135,7 @@ class Dev;
 /** A CQ. Worker mode: completions go from the worker to the application through an SPSC
  * ring. Embedded mode: the shard that pushes and the application that polls are the same
  * thread, so a plain array replaces the ring (engine_cq.cpp). */
-struct CqCtx final : rc::CqSink {
+struct CqCtx final : qp::CqSink {
     rte_ring *ring = nullptr;
     /* Embedded: slots[head & mask .. tail & mask), free-running counters, at most depth
      * entries (the cqe asked for; the array is the next power of two). */
@@ -160,7 +160,7 @@ struct CqCtx final : rc::CqSink {
 
 /* A shared receive queue; worker mode feeds it through an SPSC ring like a QP's RQ. */
 struct SrqCtx {
-    std::unique_ptr<rc::RecvQueue> q;
+    std::unique_ptr<qp::RecvQueue> q;
     rte_ring *ring = nullptr; /* worker mode: RecvWr, application -> worker */
     uint32_t refs = 0;        /* QPs using it */
     uint32_t worker = 0;
@@ -199,7 +199,7 @@ struct TxResult {
 
 /** A QP's way out: its shard's TX path with the QP's own header template, so that the
  * Ethernet/IP/UDP headers are prebuilt once per path instead of once per frame. */
-struct QpTx final : rc::TxPort {
+struct QpTx final : qp::TxPort {
     Shard *shard = nullptr;
     /* Non-blocking RTR (engine_neigh_wait.cpp): the next hop's MAC is not known yet, so
      * nothing leaves; the QP keeps its work and is not scheduled until it is. */
@@ -244,6 +244,9 @@ struct PfcCounters {
 
 /** A QP as the engine keeps it. */
 struct QpCtx {
+    /* The transport: exactly one is set. Control calls that exist for one type only
+     * (modify with a path, DCQCN, the GSI's sends) use these; the data path reaches
+     * either through visit(). */
     std::unique_ptr<rc::Qp> qp; /* RC; nullptr for a UD QP */
     std::unique_ptr<ud::Qp> ud; /* UD (engine_ud.cpp); nullptr for an RC QP */
     SrqCtx *srq = nullptr;
@@ -286,6 +289,21 @@ struct QpCtx {
     alignas(64) uint64_t sq_posted = 0;
     uint64_t rq_posted = 0;
     ~QpCtx();
+
+    /** Calls f with the QP's transport, rc::Qp& or ud::Qp& (both qp::TransportQp): the
+     * one place the engine tells RC and UD apart. Receive, transmit, timers, scheduling
+     * and the WR rings are each written once, generic over the transport, and the RC
+     * instantiation keeps its calls inline (one test of `ud` per event, as before). */
+    template <class F> decltype(auto) visit(F &&f) {
+        if (ud) [[unlikely]]
+            return f(*ud);
+        return f(*qp);
+    }
+    template <class F> decltype(auto) visit(F &&f) const {
+        if (ud) [[unlikely]]
+            return f(std::as_const(*ud));
+        return f(std::as_const(*qp));
+    }
 };
 
 /* The shard's ready list and its held-ACK list are intrusive doubly linked lists of QpCtx
@@ -367,7 +385,7 @@ struct EngineEvent {
     void *cq_user;
 };
 
-class Shard final : public rc::TxPort, public rc::AsyncEventSink {
+class Shard final : public qp::TxPort, public qp::AsyncEventSink {
   public:
     Shard(Dev &dev, uint32_t index, uint32_t workers, uint32_t max_qps);
     ~Shard() override;
@@ -382,7 +400,7 @@ class Shard final : public rc::TxPort, public rc::AsyncEventSink {
     /** A frame with the sender's header template (QpTx) into the TX queue, or why not. */
     TxResult transmit(const wire::FrameSpec &frame, wire::HeaderTemplate &tmpl);
     /** A QP's asynchronous event: to the device's event ring (no allocation, no lock). */
-    void on_async_event(const rc::AsyncEvent &ev) override;
+    void on_async_event(const qp::AsyncEvent &ev) override;
     /** RX of one frame (the engine owns m afterwards). Exposed for benchmarks. */
     void rx_one(rte_mbuf *m, uint64_t now);
     /** rx_one; Cap: a frame accepted for a QP is also copied to the capture. */
@@ -443,10 +461,9 @@ class Shard final : public rc::TxPort, public rc::AsyncEventSink {
     uint32_t serve_ready(uint64_t now);
     uint32_t drain_rings(QpCtx &q);
     uint32_t drain_srq(SrqCtx &s);
-    /* engine_ud.cpp: a UD QP's share of RX, scheduling and ring draining. */
-    void rx_ud(QpCtx &q, const wire::ParsedPacket &pp, uint64_t now);
-    void schedule_ud(QpCtx &q);
-    uint32_t drain_rings_ud(QpCtx &q);
+    /* schedule() and drain_rings() for q's transport t (QpCtx::visit). */
+    template <qp::TransportQp T> void schedule_t(QpCtx &q, T &t);
+    template <qp::TransportQp T> uint32_t drain_rings_t(QpCtx &q, T &t);
     void ud_counters(std::vector<std::pair<std::string, uint64_t>> &v) const;
     int transmit_zc(const wire::FrameSpec &frame, wire::HeaderTemplate &tmpl);
     /* RX after the fast path (engine_rx.cpp): by net::classify_frame's verdict. */
@@ -687,10 +704,10 @@ class Dev final {
      * the test of a flag on the line schedule() just wrote. */
     void posted(QpCtx &q) {
         /* A post adds send work and changes nothing else schedule() reads (deadlines,
-         * pacer, parking): an RC QP already queued for TX stays as it is. perftest-style
+         * pacer, parking): a QP already queued for TX stays as it is. perftest-style
          * loops post a burst of WRs at a time, and all but the first skip the call
          * (3 ns a message of the 64 B write_bw client). */
-        if (q.in_ready && !q.ack_held && !q.ud && !worker_rings_)
+        if (q.in_ready && !q.ack_held && !worker_rings_)
             return;
         shards_[q.worker]->schedule(q);
         if (q.ack_held) [[unlikely]]

@@ -18,7 +18,7 @@
 namespace droce::engine {
 
 bool Shard::ack_hold(QpCtx &q) {
-    if (q.ack_waited || !q.qp->ack_only_tx_work())
+    if (q.ack_waited || !q.visit([](const auto &t) { return t.ack_only_tx_work(); }))
         return false;
     /* in_ready stays set: schedule() (a post meanwhile) must not queue it twice. */
     q.in_ready = true;

@@ -29,6 +29,7 @@
 #include "engine_dpdk_mem.h"
 #include "engine_log.h"
 #include "engine_rss.h"
+#include "engine_ud.h"
 #include "wire_rocev1.h"
 
 namespace droce::engine {
@@ -67,7 +68,7 @@ SrqCtx::~SrqCtx() { ring_release(ring); }
 SrqCtx *Dev::create_srq(uint32_t worker, uint32_t max_wr, uint32_t max_sge, rte_ring *ring) {
     Shard &sh = *shards_[worker];
     auto s = std::make_unique<SrqCtx>();
-    s->q = std::make_unique<rc::RecvQueue>(max_wr, max_sge);
+    s->q = std::make_unique<qp::RecvQueue>(max_wr, max_sge);
     s->ring = ring;
     s->worker = worker;
     s->max_wr = max_wr;
@@ -559,6 +560,27 @@ const char *paused_str(uint8_t prio) {
         " paused prio 4", " paused prio 5", " paused prio 6", " paused prio 7"};
     return prio < net::kPfcPriorities ? s[prio] : "";
 }
+std::pair<uint32_t, std::string> qp_summary(const QpCtx &q, const ud::Qp &u) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "UD state %s qkey 0x%08x sq %u rq %u worker %u%s",
+                  qp_state_str(u.state()), u.qkey(), u.send_queue_depth(), u.recv_queue_depth(),
+                  q.worker, paused_str(q.parked_prio));
+    return {u.qpn(), buf};
+}
+
+std::pair<uint32_t, std::string> qp_summary(const QpCtx &q, const rc::Qp &qp) {
+    const QpAttr &a = qp.attr();
+    char buf[288];
+    std::snprintf(buf, sizeof buf,
+                  "state %s dest_qp_num 0x%06x path_mtu %u sq_psn 0x%06x rq_psn 0x%06x "
+                  "timeout %u retry_cnt %u rnr_retry %u min_rnr_timer %u max_rd_atomic %u "
+                  "max_dest_rd_atomic %u access 0x%x srq %d worker %u%s",
+                  qp_state_str(qp.state()), a.dest_qp_num, mtu_bytes(a.path_mtu), a.sq_psn,
+                  a.rq_psn, a.timeout, a.retry_cnt, a.rnr_retry, a.min_rnr_timer, a.max_rd_atomic,
+                  a.max_dest_rd_atomic, a.qp_access_flags, q.srq != nullptr ? 1 : 0, q.worker,
+                  paused_str(q.parked_prio));
+    return {qp.qpn(), std::string(buf) + " | " + qp.debug_string()};
+}
 } // namespace
 
 std::vector<std::pair<uint32_t, std::string>> Dev::qp_summaries(uint32_t w) const {
@@ -568,27 +590,7 @@ std::vector<std::pair<uint32_t, std::string>> Dev::qp_summaries(uint32_t w) cons
         const QpCtx *q = qps_[qpn].get();
         if (q == nullptr)
             continue;
-        if (q->ud) {
-            const ud::Qp &u = *q->ud;
-            char buf[160];
-            std::snprintf(buf, sizeof buf, "UD state %s qkey 0x%08x sq %u rq %u worker %u%s",
-                          qp_state_str(u.state()), u.qkey(), u.send_queue_depth(),
-                          u.recv_queue_depth(), q->worker, paused_str(q->parked_prio));
-            v.emplace_back(u.qpn(), buf);
-            continue;
-        }
-        const rc::Qp &qp = *q->qp;
-        const QpAttr &a = qp.attr();
-        char buf[288];
-        std::snprintf(buf, sizeof buf,
-                      "state %s dest_qp_num 0x%06x path_mtu %u sq_psn 0x%06x rq_psn 0x%06x "
-                      "timeout %u retry_cnt %u rnr_retry %u min_rnr_timer %u max_rd_atomic %u "
-                      "max_dest_rd_atomic %u access 0x%x srq %d worker %u%s",
-                      qp_state_str(qp.state()), a.dest_qp_num, mtu_bytes(a.path_mtu), a.sq_psn,
-                      a.rq_psn, a.timeout, a.retry_cnt, a.rnr_retry, a.min_rnr_timer,
-                      a.max_rd_atomic, a.max_dest_rd_atomic, a.qp_access_flags,
-                      q->srq != nullptr ? 1 : 0, q->worker, paused_str(q->parked_prio));
-        v.emplace_back(qp.qpn(), std::string(buf) + " | " + qp.debug_string());
+        v.emplace_back(q->visit([&](const auto &t) { return qp_summary(*q, t); }));
     }
     return v;
 }
@@ -724,11 +726,10 @@ void Shard::ready_remove(QpCtx &q) {
 }
 
 void Shard::schedule(QpCtx &q) {
-    if (q.ud) [[unlikely]] {
-        schedule_ud(q);
-        return;
-    }
-    rc::Qp &qp = *q.qp;
+    q.visit([&](auto &t) { schedule_t(q, t); });
+}
+
+template <qp::TransportQp T> void Shard::schedule_t(QpCtx &q, T &t) {
     /* paused_prio is set only while its priority is paused (a pause ends in poll(), never
      * between a transmit and this): the QP's line is not read when nothing is paused. */
     if (paused_mask_ != 0 && q.tx.paused_prio != kNoPrio) [[unlikely]] {
@@ -736,25 +737,27 @@ void Shard::schedule(QpCtx &q) {
          * serving it again and again until the pause ends (no spinning). */
         const uint8_t p = q.tx.paused_prio;
         q.tx.paused_prio = kNoPrio;
-        if (q.parked_prio == kNoPrio && (paused_mask_ & (1u << p)) && qp.has_tx_work())
+        if (q.parked_prio == kNoPrio && (paused_mask_ & (1u << p)) && t.has_tx_work())
             park(q, p);
     }
-    /* neigh_held last: its line is read only when there is work, which transmit reads. */
-    if (!q.in_ready && q.parked_prio == kNoPrio && qp.has_tx_work() && !q.tx.neigh_held)
+    /* neigh_held last: its line is read only when there is work, which transmit reads
+     * (only an RC QP waits for its next hop: a UD address handle is resolved). */
+    if (!q.in_ready && q.parked_prio == kNoPrio && t.has_tx_work() && !q.tx.neigh_held)
         ready_push(q);
     /* Lazy timers: the retransmission deadline moves later on every ACK while more is
      * outstanding, so a timer armed earlier than the QP's deadline is left alone (when it
      * fires, on_timer finds nothing due and this re-arms it); only an earlier deadline
      * re-arms. A deadline that went away (everything acknowledged) is cancelled at once:
-     * O(1), where a timer left to fire would cascade through the wheel's levels first. */
-    if (qp.pacer_holding() != q.pacer_holding) {
+     * O(1), where a timer left to fire would cascade through the wheel's levels first.
+     * UD has neither a pacer nor deadlines: its instantiation keeps none of this. */
+    if (t.pacer_holding() != q.pacer_holding) {
         q.pacer_holding = !q.pacer_holding;
         if (q.pacer_holding)
             ++pacer_holding_;
         else
             --pacer_holding_;
     }
-    const rc::Time d = qp.next_deadline();
+    const qp::Time d = t.next_deadline();
     if (d == 0)
         timers_.cancel(q.timer);
     else if (!q.timer.armed() || d < q.timer.deadline)
@@ -765,14 +768,14 @@ void Shard::schedule(QpCtx &q) {
 
 void Shard::publish_retired(QpCtx &q) {
     /* What left the queues since the application posted it: it may post again. */
-    const uint64_t sr = q.sq_drained - (q.ud ? q.ud->send_queue_depth() : q.qp->send_queue_depth());
+    const uint64_t sr = q.sq_drained - q.visit([](const auto &t) { return t.send_queue_depth(); });
     if (sr != q.sq_retired.load(std::memory_order_relaxed))
         q.sq_retired.store(sr, std::memory_order_release);
     if (q.srq != nullptr) {
         publish_srq(*q.srq);
         return;
     }
-    const uint64_t rr = q.rq_drained - (q.ud ? q.ud->recv_queue_depth() : q.qp->recv_queue_depth());
+    const uint64_t rr = q.rq_drained - q.visit([](const auto &t) { return t.recv_queue_depth(); });
     if (rr != q.rq_retired.load(std::memory_order_relaxed))
         q.rq_retired.store(rr, std::memory_order_release);
 }
@@ -840,6 +843,12 @@ uint32_t drain_ring(rte_ring *ring, Room room, Post post) {
     return n;
 }
 
+/* A send WR from the application's ring into the QP: RC takes it as it is; UD takes its
+ * wr.ud part resolved (the AddressHandle is the engine's UdAh, copied by post_send, so
+ * the application may destroy it once the send has completed). */
+Status post_ring_send(rc::Qp &qp, const SendWr &wr) { return qp.post_send(wr); }
+Status post_ring_send(ud::Qp &u, const SendWr &wr) { return u.post_send(to_ud_wr(wr)); }
+
 /* A WR the worker's queue still refused (the application side checked what it could)
  * must not vanish silently: it completes in error. */
 void complete_refused(CqCtx &cq, uint64_t wr_id, WcOpcode op, uint32_t qpn) {
@@ -854,27 +863,28 @@ void complete_refused(CqCtx &cq, uint64_t wr_id, WcOpcode op, uint32_t qpn) {
 } // namespace
 
 uint32_t Shard::drain_rings(QpCtx &q) {
-    if (q.ud) [[unlikely]]
-        return drain_rings_ud(q);
-    rc::Qp &qp = *q.qp;
+    return q.visit([&](auto &t) { return drain_rings_t(q, t); });
+}
+
+template <qp::TransportQp T> uint32_t Shard::drain_rings_t(QpCtx &q, T &t) {
     uint32_t n = 0;
     if (q.srq == nullptr)
         n += drain_ring<RecvWr>(
-            q.rq, [&] { return q.max_recv_wr - qp.recv_queue_depth(); },
+            q.rq, [&] { return q.max_recv_wr - t.recv_queue_depth(); },
             [&](const RecvWr &wr) {
                 ++q.rq_drained; /* counted first: an error completion sees it retired */
-                if (!qp.post_recv(wr).is_ok()) {
+                if (!t.post_recv(wr).is_ok()) {
                     ++ec.rq_wr_rejected;
-                    complete_refused(*q.rcq, wr.wr_id, WcOpcode::Recv, qp.qpn());
+                    complete_refused(*q.rcq, wr.wr_id, WcOpcode::Recv, t.qpn());
                 }
             });
     n += drain_ring<SendWr>(
-        q.sq, [&] { return q.max_send_wr - qp.send_queue_depth(); },
+        q.sq, [&] { return q.max_send_wr - t.send_queue_depth(); },
         [&](const SendWr &wr) {
             ++q.sq_drained;
-            if (!qp.post_send(wr).is_ok()) {
+            if (!post_ring_send(t, wr).is_ok()) {
                 ++ec.sq_wr_rejected;
-                complete_refused(*q.scq, wr.wr_id, WcOpcode::Send, qp.qpn());
+                complete_refused(*q.scq, wr.wr_id, WcOpcode::Send, t.qpn());
             }
         });
     return n;
@@ -892,7 +902,7 @@ uint32_t Shard::drain_srq(SrqCtx &s) {
     return n;
 }
 
-void Shard::on_async_event(const rc::AsyncEvent &ev) {
+void Shard::on_async_event(const qp::AsyncEvent &ev) {
     EngineEvent e{ev.type, ev.qp_num, nullptr};
     if (ev.type == AsyncEventType::CqErr && ev.cq != nullptr) {
         /* Several QPs may overrun one CQ: the CQ's error is reported once. */

@@ -65,7 +65,7 @@ void Dev::neigh_step(uint64_t now) {
             QpAttr a;
             a.qp_state = QpState::Err;
             (void)q->qp->modify(a, kQpState);
-            sh.on_async_event(rc::AsyncEvent{AsyncEventType::QpFatal, w.qpn, nullptr});
+            sh.on_async_event(qp::AsyncEvent{AsyncEventType::QpFatal, w.qpn, nullptr});
         }
         sh.schedule(*q); /* the held work leaves now (or is flushed) */
     }

@@ -117,7 +117,7 @@ void Shard::on_pause_timer(PauseTimer &t, uint64_t now) {
     logger().warn("{}: PFC pause storm: priority {} paused for {} ms without a break ({} QP(s) "
                   "of worker 0 held); its pauses are ignored until the peer stops pausing",
                   dev_.name_, p, held_ms, held_qps);
-    on_async_event(rc::AsyncEvent{AsyncEventType::PauseStorm, 0, nullptr});
+    on_async_event(qp::AsyncEvent{AsyncEventType::PauseStorm, 0, nullptr});
 }
 
 void Shard::rx_mac_control(rte_mbuf *m, uint64_t now, bool forwarded) {

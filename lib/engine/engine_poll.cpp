@@ -43,7 +43,7 @@ uint32_t Shard::poll(uint64_t now, uint32_t *work) {
             on_pause_timer(static_cast<PauseTimer &>(t), now);
             return;
         }
-        q->qp->on_timer(now);
+        q->visit([&](auto &t) { t.on_timer(now); });
         schedule(*q);
     });
     ec.timer_expirations += fired;

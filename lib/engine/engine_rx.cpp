@@ -125,13 +125,13 @@ void Shard::rx_burst(rte_mbuf **rx, uint16_t n, uint64_t now) {
     QpCtx *ahead[kRxBurst];
     for (uint16_t i = 0; i < n && i < 2; ++i)
         ahead[i] = prefetch_ctx(rx[i]);
-    if (n != 0 && ahead[0] != nullptr && ahead[0]->qp) /* a UD QP (qp null): nothing */
-        ahead[0]->qp->prefetch();
+    if (n != 0 && ahead[0] != nullptr)
+        ahead[0]->visit([](const auto &t) { t.prefetch(); });
     for (uint16_t i = 0; i < n; ++i) {
         if (i + 2 < n)
             ahead[i + 2] = prefetch_ctx(rx[i + 2]);
-        if (i + 1 < n && ahead[i + 1] != nullptr && ahead[i + 1]->qp)
-            ahead[i + 1]->qp->prefetch();
+        if (i + 1 < n && ahead[i + 1] != nullptr)
+            ahead[i + 1]->visit([](const auto &t) { t.prefetch(); });
         rx_one_t<false>(rx[i], now);
     }
 }
@@ -338,10 +338,9 @@ void Shard::rx_deliver(rte_mbuf *m, const wire::ParsedPacket &pp, uint32_t len, 
      * the one small-mbuf pool all workers share: not counted. */
     if (m->pool != pool_ && m->pool != dev_.rt_.zc_pool()) [[unlikely]]
         ++ec.rx_foreign_pool;
-    if (q->ud) [[unlikely]]
-        rx_ud(*q, pp, now);
-    else
-        q->qp->on_packet(pp, now);
+    /* lib/rc or lib/ud checks and counts everything (state, opcode, PSN, P_Key, Q_Key,
+     * size, receive WQE) and copies the payload before the mbuf goes. */
+    q->visit([&](auto &t) { t.on_packet(pp, now); });
     rte_pktmbuf_free(m);
     schedule(*q);
 }

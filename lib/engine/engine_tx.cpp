@@ -199,15 +199,12 @@ uint32_t Shard::serve_ready(uint64_t now) {
         QpCtx *q = ready_pop();
         if (q == nullptr)
             break;
-        if (!q->ud && ack_hold(*q))
+        if (ack_hold(*q))
             continue;
         q->ack_waited = false;
         const uint16_t before = ntx_;
         budget_ = kTxQuantum;
-        if (q->ud) [[unlikely]]
-            q->ud->progress(now);
-        else
-            q->qp->progress(now);
+        q->visit([&](auto &t) { t.progress(now); });
         budget_ = UINT32_MAX;
         sent += static_cast<uint32_t>(ntx_ - before);
         schedule(*q);

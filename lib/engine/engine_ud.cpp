@@ -2,9 +2,10 @@
 /* UD queue pairs in the engine. A UD QP is a QpCtx whose `ud` is set instead of `qp`:
  * it shares the QPN space, the owner-worker rule (QPN % workers), the RX handoff, the
  * doorbell and WR rings, the ready list and the per-QP header template with RC, so that
- * both threading modes work unchanged. What differs lives here: creation (QP1 for the
- * GSI may be bound explicitly), the rings' WRs carrying an address handle, scheduling
- * without timers (UD has no retransmission), and the ud_* counters. */
+ * both threading modes work unchanged; receive, transmit, scheduling and the WR rings
+ * are the same code for both (QpCtx::visit over qp::TransportQp). What differs lives
+ * here: creation (QP1 for the GSI may be bound explicitly) and the ud_* counters; the
+ * rings' WRs carry an address handle (to_ud_wr, engine_ud.h). */
 #include "engine_ud.h"
 #include "engine_route.h"
 
@@ -12,7 +13,6 @@
 #include <string>
 
 #include <rte_ring.h>
-#include <rte_ring_elem.h>
 #include <spdlog/spdlog.h>
 
 namespace droce::engine {
@@ -62,80 +62,6 @@ Result<uint32_t> Dev::create_ud_qp(uint32_t pd, const QpInitAttr &attr, CqCtx *s
     cfg.pkey_table_len = static_cast<uint32_t>(pkeys_.size());
     ctx->ud = std::make_unique<ud::Qp>(cfg);
     return install_qp(std::move(ctx), qpn, w, attr, scq, rcq, sq, rq, out);
-}
-
-void Shard::rx_ud(QpCtx &q, const wire::ParsedPacket &pp, uint64_t now) {
-    /* lib/ud checks and counts everything (state, opcode, multicast, P_Key, Q_Key, size,
-     * receive WQE); the payload is copied into the receive buffer before the mbuf goes. */
-    q.ud->on_packet(pp, now);
-}
-
-void Shard::schedule_ud(QpCtx &q) {
-    ud::Qp &u = *q.ud;
-    /* paused_prio is set only while its priority is paused (a pause ends in poll(), never
-     * between a transmit and this): the QP's line is not read when nothing is paused. */
-    if (paused_mask_ != 0 && q.tx.paused_prio != kNoPrio) [[unlikely]] {
-        /* As for RC (schedule): a paused priority parks the QP rather than spinning. */
-        const uint8_t p = q.tx.paused_prio;
-        q.tx.paused_prio = kNoPrio;
-        if (q.parked_prio == kNoPrio && (paused_mask_ & (1u << p)) && u.has_tx_work())
-            park(q, p);
-    }
-    if (!q.in_ready && q.parked_prio == kNoPrio && u.has_tx_work())
-        ready_push(q);
-    /* No timers: UD neither retransmits nor paces. */
-    if (dev_.worker_rings_)
-        publish_retired(q);
-}
-
-namespace {
-void refuse(CqCtx &cq, uint64_t wr_id, WcOpcode op, uint32_t qpn) {
-    Wc wc{};
-    wc.wr_id = wr_id;
-    wc.status = WcStatus::LocQpOpErr;
-    wc.opcode = op;
-    wc.qp_num = qpn;
-    cq.push(wc);
-}
-} // namespace
-
-uint32_t Shard::drain_rings_ud(QpCtx &q) {
-    /* As drain_rings: never more than the queue's room, and a WR the QP still refuses
-     * completes in error rather than vanishing. The WR's address handle is copied by
-     * post_send, so the application may destroy it once the send has completed. */
-    ud::Qp &u = *q.ud;
-    uint32_t n = 0;
-    for (uint32_t left; (left = q.max_recv_wr - u.recv_queue_depth()) != 0;) {
-        RecvWr wr[kWrBurst];
-        const unsigned k = rte_ring_sc_dequeue_burst_elem(
-            q.rq, wr, sizeof(RecvWr), left < kWrBurst ? left : kWrBurst, nullptr);
-        if (k == 0)
-            break;
-        for (unsigned i = 0; i < k; ++i) {
-            ++q.rq_drained;
-            if (!u.post_recv(wr[i]).is_ok()) {
-                ++ec.rq_wr_rejected;
-                refuse(*q.rcq, wr[i].wr_id, WcOpcode::Recv, u.qpn());
-            }
-        }
-        n += k;
-    }
-    for (uint32_t left; (left = q.max_send_wr - u.send_queue_depth()) != 0;) {
-        SendWr wr[kWrBurst];
-        const unsigned k = rte_ring_sc_dequeue_burst_elem(
-            q.sq, wr, sizeof(SendWr), left < kWrBurst ? left : kWrBurst, nullptr);
-        if (k == 0)
-            break;
-        for (unsigned i = 0; i < k; ++i) {
-            ++q.sq_drained;
-            if (!u.post_send(to_ud_wr(wr[i])).is_ok()) {
-                ++ec.sq_wr_rejected;
-                refuse(*q.scq, wr[i].wr_id, WcOpcode::Send, u.qpn());
-            }
-        }
-        n += k;
-    }
-    return n;
 }
 
 void Shard::ud_counters(std::vector<std::pair<std::string, uint64_t>> &v) const {

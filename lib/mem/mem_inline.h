@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include <droce/verbs.h>
+#include "vocab_verbs.h"
 
 namespace droce::mem {
 

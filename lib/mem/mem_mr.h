@@ -12,8 +12,8 @@
 #include <cstdint>
 #include <vector>
 
-#include <droce/status.h>
-#include <droce/verbs.h>
+#include "vocab_status.h"
+#include "vocab_verbs.h"
 
 namespace droce::mem {
 

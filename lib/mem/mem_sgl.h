@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include <droce/verbs.h>
+#include "vocab_verbs.h"
 
 #include "mem_mr.h"
 

@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include <droce/droce.h>
-#include <droce/status.h>
+#include "vocab_verbs.h"
+#include "vocab_status.h"
 
 namespace droce::net {
 

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include <droce/status.h>
+#include "vocab_status.h"
 
 #include "net.h"
 

@@ -18,18 +18,18 @@ bool op_is_plain_ack(const wire::ParsedPacket &p) {
 void Qp::completer_on_packet(const wire::ParsedPacket &p, Time now) {
     const uint32_t psn = p.bth.psn;
     /* Only PSNs in [una, npsn) can be answered; anything else is stale or forged. */
-    if (wire::psn_diff(psn, sent_hi_psn_) >= 0 || sq_head_ == sq_tail_) {
+    if (wire::psn_diff(psn, req_.sent_hi_psn) >= 0 || req_.sq_head == req_.sq_tail) {
         ++cfg_.counters->rx_ghost_response;
         return;
     }
-    if (wire::psn_diff(psn, una_psn_) < 0) {
+    if (wire::psn_diff(psn, comp_.una_psn) < 0) {
         /* Older than anything outstanding. An ACK of exactly una-1 is the responder
          * re-ACKing one of our duplicates: it is alive and working through a backlog of
          * them (a slow software peer after a go-back-N). Restart the timer so the new
          * packets queued behind that backlog get their time, instead of piling more
          * duplicates on top and running out of retries; the retry budget is not refilled. */
-        if (op_is_plain_ack(p) && wire::psn_diff(psn, una_psn_) == -1 &&
-            wire::psn_diff(npsn_, una_psn_) > 0) {
+        if (op_is_plain_ack(p) && wire::psn_diff(psn, comp_.una_psn) == -1 &&
+            wire::psn_diff(req_.npsn, comp_.una_psn) > 0) {
             ++cfg_.counters->rx_duplicate_ack;
             arm_retransmit(now);
         }
@@ -47,21 +47,21 @@ void Qp::completer_on_packet(const wire::ParsedPacket &p, Time now) {
             if (state_ == QpState::Err)
                 return;
             ++cfg_.counters->rnr_nak_retry_err;
-            if (rnr_retry_left_ == 0) {
-                requester_error(sq_head_, WcStatus::RnrRetryExcErr);
+            if (comp_.rnr_retry_left == 0) {
+                requester_error(req_.sq_head, WcStatus::RnrRetryExcErr);
                 return;
             }
             if (attr_.rnr_retry != 7)
-                --rnr_retry_left_;
+                --comp_.rnr_retry_left;
             rewind_to(psn);
-            retrans_deadline_ = 0;
-            rnr_deadline_ =
+            comp_.retrans_deadline = 0;
+            comp_.rnr_deadline =
                 now + static_cast<Time>(wire::rnr_timer_code_to_us(p.aeth.value())) * 1000;
             return;
         }
         case wire::AethType::Nak: {
             ack_through(prev, now);
-            if (state_ == QpState::Err || sq_head_ == sq_tail_)
+            if (state_ == QpState::Err || req_.sq_head == req_.sq_tail)
                 return;
             switch (p.aeth.syndrome) {
             case wire::kAethNakPsnSeqErr:
@@ -71,15 +71,15 @@ void Qp::completer_on_packet(const wire::ParsedPacket &p, Time now) {
                 return;
             case wire::kAethNakInvalidRequest:
                 ++cfg_.counters->req_remote_invalid_request;
-                requester_error(sq_head_, WcStatus::RemInvReqErr);
+                requester_error(req_.sq_head, WcStatus::RemInvReqErr);
                 return;
             case wire::kAethNakRemoteAccessErr:
                 ++cfg_.counters->req_remote_access_errors;
-                requester_error(sq_head_, WcStatus::RemAccessErr);
+                requester_error(req_.sq_head, WcStatus::RemAccessErr);
                 return;
             default:
                 ++cfg_.counters->req_remote_operational_error;
-                requester_error(sq_head_, WcStatus::RemOpErr);
+                requester_error(req_.sq_head, WcStatus::RemOpErr);
                 return;
             }
         }
@@ -90,8 +90,8 @@ void Qp::completer_on_packet(const wire::ParsedPacket &p, Time now) {
     }
 
     /* READ response or atomic ACK: belongs to the oldest unfinished READ/atomic. */
-    for (uint32_t i = sq_head_; i != sq_tail_; ++i) {
-        SendWqe &w = sq_[i & sq_mask_];
+    for (uint32_t i = req_.sq_head; i != req_.sq_tail; ++i) {
+        SendWqe &w = req_.sq[i & req_.sq_mask];
         if (!w.started)
             break;
         if (wire::psn_diff(psn, w.first_psn) < 0 || wire::psn_diff(psn, w.last_psn) > 0)
@@ -116,7 +116,7 @@ void Qp::on_read_response(const wire::ParsedPacket &p, SendWqe &w, Time now) {
         return; /* duplicate response */
     /* Everything before the READ is implicitly acknowledged by its response. */
     ack_through(wire::psn_add(w.first_psn, wire::kPsnMask), now);
-    if (state_ == QpState::Err || &sq_[sq_head_ & sq_mask_] != &w)
+    if (state_ == QpState::Err || &req_.sq[req_.sq_head & req_.sq_mask] != &w)
         return; /* an earlier READ/atomic is still missing data: ack_through rewound */
     if (d > 0) {
         /* A response went missing: ask again from the first missing byte. */
@@ -129,7 +129,7 @@ void Qp::on_read_response(const wire::ParsedPacket &p, SendWqe &w, Time now) {
     const uint32_t want = last ? left : m;
     if (p.payload_len != want || (!last && left <= m)) {
         ++cfg_.counters->rx_unexpected_response;
-        requester_error(sq_head_, WcStatus::BadRespErr);
+        requester_error(req_.sq_head, WcStatus::BadRespErr);
         return;
     }
     /* Scatter into the local SGEs, their lkeys checked for this packet: the application
@@ -139,7 +139,7 @@ void Qp::on_read_response(const wire::ParsedPacket &p, SendWqe &w, Time now) {
     wire::for_each_payload_chunk(
         p, [&](const uint8_t *src, uint32_t len) { ok = ok && out.put(src, len); });
     if (!ok) {
-        requester_error(sq_head_, WcStatus::LocProtErr);
+        requester_error(req_.sq_head, WcStatus::LocProtErr);
         return;
     }
     cfg_.counters->rx_bytes_copied += p.payload_len;
@@ -147,21 +147,21 @@ void Qp::on_read_response(const wire::ParsedPacket &p, SendWqe &w, Time now) {
     if (last)
         ack_through(w.last_psn, now);
     else {
-        una_psn_ = wire::psn_add(p.bth.psn, 1);
+        comp_.una_psn = wire::psn_add(p.bth.psn, 1);
         catch_up_with_una();
         arm_retransmit(now);
-        retry_left_ = attr_.retry_cnt;
+        comp_.retry_left = attr_.retry_cnt;
     }
 }
 
 void Qp::on_atomic_ack(const wire::ParsedPacket &p, SendWqe &w, Time now) {
     ack_through(wire::psn_add(w.first_psn, wire::kPsnMask), now);
-    if (state_ == QpState::Err || &sq_[sq_head_ & sq_mask_] != &w)
+    if (state_ == QpState::Err || &req_.sq[req_.sq_head & req_.sq_mask] != &w)
         return;
     const uint64_t orig = p.atomic_ack.orig;
     mem::SglWriter out(*cfg_.mrs, cfg_.pd, w.wr.sg_list, w.wr.num_sge, 0);
     if (!out.put(reinterpret_cast<const uint8_t *>(&orig), sizeof(orig))) {
-        requester_error(sq_head_, WcStatus::LocProtErr);
+        requester_error(req_.sq_head, WcStatus::LocProtErr);
         return;
     }
     w.read_off = 8;
@@ -169,11 +169,11 @@ void Qp::on_atomic_ack(const wire::ParsedPacket &p, SendWqe &w, Time now) {
 }
 
 void Qp::ack_through(uint32_t psn, Time now) {
-    if (wire::psn_diff(psn, una_psn_) < 0)
+    if (wire::psn_diff(psn, comp_.una_psn) < 0)
         return;
-    const uint32_t head0 = sq_head_;
-    while (sq_head_ != sq_tail_) {
-        SendWqe &w = sq_[sq_head_ & sq_mask_];
+    const uint32_t head0 = req_.sq_head;
+    while (req_.sq_head != req_.sq_tail) {
+        SendWqe &w = req_.sq[req_.sq_head & req_.sq_mask];
         if (!w.started || wire::psn_diff(w.last_psn, psn) > 0)
             break;
         const bool rd = w.wr.opcode == WrOpcode::RdmaRead;
@@ -182,28 +182,28 @@ void Qp::ack_through(uint32_t psn, Time now) {
         if ((rd && w.read_off < w.length) || (at && w.read_off == 0)) {
             /* An ACK past a READ/atomic whose data never came: its response was lost. */
             ++cfg_.counters->implied_nak_seq_err;
-            una_psn_ = wire::psn_add(w.first_psn, rd ? w.read_off / mtu() : 0);
-            rewind_to(una_psn_);
+            comp_.una_psn = wire::psn_add(w.first_psn, rd ? w.read_off / mtu() : 0);
+            rewind_to(comp_.una_psn);
             arm_retransmit(now);
             return;
         }
         if (rd || at)
-            --rd_atomic_inflight_;
+            --req_.rd_atomic_inflight;
         /* Retired before its completion is written: a completion the CQ has no room for
          * puts the QP in ERR, whose flush must not see this WQE again. */
-        ++sq_head_;
+        ++req_.sq_head;
         complete_send(w, WcStatus::Success);
         if (state_ == QpState::Err)
             return;
     }
     check_sq_drained();
     uint32_t una = wire::psn_add(psn, 1);
-    if (sq_head_ != sq_tail_) {
+    if (req_.sq_head != req_.sq_tail) {
         /* An ACK never acknowledges READ/atomic PSNs whose responses have not arrived
          * (only the responses do): a plain ACK inside a READ's range (forged, or from
          * a broken peer) must not move una past them, or the responses still to come
          * would be taken for duplicates and the requester rewound behind una. */
-        const SendWqe &w = sq_[sq_head_ & sq_mask_];
+        const SendWqe &w = req_.sq[req_.sq_head & req_.sq_mask];
         const bool rd = w.wr.opcode == WrOpcode::RdmaRead;
         const bool at =
             w.wr.opcode == WrOpcode::AtomicCmpAndSwp || w.wr.opcode == WrOpcode::AtomicFetchAndAdd;
@@ -213,28 +213,28 @@ void Qp::ack_through(uint32_t psn, Time now) {
                 una = missing;
         }
     }
-    if (una == una_psn_ && sq_head_ == head0)
+    if (una == comp_.una_psn && req_.sq_head == head0)
         return; /* nothing new acknowledged: no progress, budgets and timer unchanged */
-    una_psn_ = una;
+    comp_.una_psn = una;
     catch_up_with_una();
     /* Any new acknowledgement is forward progress: the retry budgets start over. */
-    retry_left_ = attr_.retry_cnt;
-    rnr_retry_left_ = attr_.rnr_retry;
+    comp_.retry_left = attr_.retry_cnt;
+    comp_.rnr_retry_left = attr_.rnr_retry;
     arm_retransmit(now);
 }
 
 /* An acknowledgement (or READ response) may arrive after a rewind for packets the peer had
  * after all: never resend what it already has. */
 void Qp::catch_up_with_una() {
-    if (static_cast<int32_t>(sq_head_ - sq_cur_) > 0) {
-        sq_cur_ = sq_head_;
-        cur_off_ = 0;
+    if (static_cast<int32_t>(req_.sq_head - req_.sq_cur) > 0) {
+        req_.sq_cur = req_.sq_head;
+        req_.cur_off = 0;
     }
-    if (wire::psn_diff(npsn_, una_psn_) < 0) {
-        if (sq_head_ != sq_tail_ && sq_[sq_head_ & sq_mask_].started)
-            rewind_to(una_psn_);
+    if (wire::psn_diff(req_.npsn, comp_.una_psn) < 0) {
+        if (req_.sq_head != req_.sq_tail && req_.sq[req_.sq_head & req_.sq_mask].started)
+            rewind_to(comp_.una_psn);
         else
-            npsn_ = una_psn_;
+            req_.npsn = comp_.una_psn;
     }
 }
 
@@ -248,14 +248,14 @@ void Qp::requester_error(uint32_t idx, WcStatus st) {
         return;
     state_ = QpState::Err;
     attr_.qp_state = QpState::Err;
-    sqd_notify_ = false;
-    while (sq_head_ != idx && sq_head_ != sq_tail_) {
-        SendWqe &h = sq_[sq_head_++ & sq_mask_];
+    req_.sqd_notify = false;
+    while (req_.sq_head != idx && req_.sq_head != req_.sq_tail) {
+        SendWqe &h = req_.sq[req_.sq_head++ & req_.sq_mask];
         h.signaled = true;
         complete_send(h, WcStatus::WrFlushErr);
     }
-    if (sq_head_ != sq_tail_) {
-        SendWqe &w = sq_[sq_head_++ & sq_mask_];
+    if (req_.sq_head != req_.sq_tail) {
+        SendWqe &w = req_.sq[req_.sq_head++ & req_.sq_mask];
         w.signaled = true;
         complete_send(w, st);
     }
@@ -265,15 +265,15 @@ void Qp::requester_error(uint32_t idx, WcStatus st) {
 
 void Qp::retry_or_fail(Time now) {
     ++cfg_.counters->local_ack_timeout_err;
-    retrans_deadline_ = 0;
-    if (sq_head_ == sq_tail_)
+    comp_.retrans_deadline = 0;
+    if (req_.sq_head == req_.sq_tail)
         return;
-    if (retry_left_ == 0) {
-        requester_error(sq_head_, WcStatus::RetryExcErr);
+    if (comp_.retry_left == 0) {
+        requester_error(req_.sq_head, WcStatus::RetryExcErr);
         return;
     }
-    --retry_left_;
-    rewind_to(una_psn_);
+    --comp_.retry_left;
+    rewind_to(comp_.una_psn);
     arm_retransmit(now);
 }
 

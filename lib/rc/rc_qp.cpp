@@ -89,13 +89,11 @@ Time ack_timeout_ns(uint8_t timeout) {
     return static_cast<Time>(4096) << (timeout > 31 ? 31 : timeout);
 }
 
-Qp::Qp(const QpConfig &cfg)
-    : cfg_(cfg), rq_(cfg.srq ? 1 : cfg.cap.max_recv_wr, cfg.cap.max_recv_sge),
-      rcv_(cfg.srq ? cfg.srq : &rq_) {
+Qp::Qp(const QpConfig &cfg) : cfg_(cfg), resp_(cfg) {
     const uint32_t sq = pow2_at_least(cfg.cap.max_send_wr ? cfg.cap.max_send_wr : 1);
-    sq_.resize(sq);
-    sq_mask_ = sq - 1;
-    rd_res_.resize(kMaxRdAtomic);
+    req_.sq.resize(sq);
+    req_.sq_mask = sq - 1;
+    resp_.rd_res.resize(kMaxRdAtomic);
     if (cfg.cc) { /* validated by the owner (QpConfig::cc) */
         cc_ = std::make_unique<QpCc>(*cfg.cc,
                                      cfg.line_rate_bps ? cfg.line_rate_bps : kDefaultLineRateBps);
@@ -104,16 +102,14 @@ Qp::Qp(const QpConfig &cfg)
     }
 }
 
-Status Qp::modify(const QpAttr &a, uint32_t mask, const Path *path) {
-    const QpState cur = state_;
-    const QpState to = (mask & kQpState) ? a.qp_state : cur;
+/* modify(), step 1: the transition exists in the state table and the mask names every
+ * attribute it requires and none it does not allow. */
+Status Qp::check_transition(const QpAttr &a, uint32_t mask, QpState cur, QpState to) const {
     if ((mask & kQpCurState) && a.cur_qp_state != cur)
         return Status(EINVAL, std::string("modify QP: cur_qp_state ") +
                                   qp_state_str(a.cur_qp_state) + " but QP is " + qp_state_str(cur));
     uint32_t required = 0, optional = 0;
-    if (to == QpState::Reset || to == QpState::Err) {
-        optional = 0;
-    } else {
+    if (to != QpState::Reset && to != QpState::Err) { /* any state may go to RESET or ERR */
         bool found = false;
         for (const auto &t : kTransitions)
             if (t.from == cur && t.to == to) {
@@ -133,8 +129,11 @@ Status Qp::modify(const QpAttr &a, uint32_t mask, const Path *path) {
         return Status(EINVAL, std::string("modify QP ") + qp_state_str(cur) + " -> " +
                                   qp_state_str(to) + ": attribute not allowed here: " +
                                   mask_names(attrs & ~(required | optional)));
+    return {};
+}
 
-    /* Validate values before changing anything. */
+/* modify(), step 2: every attribute the mask names is in range, before anything changes. */
+Status Qp::check_attr_values(const QpAttr &a, uint32_t mask, const Path *path) const {
     if ((mask & kQpPathMtu) && mtu_bytes(a.path_mtu) == 0)
         return Status(EINVAL, "modify QP: path_mtu must be 1..5 (256..4096)");
     if ((mask & kQpTimeout) && a.timeout > 31)
@@ -171,8 +170,11 @@ Status Qp::modify(const QpAttr &a, uint32_t mask, const Path *path) {
         return Status(EINVAL, "modify QP: unknown access flag");
     if ((mask & kQpAv) && path == nullptr)
         return Status(EINVAL, "modify QP: address vector given but no resolved path");
+    return {};
+}
 
-    /* Apply. */
+/* modify(), step 3a: the attributes of the connection itself (both roles use them). */
+void Qp::apply_path_attrs(const QpAttr &a, uint32_t mask, const Path *path) {
     if (mask & kQpAccessFlags)
         attr_.qp_access_flags = a.qp_access_flags;
     if (mask & kQpPkeyIndex) {
@@ -193,63 +195,75 @@ Status Qp::modify(const QpAttr &a, uint32_t mask, const Path *path) {
     }
     if (mask & kQpDestQpn)
         attr_.dest_qp_num = a.dest_qp_num;
+}
+
+/* modify(), step 3b: the responder's attributes (the RTR group). */
+void Qp::apply_responder_attrs(const QpAttr &a, uint32_t mask) {
     if (mask & kQpRqPsn) {
         attr_.rq_psn = a.rq_psn;
-        epsn_ = a.rq_psn;
+        resp_.epsn = a.rq_psn;
     }
     if (mask & kQpMaxDestRdAtomic)
         attr_.max_dest_rd_atomic = a.max_dest_rd_atomic;
     if (mask & kQpMinRnrTimer)
         attr_.min_rnr_timer = a.min_rnr_timer;
+}
+
+/* modify(), step 3c: the requester's attributes (the RTS group). */
+void Qp::apply_requester_attrs(const QpAttr &a, uint32_t mask) {
     if (mask & kQpSqPsn) {
         attr_.sq_psn = a.sq_psn;
-        npsn_ = una_psn_ = a.sq_psn;
-        ackreq_psn_ = wire::psn_add(a.sq_psn, wire::kPsnMask); /* sq_psn - 1 */
-        sent_hi_psn_ = a.sq_psn;
+        req_.npsn = comp_.una_psn = a.sq_psn;
+        req_.ackreq_psn = wire::psn_add(a.sq_psn, wire::kPsnMask); /* sq_psn - 1 */
+        req_.sent_hi_psn = a.sq_psn;
     }
     if (mask & kQpTimeout)
         attr_.timeout = a.timeout;
     if (mask & kQpRetryCnt) {
         attr_.retry_cnt = a.retry_cnt;
-        retry_left_ = a.retry_cnt;
+        comp_.retry_left = a.retry_cnt;
     }
     if (mask & kQpRnrRetry) {
         attr_.rnr_retry = a.rnr_retry;
-        rnr_retry_left_ = a.rnr_retry;
+        comp_.rnr_retry_left = a.rnr_retry;
     }
     if (mask & kQpMaxQpRdAtomic)
         attr_.max_rd_atomic = a.max_rd_atomic;
+}
 
-    if (to == QpState::Reset && cur != QpState::Reset) {
-        /* Verbs: RESET discards every queued WR without completions. */
-        pace_until_ = 0;
-        sq_head_ = sq_cur_ = sq_tail_ = 0;
-        rq_.clear();
-        /* A receive a SEND was filling came off the SRQ, which still owns it (the QP's
-         * own RQ is discarded whole): it goes back; with no room there (the SRQ was
-         * refilled since), it completes flushed rather than vanish. */
-        if (in_send_ && cfg_.srq && !cfg_.srq->post(cur_recv_.wr))
-            complete_recv(cur_recv_, WcStatus::WrFlushErr, WcOpcode::Recv, 0, 0, 0);
-        cur_off_ = 0;
-        in_send_ = in_write_ = nak_sent_ = ack_owed_ = busy_dropped_ = dup_acked_ = seq_naked_ =
-            false;
-        ahead_run_ = 0;
-        retrans_deadline_ = rnr_deadline_ = 0;
-        rd_atomic_inflight_ = 0;
-        msn_ = 0;
-        for (auto &r : rd_res_)
-            r.valid = false;
-        sqd_notify_ = comm_est_ = false;
-        cq_err_raised_[0] = cq_err_raised_[1] = nullptr;
-        state_ = QpState::Reset;
-        return {};
-    }
+/* modify(), step 4 for a move into RESET: verbs discards every queued WR without
+ * completions and the QP forgets its protocol state. */
+void Qp::reset_queues_and_state() {
+    pace_until_ = 0;
+    req_.sq_head = req_.sq_cur = req_.sq_tail = 0;
+    resp_.rq.clear();
+    /* A receive a SEND was filling came off the SRQ, which still owns it (the QP's
+     * own RQ is discarded whole): it goes back; with no room there (the SRQ was
+     * refilled since), it completes flushed rather than vanish. */
+    if (resp_.in_send && cfg_.srq && !cfg_.srq->post(resp_.cur_recv.wr))
+        complete_recv(resp_.cur_recv, WcStatus::WrFlushErr, WcOpcode::Recv, 0, 0, 0);
+    req_.cur_off = 0;
+    resp_.in_send = resp_.in_write = resp_.nak_sent = resp_.ack_owed = resp_.busy_dropped =
+        resp_.dup_acked = resp_.seq_naked = false;
+    resp_.ahead_run = 0;
+    comp_.retrans_deadline = comp_.rnr_deadline = 0;
+    req_.rd_atomic_inflight = 0;
+    resp_.msn = 0;
+    for (auto &r : resp_.rd_res)
+        r.valid = false;
+    req_.sqd_notify = resp_.comm_est = false;
+    cq_err_raised_[0] = cq_err_raised_[1] = nullptr;
+    state_ = QpState::Reset;
+}
+
+/* modify(), step 4 for every other move: the new state and what entering it does. */
+void Qp::enter_state(QpState cur, QpState to, const QpAttr &a, uint32_t mask) {
     if (to == QpState::Rtr && cur == QpState::Init)
-        comm_est_ = false;
+        resp_.comm_est = false;
     if (to == QpState::Sqd && cur == QpState::Rts)
-        sqd_notify_ = (mask & kQpEnSqdAsyncNotify) && a.en_sqd_async_notify;
+        req_.sqd_notify = (mask & kQpEnSqdAsyncNotify) && a.en_sqd_async_notify;
     else if (to != QpState::Sqd)
-        sqd_notify_ = false;
+        req_.sqd_notify = false;
     state_ = to;
     attr_.qp_state = to;
     if (to == QpState::Err && cur != QpState::Err) {
@@ -257,6 +271,22 @@ Status Qp::modify(const QpAttr &a, uint32_t mask, const Path *path) {
         error_events(false, AsyncEventType::QpFatal);
     }
     check_sq_drained(); /* entering SQD with nothing in flight is drained at once */
+}
+
+Status Qp::modify(const QpAttr &a, uint32_t mask, const Path *path) {
+    const QpState cur = state_;
+    const QpState to = (mask & kQpState) ? a.qp_state : cur;
+    if (Status st = check_transition(a, mask, cur, to); !st)
+        return st;
+    if (Status st = check_attr_values(a, mask, path); !st)
+        return st;
+    apply_path_attrs(a, mask, path);
+    apply_responder_attrs(a, mask);
+    apply_requester_attrs(a, mask);
+    if (to == QpState::Reset && cur != QpState::Reset)
+        reset_queues_and_state();
+    else
+        enter_state(cur, to, a, mask);
     return {};
 }
 
@@ -264,7 +294,7 @@ Status Qp::post_send(const SendWr &wr) {
     if (state_ == QpState::Reset || state_ == QpState::Init || state_ == QpState::Rtr)
         return Status(EINVAL, std::string("post_send: QP ") + std::to_string(cfg_.qpn) + " is in " +
                                   qp_state_str(state_) + ", needs RTS");
-    if (sq_tail_ - sq_head_ >= cfg_.cap.max_send_wr)
+    if (req_.sq_tail - req_.sq_head >= cfg_.cap.max_send_wr)
         return Status(ENOMEM, "post_send: send queue full (" +
                                   std::to_string(cfg_.cap.max_send_wr) + " WRs)");
     if (wr.num_sge < 0 || wr.num_sge > static_cast<int>(cfg_.cap.max_send_sge) ||
@@ -313,7 +343,7 @@ Status Qp::post_send(const SendWr &wr) {
             return Status(EINVAL, "post_send: inline data of " + std::to_string(len) +
                                       " bytes above max_inline_data " + std::to_string(cap));
     }
-    SendWqe &w = sq_[sq_tail_ & sq_mask_];
+    SendWqe &w = req_.sq[req_.sq_tail & req_.sq_mask];
     w.wr = wr;
     if (inl) {
         /* Verbs: inline payload is copied now, the buffer is reusable on return, and the
@@ -324,7 +354,7 @@ Status Qp::post_send(const SendWr &wr) {
     w.started = false;
     w.read_off = 0;
     w.signaled = cfg_.sq_sig_all || (wr.send_flags & kSendSignaled);
-    ++sq_tail_;
+    ++req_.sq_tail;
     if (state_ == QpState::Err)
         flush_queues();
     return {};
@@ -334,7 +364,7 @@ Status Qp::post_recv(const RecvWr &wr) {
     if (cfg_.srq)
         return Status(EINVAL, "post_recv: QP " + std::to_string(cfg_.qpn) +
                                   " uses a shared receive queue; post to the SRQ");
-    Status st = rq_.post(wr);
+    Status st = resp_.rq.post(wr);
     if (st && state_ == QpState::Err)
         flush_queues();
     return st;
@@ -422,35 +452,35 @@ void Qp::error_events(bool raise_ev, AsyncEventType ev) {
 /* SQD with en_sqd_async_notify: SQ_DRAINED once every started WR has completed (the
  * requester starts none in SQD, so that is when the head WQE is not started). */
 void Qp::check_sq_drained() {
-    if (!sqd_notify_ || state_ != QpState::Sqd)
+    if (!req_.sqd_notify || state_ != QpState::Sqd)
         return;
-    if (sq_head_ != sq_tail_ && sq_[sq_head_ & sq_mask_].started)
+    if (req_.sq_head != req_.sq_tail && req_.sq[req_.sq_head & req_.sq_mask].started)
         return;
-    sqd_notify_ = false;
+    req_.sqd_notify = false;
     raise(AsyncEventType::SqDrained);
 }
 
 void Qp::flush_queues() {
     /* Every outstanding WR completes with WR_FLUSH_ERR, signaled or not (verbs). */
-    while (sq_head_ != sq_tail_) {
-        SendWqe &w = sq_[sq_head_++ & sq_mask_]; /* off the queue before it completes */
+    while (req_.sq_head != req_.sq_tail) {
+        SendWqe &w = req_.sq[req_.sq_head++ & req_.sq_mask]; /* off the queue before it completes */
         w.signaled = true;
         complete_send(w, WcStatus::WrFlushErr);
     }
-    sq_cur_ = sq_head_;
-    cur_off_ = 0;
+    req_.sq_cur = req_.sq_head;
+    req_.cur_off = 0;
     /* A receive a SEND was filling completes with the flush too; the WRs still on an SRQ
      * belong to the SRQ and stay there (verbs). */
-    if (in_send_)
-        complete_recv(cur_recv_, WcStatus::WrFlushErr, WcOpcode::Recv, 0, 0, 0);
-    while (!rq_.empty())
-        complete_recv(rq_.pop(), WcStatus::WrFlushErr, WcOpcode::Recv, 0, 0, 0);
-    retrans_deadline_ = rnr_deadline_ = 0;
+    if (resp_.in_send)
+        complete_recv(resp_.cur_recv, WcStatus::WrFlushErr, WcOpcode::Recv, 0, 0, 0);
+    while (!resp_.rq.empty())
+        complete_recv(resp_.rq.pop(), WcStatus::WrFlushErr, WcOpcode::Recv, 0, 0, 0);
+    comp_.retrans_deadline = comp_.rnr_deadline = 0;
     pace_until_ = 0; /* nothing is sent from ERR but a NAK */
-    rd_atomic_inflight_ = 0;
-    in_send_ = in_write_ = false;
+    req_.rd_atomic_inflight = 0;
+    resp_.in_send = resp_.in_write = false;
     /* READ/atomic responses still queued are never sent from ERR. */
-    for (auto &r : rd_res_)
+    for (auto &r : resp_.rd_res)
         r.valid = false;
 }
 
@@ -459,7 +489,7 @@ void Qp::enter_error(bool raise_ev, AsyncEventType ev) {
         return;
     state_ = QpState::Err;
     attr_.qp_state = QpState::Err;
-    sqd_notify_ = false;
+    req_.sqd_notify = false;
     flush_queues();
     error_events(raise_ev, ev);
 }
@@ -550,10 +580,10 @@ void Qp::on_packet(const wire::ParsedPacket &p, Time now) {
             ++cfg_.counters->rx_qp_state_drop;
             return;
         }
-        if (state_ == QpState::Rtr && !comm_est_) {
+        if (state_ == QpState::Rtr && !resp_.comm_est) {
             /* Verbs: COMM_EST when the first packet arrives in RTR (the application may
              * be waiting for it to move to RTS). */
-            comm_est_ = true;
+            resp_.comm_est = true;
             raise(AsyncEventType::CommEst);
         }
         responder_on_packet(p, now);
@@ -576,23 +606,23 @@ void Qp::progress(Time now) {
 
 bool Qp::has_tx_work() const {
     if (state_ == QpState::Err)
-        return ack_owed_;
+        return resp_.ack_owed;
     if (state_ == QpState::Reset)
         return false;
     if (pace_until_ != 0) {
         /* Data waits for the pacer (a timer at pace_until_ wakes the QP); an ACK or NAK
          * owed still goes, unless it is queued behind READ responses, which are data. */
-        return (ack_owed_ || busy_dropped_) && !read_responses_pending();
+        return (resp_.ack_owed || resp_.busy_dropped) && !read_responses_pending();
     }
-    if (ack_owed_ || busy_dropped_ || read_responses_pending())
+    if (resp_.ack_owed || resp_.busy_dropped || read_responses_pending())
         return true;
     return requester_can_send();
 }
 
 Time Qp::next_deadline() const {
-    Time d = retrans_deadline_;
-    if (rnr_deadline_ && (d == 0 || rnr_deadline_ < d))
-        d = rnr_deadline_;
+    Time d = comp_.retrans_deadline;
+    if (comp_.rnr_deadline && (d == 0 || comp_.rnr_deadline < d))
+        d = comp_.rnr_deadline;
     if (pace_until_ && (d == 0 || pace_until_ < d))
         d = pace_until_;
     if (rp_limited_) { /* not *cc_ otherwise: the driver asks after every packet */
@@ -607,27 +637,27 @@ void Qp::on_timer(Time now) {
     now_ = now;
     if (cc_)
         cc_timer(now);
-    if (rnr_deadline_ && now >= rnr_deadline_) {
-        rnr_deadline_ = 0;
-        /* the requester resumes from una_psn_ (rewound when the RNR NAK came) */
+    if (comp_.rnr_deadline && now >= comp_.rnr_deadline) {
+        comp_.rnr_deadline = 0;
+        /* the requester resumes from comp_.una_psn (rewound when the RNR NAK came) */
         arm_retransmit(now);
     }
-    if (retrans_deadline_ && now >= retrans_deadline_)
+    if (comp_.retrans_deadline && now >= comp_.retrans_deadline)
         retry_or_fail(now);
 }
 
 std::string Qp::check_invariants() const {
     if (state_ != QpState::Rts && state_ != QpState::Sqd)
         return {};
-    if (wire::psn_diff(npsn_, una_psn_) < 0)
+    if (wire::psn_diff(req_.npsn, comp_.una_psn) < 0)
         return "npsn before una";
-    if (wire::psn_diff(sent_hi_psn_, npsn_) < 0)
+    if (wire::psn_diff(req_.sent_hi_psn, req_.npsn) < 0)
         return "npsn beyond sent_hi";
-    if (static_cast<int32_t>(sq_cur_ - sq_head_) < 0 ||
-        static_cast<int32_t>(sq_tail_ - sq_cur_) < 0)
+    if (static_cast<int32_t>(req_.sq_cur - req_.sq_head) < 0 ||
+        static_cast<int32_t>(req_.sq_tail - req_.sq_cur) < 0)
         return "sq indices out of order";
-    if (wire::psn_diff(npsn_, una_psn_) > 0 && retrans_deadline_ == 0 && rnr_deadline_ == 0 &&
-        attr_.timeout != 0)
+    if (wire::psn_diff(req_.npsn, comp_.una_psn) > 0 && comp_.retrans_deadline == 0 &&
+        comp_.rnr_deadline == 0 && attr_.timeout != 0)
         return "packets outstanding but no timer armed";
     return {};
 }
@@ -635,17 +665,19 @@ std::string Qp::check_invariants() const {
 std::string Qp::debug_string() const {
     char buf[512];
     uint32_t pending_rd = 0;
-    for (const auto &r : rd_res_)
+    for (const auto &r : resp_.rd_res)
         pending_rd += r.valid && r.sent_pkts < r.npkts;
     std::snprintf(buf, sizeof buf,
                   "qpn 0x%06x %s sq %u (cur +%u) npsn 0x%06x una 0x%06x sent_hi 0x%06x "
                   "rdat %u retry %u rnr %u t_retx %llu t_rnr %llu | rq %u epsn 0x%06x msn %u "
                   "in_send %d in_write %d nak %d busy %d ack_owed %d rd_pending %u",
-                  cfg_.qpn, qp_state_str(state_), sq_tail_ - sq_head_, sq_cur_ - sq_head_, npsn_,
-                  una_psn_, sent_hi_psn_, rd_atomic_inflight_, retry_left_, rnr_retry_left_,
-                  static_cast<unsigned long long>(retrans_deadline_),
-                  static_cast<unsigned long long>(rnr_deadline_), rcv_->depth(), epsn_, msn_,
-                  in_send_, in_write_, nak_sent_, busy_dropped_, ack_owed_, pending_rd);
+                  cfg_.qpn, qp_state_str(state_), req_.sq_tail - req_.sq_head,
+                  req_.sq_cur - req_.sq_head, req_.npsn, comp_.una_psn, req_.sent_hi_psn,
+                  req_.rd_atomic_inflight, comp_.retry_left, comp_.rnr_retry_left,
+                  static_cast<unsigned long long>(comp_.retrans_deadline),
+                  static_cast<unsigned long long>(comp_.rnr_deadline), resp_.rcv->depth(),
+                  resp_.epsn, resp_.msn, resp_.in_send, resp_.in_write, resp_.nak_sent,
+                  resp_.busy_dropped, resp_.ack_owed, pending_rd);
     std::string out = buf;
     if (cc_) {
         /* DCQCN: what droce-info -q and telemetry show per QP. */

@@ -13,19 +13,30 @@
 #include <string>
 #include <vector>
 
-#include <droce/status.h>
-#include <droce/verbs.h>
+#include "vocab_status.h"
+#include "vocab_verbs.h"
 
 #include "cc_params.h"
 #include "mem_mr.h"
+#include "qp_env.h"
+#include "qp_recv_queue.h"
+#include "qp_transport.h"
 #include "rc_cc.h"
 #include "rc_counters.h"
-#include "rc_env.h"
-#include "rc_recv_queue.h"
 #include "rc_resp_checks.h"
 #include "wire_packet.h"
 
 namespace droce::rc {
+
+/* The base RC shares with UD (lib/qp), by the names rc has always used. */
+using qp::AsyncEvent;
+using qp::AsyncEventSink;
+using qp::CqSink;
+using qp::pkey_match;
+using qp::RecvQueue;
+using qp::RecvWqe;
+using qp::Time;
+using qp::TxPort;
 
 /** The resolved network path of a connected QP (set when it goes to RTR): everything the
  * frame builder needs below the BTH. */
@@ -106,12 +117,6 @@ struct QpConfig {
     uint32_t tx_burst_frames = 0;
 };
 
-/** IBTA 10.9.3 P_Key match: same partition (low 15 bits, never 0) and at least one of
- * the two a full member (bit 15). */
-inline bool pkey_match(uint16_t a, uint16_t b) {
-    return (a & 0x7FFF) != 0 && (a & 0x7FFF) == (b & 0x7FFF) && ((a | b) & 0x8000) != 0;
-}
-
 class Qp {
   public:
     explicit Qp(const QpConfig &cfg);
@@ -155,8 +160,8 @@ class Qp {
     void set_next_hop_mac(const uint8_t mac[6]) { std::memcpy(path_.eth.dst, mac, 6); }
     /** The P_Key this QP sends and accepts (from the P_Key table entry it was given). */
     uint16_t pkey() const { return pkey_; }
-    uint32_t send_queue_depth() const { return sq_tail_ - sq_head_; }
-    uint32_t recv_queue_depth() const { return rcv_->depth(); }
+    uint32_t send_queue_depth() const { return req_.sq_tail - req_.sq_head; }
+    uint32_t recv_queue_depth() const { return resp_.rcv->depth(); }
     /** One line of protocol state, for diagnostics (droce-info -q, test failures). */
     std::string debug_string() const;
     /* ---- DCQCN (rc_cc.cpp) ---- */
@@ -206,6 +211,15 @@ class Qp {
         bool replayed; /* replayed (atomic) or re-served (READ) at replayed_at: the limit */
         Time replayed_at;
     };
+
+    /* rc_qp.cpp: modify() runs these steps in order */
+    Status check_transition(const QpAttr &a, uint32_t mask, QpState cur, QpState to) const;
+    Status check_attr_values(const QpAttr &a, uint32_t mask, const Path *path) const;
+    void apply_path_attrs(const QpAttr &a, uint32_t mask, const Path *path);
+    void apply_responder_attrs(const QpAttr &a, uint32_t mask);
+    void apply_requester_attrs(const QpAttr &a, uint32_t mask);
+    void reset_queues_and_state();
+    void enter_state(QpState cur, QpState to, const QpAttr &a, uint32_t mask);
 
     /* rc_qp.cpp */
     /* rxe's check_addr: the packet came from the path's remote GID to the path's own. */
@@ -314,62 +328,79 @@ class Qp {
      * src_gid/dst_gid (adjacent there too) per packet: from_peer(). */
     uint8_t peer_gids_[32] = {};
 
-    /* ---- send queue + requester ---- */
-    std::vector<SendWqe> sq_;
-    uint32_t sq_mask_ = 0;
-    uint32_t sq_head_ = 0;     /* oldest WQE not yet completed */
-    uint32_t sq_cur_ = 0;      /* WQE being transmitted */
-    uint32_t sq_tail_ = 0;     /* next free slot */
-    uint32_t cur_off_ = 0;     /* bytes of sq_cur_ already sent */
-    uint32_t npsn_ = 0;        /* next PSN to send */
-    uint32_t una_psn_ = 0;     /* oldest unacknowledged PSN */
-    uint32_t ackreq_psn_ = 0;  /* PSN of the last packet sent with AckReq */
-    uint32_t sent_hi_psn_ = 0; /* one past the highest PSN ever sent (retransmit count) */
-    uint32_t rd_atomic_inflight_ = 0;
-    Time retrans_deadline_ = 0;
-    Time rnr_deadline_ = 0; /* sending paused until then after an RNR NAK */
-    uint8_t retry_left_ = 7;
-    uint8_t rnr_retry_left_ = 7;
-    bool sqd_notify_ = false; /* SQD entered with en_sqd_async_notify, not drained yet */
+    /* ---- requester (rc_requester.cpp): the send queue and what of it has been sent ---- */
+    struct Requester {
+        std::vector<SendWqe> sq;
+        uint32_t sq_mask = 0;
+        uint32_t sq_head = 0;     /* oldest WQE not yet completed (the completer retires it) */
+        uint32_t sq_cur = 0;      /* WQE being transmitted */
+        uint32_t sq_tail = 0;     /* next free slot */
+        uint32_t cur_off = 0;     /* bytes of sq_cur already sent */
+        uint32_t npsn = 0;        /* next PSN to send */
+        uint32_t ackreq_psn = 0;  /* PSN of the last packet sent with AckReq */
+        uint32_t sent_hi_psn = 0; /* one past the highest PSN ever sent (retransmit count) */
+        uint32_t rd_atomic_inflight = 0;
+        bool sqd_notify = false; /* SQD entered with en_sqd_async_notify, not drained yet */
+    };
+    /* ---- completer (rc_completer.cpp): acknowledgements, retries and their timers ---- */
+    struct Completer {
+        uint32_t una_psn = 0; /* oldest unacknowledged PSN */
+        Time retrans_deadline = 0;
+        Time rnr_deadline = 0; /* sending paused until then after an RNR NAK */
+        uint8_t retry_left = 7;
+        uint8_t rnr_retry_left = 7;
+    };
+    /* ---- responder (rc_responder.cpp): the receive queue, requests in, ACKs out ---- */
+    struct Responder {
+        explicit Responder(const QpConfig &cfg)
+            : rq(cfg.srq ? 1 : cfg.cap.max_recv_wr, cfg.cap.max_recv_sge),
+              rcv(cfg.srq ? cfg.srq : &rq) {}
+        Responder(const Responder &) = delete; /* rcv may point at rq */
+        Responder &operator=(const Responder &) = delete;
+
+        RecvQueue rq;       /* the QP's own receive queue (unused with an SRQ) */
+        RecvQueue *rcv;     /* where receives come from: &rq or the SRQ */
+        RecvWqe cur_recv{}; /* the receive a multi-packet SEND is filling (taken at FIRST) */
+        uint32_t epsn = 0;  /* expected request PSN */
+        uint32_t msn = 0;
+        uint32_t recv_off = 0; /* bytes placed into the head receive of a SEND in flight */
+        bool in_send = false;
+        bool in_write = false;
+        bool nak_sent = false;       /* one PSN sequence error NAK per gap */
+        uint32_t ahead_run = 0;      /* consecutive ahead PSNs since the last one in sequence */
+        uint32_t ahead_next_psn = 0; /* the PSN that continues that run */
+        /* A new request arrived while READ responses were still queued: it was dropped (to
+         * keep responses in PSN order and memory effects in request order) and a PSN
+         * sequence NAK will restart the requester from it as soon as they are out. */
+        bool busy_dropped = false;
+        bool comm_est = false; /* CommEst raised in this RTR */
+        WriteCursor write{};   /* the WRITE in flight: where its next payload goes */
+        uint32_t pkts_since_ack = 0;
+        /* an ACK/NAK not sent yet: a coalesced ACK (sent when the QP is next served for TX)
+         * or one TX had no room for; the newest supersedes older ones */
+        bool ack_owed = false;
+        uint8_t ack_owed_syndrome = 0;
+        uint32_t ack_owed_psn = 0;
+        /* the last duplicate re-ACK (QpTuning::dup_ack_interval_ns) */
+        bool dup_acked = false;
+        Time dup_ack_at = 0;
+        /* the last PSN sequence error NAK for an ahead PSN (QpTuning::seq_nak_interval_ns) */
+        bool seq_naked = false;
+        Time seq_nak_at = 0;
+        std::vector<ReadResource> rd_res;
+        uint32_t rd_res_next = 0;
+        /* Some rd_res entry may still owe responses. A hint, set wherever an entry becomes
+         * pending and cleared by a scan that finds none: the per-packet has_tx_work() then
+         * does not walk 16 cold entries on every QP (the cost that grew with the QP count). */
+        mutable bool rd_maybe_pending = false;
+    };
+    /* rxe's split: each role's state apart; the QP-wide part (configuration, state,
+     * attributes, path) above, DCQCN below. */
+    Requester req_;
+    Completer comp_;
     /* CQs this QP reported CqErr for (once each until RESET). */
     const CqSink *cq_err_raised_[2] = {nullptr, nullptr};
-
-    /* ---- receive queue + responder ---- */
-    RecvQueue rq_;       /* the QP's own receive queue (unused with an SRQ) */
-    RecvQueue *rcv_;     /* where receives come from: &rq_ or the SRQ */
-    RecvWqe cur_recv_{}; /* the receive a multi-packet SEND is filling (taken at FIRST) */
-    uint32_t epsn_ = 0;  /* expected request PSN */
-    uint32_t msn_ = 0;
-    uint32_t recv_off_ = 0; /* bytes placed into the head receive of a SEND in flight */
-    bool in_send_ = false;
-    bool in_write_ = false;
-    bool nak_sent_ = false;       /* one PSN sequence error NAK per gap */
-    uint32_t ahead_run_ = 0;      /* consecutive ahead PSNs since the last one in sequence */
-    uint32_t ahead_next_psn_ = 0; /* the PSN that continues that run */
-    /* A new request arrived while READ responses were still queued: it was dropped (to
-     * keep responses in PSN order and memory effects in request order) and a PSN
-     * sequence NAK will restart the requester from it as soon as they are out. */
-    bool busy_dropped_ = false;
-    bool comm_est_ = false; /* CommEst raised in this RTR */
-    WriteCursor write_{};   /* the WRITE in flight: where its next payload goes */
-    uint32_t pkts_since_ack_ = 0;
-    /* an ACK/NAK not sent yet: a coalesced ACK (sent when the QP is next served for TX)
-     * or one TX had no room for; the newest supersedes older ones */
-    bool ack_owed_ = false;
-    uint8_t ack_owed_syndrome_ = 0;
-    uint32_t ack_owed_psn_ = 0;
-    /* the last duplicate re-ACK (QpTuning::dup_ack_interval_ns) */
-    bool dup_acked_ = false;
-    Time dup_ack_at_ = 0;
-    /* the last PSN sequence error NAK for an ahead PSN (QpTuning::seq_nak_interval_ns) */
-    bool seq_naked_ = false;
-    Time seq_nak_at_ = 0;
-    std::vector<ReadResource> rd_res_;
-    uint32_t rd_res_next_ = 0;
-    /* Some rd_res_ entry may still owe responses. A hint, set wherever an entry becomes
-     * pending and cleared by a scan that finds none: the per-packet has_tx_work() then
-     * does not walk 16 cold entries on every QP (the cost that grew with the QP count). */
-    mutable bool rd_maybe_pending_ = false;
+    Responder resp_;
 
     /* ---- DCQCN ---- */
     std::unique_ptr<QpCc> cc_; /* nullptr: no DCQCN */
@@ -388,6 +419,8 @@ class Qp {
      * sent from paths that do not carry it. */
     Time now_ = 0;
 };
+
+static_assert(qp::TransportQp<Qp>);
 
 /** Local ACK timeout in ns for the 5-bit verbs value (0 = infinite -> 0). */
 Time ack_timeout_ns(uint8_t timeout);

@@ -63,54 +63,57 @@ void copy_only(wire::FrameSpec::Seg *segs, uint32_t n) {
 
 /* Whether requester_progress() would send a packet now: the same gates, no side effects. */
 bool Qp::requester_can_send() const {
-    if ((state_ != QpState::Rts && state_ != QpState::Sqd) || rnr_deadline_ != 0 ||
-        sq_cur_ == sq_tail_)
+    if ((state_ != QpState::Rts && state_ != QpState::Sqd) || comp_.rnr_deadline != 0 ||
+        req_.sq_cur == req_.sq_tail)
         return false;
-    if (static_cast<uint32_t>(wire::psn_diff(npsn_, una_psn_)) >= cfg_.tuning.max_inflight_pkts)
+    if (static_cast<uint32_t>(wire::psn_diff(req_.npsn, comp_.una_psn)) >=
+        cfg_.tuning.max_inflight_pkts)
         return false;
-    const SendWqe &w = sq_[sq_cur_ & sq_mask_];
+    const SendWqe &w = req_.sq[req_.sq_cur & req_.sq_mask];
     if (w.started)
         return true;
     if (state_ == QpState::Sqd)
         return false;
-    if ((w.wr.send_flags & kSendFence) && rd_atomic_inflight_ > 0)
+    if ((w.wr.send_flags & kSendFence) && req_.rd_atomic_inflight > 0)
         return false;
     if (w.wr.opcode == WrOpcode::RdmaRead &&
-        !read_fits_psn_window(static_cast<uint32_t>(wire::psn_diff(npsn_, una_psn_)), w.length,
-                              mtu()))
+        !read_fits_psn_window(static_cast<uint32_t>(wire::psn_diff(req_.npsn, comp_.una_psn)),
+                              w.length, mtu()))
         return false;
     return !is_read_or_atomic(w.wr.opcode) ||
-           rd_atomic_inflight_ < std::max<uint32_t>(1, attr_.max_rd_atomic);
+           req_.rd_atomic_inflight < std::max<uint32_t>(1, attr_.max_rd_atomic);
 }
 
 void Qp::requester_progress(Time now) {
-    if (rnr_deadline_ != 0)
+    if (comp_.rnr_deadline != 0)
         return; /* paused by an RNR NAK until on_timer() */
     if (pace_until_ > now)
         return; /* held by the pacer until on_timer() */
-    while (sq_cur_ != sq_tail_ && state_ != QpState::Err) {
-        SendWqe &w = sq_[sq_cur_ & sq_mask_];
+    while (req_.sq_cur != req_.sq_tail && state_ != QpState::Err) {
+        SendWqe &w = req_.sq[req_.sq_cur & req_.sq_mask];
         if (!w.started) {
             if (state_ == QpState::Sqd)
                 return; /* draining: finish what started, start nothing new */
-            if ((w.wr.send_flags & kSendFence) && rd_atomic_inflight_ > 0)
+            if ((w.wr.send_flags & kSendFence) && req_.rd_atomic_inflight > 0)
                 return;
             if (is_read_or_atomic(w.wr.opcode) &&
-                rd_atomic_inflight_ >= std::max<uint32_t>(1, attr_.max_rd_atomic))
+                req_.rd_atomic_inflight >= std::max<uint32_t>(1, attr_.max_rd_atomic))
                 return;
-            const uint32_t outstanding = static_cast<uint32_t>(wire::psn_diff(npsn_, una_psn_));
+            const uint32_t outstanding =
+                static_cast<uint32_t>(wire::psn_diff(req_.npsn, comp_.una_psn));
             if (w.wr.opcode == WrOpcode::RdmaRead &&
                 !read_fits_psn_window(outstanding, w.length, mtu())) {
                 /* Waits for ACKs; alone it can never fit (the path MTU shrank after
                  * post_send checked it): the WR fails rather than the SQ stalling. */
                 if (outstanding == 0)
-                    requester_error(sq_cur_, WcStatus::LocLenErr);
+                    requester_error(req_.sq_cur, WcStatus::LocLenErr);
                 return;
             }
             if (!start_wqe(w))
                 return;
         }
-        if (static_cast<uint32_t>(wire::psn_diff(npsn_, una_psn_)) >= cfg_.tuning.max_inflight_pkts)
+        if (static_cast<uint32_t>(wire::psn_diff(req_.npsn, comp_.una_psn)) >=
+            cfg_.tuning.max_inflight_pkts)
             return;
         if (!send_next_packet(w, now))
             return;
@@ -131,7 +134,7 @@ bool Qp::start_wqe(SendWqe &w) {
         uint8_t *host;
         if (s.length != 0 && cfg_.mrs->check(s.lkey, cfg_.pd, s.addr, s.length, need, &host) !=
                                  mem::AccessResult::Ok) {
-            requester_error(sq_cur_, WcStatus::LocProtErr);
+            requester_error(req_.sq_cur, WcStatus::LocProtErr);
             return false;
         }
     }
@@ -148,13 +151,13 @@ bool Qp::start_wqe_psns(SendWqe &w) {
     default:
         w.npkts = w.length == 0 ? 1 : (w.length + m - 1) / m;
     }
-    w.first_psn = npsn_;
-    w.last_psn = wire::psn_add(npsn_, w.npkts - 1);
+    w.first_psn = req_.npsn;
+    w.last_psn = wire::psn_add(req_.npsn, w.npkts - 1);
     w.read_off = 0;
     w.started = true;
     if (is_read_or_atomic(w.wr.opcode))
-        ++rd_atomic_inflight_;
-    cur_off_ = 0;
+        ++req_.rd_atomic_inflight;
+    req_.cur_off = 0;
     return true;
 }
 
@@ -207,7 +210,7 @@ bool Qp::send_next_packet(SendWqe &w, Time now) {
     case WrOpcode::SendWithInv:
     case WrOpcode::RdmaWrite:
     case WrOpcode::RdmaWriteWithImm: {
-        const uint32_t off = cur_off_;
+        const uint32_t off = req_.cur_off;
         chunk = std::min(m, w.length - off);
         const bool first = off == 0;
         const bool last = off + chunk >= w.length;
@@ -228,15 +231,15 @@ bool Qp::send_next_packet(SendWqe &w, Time now) {
             /* Its region was deregistered after the WR started (verbs: a WR must not
              * outlive its MR; hardware reports the same local protection error). */
             ++cfg_.counters->req_local_prot_error;
-            requester_error(sq_cur_, WcStatus::LocProtErr);
+            requester_error(req_.sq_cur, WcStatus::LocProtErr);
             return false;
         }
-        if (wire::psn_diff(psn, sent_hi_psn_) < 0) [[unlikely]]
+        if (wire::psn_diff(psn, req_.sent_hi_psn) < 0) [[unlikely]]
             copy_only(segs, f.nsegs);
         f.segs = segs;
         f.payload_len = chunk;
         done_wqe = last;
-        f.bth.ack_req = last || static_cast<uint32_t>(wire::psn_diff(psn, ackreq_psn_)) >=
+        f.bth.ack_req = last || static_cast<uint32_t>(wire::psn_diff(psn, req_.ackreq_psn)) >=
                                     cfg_.tuning.ackreq_every;
         break;
     }
@@ -282,44 +285,44 @@ bool Qp::send_next_packet(SendWqe &w, Time now) {
     if (wire_bytes != 0)
         cc_sent(wire_bytes, now);
     if (f.bth.ack_req)
-        ackreq_psn_ = psn;
+        req_.ackreq_psn = psn;
     /* PSNs the packet consumes: a READ request takes one per response packet. */
     const uint32_t next =
         w.wr.opcode == WrOpcode::RdmaRead ? wire::psn_add(w.last_psn, 1) : wire::psn_add(psn, 1);
-    if (wire::psn_diff(psn, sent_hi_psn_) < 0)
+    if (wire::psn_diff(psn, req_.sent_hi_psn) < 0)
         ++cfg_.counters->retransmitted_packets;
     else
-        sent_hi_psn_ = next;
-    npsn_ = next;
+        req_.sent_hi_psn = next;
+    req_.npsn = next;
     if (done_wqe) {
-        ++sq_cur_;
-        cur_off_ = 0;
+        ++req_.sq_cur;
+        req_.cur_off = 0;
     } else {
-        cur_off_ += chunk;
+        req_.cur_off += chunk;
     }
-    if (retrans_deadline_ == 0)
+    if (comp_.retrans_deadline == 0)
         arm_retransmit(now);
     return true;
 }
 
 void Qp::arm_retransmit(Time now) {
     const Time t = ack_timeout_ns(attr_.timeout);
-    retrans_deadline_ = (t != 0 && wire::psn_diff(npsn_, una_psn_) > 0) ? now + t : 0;
+    comp_.retrans_deadline = (t != 0 && wire::psn_diff(req_.npsn, comp_.una_psn) > 0) ? now + t : 0;
 }
 
 void Qp::rewind_to(uint32_t psn) {
-    for (uint32_t i = sq_head_; i != sq_tail_; ++i) {
-        SendWqe &w = sq_[i & sq_mask_];
+    for (uint32_t i = req_.sq_head; i != req_.sq_tail; ++i) {
+        SendWqe &w = req_.sq[i & req_.sq_mask];
         if (!w.started)
             break;
         if (wire::psn_diff(psn, w.first_psn) >= 0 && wire::psn_diff(psn, w.last_psn) <= 0) {
-            sq_cur_ = i;
-            cur_off_ = static_cast<uint32_t>(wire::psn_diff(psn, w.first_psn)) * mtu();
+            req_.sq_cur = i;
+            req_.cur_off = static_cast<uint32_t>(wire::psn_diff(psn, w.first_psn)) * mtu();
             if (w.wr.opcode == WrOpcode::RdmaRead)
-                cur_off_ = 0;
-            npsn_ = w.wr.opcode == WrOpcode::RdmaRead
-                        ? wire::psn_add(w.first_psn, w.read_off / mtu())
-                        : psn;
+                req_.cur_off = 0;
+            req_.npsn = w.wr.opcode == WrOpcode::RdmaRead
+                            ? wire::psn_add(w.first_psn, w.read_off / mtu())
+                            : psn;
             return;
         }
     }

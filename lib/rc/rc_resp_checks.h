@@ -10,7 +10,7 @@
 
 #include <cstdint>
 
-#include <droce/verbs.h>
+#include "vocab_verbs.h"
 
 #include "mem_mr.h"
 #include "rc_counters.h"

@@ -29,19 +29,19 @@ uint32_t read_npkts(uint32_t len, uint32_t m) {
 } // namespace
 
 bool Qp::read_responses_pending() const {
-    if (!rd_maybe_pending_)
+    if (!resp_.rd_maybe_pending)
         return false;
-    for (const auto &r : rd_res_)
+    for (const auto &r : resp_.rd_res)
         if (r.valid && r.sent_pkts < r.npkts)
             return true;
-    rd_maybe_pending_ = false;
+    resp_.rd_maybe_pending = false;
     return false;
 }
 
 bool Qp::overlaps_pending_read(uint64_t va, uint64_t len) const {
-    if (!rd_maybe_pending_)
+    if (!resp_.rd_maybe_pending)
         return false;
-    for (const auto &r : rd_res_)
+    for (const auto &r : resp_.rd_res)
         if (r.valid && !r.is_atomic && r.sent_pkts < r.npkts && len > 0 && va < r.va + r.length &&
             r.va < va + len)
             return true;
@@ -50,13 +50,13 @@ bool Qp::overlaps_pending_read(uint64_t va, uint64_t len) const {
 
 /* Sends queued READ/atomic responses oldest PSN first; false when TX is full. */
 bool Qp::flush_read_responses() {
-    if (!rd_maybe_pending_)
+    if (!resp_.rd_maybe_pending)
         return true;
     if (pace_until_ > now_)
         return false; /* held by the pacer until on_timer() */
     for (;;) {
         ReadResource *next = nullptr;
-        for (auto &r : rd_res_)
+        for (auto &r : resp_.rd_res)
             if (r.valid && r.sent_pkts < r.npkts && (!next || wire::psn_diff(r.psn, next->psn) < 0))
                 next = &r;
         if (!next)
@@ -70,24 +70,24 @@ bool Qp::transmit_ack(uint8_t syndrome, uint32_t psn) {
     if (read_responses_pending()) {
         /* Responses leave in PSN order: an ACK for a later request must not overtake
          * READ responses still queued. Keep the newest; progress() sends it after. */
-        ack_owed_ = true;
-        ack_owed_syndrome_ = syndrome;
-        ack_owed_psn_ = psn;
+        resp_.ack_owed = true;
+        resp_.ack_owed_syndrome = syndrome;
+        resp_.ack_owed_psn = psn;
         return false;
     }
     wire::FrameSpec f;
     base_frame(f, wire::kRcAcknowledge, psn);
     f.aeth.syndrome = syndrome;
-    f.aeth.msn = msn_ & 0xFFFFFF;
+    f.aeth.msn = resp_.msn & 0xFFFFFF;
     if (cfg_.port->transmit(f)) {
-        ack_owed_ = false;
+        resp_.ack_owed = false;
         return true;
     }
     /* Keep only the newest: a later ACK covers an earlier one. */
     ++cfg_.counters->tx_blocked;
-    ack_owed_ = true;
-    ack_owed_syndrome_ = syndrome;
-    ack_owed_psn_ = psn;
+    resp_.ack_owed = true;
+    resp_.ack_owed_syndrome = syndrome;
+    resp_.ack_owed_psn = psn;
     return false;
 }
 
@@ -97,8 +97,8 @@ bool Qp::send_ack(uint8_t syndrome, uint32_t psn) {
      * ACK left at once. An owed ACK for a later PSN (one held behind READ responses)
      * is dropped: this packet's PSN comes first, and e.g. a NAK of a READ that could
      * not be served must not be preceded by an ACK claiming it. */
-    if (ack_owed_ && wire::psn_diff(ack_owed_psn_, psn) < 0)
-        transmit_ack(ack_owed_syndrome_, ack_owed_psn_); /* TX full: superseded below */
+    if (resp_.ack_owed && wire::psn_diff(resp_.ack_owed_psn, psn) < 0)
+        transmit_ack(resp_.ack_owed_syndrome, resp_.ack_owed_psn); /* TX full: superseded below */
     return transmit_ack(syndrome, psn);
 }
 
@@ -107,30 +107,32 @@ void Qp::owe_ack(uint32_t psn) {
      * leaves when the QP is next served for TX, after the whole RX burst, so a burst
      * of requests costs one ACK for its last PSN. A NAK still owed for a later PSN
      * (its TX was full) already acknowledges this one and is kept. */
-    if (ack_owed_ && ack_owed_syndrome_ != kAckSyndrome && wire::psn_diff(psn, ack_owed_psn_) < 0)
+    if (resp_.ack_owed && resp_.ack_owed_syndrome != kAckSyndrome &&
+        wire::psn_diff(psn, resp_.ack_owed_psn) < 0)
         return;
-    ack_owed_ = true;
-    ack_owed_syndrome_ = kAckSyndrome;
-    ack_owed_psn_ = psn;
+    resp_.ack_owed = true;
+    resp_.ack_owed_syndrome = kAckSyndrome;
+    resp_.ack_owed_psn = psn;
 }
 
 bool Qp::ack_only_tx_work() const {
     /* Not a NAK (those go at once), not in ERR, nothing the requester could send (data
      * goes now, and the ACK with it), and no READ response queued (ordered with it). */
-    return ack_owed_ && ack_owed_syndrome_ == kAckSyndrome && !busy_dropped_ && pace_until_ == 0 &&
+    return resp_.ack_owed && resp_.ack_owed_syndrome == kAckSyndrome && !resp_.busy_dropped &&
+           pace_until_ == 0 &&
            (state_ == QpState::Rtr || state_ == QpState::Rts || state_ == QpState::Sqd) &&
            !read_responses_pending() && !requester_can_send();
 }
 
 void Qp::flush_owed_ack() {
-    if (ack_owed_)
-        transmit_ack(ack_owed_syndrome_, ack_owed_psn_);
+    if (resp_.ack_owed)
+        transmit_ack(resp_.ack_owed_syndrome, resp_.ack_owed_psn);
 }
 
 void Qp::nak_and_error(uint8_t syndrome, uint32_t psn, bool raise_ev) {
     /* The QP dies: READ responses still queued will never go (progress() sends nothing
      * in ERR but this NAK), so they must not hold it back either. */
-    for (auto &r : rd_res_)
+    for (auto &r : resp_.rd_res)
         r.valid = false;
     send_ack(syndrome, psn);
     /* No WQE carries a responder's request error, so verbs reports it as an affiliated
@@ -141,9 +143,9 @@ void Qp::nak_and_error(uint8_t syndrome, uint32_t psn, bool raise_ev) {
 
 Qp::ReadResource *Qp::alloc_read_resource() {
     const uint32_t n = std::max<uint32_t>(1, attr_.max_dest_rd_atomic);
-    ReadResource *r = &rd_res_[rd_res_next_ % n];
-    rd_res_next_ = (rd_res_next_ + 1) % n;
-    rd_maybe_pending_ = true; /* the caller fills it with responses to send */
+    ReadResource *r = &resp_.rd_res[resp_.rd_res_next % n];
+    resp_.rd_res_next = (resp_.rd_res_next + 1) % n;
+    resp_.rd_maybe_pending = true; /* the caller fills it with responses to send */
     return r;
 }
 
@@ -155,7 +157,7 @@ bool Qp::send_read_responses(ReadResource &r) {
         wire::FrameSpec::Seg seg;
         if (r.is_atomic) {
             base_frame(f, wire::kRcAtomicAcknowledge, r.psn);
-            f.aeth = {kAckSyndrome, msn_ & 0xFFFFFF};
+            f.aeth = {kAckSyndrome, resp_.msn & 0xFFFFFF};
             f.atomic_ack.orig = r.atomic_orig;
         } else {
             const uint32_t off = i * m;
@@ -165,7 +167,7 @@ bool Qp::send_read_responses(ReadResource &r) {
                                : i == r.npkts - 1 ? wire::kRcReadResponseLast
                                                   : wire::kRcReadResponseMiddle;
             base_frame(f, op, wire::psn_add(r.psn, i));
-            f.aeth = {kAckSyndrome, msn_ & 0xFFFFFF};
+            f.aeth = {kAckSyndrome, resp_.msn & 0xFFFFFF};
             if (chunk > 0) {
                 /* Re-check per packet: the region may have been deregistered while this
                  * response waited for TX room; then stop rather than read freed memory. */
@@ -210,12 +212,12 @@ bool Qp::send_read_responses(ReadResource &r) {
 void Qp::responder_progress() {
     if (!flush_read_responses())
         return;
-    if (busy_dropped_) {
+    if (resp_.busy_dropped) {
         /* Restart the requester at the first request we had to drop (after any owed
          * ACK of the requests before it: send_ack keeps that order). */
-        if (send_ack(wire::kAethNakPsnSeqErr, epsn_)) {
-            busy_dropped_ = false;
-            nak_sent_ = true;
+        if (send_ack(wire::kAethNakPsnSeqErr, resp_.epsn)) {
+            resp_.busy_dropped = false;
+            resp_.nak_sent = true;
         }
         return;
     }
@@ -228,15 +230,15 @@ bool Qp::conflicts_with_pending_read(const wire::ParsedPacket &p) const {
     const wire::OpcodeInfo &op = *p.op;
     if (op.is(wire::kOpRead) || op.is(wire::kOpAtomic)) {
         const uint32_t n = std::max<uint32_t>(1, attr_.max_dest_rd_atomic);
-        const ReadResource &slot = rd_res_[rd_res_next_ % n];
+        const ReadResource &slot = resp_.rd_res[resp_.rd_res_next % n];
         if (slot.valid && slot.sent_pkts < slot.npkts)
             return true;
         return op.is(wire::kOpAtomic) && overlaps_pending_read(p.atomic.va, 8);
     }
     if (op.is(wire::kOpWrite) && op.is(wire::kOpFirst))
         return overlaps_pending_read(p.reth.va, p.reth.dma_len);
-    if (op.is(wire::kOpSend) && op.is(wire::kOpFirst) && !rcv_->empty()) {
-        const RecvWqe &r = rcv_->front();
+    if (op.is(wire::kOpSend) && op.is(wire::kOpFirst) && !resp_.rcv->empty()) {
+        const RecvWqe &r = resp_.rcv->front();
         for (int i = 0; i < r.wr.num_sge; ++i)
             if (overlaps_pending_read(r.wr.sg_list[i].addr, r.wr.sg_list[i].length))
                 return true;
@@ -263,14 +265,14 @@ void Qp::responder_duplicate(const wire::ParsedPacket &p, Time now) {
         /* The ACK was lost: say again how far we are (C9-105); coalesced with the
          * other duplicates of this burst, and at most once per interval: the re-ACK
          * that leaves answers every duplicate until ePSN - 1. */
-        if (!dup_answer_allowed(&dup_acked_, &dup_ack_at_, now)) {
+        if (!dup_answer_allowed(&resp_.dup_acked, &resp_.dup_ack_at, now)) {
             ++cfg_.counters->duplicate_ack_suppressed;
             return;
         }
-        owe_ack(wire::psn_add(epsn_, wire::kPsnMask));
+        owe_ack(wire::psn_add(resp_.epsn, wire::kPsnMask));
         return;
     }
-    for (auto &r : rd_res_) {
+    for (auto &r : resp_.rd_res) {
         if (!r.valid)
             continue;
         if (p.op->is(wire::kOpAtomic) && r.is_atomic && r.psn == psn) {
@@ -280,7 +282,7 @@ void Qp::responder_duplicate(const wire::ParsedPacket &p, Time now) {
             }
             flush_owed_ack();
             r.sent_pkts = 0; /* replay the saved result; never execute twice */
-            rd_maybe_pending_ = true;
+            resp_.rd_maybe_pending = true;
             flush_read_responses();
             return;
         }
@@ -288,7 +290,7 @@ void Qp::responder_duplicate(const wire::ParsedPacket &p, Time now) {
             wire::psn_diff(psn, wire::psn_add(r.psn, r.npkts - 1)) <= 0) {
             /* Serve the retried READ as asked (it may start part-way), checked anew. */
             uint8_t *host;
-            Verdict v = check_rkey(p, *cfg_.mrs, cfg_.pd, write_, &host);
+            Verdict v = check_rkey(p, *cfg_.mrs, cfg_.pd, resp_.write, &host);
             if (v.accepted() && p.reth.dma_len > 0 && !(attr_.qp_access_flags & kAccessRemoteRead))
                 v = Verdict::access_error();
             if (!v.accepted()) {
@@ -309,7 +311,7 @@ void Qp::responder_duplicate(const wire::ParsedPacket &p, Time now) {
             r.length = p.reth.dma_len;
             r.npkts = read_npkts(r.length, mtu());
             r.sent_pkts = 0;
-            rd_maybe_pending_ = true;
+            resp_.rd_maybe_pending = true;
             flush_read_responses();
             return;
         }
@@ -318,31 +320,33 @@ void Qp::responder_duplicate(const wire::ParsedPacket &p, Time now) {
 }
 
 /* An ahead PSN: packets were lost. One NAK per sequence error (what IBTA asks), and at
- * most one per interval: a legitimate packet clears nak_sent_, so forged ahead-PSN frames
+ * most one per interval: a legitimate packet clears resp_.nak_sent, so forged ahead-PSN frames
  * between legitimate ones would otherwise each send the real peer back N. A run of ahead
  * packets (a real gap in a stream) gets the short interval, a lone one the long
  * (QpTuning::seq_nak_after_run). Left unset when suppressed: a genuine gap is NAKed by a
  * later ahead packet, or covered by the requester's own timeout. */
 void Qp::responder_ahead(const wire::ParsedPacket &p, Time now) {
-    if (nak_sent_)
+    if (resp_.nak_sent)
         return;
     /* A run is consecutive PSNs (a READ request takes one per response), as the packets
      * behind a real gap are; a repeated or random forged PSN is not one. */
     const uint32_t psn = p.bth.psn;
-    ahead_run_ =
-        (ahead_run_ != 0 && psn == ahead_next_psn_ && ahead_run_ < UINT32_MAX) ? ahead_run_ + 1 : 1;
+    resp_.ahead_run =
+        (resp_.ahead_run != 0 && psn == resp_.ahead_next_psn && resp_.ahead_run < UINT32_MAX)
+            ? resp_.ahead_run + 1
+            : 1;
     const uint32_t m = mtu();
-    ahead_next_psn_ = wire::psn_add(
+    resp_.ahead_next_psn = wire::psn_add(
         psn, p.op->is(wire::kOpRead) && p.reth.dma_len > m ? read_npkts(p.reth.dma_len, m) : 1u);
-    const uint64_t interval = ahead_run_ >= cfg_.tuning.seq_nak_after_run
+    const uint64_t interval = resp_.ahead_run >= cfg_.tuning.seq_nak_after_run
                                   ? cfg_.tuning.dup_ack_interval_ns
                                   : cfg_.tuning.seq_nak_interval_ns;
-    if (!answer_allowed(&seq_naked_, &seq_nak_at_, now, interval)) {
+    if (!answer_allowed(&resp_.seq_naked, &resp_.seq_nak_at, now, interval)) {
         ++cfg_.counters->nak_seq_suppressed;
         return;
     }
-    nak_sent_ = true;
-    send_ack(wire::kAethNakPsnSeqErr, epsn_);
+    resp_.nak_sent = true;
+    send_ack(wire::kAethNakPsnSeqErr, resp_.epsn);
 }
 
 inline Verdict Qp::check_pending_read(const wire::ParsedPacket &p) const {
@@ -369,26 +373,26 @@ inline void Qp::count_request(const wire::OpcodeInfo &op) {
  * *host is the target of an atomic or of a WRITE packet's payload. */
 inline Verdict Qp::check_request(const wire::ParsedPacket &p, uint8_t **host) {
     const wire::OpcodeInfo &op = *p.op;
-    Verdict v = check_op_seq(op, in_send_, in_write_);
+    Verdict v = check_op_seq(op, resp_.in_send, resp_.in_write);
     if (v.accepted())
         v = check_op_valid(op, attr_.qp_access_flags);
     if (v.accepted())
         v = check_length(op, p.payload_len, mtu());
     if (v.accepted())
-        v = check_resource(op, rcv_->empty());
+        v = check_resource(op, resp_.rcv->empty());
     if (!v.accepted())
         return v;
     count_request(op);
-    return check_rkey(p, *cfg_.mrs, cfg_.pd, write_, host);
+    return check_rkey(p, *cfg_.mrs, cfg_.pd, resp_.write, host);
 }
 
 /* A SEND packet's payload into the receive it fills, each SGE's lkey checked. False: it
  * does not fit the receive, or an lkey failed (LOC_LEN_ERR either way). */
 bool Qp::copy_to_recv(const wire::ParsedPacket &p) {
-    const RecvWqe &r = cur_recv_;
-    if (uint64_t{recv_off_} + p.payload_len > r.length)
+    const RecvWqe &r = resp_.cur_recv;
+    if (uint64_t{resp_.recv_off} + p.payload_len > r.length)
         return false;
-    mem::SglWriter out(*cfg_.mrs, cfg_.pd, r.wr.sg_list, r.wr.num_sge, recv_off_);
+    mem::SglWriter out(*cfg_.mrs, cfg_.pd, r.wr.sg_list, r.wr.num_sge, resp_.recv_off);
     bool ok = true;
     wire::for_each_payload_chunk(
         p, [&](const uint8_t *src, uint32_t n) { ok = ok && out.put(src, n); });
@@ -400,23 +404,23 @@ Verdict Qp::execute_send(const wire::ParsedPacket &p) {
     if (op.is(wire::kOpFirst)) {
         /* The receive leaves the queue now: with an SRQ, other QPs must not take it
          * while the rest of this message is on its way. */
-        cur_recv_ = rcv_->pop();
-        recv_off_ = 0;
-        in_send_ = true;
+        resp_.cur_recv = resp_.rcv->pop();
+        resp_.recv_off = 0;
+        resp_.in_send = true;
     }
-    const RecvWqe &r = cur_recv_;
+    const RecvWqe &r = resp_.cur_recv;
     if (!copy_to_recv(p)) {
-        in_send_ = false;
-        complete_recv(r, WcStatus::LocLenErr, WcOpcode::Recv, recv_off_, 0, 0);
+        resp_.in_send = false;
+        complete_recv(r, WcStatus::LocLenErr, WcOpcode::Recv, resp_.recv_off, 0, 0);
         /* the LOC_LEN_ERR completion reports it: no event */
         return {Verdict::NakError, wire::kAethNakInvalidRequest, false,
                 &Counters::resp_local_length_error};
     }
     cfg_.counters->rx_bytes_copied += p.payload_len;
-    recv_off_ += p.payload_len;
+    resp_.recv_off += p.payload_len;
     if (!op.is(wire::kOpLast))
         return {};
-    in_send_ = false;
+    resp_.in_send = false;
     if (op.is(wire::kOpInv)) [[unlikely]] {
         /* SEND with Invalidate: droce has no key a peer may invalidate (no memory
          * windows, no fast-registration MRs; a plain MR's rkey is not invalidatable), so
@@ -424,14 +428,14 @@ Verdict Qp::execute_send(const wire::ParsedPacket &p) {
          * an R_Key it cannot invalidate (rxe: RESPST_ERR_INVALIDATE_RKEY), never completed
          * as an invalidation that did not happen: the peer's WR fails with NAK Invalid
          * Request, the receive completes with RemInvReqErr, QP to ERR. */
-        complete_recv(r, WcStatus::RemInvReqErr, WcOpcode::Recv, recv_off_, 0, 0);
+        complete_recv(r, WcStatus::RemInvReqErr, WcOpcode::Recv, resp_.recv_off, 0, 0);
         return {Verdict::NakError, wire::kAethNakInvalidRequest, false,
                 &Counters::resp_invalidate_refused};
     }
     const bool imm = op.is(wire::kOpImm);
-    complete_recv(r, WcStatus::Success, WcOpcode::Recv, recv_off_, imm ? kWcWithImm : 0u,
+    complete_recv(r, WcStatus::Success, WcOpcode::Recv, resp_.recv_off, imm ? kWcWithImm : 0u,
                   imm ? p.imm : 0u);
-    msn_ = (msn_ + 1) & 0xFFFFFF;
+    resp_.msn = (resp_.msn + 1) & 0xFFFFFF;
     return {};
 }
 
@@ -439,24 +443,24 @@ Verdict Qp::execute_send(const wire::ParsedPacket &p) {
 inline void Qp::execute_write(const wire::ParsedPacket &p, uint8_t *dst) {
     const wire::OpcodeInfo &op = *p.op;
     if (op.is(wire::kOpFirst)) {
-        write_ = {p.reth.va, p.reth.rkey, p.reth.dma_len, p.reth.dma_len};
-        in_write_ = !op.is(wire::kOpLast);
+        resp_.write = {p.reth.va, p.reth.rkey, p.reth.dma_len, p.reth.dma_len};
+        resp_.in_write = !op.is(wire::kOpLast);
     }
     if (p.payload_len) {
         wire::for_each_payload_chunk(p, [&](const uint8_t *src, uint32_t n) {
             std::memcpy(dst, src, n);
             dst += n;
         });
-        write_.va += p.payload_len;
-        write_.left -= p.payload_len;
+        resp_.write.va += p.payload_len;
+        resp_.write.left -= p.payload_len;
         cfg_.counters->rx_bytes_copied += p.payload_len;
     }
     if (op.is(wire::kOpLast)) {
-        in_write_ = false;
-        msn_ = (msn_ + 1) & 0xFFFFFF;
+        resp_.in_write = false;
+        resp_.msn = (resp_.msn + 1) & 0xFFFFFF;
         if (op.is(wire::kOpImm))
-            complete_recv(rcv_->pop(), WcStatus::Success, WcOpcode::RecvRdmaWithImm, write_.len,
-                          kWcWithImm, p.imm);
+            complete_recv(resp_.rcv->pop(), WcStatus::Success, WcOpcode::RecvRdmaWithImm,
+                          resp_.write.len, kWcWithImm, p.imm);
     }
 }
 
@@ -467,8 +471,8 @@ void Qp::queue_response(const ReadResource &res) {
     ReadResource *r = alloc_read_resource();
     *r = res;
     r->valid = true;
-    epsn_ = wire::psn_add(res.psn, res.npkts);
-    msn_ = (msn_ + 1) & 0xFFFFFF;
+    resp_.epsn = wire::psn_add(res.psn, res.npkts);
+    resp_.msn = (resp_.msn + 1) & 0xFFFFFF;
     flush_read_responses();
 }
 
@@ -525,10 +529,10 @@ inline void Qp::acknowledge(const wire::ParsedPacket &p) {
         return;
     if (state_ == QpState::Err)
         return; /* its receive completion was lost (CQ overflow): no ACK from ERR */
-    epsn_ = wire::psn_add(p.bth.psn, 1);
-    ++pkts_since_ack_;
-    if (p.bth.ack_req || (cfg_.tuning.ack_every && pkts_since_ack_ >= cfg_.tuning.ack_every)) {
-        pkts_since_ack_ = 0;
+    resp_.epsn = wire::psn_add(p.bth.psn, 1);
+    ++resp_.pkts_since_ack;
+    if (p.bth.ack_req || (cfg_.tuning.ack_every && resp_.pkts_since_ack >= cfg_.tuning.ack_every)) {
+        resp_.pkts_since_ack = 0;
         owe_ack(p.bth.psn);
     }
 }
@@ -545,7 +549,7 @@ void Qp::respond(const wire::ParsedPacket &p, const Verdict &v, Time now) {
         responder_ahead(p, now);
         break;
     case Verdict::Busy:
-        busy_dropped_ = true; /* responder_progress() NAKs it once the responses are out */
+        resp_.busy_dropped = true; /* responder_progress() NAKs it once the responses are out */
         break;
     case Verdict::Rnr:
         send_ack(static_cast<uint8_t>(kRnrNak | (attr_.min_rnr_timer & 0x1F)), p.bth.psn);
@@ -562,13 +566,13 @@ void Qp::respond(const wire::ParsedPacket &p, const Verdict &v, Time now) {
  * responses, then the request's checks; an accepted request executes and is
  * acknowledged, any other gets the answer its verdict names. */
 void Qp::responder_on_packet(const wire::ParsedPacket &p, Time now) {
-    Verdict v = check_psn(p.bth.psn, epsn_);
+    Verdict v = check_psn(p.bth.psn, resp_.epsn);
     if (v.accepted())
         v = check_pending_read(p);
     if (v.accepted()) {
         /* In sequence: the next gap gets its NAK again, and starts a new run. */
-        nak_sent_ = false;
-        ahead_run_ = 0;
+        resp_.nak_sent = false;
+        resp_.ahead_run = 0;
         uint8_t *host = nullptr;
         v = check_request(p, &host);
         if (v.accepted())

@@ -186,7 +186,7 @@ Status Qp::post_recv(const RecvWr &wr) {
     return rq_.post(wr);
 }
 
-bool Qp::push(rc::CqSink *cq, const Wc &wc) {
+bool Qp::push(qp::CqSink *cq, const Wc &wc) {
     if (cq && cq->push(wc))
         return true;
     ++ctr_->cq_overflow;
@@ -293,10 +293,7 @@ void Qp::on_packet(const wire::ParsedPacket &p, Time) {
         ++ctr_->rx_over_mtu;
         return;
     }
-    /* IBTA 10.9.3 P_Key match, the rule of rc::pkey_match (not included from rc_qp.h,
-     * which would bring the whole RC QP and lib/cc into UD's users). */
-    if (!((p.bth.pkey & 0x7FFF) != 0 && (p.bth.pkey & 0x7FFF) == (pkey_ & 0x7FFF) &&
-          ((p.bth.pkey | pkey_) & 0x8000) != 0)) {
+    if (!qp::pkey_match(p.bth.pkey, pkey_)) { /* IBTA 10.9.3 */
         ++ctr_->rx_pkey_mismatch;
         return;
     }
@@ -318,7 +315,7 @@ void Qp::on_packet(const wire::ParsedPacket &p, Time) {
         ++ctr_->rx_too_long;
         return;
     }
-    const rc::RecvWqe wqe = rq_.pop();
+    const qp::RecvWqe wqe = rq_.pop();
     Wc wc{};
     wc.wr_id = wqe.wr.wr_id;
     wc.opcode = WcOpcode::Recv;
@@ -374,7 +371,7 @@ void Qp::to_error() {
         push(cfg_.send_cq, wc);
     }
     while (!rq_.empty()) {
-        const rc::RecvWqe r = rq_.pop();
+        const qp::RecvWqe r = rq_.pop();
         Wc wc{};
         wc.wr_id = r.wr.wr_id;
         wc.status = WcStatus::WrFlushErr;

@@ -1,25 +1,26 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* An unreliable-datagram queue pair (IBTA 9.8.4, verbs IBV_QPT_UD). Sans-I/O like
- * lib/rc: packets in through on_packet(), frames out through rc::TxPort, completions
- * through rc::CqSink, time as an argument. No ACKs, no retransmission: a send completes
- * when its frame has been handed to the port; a receive with no WQE posted is a counted
- * drop (UD has no RNR). */
+ * lib/rc, on the base both share (lib/qp): packets in through on_packet(), frames out
+ * through qp::TxPort, completions through qp::CqSink, time as an argument. No ACKs, no
+ * retransmission: a send completes when its frame has been handed to the port; a receive with no
+ * WQE posted is a counted drop (UD has no RNR). */
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
-#include <droce/status.h>
-#include <droce/verbs.h>
+#include "vocab_status.h"
+#include "vocab_verbs.h"
 
 #include "mem_mr.h"
-#include "rc_env.h"
-#include "rc_recv_queue.h"
+#include "qp_env.h"
+#include "qp_recv_queue.h"
+#include "qp_transport.h"
 #include "wire_packet.h"
 
 namespace droce::ud {
 
-using rc::Time;
+using qp::Time;
 
 /** The Q_Key of QP1 (GSI, IBTA 13.5.1): CM MADs carry it, QP1 accepts nothing else. */
 inline constexpr uint32_t kGsiQkey = 0x80010000;
@@ -93,9 +94,9 @@ struct QpConfig {
     uint32_t pd = 0;
     QpCap cap;
     bool sq_sig_all = false;
-    rc::TxPort *port = nullptr;
-    rc::CqSink *send_cq = nullptr;
-    rc::CqSink *recv_cq = nullptr;
+    qp::TxPort *port = nullptr;
+    qp::CqSink *send_cq = nullptr;
+    qp::CqSink *recv_cq = nullptr;
     const mem::MrTable *mrs = nullptr;
     Counters *counters = nullptr; /* nullptr: the QP's own */
     /* The port's active MTU in IB terms (UD has no path MTU attribute: IBTA 10.2.5, the
@@ -126,6 +127,13 @@ class Qp {
     /** Transmits queued sends (as many as the port takes). */
     void progress(Time now);
     bool has_tx_work() const { return sq_head_ != sq_tail_ && state_ == QpState::Rts; }
+    /* The rest of qp::TransportQp, as the constants UD has: no ACKs to hold back, no
+     * retransmission or RNR timer, no pacer; nothing worth prefetching ahead of a packet. */
+    bool ack_only_tx_work() const { return false; }
+    Time next_deadline() const { return 0; }
+    void on_timer(Time) {}
+    bool pacer_holding() const { return false; }
+    void prefetch() const {}
 
     uint32_t qpn() const { return cfg_.qpn; }
     QpState state() const { return state_; }
@@ -150,7 +158,7 @@ class Qp {
 
     bool transmit(SendWqe &w);
     void complete_send(const SendWqe &w, WcStatus st);
-    bool push(rc::CqSink *cq, const Wc &wc);
+    bool push(qp::CqSink *cq, const Wc &wc);
     void to_error();
 
     QpConfig cfg_;
@@ -166,7 +174,9 @@ class Qp {
     uint32_t sq_mask_ = 0;
     uint32_t sq_head_ = 0;
     uint32_t sq_tail_ = 0;
-    rc::RecvQueue rq_;
+    qp::RecvQueue rq_;
 };
+
+static_assert(qp::TransportQp<Qp>);
 
 } // namespace droce::ud

@@ -36,10 +36,10 @@ namespace {
             fail(#c);                                                                              \
     } while (0)
 
-struct NullPort : rc::TxPort {
+struct NullPort : qp::TxPort {
     bool transmit(const wire::FrameSpec &) override { return true; }
 };
-struct CountCq : rc::CqSink {
+struct CountCq : qp::CqSink {
     Wc last{};
     bool push(const Wc &wc) override {
         last = wc;

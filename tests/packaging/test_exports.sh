@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # libdroce.so exports its API and nothing else (lib/droce_version.map):
 #  - every exported symbol is in version node DROCE_0;
-#  - every one is a function of the installed headers (include/droce/*.h: droce::f for a
+#  - every one is a function of the installed headers (include/droce/*.h and the core's
+#    vocabulary lib/vocab/*.h installed next to them: droce::f for a
 #    free function declared there, droce::C::m for a member of a class declared there) or
 #    the typeinfo / vtable of a class declared there: nothing of droce::engine, wire, rc,
 #    cm, net, mem, drivers, ..., no CmChannel::Impl, no std / fmt / spdlog instance;
@@ -21,7 +22,7 @@ max=${3:?}
 probe=${4:?}
 fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-hdrs=("$src"/include/droce/*.h)
+hdrs=("$src"/include/droce/*.h "$src"/lib/vocab/*.h)
 
 # nm -D prints a versioned symbol as NAME@@DROCE_0 (NAME@DROCE_0 for a non-default one),
 # and the version node itself as an absolute symbol.

@@ -31,13 +31,14 @@ grep -Eq '^Requires.private:.*libdpdk' "$pc" || fail "droce.pc does not require 
 libdir=$(pkg-config --variable=libdir droce)
 incdir=$(pkg-config --variable=includedir droce)
 ls "$libdir"/libdroce.so* >/dev/null 2>&1 || fail "no libdroce.so in $libdir"
-for h in buffer.h cm.h cm_device.h dcqcn.h droce.h status.h verbs.h; do
+for h in buffer.h cm.h cm_device.h dcqcn.h droce.h status.h verbs.h vocab_dcqcn.h vocab_status.h \
+    vocab_verbs.h; do
     [ -f "$incdir/droce/$h" ] || fail "header droce/$h not installed"
 done
 # Public headers: only the standard library and each other.
-bad=$(grep -h '^#include' "$incdir"/droce/*.h | grep -Ev '^#include (<(c[a-z]+|memory|string|utility|vector|variant)>|"(buffer|cm|dcqcn|droce|status|verbs)\.h")$' || true)
+bad=$(grep -h '^#include' "$incdir"/droce/*.h | grep -Ev '^#include (<(c[a-z]+|memory|string|utility|vector|variant)>|"(buffer|cm|dcqcn|droce|status|verbs|vocab_dcqcn|vocab_status|vocab_verbs)\.h")$' || true)
 [ -z "$bad" ] || fail "public headers include more than the standard library: $bad"
-[ "$(ls "$incdir/droce")" = "$(printf 'buffer.h\ncm.h\ncm_device.h\ndcqcn.h\ndroce.h\nstatus.h\nverbs.h')" ] ||
+[ "$(ls "$incdir/droce")" = "$(printf 'buffer.h\ncm.h\ncm_device.h\ndcqcn.h\ndroce.h\nstatus.h\nverbs.h\nvocab_dcqcn.h\nvocab_status.h\nvocab_verbs.h')" ] ||
     fail "unexpected files in include/droce: $(ls "$incdir/droce" | tr '\n' ' ')"
 for app in droce-pingpong droce-perf droce-info droce-rping; do
     [ -x "$(find "$root" -path "*/bin/$app" | head -1)" ] || fail "$app not installed"

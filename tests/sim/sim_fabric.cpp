@@ -31,8 +31,8 @@ bool Endpoint::transmit(const wire::FrameSpec &frame) {
     return true;
 }
 
-rc::Qp &Endpoint::create_qp(uint32_t qpn, rc::CqSink *scq, rc::CqSink *rcq, QpCap cap,
-                            rc::QpTuning t, rc::RecvQueue *srq, uint32_t pd) {
+rc::Qp &Endpoint::create_qp(uint32_t qpn, qp::CqSink *scq, qp::CqSink *rcq, QpCap cap,
+                            rc::QpTuning t, qp::RecvQueue *srq, uint32_t pd) {
     rc::QpConfig c;
     c.qpn = qpn;
     c.pd = pd;

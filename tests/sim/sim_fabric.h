@@ -22,7 +22,7 @@
 
 namespace droce::sim {
 
-using rc::Time;
+using qp::Time;
 
 /** Fault profile of the fabric, per delivered frame. */
 struct Faults {
@@ -47,7 +47,7 @@ struct Faults {
 class Fabric;
 
 /** A completion queue backed by a deque (the engine uses rings). */
-class SimCq : public rc::CqSink {
+class SimCq : public qp::CqSink {
   public:
     bool push(const Wc &wc) override {
         if (q.size() >= capacity)
@@ -67,9 +67,9 @@ class SimCq : public rc::CqSink {
 };
 
 /** Records the asynchronous events of an endpoint's QPs, in order. */
-class SimEvents : public rc::AsyncEventSink {
+class SimEvents : public qp::AsyncEventSink {
   public:
-    void on_async_event(const rc::AsyncEvent &ev) override { log.push_back(ev); }
+    void on_async_event(const qp::AsyncEvent &ev) override { log.push_back(ev); }
     /** Events of one QP (all types), in order. */
     std::vector<AsyncEventType> of(uint32_t qpn) const {
         std::vector<AsyncEventType> v;
@@ -78,18 +78,18 @@ class SimEvents : public rc::AsyncEventSink {
                 v.push_back(e.type);
         return v;
     }
-    std::vector<rc::AsyncEvent> log;
+    std::vector<qp::AsyncEvent> log;
 };
 
 /** One host: an address, its MRs, counters, QPs and a transmit path into the fabric. */
-class Endpoint : public rc::TxPort {
+class Endpoint : public qp::TxPort {
   public:
     Endpoint(Fabric &f, uint32_t ip, uint8_t mac_last);
     bool transmit(const wire::FrameSpec &frame) override;
 
     /** A QP in protection domain pd (the endpoint's MRs carry their own PD ids). */
-    rc::Qp &create_qp(uint32_t qpn, rc::CqSink *scq, rc::CqSink *rcq, QpCap cap = {},
-                      rc::QpTuning t = {}, rc::RecvQueue *srq = nullptr, uint32_t pd = 1);
+    rc::Qp &create_qp(uint32_t qpn, qp::CqSink *scq, qp::CqSink *rcq, QpCap cap = {},
+                      rc::QpTuning t = {}, qp::RecvQueue *srq = nullptr, uint32_t pd = 1);
     void destroy_qp(uint32_t qpn) { qps.erase(qpn); }
     rc::Qp *qp(uint32_t qpn) {
         auto it = qps.find(qpn);

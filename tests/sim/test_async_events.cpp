@@ -28,7 +28,7 @@ QpAttr all_rights() {
 }
 
 struct Pair {
-    explicit Pair(QpState b_upto = QpState::Rts, rc::RecvQueue *srq_b = nullptr)
+    explicit Pair(QpState b_upto = QpState::Rts, qp::RecvQueue *srq_b = nullptr)
         : fab(7), a(fab, kIpA, 1), b(fab, kIpB, 2) {
         qa = &a.create_qp(0x11, &scq_a, &rcq_a);
         qb = &b.create_qp(0x22, &scq_b, &rcq_b, QpCap{}, rc::QpTuning{}, srq_b);
@@ -240,7 +240,7 @@ TEST(AsyncEvents, SqDrainedAtOnceWhenIdle) {
 /* An SRQ QP that goes to ERR (by the application or by the transport) raises
  * LAST_WQE_REACHED; a QP with its own receive queue does not. */
 TEST(AsyncEvents, LastWqeReachedForSrqQpInErr) {
-    rc::RecvQueue srq(16, kMaxSge);
+    qp::RecvQueue srq(16, kMaxSge);
     {
         Pair p(QpState::Rts, &srq);
         QpAttr err;

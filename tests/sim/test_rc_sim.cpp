@@ -426,7 +426,7 @@ TEST(RcSim, SharedReceiveQueueAcrossQps) {
     Fabric fab(21);
     Endpoint a(fab, kIpA, 1), b(fab, kIpB, 2);
     SimCq scq_a, rcq_a, scq_b, rcq_b;
-    rc::RecvQueue srq(64, kMaxSge);
+    qp::RecvQueue srq(64, kMaxSge);
     /* one packet in flight per QP: the two QPs' packets alternate on the wire */
     rc::QpTuning one;
     one.max_inflight_pkts = 1;
@@ -481,7 +481,7 @@ TEST(RcSim, SrqReceiveOfAPartialSendSurvivesResetAndError) {
         Fabric fab(25);
         Endpoint a(fab, kIpA, 1), b(fab, kIpB, 2);
         SimCq scq_a, rcq_a, scq_b, rcq_b;
-        rc::RecvQueue srq(4, kMaxSge);
+        qp::RecvQueue srq(4, kMaxSge);
         rc::QpTuning one; /* one packet in flight: B sees the FIRST alone */
         one.max_inflight_pkts = 1;
         one.ackreq_every = 1;

@@ -21,7 +21,7 @@ using namespace droce::ud;
 namespace {
 
 /* Builds every frame it is given; the test decides what happens to them. */
-struct FakePort : rc::TxPort {
+struct FakePort : qp::TxPort {
     std::deque<std::vector<uint8_t>> frames;
     bool busy = false;
     bool transmit(const wire::FrameSpec &f) override {
@@ -35,7 +35,7 @@ struct FakePort : rc::TxPort {
     }
 };
 
-struct VecCq : rc::CqSink {
+struct VecCq : qp::CqSink {
     std::vector<Wc> wcs;
     bool push(const Wc &wc) override {
         wcs.push_back(wc);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Names of verbs enums, as libibverbs prints them (ibv_wc_status_str, ibv_event_type_str). */
-#include <droce/verbs.h>
+/* Names of verbs enums, as libibverbs prints them (ibv_wc_status_str, ibv_event_type_str):
+ * the vocabulary's (vocab_verbs.h) functions, in the base RC and UD share. */
+#include "vocab_verbs.h"
 
 namespace droce {
 

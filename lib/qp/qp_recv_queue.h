@@ -6,10 +6,10 @@
 #include <cstdint>
 #include <vector>
 
-#include <droce/status.h>
-#include <droce/verbs.h>
+#include "vocab_status.h"
+#include "vocab_verbs.h"
 
-namespace droce::rc {
+namespace droce::qp {
 
 struct RecvWqe {
     RecvWr wr;
@@ -39,4 +39,4 @@ class RecvQueue {
     uint32_t max_sge_;
 };
 
-} // namespace droce::rc
+} // namespace droce::qp

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-#include "rc_recv_queue.h"
+#include "qp_recv_queue.h"
 
 #include <string>
 
-namespace droce::rc {
+namespace droce::qp {
 
 RecvQueue::RecvQueue(uint32_t max_wr, uint32_t max_sge)
     : max_wr_(max_wr ? max_wr : 1), max_sge_(max_sge) {
@@ -30,4 +30,4 @@ Status RecvQueue::post(const RecvWr &wr) {
     return {};
 }
 
-} // namespace droce::rc
+} // namespace droce::qp

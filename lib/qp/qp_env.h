@@ -1,16 +1,18 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* What the transport needs from whoever drives it. The engine implements these over
- * DPDK ports and rings; the simulator over a virtual fabric. The transport itself never
- * reads a clock or touches a port: time comes in as an argument, packets go out here. */
+/* What a transport QP, RC (lib/rc) or UD (lib/ud), needs from whoever drives it. The
+ * engine implements these over DPDK ports and rings; the simulator over a virtual fabric.
+ * The transport itself never reads a clock or touches a port: time comes in as an
+ * argument, packets go out here. lib/qp is the small base both QP types share (this, the
+ * receive queue, the P_Key rule), so that neither includes the other. */
 #pragma once
 
 #include <cstdint>
 
-#include <droce/verbs.h>
+#include "vocab_verbs.h"
 
 #include "wire_packet.h"
 
-namespace droce::rc {
+namespace droce::qp {
 
 /** Nanoseconds of the driver's clock (TSC-derived in the engine, virtual in tests). */
 using Time = uint64_t;
@@ -73,4 +75,10 @@ class AsyncEventSink {
     virtual void on_async_event(const AsyncEvent &ev) = 0;
 };
 
-} // namespace droce::rc
+/** IBTA 10.9.3 P_Key match: same partition (low 15 bits, never 0) and at least one of
+ * the two a full member (bit 15). */
+inline bool pkey_match(uint16_t a, uint16_t b) {
+    return (a & 0x7FFF) != 0 && (a & 0x7FFF) == (b & 0x7FFF) && ((a | b) & 0x8000) != 0;
+}
+
+} // namespace droce::qp
