@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Debian's unmodified perftest (4.5+0.17) on both ends, each on droce (droce-run), two
-# processes over net_memif: ib_write_bw, ib_send_bw, ib_read_bw, ib_atomic_bw,
+# processes over net_memif through droce-fabric (a learning switch; each end is a memif
+# client of it): perftest refuses a port that is not active when it starts ("Port number
+# 1 state is Down"), and a memif port directly on its peer is down until the peer comes.
+# ib_write_bw, ib_send_bw, ib_read_bw, ib_atomic_bw,
 # ib_write_lat with their default posting API, and ib_write_bw with --use_old_post_send.
 # Short runs (-n small): each end must exit 0 and the client print its result row (the
 # row of the message size and iteration count under perftest's table header).
@@ -8,26 +11,39 @@
 # (mlx5 and EFA parts, by vendor part id); on any other device, droce included, its
 # default is ibv_post_send, the same as --use_old_post_send. verbs_wr_test covers
 # droce's ibv_wr_* API.
-# Usage: test_verbs_perftest.sh PATH/TO/droce-run
+# Usage: test_verbs_perftest.sh PATH/TO/droce-run PATH/TO/droce-fabric
 set -u
+# shellcheck source=../../scripts/fabric_ready.sh
+. "$(dirname "$0")/../../scripts/fabric_ready.sh"
 # Only what droce-run sets: meson points LD_LIBRARY_PATH at the library for its tests.
 unset LD_LIBRARY_PATH
-run=${1:?usage: $0 DROCE_RUN}
+run=${1:?usage: $0 DROCE_RUN DROCE_FABRIC}
+fab=${2:?usage: $0 DROCE_RUN DROCE_FABRIC}
 for tool in ib_write_bw ib_send_bw ib_read_bw ib_atomic_bw ib_write_lat; do
     command -v $tool >/dev/null || { echo "SKIP: $tool missing (perftest)"; exit 77; }
 done
 work=$(mktemp -d)
-sock=$work/memif.sock
 port=$((24000 + $$ % 20000))
-trap 'rm -rf "$work"' EXIT
+fpid=
+trap '[[ -n $fpid ]] && kill "$fpid" 2>/dev/null; rm -rf "$work"' EXIT
 fails=0
 
-conf() { # ROLE IP MAC
-    printf '[eal]\nvdev = net_memif0,role=%s,socket=%s,socket-abstract=no\n\n' "$1" "$sock"
+conf() { # SOCKET IP MAC
+    printf '[eal]\nvdev = net_memif0,role=client,socket=%s,socket-abstract=no\n\n' "$1"
     printf '[port]\ndevice = net_memif0\nip = %s\nmac = %s\n' "$2" "$3"
 }
-conf server 10.83.0.1/24 02:00:00:00:83:01 >"$work/server.conf"
-conf client 10.83.0.2/24 02:00:00:00:83:02 >"$work/client.conf"
+conf "$work/s1" 10.83.0.1/24 02:00:00:00:83:01 >"$work/server.conf"
+conf "$work/s0" 10.83.0.2/24 02:00:00:00:83:02 >"$work/client.conf"
+
+# The switch: port 1 (toward the perftest server) at 100 Gb/s, no ECN marks; it naps when
+# idle (more busy threads than cores here).
+timeout 170 "$fab" -l 0 --no-huge -m 256 --no-pci --no-shconf --file-prefix "vfab$$" \
+    --log-level='*:warning' \
+    --vdev="net_memif0,role=server,socket=$work/s0,socket-abstract=no" \
+    --vdev="net_memif1,role=server,socket=$work/s1,socket-abstract=no" -- \
+    --to 1 --rate-gbps 100 --no-ecn --idle-us 20 >"$work/fab" 2>&1 &
+fpid=$!
+fabric_ready "$work/fab" "$fpid" || { echo "FAIL: droce-fabric did not start"; cat "$work/fab"; exit 1; }
 
 # listening PORT: the server's TCP port is open (it opens it once its device is up).
 listening() { ss -Htln "sport = :$1" 2>/dev/null | grep -q .; }
@@ -39,7 +55,6 @@ perf() {
     local size=$1 iters=$2 tool=$3
     shift 3
     local args=(-d droce0 -x 1 -F -p "$port" -n "$iters" "$@")
-    rm -f "$sock"
     timeout 30 "$run" --config "$work/server.conf" "$tool" "${args[@]}" >"$work/srv" 2>&1 &
     local srv=$!
     for _ in $(seq 100); do listening "$port" && break; sleep 0.1; done

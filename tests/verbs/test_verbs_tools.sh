@@ -3,16 +3,13 @@
 # droce-run list the droce device of a configuration file (a net_ring port: no peer
 # needed, link up) with its GUID, port state and GIDs; droce's own C verbs program walks
 # the verbs and their error paths; without DROCE_CONFIG or with a bad file, no device and
-# a message that says why; droce's extended-verbs program (ibv_create_qp_ex and the
-# ibv_wr_* API, ibv_create_cq_ex and ibv_start_poll) moves data between two QPs of the
-# device. Every run leaves no EAL runtime directory behind.
-# Usage: test_verbs_tools.sh PATH/TO/droce-run PATH/TO/verbs_api_test PATH/TO/verbs_wr_test
+# a message that says why. Every run leaves no EAL runtime directory behind.
+# Usage: test_verbs_tools.sh PATH/TO/droce-run PATH/TO/verbs_api_test
 set -u
 # Only what droce-run sets: meson points LD_LIBRARY_PATH at the library for its tests.
 unset LD_LIBRARY_PATH
 run=${1:?usage: $0 DROCE_RUN VERBS_API_TEST}
-api_test=${2:?usage: $0 DROCE_RUN VERBS_API_TEST VERBS_WR_TEST}
-wr_test=${3:?usage: $0 DROCE_RUN VERBS_API_TEST VERBS_WR_TEST}
+api_test=${2:?usage: $0 DROCE_RUN VERBS_API_TEST}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 fails=0
@@ -77,7 +74,6 @@ run_checks() {
     fi
 }
 run_checks "$api_test"
-run_checks "$wr_test"
 
 # No configuration: droce's library is found, lists nothing and says why.
 libdir=$(sed -n "s/^libdir='\(.*\)'$/\1/p" "$run")
