@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # 64 B RDMA WRITE message rate through droce's libibverbs against droce's own tool, two
-# processes over net_memif with one configuration pair (config/verbs-memif-*.conf's
-# form: worker mode, lcores 0,1, the worker naps when idle):
+# processes over net_memif through droce-fabric (each end a memif client of it, as in
+# tests/verbs/test_verbs_perftest.sh: perftest needs its port up when it starts), with
+# one configuration pair (worker mode, lcores 0,1, the worker naps when idle):
 #   verbs     Debian's unmodified ib_write_bw under droce-run (perftest's defaults: CQ
 #             moderation 100, tx depth 128)
 #   verbs-Q32 the same with -Q 32 (droce-perf's default moderation: min(100, tx/4))
@@ -15,17 +16,26 @@ rounds=${2:-3}
 dur=${3:-3}
 run=$build/apps/droce-run/droce-run
 perf=$build/apps/droce-perf/droce-perf
+fab=$build/apps/droce-fabric/droce-fabric
+# shellcheck source=../scripts/fabric_ready.sh
+. "$(dirname "$0")/../scripts/fabric_ready.sh"
 work=$(mktemp -d)
-sock=$work/memif.sock
 port=$((25000 + $$ % 20000))
-trap 'rm -rf "$work"' EXIT
+fpid=
+trap '[[ -n $fpid ]] && kill "$fpid" 2>/dev/null; rm -rf "$work"' EXIT
 
-conf() { # ROLE IP MAC
-    printf '[eal]\nvdev = net_memif0,role=%s,socket=%s,socket-abstract=no\n\n' "$1" "$sock"
+conf() { # SOCKET IP MAC
+    printf '[eal]\nvdev = net_memif0,role=client,socket=%s,socket-abstract=no\n\n' "$1"
     printf '[port]\ndevice = net_memif0\nip = %s\nmac = %s\n' "$2" "$3"
 }
-conf server 10.84.0.1/24 02:00:00:00:84:01 >"$work/server.conf"
-conf client 10.84.0.2/24 02:00:00:00:84:02 >"$work/client.conf"
+conf "$work/s1" 10.84.0.1/24 02:00:00:00:84:01 >"$work/server.conf"
+conf "$work/s0" 10.84.0.2/24 02:00:00:00:84:02 >"$work/client.conf"
+"$fab" -l 0 --no-huge -m 256 --no-pci --no-shconf --file-prefix "bfab$$" --log-level='*:warning' \
+    --vdev="net_memif0,role=server,socket=$work/s0,socket-abstract=no" \
+    --vdev="net_memif1,role=server,socket=$work/s1,socket-abstract=no" -- \
+    --to 1 --rate-gbps 100 --no-ecn --idle-us 20 >"$work/fab" 2>&1 &
+fpid=$!
+fabric_ready "$work/fab" "$fpid" || { echo "droce-fabric did not start" >&2; exit 1; }
 
 listening() { ss -Htln "sport = :$1" 2>/dev/null | grep -q .; }
 
@@ -35,7 +45,6 @@ pair() {
     while [[ $1 != -- ]]; do srv_cmd+=("$1"); shift; done
     shift
     cli_cmd=("$@")
-    rm -f "$sock"
     timeout 60 "${srv_cmd[@]}" >"$work/srv" 2>&1 &
     local srv=$!
     for _ in $(seq 100); do listening "$port" && break; sleep 0.1; done
