@@ -12,8 +12,9 @@ PKGS=(
   # build
   meson ninja-build pkg-config clang libclang-rt-14-dev
   libdpdk-dev dpdk dpdk-dev libspdlog-dev libibverbs-dev libpcap-dev
-  # unmodified verbs programs run on droce's libibverbs in tests/verbs (ibv_devinfo, ibv_rc_pingpong)
-  ibverbs-utils
+  # unmodified verbs programs run on droce's libibverbs in tests/verbs (ibv_devinfo, ibv_rc_pingpong,
+  # perftest's ib_write_bw ...)
+  ibverbs-utils perftest
   # tests / benchmarks (dpdk-dev ships dpdk-testpmd)
   libgtest-dev libbenchmark-dev
   # interop referee (shared/rxe-peer/rxe-vm): qemu, guest busybox, apt-get download + dpkg-deb,

@@ -114,19 +114,8 @@ int to_droce_init(const ibv_qp_init_attr &in, QpInitAttr &out) {
 
 } // namespace
 
-extern "C" {
-
-ibv_cq *ibv_create_cq(ibv_context *context, int cqe, void *cq_context, ibv_comp_channel *channel,
-                      int comp_vector) {
-    if (context == nullptr || cqe <= 0 || comp_vector != 0) {
-        errno = EINVAL;
-        return nullptr;
-    }
-    if (channel != nullptr) {
-        errno = EOPNOTSUPP; /* completion channels: not in this library yet */
-        return nullptr;
-    }
-    auto r = context_of(context)->entry->dev->create_cq(static_cast<uint32_t>(cqe));
+Cq *droce::verbs::new_cq(ibv_context *context, uint32_t cqe, void *cq_context) {
+    auto r = context_of(context)->entry->dev->create_cq(cqe);
     if (!r) {
         status_errno(r.status());
         return nullptr;
@@ -139,11 +128,62 @@ ibv_cq *ibv_create_cq(ibv_context *context, int cqe, void *cq_context, ibv_comp_
     c->dcq = r.value().release();
     c->cq.context = context;
     c->cq.cq_context = cq_context;
-    c->cq.cqe = cqe;
+    c->cq.cqe = static_cast<int>(cqe);
     pthread_mutex_init(&c->cq.mutex, nullptr);
     pthread_cond_init(&c->cq.cond, nullptr);
     live_add(Kind::Cq, c);
-    return &c->cq;
+    return c;
+}
+
+Qp *droce::verbs::new_qp(ibv_pd *pd, ibv_qp_init_attr &attr) {
+    QpInitAttr init;
+    if (int e = to_droce_init(attr, init); e != 0) {
+        errno = e;
+        return nullptr;
+    }
+    auto r = outer_of<Pd>(pd)->dpd->create_qp(init);
+    if (!r) {
+        status_errno(r.status());
+        return nullptr;
+    }
+    auto *q = static_cast<Qp *>(std::calloc(1, sizeof(Qp)));
+    if (q == nullptr) {
+        errno = ENOMEM;
+        return nullptr;
+    }
+    q->dqp = r.value().release();
+    attr.cap.max_inline_data = kMaxInlineData;
+    q->cap = attr.cap;
+    q->sq_sig_all = attr.sq_sig_all;
+    q->qp.context = pd->context;
+    q->qp.qp_context = attr.qp_context;
+    q->qp.pd = pd;
+    q->qp.send_cq = attr.send_cq;
+    q->qp.recv_cq = attr.recv_cq;
+    q->qp.srq = attr.srq;
+    q->qp.qp_num = q->dqp->qp_num();
+    q->qp.state = IBV_QPS_RESET;
+    q->qp.qp_type = attr.qp_type;
+    pthread_mutex_init(&q->qp.mutex, nullptr);
+    pthread_cond_init(&q->qp.cond, nullptr);
+    live_add(Kind::Qp, q);
+    return q;
+}
+
+extern "C" {
+
+ibv_cq *ibv_create_cq(ibv_context *context, int cqe, void *cq_context, ibv_comp_channel *channel,
+                      int comp_vector) {
+    if (context == nullptr || cqe <= 0 || comp_vector != 0) {
+        errno = EINVAL;
+        return nullptr;
+    }
+    if (channel != nullptr) {
+        errno = EOPNOTSUPP; /* completion channels: not in this library yet */
+        return nullptr;
+    }
+    Cq *c = new_cq(context, static_cast<uint32_t>(cqe), cq_context);
+    return c != nullptr ? &c->cq : nullptr;
 }
 
 int ibv_destroy_cq(ibv_cq *cq) {
@@ -163,38 +203,8 @@ ibv_qp *ibv_create_qp(ibv_pd *pd, ibv_qp_init_attr *attr) {
         errno = EINVAL;
         return nullptr;
     }
-    QpInitAttr init;
-    if (int e = to_droce_init(*attr, init); e != 0) {
-        errno = e;
-        return nullptr;
-    }
-    auto r = outer_of<Pd>(pd)->dpd->create_qp(init);
-    if (!r) {
-        status_errno(r.status());
-        return nullptr;
-    }
-    auto *q = static_cast<Qp *>(std::calloc(1, sizeof(Qp)));
-    if (q == nullptr) {
-        errno = ENOMEM;
-        return nullptr;
-    }
-    q->dqp = r.value().release();
-    attr->cap.max_inline_data = kMaxInlineData;
-    q->cap = attr->cap;
-    q->sq_sig_all = attr->sq_sig_all;
-    q->qp.context = pd->context;
-    q->qp.qp_context = attr->qp_context;
-    q->qp.pd = pd;
-    q->qp.send_cq = attr->send_cq;
-    q->qp.recv_cq = attr->recv_cq;
-    q->qp.srq = attr->srq;
-    q->qp.qp_num = q->dqp->qp_num();
-    q->qp.state = IBV_QPS_RESET;
-    q->qp.qp_type = attr->qp_type;
-    pthread_mutex_init(&q->qp.mutex, nullptr);
-    pthread_cond_init(&q->qp.cond, nullptr);
-    live_add(Kind::Qp, q);
-    return &q->qp;
+    Qp *q = new_qp(pd, *attr);
+    return q != nullptr ? &q->qp : nullptr;
 }
 
 int ibv_modify_qp(ibv_qp *qp, ibv_qp_attr *attr, int attr_mask) {
@@ -244,6 +254,8 @@ int ibv_destroy_qp(ibv_qp *qp) {
     Qp *q = outer_of<Qp>(qp);
     live_remove(Kind::Qp, q);
     delete q->dqp;
+    std::free(q->batch.wrs);
+    std::free(q->batch.inline_data);
     pthread_mutex_destroy(&q->qp.mutex);
     pthread_cond_destroy(&q->qp.cond);
     std::free(q);

@@ -20,9 +20,6 @@ namespace {
 constexpr unsigned kDroceSendFlags =
     IBV_SEND_FENCE | IBV_SEND_SIGNALED | IBV_SEND_SOLICITED | IBV_SEND_INLINE;
 
-/* Completions translated per droce poll call (stack space, not a limit). */
-constexpr int kPollChunk = 16;
-
 bool is_droce_opcode(ibv_wr_opcode op) {
     switch (op) {
     case IBV_WR_RDMA_WRITE:
@@ -75,6 +72,8 @@ int to_droce_send(const ibv_send_wr &w, SendWr &d) {
     return 0;
 }
 
+} // namespace
+
 void to_verbs_wc(const Wc &d, ibv_wc &w) {
     w.wr_id = d.wr_id;
     w.status = static_cast<ibv_wc_status>(d.status);
@@ -93,8 +92,6 @@ void to_verbs_wc(const Wc &d, ibv_wc &w) {
     w.sl = 0;
     w.dlid_path_bits = 0;
 }
-
-} // namespace
 
 int post_send(ibv_qp *qp, ibv_send_wr *wr, ibv_send_wr **bad_wr) {
     QueuePair *dqp = outer_of<Qp>(qp)->dqp;
@@ -152,9 +149,13 @@ int post_srq_recv(ibv_srq *srq, ibv_recv_wr *wr, ibv_recv_wr **bad_wr) {
 int poll_cq(ibv_cq *cq, int num_entries, ibv_wc *wc) {
     if (num_entries < 0)
         return -1;
-    CompletionQueue *dcq = outer_of<Cq>(cq)->dcq;
-    Wc chunk[kPollChunk];
+    Cq *c = outer_of<Cq>(cq);
     int done = 0;
+    /* Completions ibv_start_poll took and did not hand out come first. */
+    while (c->held_pos < c->held_n && done < num_entries)
+        to_verbs_wc(c->held[c->held_pos++], wc[done++]);
+    CompletionQueue *dcq = c->dcq;
+    Wc chunk[kPollChunk];
     while (done < num_entries) {
         const int want = num_entries - done < kPollChunk ? num_entries - done : kPollChunk;
         const int n = dcq->poll(chunk, want);

@@ -56,9 +56,25 @@ struct Mr {
     MemoryRegion *dmr;
 };
 
+/* Completions droce's poll returns per call, into a stack array (ibv_poll_cq) or a CQ's
+ * held completions (ibv_start_poll): stack space, not a limit. */
+inline constexpr int kPollChunk = 16;
+
+/** A CQ. ibv_create_cq_ex's is the same object: ibv_cq_ex begins with ibv_cq's fields
+ * (ibv_cq_ex_to_cq is a cast), so one wrapper serves both. */
 struct Cq {
-    ibv_cq cq;
+    union {
+        ibv_cq cq;
+        ibv_cq_ex cqx; /**< function pointers set by ibv_create_cq_ex only */
+    };
     CompletionQueue *dcq;
+    /* Completions ibv_start_poll/ibv_next_poll took from droce's CQ in one call:
+     * held[held_pos..held_n) are not handed out yet and go first to the next poll of
+     * either API; current is the one the ibv_wc_read_* functions read. */
+    Wc held[kPollChunk];
+    uint32_t held_pos;
+    uint32_t held_n;
+    const Wc *current;
 };
 
 struct Srq {
@@ -72,11 +88,30 @@ struct Ah {
     AddressHandle *dah;
 };
 
+/** The work requests one ibv_wr_start .. ibv_wr_complete region builds (verbs_wr.cpp):
+ * droce SendWrs, posted in one call at ibv_wr_complete, nothing at ibv_wr_abort. The
+ * arrays are the QP's (max_send_wr entries, allocated when the QP is created): a region
+ * holds at most a send queue's worth, and building one allocates nothing. */
+struct WrBatch {
+    SendWr *wrs;                            /**< capacity entries */
+    uint8_t (*inline_data)[kMaxInlineData]; /**< wrs[i]'s inline payload, copied at the setter */
+    uint32_t capacity;
+    uint32_t n; /**< WRs built since ibv_wr_start */
+    int error;  /**< the first error a builder or setter found: complete posts nothing */
+    uint32_t max_send_sge;
+};
+
+/** A QP. One made by ibv_create_qp_ex with IBV_QP_INIT_ATTR_SEND_OPS_FLAGS has its
+ * ibv_qp_ex function pointers set and a WrBatch (ibv_qp_to_qp_ex answers for it). */
 struct Qp {
-    ibv_qp qp;
+    union {
+        ibv_qp qp;
+        ibv_qp_ex qpx; /**< qpx.qp_base is qp */
+    };
     QueuePair *dqp;
     ibv_qp_cap cap; /**< what create returned (ibv_query_qp's init_attr) */
     int sq_sig_all;
+    WrBatch batch; /**< wrs == nullptr: no ibv_qp_ex */
 };
 
 /** The ops of every context (verbs.c's table of the real library plays this role). */
@@ -87,6 +122,22 @@ int post_send(ibv_qp *qp, ibv_send_wr *wr, ibv_send_wr **bad_wr);
 int post_recv(ibv_qp *qp, ibv_recv_wr *wr, ibv_recv_wr **bad_wr);
 int poll_cq(ibv_cq *cq, int num_entries, ibv_wc *wc);
 int post_srq_recv(ibv_srq *srq, ibv_recv_wr *wr, ibv_recv_wr **bad_wr);
+
+/** ibv_wc from droce's Wc (verbs_datapath.cpp). */
+void to_verbs_wc(const Wc &d, ibv_wc &w);
+
+/** ibv_create_cq's and ibv_create_cq_ex's CQ, registered for exit (verbs_cq_qp.cpp);
+ * nullptr with errno set. */
+Cq *new_cq(ibv_context *context, uint32_t cqe, void *cq_context);
+/** ibv_create_qp's and ibv_create_qp_ex's QP (verbs_cq_qp.cpp); nullptr with errno set. */
+Qp *new_qp(ibv_pd *pd, ibv_qp_init_attr &attr);
+
+/** The extended verbs (verbs_wr.cpp, verbs_cq_ex.cpp), through verbs_context. */
+ibv_qp *create_qp_ex(ibv_context *ctx, ibv_qp_init_attr_ex *attr);
+ibv_cq_ex *create_cq_ex(ibv_context *ctx, ibv_cq_init_attr_ex *attr);
+/** Sets the ibv_qp_ex function pointers (builders for the send_ops_flags given, which
+ * the caller checked) and allocates the WrBatch; 0 or the errno. */
+int enable_wr_api(Qp &q, uint64_t send_ops_flags);
 
 /** An ibv_ah_attr as droce's address vector: false when it has no GRH (RoCE routes every
  * path by its GRH) (verbs_cq_qp.cpp). */

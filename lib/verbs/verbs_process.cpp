@@ -3,15 +3,18 @@
 
 #include <getopt.h>
 #include <pthread.h>
+#include <rte_ethdev.h>
 #include <sched.h>
 
 #include <array>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <unordered_set>
 
 #include "config_device.h"
@@ -152,6 +155,21 @@ Status create_engine(Process &p, const app::DeviceOptions &o) {
     return {};
 }
 
+/* How long the first ibv_get_device_list waits for the port's link. A NIC's port is up
+ * before a program starts, and programs check (perftest refuses a port that is not
+ * active); a memif client's link comes up only once its server has answered, some
+ * milliseconds after the port starts. A port still down then is listed down. */
+constexpr int kLinkWaitMs = 2000;
+
+void wait_for_link(uint16_t port_id) {
+    for (int waited = 0; waited < kLinkWaitMs; waited += 10) {
+        rte_eth_link link{};
+        if (rte_eth_link_get_nowait(port_id, &link) == 0 && link.link_status == RTE_ETH_LINK_UP)
+            return;
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+}
+
 Status start(Process &p) {
     const char *path = std::getenv(kConfigEnv);
     if (path == nullptr || *path == '\0')
@@ -168,6 +186,7 @@ Status start(Process &p) {
         return Status(dev.status().code(), "port '" + o.dpdk_port + "': " + dev.status().message());
     if (Status st = p.engine->start(); !st)
         return st;
+    wait_for_link(dev.value()->port_id());
     p.devices.push_back(make_entry(dev.value(), 0));
     std::atexit(teardown_at_exit);
     return {};

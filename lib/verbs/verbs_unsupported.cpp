@@ -66,8 +66,7 @@ ibv_mr *ibv_reg_dmabuf_mr(ibv_pd *, uint64_t, size_t, uint64_t, int, int) {
     return null_unsupported<ibv_mr *>();
 }
 
-/* ---- extended QPs, ECE, ordering ---- */
-ibv_qp_ex *ibv_qp_to_qp_ex(ibv_qp *) { return null_unsupported<ibv_qp_ex *>(); }
+/* ---- ECE, ordering ---- */
 int ibv_set_ece(ibv_qp *, ibv_ece *) { return errno_unsupported(); }
 int ibv_query_ece(ibv_qp *, ibv_ece *) { return errno_unsupported(); }
 int ibv_query_qp_data_in_order(ibv_qp *, ibv_wr_opcode, uint32_t) {

@@ -4,12 +4,15 @@
 # what it received; the tool prints "invalid data" on a mismatch), 4096-byte messages, then
 # 64-byte ones (sent inline: droce reports 256 bytes of inline data); ibv_srq_pingpong
 # (16 RC QPs on one SRQ); ibv_ud_pingpong (UD, address handles; 512 bytes: the port's
-# active MTU is 1024).
-# Usage: test_verbs_pingpong.sh PATH/TO/droce-run
+# active MTU is 1024). Then droce's own extended-verbs program (verbs_wr_test.c:
+# ibv_create_qp_ex and the ibv_wr_* API, ibv_create_cq_ex and ibv_start_poll), server
+# and client.
+# Usage: test_verbs_pingpong.sh PATH/TO/droce-run PATH/TO/verbs_wr_test
 set -u
 # Only what droce-run sets: meson points LD_LIBRARY_PATH at the library for its tests.
 unset LD_LIBRARY_PATH
-run=${1:?usage: $0 DROCE_RUN}
+run=${1:?usage: $0 DROCE_RUN VERBS_WR_TEST}
+wr_test=${2:?usage: $0 DROCE_RUN VERBS_WR_TEST}
 for tool in ibv_rc_pingpong ibv_srq_pingpong ibv_ud_pingpong; do
     command -v $tool >/dev/null || { echo "SKIP: $tool missing (ibverbs-utils)"; exit 77; }
 done
@@ -26,6 +29,8 @@ conf() { # ROLE IP MAC
 conf server 10.82.0.1/24 02:00:00:00:82:01 >"$work/server.conf"
 conf client 10.82.0.2/24 02:00:00:00:82:02 >"$work/client.conf"
 
+listening() { ss -Htln "sport = :$1" 2>/dev/null | grep -q .; }
+
 # pingpong TOOL ARGS...: server and client with the same arguments; both must end well.
 pingpong() {
     local tool=$1
@@ -35,8 +40,9 @@ pingpong() {
     timeout 60 "$run" --config "$work/server.conf" "$tool" -g 1 -p "$port" "$@" \
         >"$work/srv" 2>&1 &
     local srv=$!
-    for _ in $(seq 100); do [[ -S $sock ]] && break; sleep 0.1; done
-    sleep 0.5 # the server listens on its TCP port once its device is up
+    # The server listens once its device is up: its memif link stays down without a
+    # client, so droce's first ibv_get_device_list waits its 2 s for the link first.
+    for _ in $(seq 100); do listening "$port" && break; sleep 0.1; done
     timeout 60 "$run" --config "$work/client.conf" "$tool" -g 1 -p "$port" "$@" \
         127.0.0.1 >"$work/cli" 2>&1
     local rc=$?
@@ -60,5 +66,25 @@ pingpong ibv_rc_pingpong -c -n 200 -s 64
 pingpong ibv_srq_pingpong -n 100
 pingpong ibv_ud_pingpong -n 200 -s 512
 
+# verbs_wr_test: the two swap their QP numbers through files in $work/wr.
+mkdir "$work/wr"
+rm -f "$sock"
+timeout 90 "$run" --config "$work/server.conf" "$wr_test" server "$work/wr" >"$work/wr_srv" 2>&1 &
+srv=$!
+for _ in $(seq 100); do [[ -S $sock ]] && break; sleep 0.1; done
+timeout 90 "$run" --config "$work/client.conf" "$wr_test" client "$work/wr" >"$work/wr_cli" 2>&1
+rc=$?
+[[ $rc -ne 0 ]] && kill "$srv" 2>/dev/null
+wait "$srv"
+src=$?
+if [[ $rc -ne 0 || $src -ne 0 ]] || grep -q '^FAIL' "$work/wr_cli" "$work/wr_srv"; then
+    echo "FAIL: verbs_wr_test: client exit $rc, server exit $src"
+    echo "--- client"; cat "$work/wr_cli"
+    echo "--- server"; cat "$work/wr_srv"
+    fails=$((fails + 1))
+else
+    echo "ok: verbs_wr_test ($(grep -c '^ok' "$work/wr_cli") client checks, $(grep -c '^ok' "$work/wr_srv") server checks)"
+fi
+
 if [[ $fails -ne 0 ]]; then echo "$fails run(s) failed"; exit 1; fi
-echo "the pingpongs ran droce <-> droce"
+echo "the pingpongs and verbs_wr_test ran droce <-> droce"

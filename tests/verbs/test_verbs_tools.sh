@@ -59,14 +59,21 @@ timeout 60 "$run" --config "$work/ring.conf" ibv_devinfo -v >"$work/devinfo_v" 2
     fail "ibv_devinfo -v exited $?"
 expect "ibv_devinfo -v: GIDs" "$work/devinfo_v" '::ffff:10.81.0.1, RoCE v2' 'max_qp_wr:'
 
-timeout 60 "$run" --config "$work/ring.conf" "$api_test" >"$work/api" 2>&1
-rc=$?
-if [[ $rc -ne 0 ]] || grep -q '^FAIL' "$work/api"; then
-    fail "verbs_api_test exited $rc:"
-    sed 's/^/    /' "$work/api"
-else
-    echo "ok: verbs_api_test ($(grep -c '^ok' "$work/api") checks)"
-fi
+# run_checks PROGRAM: a C verbs program of droce's own; every line "ok", exit 0.
+run_checks() {
+    local name out rc
+    name=$(basename "$1")
+    out=$work/$name.out
+    timeout 60 "$run" --config "$work/ring.conf" "$1" >"$out" 2>&1
+    rc=$?
+    if [[ $rc -ne 0 ]] || grep -q '^FAIL' "$out"; then
+        fail "$name exited $rc:"
+        sed 's/^/    /' "$out"
+    else
+        echo "ok: $name ($(grep -c '^ok' "$out") checks)"
+    fi
+}
+run_checks "$api_test"
 
 # No configuration: droce's library is found, lists nothing and says why.
 libdir=$(sed -n "s/^libdir='\(.*\)'$/\1/p" "$run")

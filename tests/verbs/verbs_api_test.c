@@ -184,14 +184,17 @@ static void check_unsupported(struct objs *o) {
     errno = 0;
     CHECK(ibv_create_ah(o->pd, &aa) == NULL && errno == EINVAL,
           "ibv_create_ah without GRH: EINVAL (errno %d)", errno);
+    cx.comp_mask = IBV_CQ_INIT_ATTR_MASK_PD;
     errno = 0;
-    CHECK(ibv_create_cq_ex(o->ctx, &cx) == NULL && errno == EOPNOTSUPP, "ibv_create_cq_ex");
+    CHECK(ibv_create_cq_ex(o->ctx, &cx) == NULL && errno == EOPNOTSUPP,
+          "ibv_create_cq_ex on a parent domain: EOPNOTSUPP");
     errno = 0;
     CHECK(ibv_alloc_mw(o->pd, IBV_MW_TYPE_1) == NULL && errno == EOPNOTSUPP, "ibv_alloc_mw");
     errno = 0;
     CHECK(ibv_open_xrcd(o->ctx, &xa) == NULL && errno == EOPNOTSUPP, "ibv_open_xrcd");
     errno = 0;
-    CHECK(ibv_qp_to_qp_ex(o->qp) == NULL && errno == EOPNOTSUPP, "ibv_qp_to_qp_ex");
+    CHECK(ibv_qp_to_qp_ex(o->qp) == NULL && errno == EINVAL,
+          "ibv_qp_to_qp_ex of an ibv_create_qp QP: EINVAL");
     CHECK(ibv_get_async_event(o->ctx, &ev) == -1 && errno == EOPNOTSUPP, "ibv_get_async_event");
     CHECK(ibv_resize_cq(o->cq, 128) == EOPNOTSUPP, "ibv_resize_cq");
     CHECK(strcmp(ibv_wc_status_str(IBV_WC_SUCCESS), "success") == 0 &&
