@@ -181,33 +181,21 @@ std::string choice_list(const std::vector<std::pair<std::string, int64_t>> &choi
 }
 
 OptionSpec flag_option(const char *long_name, char short_name, bool &target, std::string help) {
-    OptionSpec s;
-    s.long_name = long_name;
-    s.short_name = short_name;
-    s.kind = ArgKind::Flag;
+    OptionSpec s = option_of(long_name, short_name, ArgKind::Flag, std::move(help));
     s.target = &target;
-    s.help = std::move(help);
     return s;
 }
 
 OptionSpec flag_action(const char *long_name, char short_name, std::function<std::string()> action,
                        std::string help) {
-    OptionSpec s;
-    s.long_name = long_name;
-    s.short_name = short_name;
-    s.kind = ArgKind::Flag;
+    OptionSpec s = option_of(long_name, short_name, ArgKind::Flag, std::move(help));
     s.custom = [action = std::move(action)](const char *) { return action(); };
-    s.help = std::move(help);
     return s;
 }
 
 OptionSpec help_option(const char *long_name, char short_name, std::string help) {
-    OptionSpec s;
-    s.long_name = long_name;
-    s.short_name = short_name;
-    s.kind = ArgKind::Flag;
+    OptionSpec s = option_of(long_name, short_name, ArgKind::Flag, std::move(help));
     s.is_help = true;
-    s.help = std::move(help);
     return s;
 }
 
@@ -222,40 +210,28 @@ OptionSpec size_option(const char *long_name, char short_name, uint64_t &target,
 
 OptionSpec string_option(const char *long_name, char short_name, std::string &target,
                          std::string value_name, std::string help, bool non_empty) {
-    OptionSpec s;
-    s.long_name = long_name;
-    s.short_name = short_name;
-    s.kind = ArgKind::String;
+    OptionSpec s = option_of(long_name, short_name, ArgKind::String, std::move(help));
     s.target = &target;
     s.umin = non_empty ? 1 : 0;
     s.why = "not empty";
     s.value_name = std::move(value_name);
-    s.help = std::move(help);
     return s;
 }
 
 OptionSpec list_option(const char *long_name, char short_name, std::vector<std::string> &target,
                        std::string value_name, std::string help) {
-    OptionSpec s;
-    s.long_name = long_name;
-    s.short_name = short_name;
-    s.kind = ArgKind::String;
+    OptionSpec s = option_of(long_name, short_name, ArgKind::String, std::move(help));
     s.target = &target;
     s.value_name = std::move(value_name);
-    s.help = std::move(help);
     return s;
 }
 
 OptionSpec custom_option(const char *long_name, char short_name,
                          std::function<std::string(const char *)> take, std::string value_name,
                          std::string help) {
-    OptionSpec s;
-    s.long_name = long_name;
-    s.short_name = short_name;
-    s.kind = ArgKind::Custom;
+    OptionSpec s = option_of(long_name, short_name, ArgKind::Custom, std::move(help));
     s.custom = std::move(take);
     s.value_name = std::move(value_name);
-    s.help = std::move(help);
     return s;
 }
 

@@ -93,6 +93,17 @@ struct OptionSpec {
     }
 };
 
+/** What every builder below starts from: the names, the kind and the help. */
+inline OptionSpec option_of(const char *long_name, char short_name, ArgKind kind,
+                            std::string help) {
+    OptionSpec s;
+    s.long_name = long_name;
+    s.short_name = short_name;
+    s.kind = kind;
+    s.help = std::move(help);
+    return s;
+}
+
 /** A flag that sets target to true. */
 OptionSpec flag_option(const char *long_name, char short_name, bool &target, std::string help);
 /** A flag whose action may refuse it: "" or the reason (the message is "NAME: reason"). */
@@ -104,32 +115,24 @@ OptionSpec help_option(const char *long_name, char short_name, std::string help)
 template <typename T>
 OptionSpec uint_option(const char *long_name, char short_name, T &target, uint64_t min,
                        uint64_t max, std::string value_name, std::string help) {
-    OptionSpec s;
-    s.long_name = long_name;
-    s.short_name = short_name;
-    s.kind = ArgKind::UInt;
+    OptionSpec s = option_of(long_name, short_name, ArgKind::UInt, std::move(help));
     s.target = &target;
     s.umin = min;
     s.umax = max;
     s.why = concat(std::to_string(min), "..", std::to_string(max));
     s.value_name = std::move(value_name);
-    s.help = std::move(help);
     return s;
 }
 
 template <typename T>
 OptionSpec int_option(const char *long_name, char short_name, T &target, int64_t min, int64_t max,
                       std::string value_name, std::string help) {
-    OptionSpec s;
-    s.long_name = long_name;
-    s.short_name = short_name;
-    s.kind = ArgKind::Int;
+    OptionSpec s = option_of(long_name, short_name, ArgKind::Int, std::move(help));
     s.target = &target;
     s.imin = min;
     s.imax = max;
     s.why = concat(std::to_string(min), "..", std::to_string(max));
     s.value_name = std::move(value_name);
-    s.help = std::move(help);
     return s;
 }
 
@@ -142,17 +145,13 @@ OptionSpec size_option(const char *long_name, char short_name, uint64_t &target,
 template <typename T>
 OptionSpec real_option(const char *long_name, char short_name, T &target, double lo, double hi,
                        double scale, std::string value_name, std::string help) {
-    OptionSpec s;
-    s.long_name = long_name;
-    s.short_name = short_name;
-    s.kind = ArgKind::Real;
+    OptionSpec s = option_of(long_name, short_name, ArgKind::Real, std::move(help));
     s.target = &target;
     s.lo = lo;
     s.hi = hi;
     s.scale = scale;
     s.why = concat("a number ", format_real(lo), "..", format_real(hi));
     s.value_name = std::move(value_name);
-    s.help = std::move(help);
     return s;
 }
 
@@ -167,15 +166,11 @@ OptionSpec list_option(const char *long_name, char short_name, std::vector<std::
 template <typename T>
 OptionSpec enum_option(const char *long_name, char short_name, T &target,
                        std::vector<std::pair<std::string, int64_t>> choices, std::string help) {
-    OptionSpec s;
-    s.long_name = long_name;
-    s.short_name = short_name;
-    s.kind = ArgKind::Enum;
+    OptionSpec s = option_of(long_name, short_name, ArgKind::Enum, std::move(help));
     s.target = &target;
     s.choices = std::move(choices);
     s.why = choice_list(s.choices, " or ");
     s.value_name = choice_list(s.choices, "|");
-    s.help = std::move(help);
     return s;
 }
 

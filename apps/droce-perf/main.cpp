@@ -25,6 +25,7 @@
 #include "cm_run.h"
 #include "eal_args.h"
 #include "options.h"
+#include "path_mtu.h"
 #include "proto.h"
 #include "report.h"
 #include "side.h"
@@ -170,21 +171,6 @@ std::vector<uint64_t> sizes(const Options &opt) {
     return v;
 }
 
-Mtu mtu_of_bytes(uint32_t b) {
-    switch (b) {
-    case 256:
-        return Mtu::Mtu256;
-    case 512:
-        return Mtu::Mtu512;
-    case 2048:
-        return Mtu::Mtu2048;
-    case 4096:
-        return Mtu::Mtu4096;
-    default:
-        return Mtu::Mtu1024;
-    }
-}
-
 /** The path MTU we ask for: -m, capped by the port's active MTU. */
 int local_mtu_enum(const Options &opt, const Device &dev) {
     uint32_t b = dev.active_mtu();
@@ -195,7 +181,7 @@ int local_mtu_enum(const Options &opt, const Device &dev) {
             stderr,
             " Requested mtu is higher than active mtu \n Will run with the port active mtu - %u\n",
             dev.active_mtu());
-    return static_cast<int>(mtu_of_bytes(b));
+    return static_cast<int>(app::path_mtu_of_bytes(b));
 }
 
 /** Runs sides until `until` says stop; returns false on failure/timeout. */

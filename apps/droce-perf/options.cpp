@@ -13,6 +13,7 @@
 #include "config_device.h"
 #include "device_options.h"
 #include "eal_args.h"
+#include "path_mtu.h"
 
 namespace droce::perf {
 
@@ -47,8 +48,6 @@ struct Given {
     bool cq_mod = false;
 };
 
-bool is_path_mtu(uint64_t u) { return u == 256 || u == 512 || u == 1024 || u == 2048 || u == 4096; }
-
 /** perftest's options, as its ib_*_bw / ib_*_lat spell them. */
 std::vector<app::OptionSpec> perftest_table(Options &opt, Given &given) {
     using namespace app;
@@ -77,7 +76,7 @@ std::vector<app::OptionSpec> perftest_table(Options &opt, Given &given) {
                     "runs -n iterations, the row counts all QPs' messages"),
         uint_option("mtu", 'm', opt.mtu, 256, 4096, "<mtu>",
                     "path MTU 256..4096 (default the port's active MTU)")
-            .set_accept(is_path_mtu)
+            .set_accept(app::is_path_mtu)
             .set_why("256, 512, 1024, 2048 or 4096"),
         uint_option("gid-index", 'x', opt.gid_idx, 0, 255, "<idx>",
                     "GID index (default 1: the IPv4-mapped GID; 0 link-local\n"

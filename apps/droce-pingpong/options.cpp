@@ -11,6 +11,7 @@
 #include "config_device.h"
 #include "device_options.h"
 #include "eal_args.h"
+#include "path_mtu.h"
 
 namespace droce::pingpong {
 
@@ -34,23 +35,6 @@ struct Given {
     bool size = false;
     uint32_t mtu_bytes = 0; /**< -m (0: not given) */
 };
-
-bool is_path_mtu(uint64_t u) { return u == 256 || u == 512 || u == 1024 || u == 2048 || u == 4096; }
-
-Mtu mtu_of(uint32_t bytes) {
-    switch (bytes) {
-    case 256:
-        return Mtu::Mtu256;
-    case 512:
-        return Mtu::Mtu512;
-    case 2048:
-        return Mtu::Mtu2048;
-    case 4096:
-        return Mtu::Mtu4096;
-    default:
-        return Mtu::Mtu1024;
-    }
-}
 
 /** -i: ibv_rc_pingpong takes any port number; droce devices have one. */
 std::string take_ib_port(const char *v, Options &opt) {
@@ -91,7 +75,7 @@ std::vector<app::OptionSpec> option_table(Options &opt, Given &given) {
             .set_given(given.size),
         uint_option("mtu", 'm', given.mtu_bytes, 256, 4096, "<size>",
                     "path MTU: 256, 512, 1024, 2048, 4096 (default 1024)")
-            .set_accept(is_path_mtu)
+            .set_accept(app::is_path_mtu)
             .set_why("256, 512, 1024, 2048 or 4096"),
         uint_option("rx-depth", 'r', opt.rx_depth, 1, 1u << 20, "<dep>",
                     "number of receives to post at a time (default 500)"),
@@ -233,7 +217,7 @@ ParseResult parse_command_line(int argc, char **argv, Options &opt) {
     if (r.status == app::ParseStatus::Error)
         return bad(argv0, r.message);
     if (given.mtu_bytes != 0)
-        opt.mtu = mtu_of(given.mtu_bytes);
+        opt.mtu = app::path_mtu_of_bytes(given.mtu_bytes);
     if (opt.ud && !given.size)
         opt.size = 2048; /* ibv_ud_pingpong's default */
     if (std::string err = app::take_host_operand(r.operands, opt.servername); !err.empty())
