@@ -442,8 +442,7 @@ Result<std::unique_ptr<Dev>> make_device(Runtime &rt, const DeviceConfig &cfg,
     if (const int rc = rte_eth_allmulticast_enable(p.port); rc != 0 && rc != -ENOTSUP)
         logger().warn("{}: all-multicast mode: {}", p.name, errstr(rc));
     dev->set_pkeys(cfg.pkeys);
-    const drivers::Caps caps = p.caps; /* the plan keeps its copy for the log */
-    dev->set_port_info(drivers::Caps(caps), std::move(p.steer));
+    dev->set_port_info(drivers::Caps(p.caps), std::move(p.steer)); /* p.caps: for the log */
     apply_pfc(cfg, p, *dev);
     dev->set_cc(cfg.dcqcn ? &ccp : nullptr, line);
     dev->set_tx_burst(cfg.tx_burst_frames);
