@@ -19,6 +19,7 @@
 #include <droce/cm_device.h>
 
 #include "app_cm.h"
+#include "idle_wait.h"
 #include "proto.h"
 #include "qp_resources.h"
 #include "report.h"
@@ -338,7 +339,10 @@ class CmPerf {
     /** Runs tick() (and `also`) until `until`; false on a CM/control error, --timeout or
      * a signal, with the reason printed. */
     template <class Until, class Also> bool wait(const char *what, Until until, Also also) {
-        app::Backoff b(opt_.busy_poll, kBackoffSpins);
+        std::vector<Side *> sides;
+        if (side_)
+            sides.push_back(side_.get());
+        IdleWait b(opt_.busy_poll, opt_.events, sides, kBackoffSpins);
         uint32_t n = 0;
         while (!until()) {
             bool progress = tick();

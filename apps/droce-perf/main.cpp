@@ -24,6 +24,7 @@
 #include "app_engine.h"
 #include "cm_run.h"
 #include "eal_args.h"
+#include "idle_wait.h"
 #include "options.h"
 #include "path_mtu.h"
 #include "proto.h"
@@ -157,6 +158,7 @@ SideConfig side_config(const Options &opt, bool client, std::string prefix) {
     c.atomic_cas = opt.atomic_cas;
     c.duration_s = opt.run_infinitely ? 0 : opt.duration_s;
     c.buf_malloc = opt.buf_malloc;
+    c.events = opt.events;
     c.prefix = std::move(prefix);
     return c;
 }
@@ -186,7 +188,7 @@ int local_mtu_enum(const Options &opt, const Device &dev) {
 
 /** Runs sides until `until` says stop; returns false on failure/timeout. */
 template <class Pred> bool drive(Run &run, std::vector<Side *> sides, Pred until) {
-    app::Backoff b(run.opt.busy_poll, kBackoffSpins);
+    IdleWait b(run.opt.busy_poll, run.opt.events, sides, kBackoffSpins);
     /* The --timeout deadline is a steady_clock read (a vDSO call): once a millisecond. */
     auto next_check = Clock::now();
     uint32_t spins = 0;
@@ -359,7 +361,7 @@ int run_server(Run &run, Device &dev) {
     uint32_t handshakes = opt.num_qps;
     // write/read/atomic bw clients send their report right after the pre-test handshakes.
     const uint32_t report_after = 2 * opt.num_qps + 1;
-    app::Backoff b(opt.busy_poll, kBackoffSpins);
+    IdleWait b(opt.busy_poll, opt.events, {&side}, kBackoffSpins);
     auto last_talk = Clock::now(), next_peek = last_talk;
     uint32_t quiet_spins = 0;
     while (!closed) {

@@ -105,7 +105,10 @@ std::vector<app::OptionSpec> perftest_table(Options &opt, Given &given) {
                     "connect the QPs through RDMA-CM and exchange perftest's\n"
                     "records over an RDMA-CM control connection to -p (no TCP;\n"
                     "the server is given by its IPv4 address)"),
-        flag_action("events", 'e', accepted, "accepted (droce-perf polls)"),
+        flag_option("events", 'e', opt.events,
+                    "sleep on CQ events (a completion channel) instead of\n"
+                    "polling the CQs (worker mode; not write_lat, -D or\n"
+                    "--run_infinitely, as perftest)"),
         enum_option("atomic_type", 'A', opt.atomic_cas, {{"FETCH_AND_ADD", 0}, {"CMP_AND_SWAP", 1}},
                     "FETCH_AND_ADD (default) or CMP_AND_SWAP"),
         uint_option("outs", 'o', opt.out_reads, 1, 16, "<n>",
@@ -373,6 +376,24 @@ std::string apply_duration_rules(Options &opt) {
     return "";
 }
 
+/** -e: perftest's refusals (write_lat waits on memory, not on a CQ; timed modes end on
+ * the clock, which an event does not wake for), and droce's own: in embedded mode nothing
+ * would run the engine while the program sleeps. Checked once the engine mode is known. */
+std::string apply_event_rules(const Options &opt) {
+    if (!opt.events)
+        return "";
+    if (opt.verb == Verb::Write && opt.kind == Kind::Lat)
+        return "-e: Events feature not available on WRITE verb (write_lat)";
+    if (opt.run_infinitely)
+        return "-e: run_infinitely does not support events feature yet";
+    if (opt.duration_s > 0)
+        return "-e: Duration mode doesn't work with events";
+    if (opt.embedded)
+        return "-e sleeps until a completion event, and in embedded mode nothing runs the "
+               "engine meanwhile: add --worker";
+    return "";
+}
+
 /** Default EAL arguments and several workers: one lcore per worker plus the main one,
  * mapped round-robin onto the CPUs there are (lcore i on CPU i % CPUs). */
 void map_worker_lcores(Options &opt) {
@@ -411,6 +432,8 @@ std::string finish(Options &opt, const Given &given) {
     }
     if (std::string err = app::finish_device_options(opt, !opt.servername.empty(), kDeviceRules);
         !err.empty())
+        return err;
+    if (std::string err = apply_event_rules(opt); !err.empty())
         return err;
     map_worker_lcores(opt);
     return "";

@@ -32,29 +32,32 @@ struct Options : app::DeviceOptions {
     int ib_port = 1;       /**< -i */
     uint64_t size = 65536; /**< -s (bw default 65536, lat 2, atomic 8) */
     bool size_given = false;
-    bool all_sizes = false;                          /**< -a */
-    uint32_t iters = 0;                              /**< -n (0 = default: bw 5000, lat 1000) */
-    double duration_s = 0;                           /**< -D (0 = iterations mode) */
-    uint32_t num_qps = 1;                            /**< -q (bw tests; 1..16384 as perftest) */
-    uint32_t mtu = 0;                                /**< -m bytes; 0 = the port's active MTU */
-    int gid_idx = 1;                                 /**< -x (default 1: the IPv4-mapped GID) */
-    uint8_t sl = 0; /**< -S: service level; on a VLAN it is the PCP (SL & 7) */
-    uint32_t tx_depth = 128;                         /**< -t */
-    uint32_t rx_depth = 512;                         /**< -r */
+    bool all_sizes = false;  /**< -a */
+    uint32_t iters = 0;      /**< -n (0 = default: bw 5000, lat 1000) */
+    double duration_s = 0;   /**< -D (0 = iterations mode) */
+    uint32_t num_qps = 1;    /**< -q (bw tests; 1..16384 as perftest) */
+    uint32_t mtu = 0;        /**< -m bytes; 0 = the port's active MTU */
+    int gid_idx = 1;         /**< -x (default 1: the IPv4-mapped GID) */
+    uint8_t sl = 0;          /**< -S: service level; on a VLAN it is the PCP (SL & 7) */
+    uint32_t tx_depth = 128; /**< -t */
+    uint32_t rx_depth = 512; /**< -r */
     /** -l: bw clients post their WRs in lists of this many, one post_send call each
      * (ibv_post_send with a chain); the CQ moderation becomes the list's size unless -Q
      * is given, which must then divide it (perftest's rules). */
     uint32_t post_list = 1;
-    uint32_t cq_mod = 100; /**< -Q: bw tests signal every cq_mod-th WR (perftest's default) */
-    bool report_gbits = false;                       /**< --report_gbits */
-    bool out_json = false;                           /**< --out_json */
+    uint32_t cq_mod = 100;     /**< -Q: bw tests signal every cq_mod-th WR (perftest's default) */
+    bool report_gbits = false; /**< --report_gbits */
+    bool out_json = false;     /**< --out_json */
     std::string out_json_file = "perftest_out.json"; /**< --out_json_file */
     bool run_infinitely = false;                     /**< --run_infinitely */
     bool atomic_cas = false;                         /**< -A CMP_AND_SWAP (default FETCH_AND_ADD) */
     uint32_t out_reads = 16;                         /**< -o */
-    bool ud = false; /**< -c UD (send_bw, send_lat): messages of at most the MTU */
+    bool ud = false;      /**< -c UD (send_bw, send_lat): messages of at most the MTU */
     bool rdma_cm = false; /**< -R: connect (and exchange) through RDMA-CM (cm_run.h) */
     bool cq_mod_from_post_list = false; /**< -l without -Q: perftest says so in its banner */
+    /** -e: the CQs report on a completion channel and idle loops sleep on it instead of
+     * polling (perftest's use_event; worker mode only). */
+    bool events = false;
 
     // ---- droce's own (beyond the DeviceOptions) ----
     /** --workers: EngineOptions::workers (0 = one per EAL worker lcore); != 1 means

@@ -3,9 +3,11 @@
 
 #include "rights.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
@@ -101,6 +103,16 @@ bool Side::setup(Device &dev, uint32_t workers) {
         return fail("Couldn't allocate MR: %s", mr.status().message().c_str());
     mr_ = std::move(mr.value());
 
+    if (cfg_.events) {
+        auto ch = dev.create_comp_channel();
+        if (!ch)
+            return fail("Couldn't create completion channel: %s", ch.status().message().c_str());
+        channel_ = std::move(ch.value());
+        const int fl = fcntl(channel_->fd(), F_GETFL);
+        if (fl < 0 || fcntl(channel_->fd(), F_SETFL, fl | O_NONBLOCK) < 0)
+            return fail("Couldn't make the completion channel non-blocking: %s",
+                        std::strerror(errno));
+    }
     // One CQ per worker used, each sized for the WRs of the QPs on it.
     const uint32_t ncq = std::max<uint32_t>(1, std::min(workers, nq));
     /* Receives are posted only by send tests (perftest sizes its CQ the same way). */
@@ -112,7 +124,7 @@ bool Side::setup(Device &dev, uint32_t workers) {
             return fail("Couldn't create CQ: %llu entries for %llu QPs",
                         static_cast<unsigned long long>(cqe),
                         static_cast<unsigned long long>(on_w));
-        auto cq = dev.create_cq(static_cast<uint32_t>(cqe), static_cast<int>(w));
+        auto cq = dev.create_cq(static_cast<uint32_t>(cqe), static_cast<int>(w), channel_.get());
         if (!cq)
             return fail("Couldn't create CQ on worker %u: %s", w, cq.status().message().c_str());
         cqs_.push_back(std::move(cq.value()));
@@ -326,7 +338,7 @@ bool Side::start(uint64_t size) {
     running_ = !is_passive();
     if (!running_)
         done_ = true;
-    return true;
+    return !running_ || rearm();
 }
 
 bool Side::duration_over() const { return cfg_.duration_s > 0 && Clock::now() >= t_deadline_; }
@@ -645,6 +657,25 @@ Side::Step Side::step_lat_single() {
         ++scnt_;
         progress = true;
     }
+}
+
+int Side::event_fd() const { return channel_ && running_ ? channel_->fd() : -1; }
+
+bool Side::rearm() {
+    if (!channel_)
+        return true;
+    for (;;) {
+        auto ev = channel_->get_event();
+        if (!ev) {
+            if (ev.status().code() == EAGAIN)
+                break;
+            return fail("Failed to get cq_event: %s", ev.status().message().c_str());
+        }
+    }
+    for (auto &cq : cqs_)
+        if (Status st = cq->req_notify(); !st)
+            return fail("Couldn't request CQ notification: %s", st.message().c_str());
+    return true;
 }
 
 Side::Step Side::step() {

@@ -50,9 +50,10 @@ struct SideConfig {
     int gid_idx = 1;
     uint8_t sl = 0; /**< -S: the address handle's SL (VLAN PCP = SL & 7) */
     bool atomic_cas = false;
-    double duration_s = 0; /**< > 0: run for this long (iters ignored) */
-    bool ud = false;       /**< -c UD: UD QPs, Q_Key 0x11111111, receives with the GRH area */
+    double duration_s = 0;   /**< > 0: run for this long (iters ignored) */
+    bool ud = false;         /**< -c UD: UD QPs, Q_Key 0x11111111, receives with the GRH area */
     bool buf_malloc = false; /**< --buf-malloc: aligned_alloc, not droce::alloc_buf */
+    bool events = false;     /**< -e: the CQs on a completion channel (event_fd, rearm) */
     std::string prefix;
 };
 
@@ -75,6 +76,11 @@ class Side {
     /** Arms a run of `size`-byte messages. */
     bool start(uint64_t size);
     Step step();
+    /** -e: the channel's descriptor (non-blocking) while a run is on; -1 otherwise. */
+    int event_fd() const;
+    /** -e: takes the events that fired and arms every CQ again, so that the next step()
+     * polls what came; false (with the reason printed) on an error. */
+    bool rearm();
     /** Ends a duration run / a passive server at once (the client said it is done). */
     void finish();
     bool running() const { return running_; }
@@ -137,7 +143,8 @@ class Side {
     std::unique_ptr<uint8_t, app::QpResources::FreeBuffer> buf_; /**< 2 x num_qps slices */
     std::unique_ptr<ProtectionDomain> pd_;
     std::unique_ptr<MemoryRegion> mr_;
-    SendWr wr_{}; /* the run's work request (prepare_wr), patched per post */
+    std::unique_ptr<CompletionChannel> channel_; /**< -e (its CQs below go first) */
+    SendWr wr_{};              /* the run's work request (prepare_wr), patched per post */
     std::vector<SendWr> list_; /* -l: cfg_.post_list copies of wr_, patched per list */
     std::vector<std::unique_ptr<CompletionQueue>> cqs_; /**< one per worker used */
     std::vector<std::unique_ptr<QueuePair>> qps_;

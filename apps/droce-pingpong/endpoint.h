@@ -32,6 +32,9 @@ struct EndpointConfig {
     bool validate = false;
     /** ibv_ud_pingpong: a UD QP; the buffer holds the 40-byte GRH area, then the message. */
     bool ud = false;
+    /** -e: the CQ reports completions on a completion channel; the loop sleeps on
+     * event_fd() instead of polling (ibv_rc_pingpong's use_event). */
+    bool events = false;
     /** Prepended to every line printed ("" in the two-process mode). */
     std::string prefix;
 };
@@ -55,6 +58,14 @@ class PingpongEndpoint {
     bool start();
     /** Running: polls the CQ once and handles what it got. */
     Step step();
+    /** -e: the completion channel's descriptor (non-blocking) to wait on when step()
+     * was idle; -1 without -e. */
+    int event_fd() const;
+    /** -e: takes the events that fired and arms the CQ again (then step() polls what
+     * came); prints why and returns false on an error. */
+    bool rearm();
+    /** -e: completion events taken so far. */
+    uint64_t events() const { return events_; }
 
     /** Prints "  local address:  LID ..." */
     void print_local() const;
@@ -92,7 +103,9 @@ class PingpongEndpoint {
     size_t page_size_ = 4096;
     size_t buf_len_ = 0;
     Device *dev_ = nullptr;
-    app::QpResources res_; /**< buffer, PD, MR, CQ, QP */
+    std::unique_ptr<CompletionChannel> channel_; /**< -e (outlives the CQ in res_) */
+    uint64_t events_ = 0;
+    app::QpResources res_;              /**< buffer, PD, MR, CQ, QP */
     std::unique_ptr<AddressHandle> ah_; /**< UD: to the peer (destroyed before the PD) */
     Dest local_;
     Dest remote_;

@@ -8,12 +8,15 @@
  * output as rdma-core's ibv_rc_pingpong, so either side can be the real tool (e.g. on
  * Linux Soft-RoCE). --loopback is the in-process demo: two devices on a net_ring pair,
  * server and client driven by one thread, no TCP. */
+#include <poll.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <thread>
@@ -75,8 +78,27 @@ EndpointConfig endpoint_config(const Options &opt, bool client, std::string pref
     c.ib_port = opt.ib_port;
     c.validate = opt.validate;
     c.ud = opt.ud;
+    c.events = opt.events;
     c.prefix = std::move(prefix);
     return c;
+}
+
+/* -e: the loop found nothing to do, so it sleeps until a CQ's event fires (or 100 ms
+ * pass, for --timeout), then takes the events and arms the CQs again. */
+bool wait_for_events(std::initializer_list<PingpongEndpoint *> eps) {
+    pollfd fds[2];
+    nfds_t n = 0;
+    for (PingpongEndpoint *ep : eps)
+        if (ep->state() == PingpongEndpoint::State::Running && n < 2)
+            fds[n++] = pollfd{ep->event_fd(), POLLIN, 0};
+    if (n > 0 && poll(fds, n, 100) < 0 && errno != EINTR) {
+        std::perror("poll");
+        return false;
+    }
+    for (PingpongEndpoint *ep : eps)
+        if (ep->state() == PingpongEndpoint::State::Running && !ep->rearm())
+            return false;
+    return true;
 }
 
 /** The demo: two devices on back-to-back net_ring ports, one thread drives both. */
@@ -144,10 +166,16 @@ int run_loopback(Run &run) {
                 failed = true;
                 break;
             }
-            if (progress)
+            if (progress) {
                 backoff.progress();
-            else
+            } else if (opt.events) {
+                if (!wait_for_events({&server, &client})) {
+                    failed = true;
+                    break;
+                }
+            } else {
                 backoff.idle();
+            }
         }
         if (failed)
             return finish(1);
@@ -215,8 +243,10 @@ int run_tcp(Run &run) {
         }
         if (progress || s == PingpongEndpoint::Step::Progress)
             backoff.progress();
-        else
+        else if (!opt.events)
             backoff.idle();
+        else if (!wait_for_events({&ep}))
+            return finish(1);
     }
     run.linger(std::chrono::milliseconds(100));
     return finish(ep.report() ? 0 : 1);

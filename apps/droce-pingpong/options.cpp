@@ -82,7 +82,9 @@ std::vector<app::OptionSpec> option_table(Options &opt, Given &given) {
         uint_option("iters", 'n', opt.iters, 1, std::numeric_limits<int32_t>::max(), "<iters>",
                     "number of exchanges (default 1000)"),
         uint_option("sl", 'l', opt.sl, 0, 15, "<sl>", "service level value"),
-        flag_option("events", 'e', opt.events, "accepted; droce waits by polling with backoff"),
+        flag_option("events", 'e', opt.events,
+                    "sleep on CQ events (a completion channel) instead of\n"
+                    "polling the CQ (needs the worker: not --embedded)"),
         custom_option(
             "gid-idx", 'g', [&opt](const char *v) { return take_gid_index(v, opt); }, "<idx>",
             "local port gid index (default 1 = the IPv4-mapped GID,\n"
@@ -225,6 +227,9 @@ ParseResult parse_command_line(int argc, char **argv, Options &opt) {
     if (std::string err = app::finish_device_options(opt, !opt.servername.empty(), kDeviceRules);
         !err.empty())
         return bad(argv0, err);
+    if (opt.events && opt.embedded)
+        return bad(argv0, "-e/--events sleeps until a completion event, and in embedded mode "
+                          "nothing runs the engine meanwhile: add --worker (or drop --embedded)");
     return ParseResult::Run;
 }
 

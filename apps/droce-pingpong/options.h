@@ -28,7 +28,7 @@ struct Options : app::DeviceOptions {
     uint32_t rx_depth = 500; /**< -r */
     uint32_t iters = 1000;   /**< -n */
     int sl = 0;              /**< -l */
-    bool events = false;     /**< -e (accepted: we poll with backoff) */
+    bool events = false;     /**< -e: wait on completion events */
     int gid_idx = 1;         /**< -g (default 1: the IPv4-mapped GID) */
     bool validate = false;   /**< -c */
     std::string servername;  /**< positional: client mode when set */

@@ -44,6 +44,7 @@ class Device;
 class ProtectionDomain;
 class MemoryRegion;
 class CompletionQueue;
+class CompletionChannel;
 class QueuePair;
 class SharedReceiveQueue;
 
@@ -298,6 +299,12 @@ class Device {
      * lost go to ERR (QpFatal); responder errors raise QpReqErr / QpAccessErr. Events
      * beyond the queue's 4096 are dropped and counted (async_event_dropped). */
     virtual bool get_async_event(AsyncEvent &ev) = 0;
+    /** ibv_get_async_event: the oldest pending event, waiting for one unless async_fd()
+     * was made non-blocking (fcntl O_NONBLOCK: then EAGAIN when none waits). */
+    virtual Status wait_async_event(AsyncEvent &ev) = 0;
+    /** ibv_context::async_fd: a descriptor that is readable while an event waits, for
+     * poll/epoll (it may also wake once for an event get_async_event already took). */
+    virtual int async_fd() const = 0;
     /** Starts writing the device's traffic to a pcapng file (see DeviceConfig::capture);
      * snaplen 0 = whole frames. EBUSY while a capture runs. */
     virtual Status start_capture(const std::string &path, uint32_t snaplen = 0) = 0;
@@ -314,6 +321,31 @@ class Device {
     /** The same, on a given worker (0 .. Engine::workers()-1); -1 = round-robin. A QP
      * runs on the worker of its CQs (send and receive CQ must share one). */
     virtual Result<std::unique_ptr<CompletionQueue>> create_cq(uint32_t cqe, int worker) = 0;
+    /** The same with completion events: the CQ's events (CompletionQueue::req_notify)
+     * arrive on channel (nullptr: none, as the two above). */
+    virtual Result<std::unique_ptr<CompletionQueue>> create_cq(uint32_t cqe, int worker,
+                                                               CompletionChannel *channel) = 0;
+    /** ibv_create_comp_channel: where armed CQs report that a completion arrived. */
+    virtual Result<std::unique_ptr<CompletionChannel>> create_comp_channel() = 0;
+};
+
+/** A completion channel (ibv_comp_channel): an application that would rather sleep
+ * than poll arms its CQs (CompletionQueue::req_notify) and waits here; the worker
+ * raises the event when a completion arrives (a system call then, once per arm; CQs
+ * without a channel pay nothing). Several CQs, of any worker, may share one channel. */
+class CompletionChannel {
+  public:
+    /** ibv_destroy_comp_channel. A CQ still on it keeps what it needs alive; its events
+     * then go nowhere. */
+    virtual ~CompletionChannel() = default;
+    /** Readable while an event waits (poll/epoll). Set O_NONBLOCK on it (fcntl) for a
+     * get_event that does not wait. */
+    virtual int fd() const = 0;
+    /** ibv_get_cq_event: the CQ whose event fired, oldest first; waits for one unless
+     * fd() is non-blocking (then EAGAIN when none waits). One event per arm: arm again
+     * (req_notify), then poll the CQ, before waiting for the next. A CQ destroyed with an
+     * event pending takes that event with it. */
+    virtual Result<CompletionQueue *> get_event() = 0;
 };
 
 /** ibv_srq_init_attr. */
@@ -411,6 +443,12 @@ class CompletionQueue {
     virtual ~CompletionQueue() = default;
     /** Non-blocking: moves up to max completions into wc; returns how many. */
     virtual int poll(Wc *wc, int max) = 0;
+    /** ibv_req_notify_cq: the next completion added to the CQ from now on (with
+     * solicited_only: the next one of a message sent with kSendSolicited, or an
+     * unsuccessful one) raises one event on the CQ's channel. Completions already in the
+     * CQ raise none: arm, then poll once more, then wait. EINVAL on a CQ made without a
+     * channel. */
+    virtual Status req_notify(bool solicited_only = false) = 0;
 };
 
 /** An RC queue pair (ibv_qp). Post to it and poll its CQs from one application

@@ -16,6 +16,7 @@
 #include "api_ud.h"
 #include "api_wr_ring.h"
 #include "engine.h"
+#include "engine_comp_channel.h"
 #include "engine_log.h"
 #include "engine_route.h"
 
@@ -30,6 +31,7 @@ using api::recv_ring;
 using api::send_ring;
 using api::WrRing;
 
+using engine::CompChannel;
 using engine::CqCtx;
 using engine::Dev;
 using engine::QpCtx;
@@ -90,14 +92,34 @@ class MrImpl final : public MemoryRegion {
     mem::MemoryRegion r_;
 };
 
+class ChannelImpl final : public CompletionChannel {
+  public:
+    explicit ChannelImpl(std::shared_ptr<CompChannel> ch) : ch_(std::move(ch)) {}
+    int fd() const override { return ch_->fd(); }
+    Result<CompletionQueue *> get_event() override {
+        CqCtx *cq = nullptr;
+        const int e = ch_->next(&cq);
+        if (e != 0)
+            return Status(e, std::string("get_event: ") + std::strerror(e));
+        return static_cast<CompletionQueue *>(cq->user);
+    }
+    const std::shared_ptr<CompChannel> &channel() const { return ch_; }
+
+  private:
+    std::shared_ptr<CompChannel> ch_; /* shared with its CQs: they may outlive this */
+};
+
 class CqImpl final : public CompletionQueue {
   public:
-    CqImpl(Runtime &rt, Dev &dev, std::unique_ptr<CqCtx> ctx)
-        : rt_(rt), dev_(dev), ctx_(std::move(ctx)) {
+    CqImpl(Runtime &rt, Dev &dev, std::unique_ptr<CqCtx> ctx, std::shared_ptr<CompChannel> ch)
+        : rt_(rt), dev_(dev), ctx_(std::move(ctx)), channel_(std::move(ch)) {
         ctx_->user = static_cast<CompletionQueue *>(this);
     }
     ~CqImpl() override {
         rt_.exec_on(ctx_->worker, [&] {
+            /* On the producing worker: no event is raised for this CQ after this. */
+            if (channel_)
+                channel_->detach(*ctx_);
             if (ctx_->refs != 0) {
                 /* ibv_destroy_cq would fail with EBUSY; a destructor cannot, so keep the
                  * ring alive for the QPs still pointing at it. */
@@ -111,12 +133,19 @@ class CqImpl final : public CompletionQueue {
         ctx_.reset();
     }
     int poll(Wc *wc, int max) override { return ctx_->poll(wc, max); }
+    Status req_notify(bool solicited_only) override {
+        if (!channel_)
+            return Status(EINVAL, "req_notify: the CQ has no completion channel");
+        ctx_->arm(solicited_only);
+        return {};
+    }
     CqCtx *ctx() const { return ctx_.get(); }
 
   private:
     Runtime &rt_;
     Dev &dev_;
     std::unique_ptr<CqCtx> ctx_;
+    std::shared_ptr<CompChannel> channel_;
 };
 
 class QpImpl final : public QueuePair {
@@ -527,6 +556,17 @@ class DeviceImpl final : public Device {
         ev.cq = static_cast<CompletionQueue *>(e.cq_user);
         return true;
     }
+    Status wait_async_event(AsyncEvent &ev) override {
+        engine::EngineEvent e{};
+        const int err = dev_.wait_event(&e);
+        if (err != 0)
+            return Status(err, std::string("wait_async_event: ") + std::strerror(err));
+        ev.type = e.type;
+        ev.qp_num = e.qp_num;
+        ev.cq = static_cast<CompletionQueue *>(e.cq_user);
+        return {};
+    }
+    int async_fd() const override { return dev_.event_fd(); }
     Status start_capture(const std::string &path, uint32_t snaplen) override {
         return dev_.capture_start(path, snaplen, run_on());
     }
@@ -538,6 +578,24 @@ class DeviceImpl final : public Device {
         return create_cq(cqe, -1);
     }
     Result<std::unique_ptr<CompletionQueue>> create_cq(uint32_t cqe, int worker) override {
+        return create_cq(cqe, worker, nullptr);
+    }
+    Result<std::unique_ptr<CompletionChannel>> create_comp_channel() override {
+        std::string why;
+        std::shared_ptr<CompChannel> ch = CompChannel::create(&why);
+        if (!ch)
+            return Status(ENOMEM, "create_comp_channel: " + why);
+        return std::unique_ptr<CompletionChannel>(new ChannelImpl(std::move(ch)));
+    }
+    Result<std::unique_ptr<CompletionQueue>> create_cq(uint32_t cqe, int worker,
+                                                       CompletionChannel *channel) override {
+        std::shared_ptr<CompChannel> ch;
+        if (channel != nullptr) {
+            auto *ci = dynamic_cast<ChannelImpl *>(channel);
+            if (ci == nullptr)
+                return Status(EINVAL, "create_cq: not a channel of droce's");
+            ch = ci->channel();
+        }
         const uint32_t nw = rt_.workers();
         if (worker < -1 || worker >= static_cast<int>(nw))
             return Status(EINVAL, "create_cq: worker " + std::to_string(worker) +
@@ -556,7 +614,11 @@ class DeviceImpl final : public Device {
             if (ctx->ring == nullptr)
                 return Status(ENOMEM, std::string("create_cq: ") + rte_strerror(rte_errno));
         }
-        return std::unique_ptr<CompletionQueue>(new CqImpl(rt_, dev_, std::move(ctx)));
+        if (ch && !ch->attach(*ctx))
+            return Status(ENOMEM, "create_cq: the channel serves " +
+                                      std::to_string(CompChannel::kMaxCqs) + " CQs at most");
+        return std::unique_ptr<CompletionQueue>(
+            new CqImpl(rt_, dev_, std::move(ctx), std::move(ch)));
     }
 
   private:

@@ -30,6 +30,7 @@
 
 #include "drivers.h"
 #include "engine_capture.h"
+#include "engine_event_queue.h"
 #include "engine_tx_stash.h"
 #include "mem_mr.h"
 #include "net.h"
@@ -131,6 +132,7 @@ rte_ring *ring_alloc(const char *name, unsigned esize, unsigned count, unsigned 
 void ring_release(rte_ring *r);
 
 class Dev;
+class CompChannel;
 
 /** A CQ. Worker mode: completions go from the worker to the application through an SPSC
  * ring. Embedded mode: the shard that pushes and the application that polls are the same
@@ -149,13 +151,28 @@ struct CqCtx final : qp::CqSink {
     bool overrun = false; /* CqErr raised (once per CQ) */
     uint32_t refs = 0;    /* QPs using it; touched on the worker only */
     uint32_t worker = 0;  /* the worker that produces into it (its QPs' worker) */
+    /* Completion events (engine_comp_channel.h): set while attached to a channel. */
+    CompChannel *channel = nullptr;
+    uint64_t channel_token = 0;
+    /* The application arms (kArm*), the producer disarms when the event fires; queued:
+     * the token waits in the channel (cleared when the channel hands it out). */
+    alignas(64) std::atomic<uint8_t> armed{0};
+    std::atomic<bool> queued{false};
+    static constexpr uint8_t kArmNone = 0, kArmNext = 1, kArmSolicited = 2;
     /** Embedded mode: the array instead of a ring, room for exactly depth entries
      * (1..2^20). False when out of memory. */
     bool init_local(uint32_t depth);
     bool local() const { return slots != nullptr; }
     bool push(const Wc &wc) override;
     int poll(Wc *wc, int max);
+    /** ibv_req_notify_cq: the next completion (or, solicited_only, the next solicited or
+     * unsuccessful one) added from now on raises the channel's event. The application's
+     * thread; no effect without a channel. */
+    void arm(bool solicited_only);
     ~CqCtx() override;
+
+  private:
+    void notify(const Wc &wc);
 };
 
 /* A shared receive queue; worker mode feeds it through an SPSC ring like a QP's RQ. */
@@ -379,11 +396,6 @@ struct ZcRegion {
  * in embedded mode, the application's poll thread) touches a Shard, except the MP
  * rings (doorbells, handoffs) through which others reach it. */
 /** An event as the engine queues it (the API maps CqCtx::user to its CQ). */
-struct EngineEvent {
-    AsyncEventType type;
-    uint32_t qp_num;
-    void *cq_user;
-};
 
 class Shard final : public qp::TxPort, public qp::AsyncEventSink {
   public:
@@ -715,7 +727,11 @@ class Dev final {
     }
     void answer_held(QpCtx &q);
     /** The oldest pending asynchronous event (any thread). */
-    bool next_event(EngineEvent *ev);
+    bool next_event(EngineEvent *ev) { return events_.pop(ev); }
+    /** The same, waiting unless event_fd() is non-blocking: 0 or an errno. */
+    int wait_event(EngineEvent *ev) { return events_.wait(ev); }
+    /** Readable while asynchronous events wait (ibv_context::async_fd). */
+    int event_fd() const { return events_.fd(); }
     /** Per live QP of worker w: its QPN and a one-line state summary. On worker w. */
     std::vector<std::pair<uint32_t, std::string>> qp_summaries(uint32_t w) const;
     size_t num_qps() const;
@@ -827,7 +843,7 @@ class Dev final {
     std::vector<std::unique_ptr<QpCtx>> qps_;
     std::vector<std::unique_ptr<Shard>> shards_;
     std::vector<std::unique_ptr<CqCtx>> retired_cqs_;
-    rte_ring *events_ = nullptr; /* EngineEvent, MP (workers) / MC (application threads) */
+    EventQueue events_; /* workers and the link watch -> the application's threads */
     bool rss_ = false;
     uint8_t rss_key_[40] = {};
     uint32_t reta_size_ = 0;

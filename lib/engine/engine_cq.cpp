@@ -20,6 +20,7 @@
 #include <rte_ring_elem.h>
 
 #include "engine.h"
+#include "engine_comp_channel.h"
 
 namespace droce::engine {
 
@@ -41,17 +42,49 @@ bool CqCtx::init_local(uint32_t n) {
 }
 
 bool CqCtx::push(const Wc &wc) {
+    bool ok;
     if (slots != nullptr) {
         /* Unsigned differences: the counters wrap at 2^32, a multiple of the size. */
-        if (tail - head >= depth)
-            return false;
-        slots[tail & mask] = wc;
-        ++tail;
-        return true;
+        ok = tail - head < depth;
+        if (ok)
+            slots[tail++ & mask] = wc;
+    } else {
+        if (dev != nullptr)
+            dev->publish_for_completion(wc);
+        ok = rte_ring_sp_enqueue_elem(ring, const_cast<Wc *>(&wc), sizeof(Wc)) == 0;
     }
-    if (dev != nullptr)
-        dev->publish_for_completion(wc);
-    return rte_ring_sp_enqueue_elem(ring, const_cast<Wc *>(&wc), sizeof(Wc)) == 0;
+    if (channel != nullptr && ok) [[unlikely]]
+        notify(wc);
+    return ok;
+}
+
+/* The application arms, then polls once more before it waits (verbs' documented order);
+ * the producer pushes, then reads `armed`. The fences make those two store-then-load
+ * sequences ordered, so either the application's poll finds the completion or the
+ * producer sees the arm and raises the event: never neither. */
+void CqCtx::arm(bool solicited_only) {
+    if (!solicited_only) {
+        armed.store(kArmNext, std::memory_order_seq_cst);
+        return;
+    }
+    uint8_t none = kArmNone; /* an arm for any completion stays the wider one */
+    armed.compare_exchange_strong(none, kArmSolicited, std::memory_order_seq_cst);
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+}
+
+void CqCtx::notify(const Wc &wc) {
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    const uint8_t a = armed.load(std::memory_order_relaxed);
+    if (a == kArmNone)
+        return;
+    /* Solicited mode: a solicited message's completion or an unsuccessful one (IBA
+     * 11.4.2.2), as an application waiting for errors needs. */
+    if (a == kArmSolicited && wc.status == WcStatus::Success && (wc.wc_flags & kWcSolicited) == 0)
+        return;
+    if (armed.exchange(kArmNone, std::memory_order_acq_rel) == kArmNone)
+        return;
+    if (!queued.exchange(true, std::memory_order_acq_rel))
+        channel->signal(channel_token);
 }
 
 int CqCtx::poll(Wc *wc, int max) {

@@ -109,10 +109,6 @@ Dev::Dev(Runtime &rt, uint16_t port, std::string name, const net::Iface &ifc, ui
       eth_mtu_(eth_mtu), arp_timeout_ms_(arp_timeout_ms), max_qps_(max_qps), nrxq_(nrxq),
       ntxq_(ntxq), tx_pool_(rt.pool()), qps_(max_qps) {
     ifc6_ = net::make_iface6(ifc.mac); /* the link-local address; set_l3 adds the rest */
-    const std::string en = rt.unique_name("dev_ev");
-    events_ = ring_alloc(en.c_str(), sizeof(EngineEvent), 4096, RING_F_EXACT_SZ);
-    if (events_ == nullptr)
-        throw std::bad_alloc();
     for (uint32_t w = 0; w < workers; ++w)
         shards_.push_back(std::make_unique<Shard>(*this, w, workers, max_qps));
 }
@@ -130,16 +126,11 @@ uint16_t Dev::udp_sport_for(uint32_t dst_ip, uint32_t dest_qpn, uint16_t fallbac
                           fallback);
 }
 
-bool Dev::next_event(EngineEvent *ev) {
-    return rte_ring_mc_dequeue_elem(events_, ev, sizeof(EngineEvent)) == 0;
-}
-
 Dev::~Dev() {
     unwatch_link();
     for (auto &q : qps_)
         q.reset();
     shards_.clear(); /* frees what their TX queues still hold */
-    ring_release(events_);
     if (hosted_)
         return; /* the host's port: the host stops and closes it */
     const drivers::PortStopResult r = drivers::stop_port(port_, true, caps_.control_on_intr_thread);
@@ -502,7 +493,7 @@ void Shard::on_async_event(const qp::AsyncEvent &ev) {
         e.cq_user = cq->user;
         e.qp_num = 0;
     }
-    if (rte_ring_mp_enqueue_elem(dev_.events_, &e, sizeof(e)) == 0)
+    if (dev_.events_.push(e))
         ++ec.async_events;
     else
         ++ec.async_event_dropped;

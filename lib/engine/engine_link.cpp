@@ -289,9 +289,7 @@ void Dev::unwatch_link() {
     link_ = nullptr;
 }
 
-bool Dev::push_event(const EngineEvent &e) {
-    return rte_ring_mp_enqueue_elem(events_, const_cast<EngineEvent *>(&e), sizeof(e)) == 0;
-}
+bool Dev::push_event(const EngineEvent &e) { return events_.push(e); }
 
 void Dev::send_garp() {
     /* An ARP request for our own address (sender = target IP): RFC 5227's announcement,

@@ -433,8 +433,8 @@ Verdict Qp::execute_send(const wire::ParsedPacket &p) {
                 &Counters::resp_invalidate_refused};
     }
     const bool imm = op.is(wire::kOpImm);
-    complete_recv(r, WcStatus::Success, WcOpcode::Recv, resp_.recv_off, imm ? kWcWithImm : 0u,
-                  imm ? p.imm : 0u);
+    const uint32_t flags = (imm ? kWcWithImm : 0u) | (p.bth.se ? kWcSolicited : 0u);
+    complete_recv(r, WcStatus::Success, WcOpcode::Recv, resp_.recv_off, flags, imm ? p.imm : 0u);
     resp_.msn = (resp_.msn + 1) & 0xFFFFFF;
     return {};
 }
@@ -460,7 +460,7 @@ inline void Qp::execute_write(const wire::ParsedPacket &p, uint8_t *dst) {
         resp_.msn = (resp_.msn + 1) & 0xFFFFFF;
         if (op.is(wire::kOpImm))
             complete_recv(resp_.rcv->pop(), WcStatus::Success, WcOpcode::RecvRdmaWithImm,
-                          resp_.write.len, kWcWithImm, p.imm);
+                          resp_.write.len, kWcWithImm | (p.bth.se ? kWcSolicited : 0u), p.imm);
     }
 }
 

@@ -345,7 +345,7 @@ void Qp::on_packet(const wire::ParsedPacket &p, Time) {
         return;
     }
     wc.status = WcStatus::Success;
-    wc.wc_flags = kWcGrh;
+    wc.wc_flags = kWcGrh | (p.bth.se ? kWcSolicited : 0u);
     if (p.bth.opcode == wire::kUdSendOnlyImm) {
         wc.wc_flags |= kWcWithImm;
         wc.imm_data = p.imm;

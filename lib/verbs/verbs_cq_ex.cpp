@@ -53,7 +53,7 @@ __be32 read_imm_data(ibv_cq_ex *x) {
 }
 uint32_t read_qp_num(ibv_cq_ex *x) { return cur(x).qp_num; }
 uint32_t read_src_qp(ibv_cq_ex *x) { return cur(x).src_qp; }
-unsigned int read_wc_flags(ibv_cq_ex *x) { return cur(x).wc_flags; }
+unsigned int read_wc_flags(ibv_cq_ex *x) { return cur(x).wc_flags & kVerbsWcFlags; }
 uint32_t read_slid(ibv_cq_ex *) { return 0; }
 uint8_t read_sl(ibv_cq_ex *) { return 0; }
 uint8_t read_dlid_path_bits(ibv_cq_ex *) { return 0; }
@@ -67,16 +67,16 @@ ibv_cq_ex *create_cq_ex(ibv_context *ctx, ibv_cq_init_attr_ex *attr) {
         errno = EINVAL;
         return nullptr;
     }
-    /* Not yet: completion channels, parent domains, CQs that may overrun. A single-
-     * threaded CQ is what droce's are anyway. */
+    /* Not yet: parent domains, CQs that may overrun. A single-threaded CQ is what
+     * droce's are anyway. */
     const uint32_t flags = (attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) != 0 ? attr->flags : 0;
-    if (attr->channel != nullptr || (attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) != 0 ||
+    if ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) != 0 ||
         (flags & ~static_cast<uint32_t>(IBV_CREATE_CQ_ATTR_SINGLE_THREADED)) != 0 ||
         (attr->wc_flags & ~kWcFlags) != 0) {
         errno = EOPNOTSUPP;
         return nullptr;
     }
-    Cq *c = new_cq(ctx, attr->cqe, attr->cq_context);
+    Cq *c = new_cq(ctx, attr->cqe, attr->cq_context, attr->channel);
     if (c == nullptr)
         return nullptr;
     ibv_cq_ex &x = c->cqx;

@@ -114,8 +114,10 @@ int to_droce_init(const ibv_qp_init_attr &in, QpInitAttr &out) {
 
 } // namespace
 
-Cq *droce::verbs::new_cq(ibv_context *context, uint32_t cqe, void *cq_context) {
-    auto r = context_of(context)->entry->dev->create_cq(cqe);
+Cq *droce::verbs::new_cq(ibv_context *context, uint32_t cqe, void *cq_context,
+                         ibv_comp_channel *channel) {
+    CompletionChannel *dch = channel != nullptr ? outer_of<Channel>(channel)->dch : nullptr;
+    auto r = context_of(context)->entry->dev->create_cq(cqe, -1, dch);
     if (!r) {
         status_errno(r.status());
         return nullptr;
@@ -129,6 +131,9 @@ Cq *droce::verbs::new_cq(ibv_context *context, uint32_t cqe, void *cq_context) {
     c->cq.context = context;
     c->cq.cq_context = cq_context;
     c->cq.cqe = static_cast<int>(cqe);
+    c->cq.channel = channel;
+    if (channel != nullptr)
+        __atomic_add_fetch(&channel->refcnt, 1, __ATOMIC_RELAXED);
     pthread_mutex_init(&c->cq.mutex, nullptr);
     pthread_cond_init(&c->cq.cond, nullptr);
     live_add(Kind::Cq, c);
@@ -178,11 +183,7 @@ ibv_cq *ibv_create_cq(ibv_context *context, int cqe, void *cq_context, ibv_comp_
         errno = EINVAL;
         return nullptr;
     }
-    if (channel != nullptr) {
-        errno = EOPNOTSUPP; /* completion channels: not in this library yet */
-        return nullptr;
-    }
-    Cq *c = new_cq(context, static_cast<uint32_t>(cqe), cq_context);
+    Cq *c = new_cq(context, static_cast<uint32_t>(cqe), cq_context, channel);
     return c != nullptr ? &c->cq : nullptr;
 }
 
@@ -190,8 +191,16 @@ int ibv_destroy_cq(ibv_cq *cq) {
     if (cq == nullptr)
         return errno = EINVAL;
     Cq *c = outer_of<Cq>(cq);
-    live_remove(Kind::Cq, c);
+    live_remove(Kind::Cq, c); /* no event is handed out for it from here on */
+    /* rdma-core's rule: every event handed out is acked before the CQ goes. */
+    pthread_mutex_lock(&cq->mutex);
+    while (cq->comp_events_completed != c->comp_events_delivered ||
+           cq->async_events_completed != c->async_events_delivered)
+        pthread_cond_wait(&cq->cond, &cq->mutex);
+    pthread_mutex_unlock(&cq->mutex);
     delete c->dcq;
+    if (cq->channel != nullptr)
+        __atomic_sub_fetch(&cq->channel->refcnt, 1, __ATOMIC_RELAXED);
     pthread_mutex_destroy(&c->cq.mutex);
     pthread_cond_destroy(&c->cq.cond);
     std::free(c);
@@ -253,6 +262,10 @@ int ibv_destroy_qp(ibv_qp *qp) {
         return errno = EINVAL;
     Qp *q = outer_of<Qp>(qp);
     live_remove(Kind::Qp, q);
+    pthread_mutex_lock(&qp->mutex); /* every event handed out is acked first */
+    while (qp->events_completed != q->events_delivered)
+        pthread_cond_wait(&qp->cond, &qp->mutex);
+    pthread_mutex_unlock(&qp->mutex);
     delete q->dqp;
     std::free(q->batch.wrs);
     std::free(q->batch.inline_data);

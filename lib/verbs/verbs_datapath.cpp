@@ -86,7 +86,7 @@ void to_verbs_wc(const Wc &d, ibv_wc &w) {
         w.imm_data = htonl(d.imm_data);
     w.qp_num = d.qp_num;
     w.src_qp = d.src_qp;
-    w.wc_flags = d.wc_flags;
+    w.wc_flags = d.wc_flags & kVerbsWcFlags;
     w.pkey_index = 0;
     w.slid = 0;
     w.sl = 0;

@@ -208,7 +208,8 @@ ibv_context *ibv_open_device(ibv_device *device) {
     v.sz = sizeof(verbs_context);
     v.context.device = device;
     v.context.cmd_fd = -1;
-    v.context.async_fd = -1;
+    /* The device's event queue (one per device: every context of it reads the same). */
+    v.context.async_fd = c->entry->dev->async_fd();
     v.context.num_comp_vectors = 1;
     v.context.abi_compat = __VERBS_ABI_IS_EXTENDED;
     pthread_mutex_init(&v.context.mutex, nullptr);

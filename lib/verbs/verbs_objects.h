@@ -56,6 +56,12 @@ struct Mr {
     MemoryRegion *dmr;
 };
 
+/* droce's completion flags that ibv_wc has (same values); kWcSolicited is droce's own. */
+inline constexpr unsigned kVerbsWcFlags = IBV_WC_GRH | IBV_WC_WITH_IMM | IBV_WC_WITH_INV;
+static_assert(unsigned{kWcGrh} == IBV_WC_GRH && unsigned{kWcWithImm} == IBV_WC_WITH_IMM &&
+              unsigned{kWcWithInv} == IBV_WC_WITH_INV &&
+              (unsigned{kWcSolicited} & kVerbsWcFlags) == 0);
+
 /* Completions droce's poll returns per call, into a stack array (ibv_poll_cq) or a CQ's
  * held completions (ibv_start_poll): stack space, not a limit. */
 inline constexpr int kPollChunk = 16;
@@ -75,6 +81,17 @@ struct Cq {
     uint32_t held_pos;
     uint32_t held_n;
     const Wc *current;
+    /* Events handed out (ibv_get_cq_event, ibv_get_async_event), counted under the live
+     * registry's lock: ibv_destroy_cq waits until the application acked as many
+     * (cq.comp_events_completed, cq.async_events_completed), as rdma-core does. */
+    uint32_t comp_events_delivered;
+    uint32_t async_events_delivered;
+};
+
+/** ibv_create_comp_channel's channel; channel.refcnt counts its CQs. */
+struct Channel {
+    ibv_comp_channel channel;
+    CompletionChannel *dch;
 };
 
 struct Srq {
@@ -111,7 +128,8 @@ struct Qp {
     QueuePair *dqp;
     ibv_qp_cap cap; /**< what create returned (ibv_query_qp's init_attr) */
     int sq_sig_all;
-    WrBatch batch; /**< wrs == nullptr: no ibv_qp_ex */
+    WrBatch batch;             /**< wrs == nullptr: no ibv_qp_ex */
+    uint32_t events_delivered; /**< asynchronous events handed out (see Cq) */
 };
 
 /** The ops of every context (verbs.c's table of the real library plays this role). */
@@ -128,7 +146,7 @@ void to_verbs_wc(const Wc &d, ibv_wc &w);
 
 /** ibv_create_cq's and ibv_create_cq_ex's CQ, registered for exit (verbs_cq_qp.cpp);
  * nullptr with errno set. */
-Cq *new_cq(ibv_context *context, uint32_t cqe, void *cq_context);
+Cq *new_cq(ibv_context *context, uint32_t cqe, void *cq_context, ibv_comp_channel *channel);
 /** ibv_create_qp's and ibv_create_qp_ex's QP (verbs_cq_qp.cpp); nullptr with errno set. */
 Qp *new_qp(ibv_pd *pd, ibv_qp_init_attr &attr);
 
@@ -148,8 +166,10 @@ int query_port_ex(ibv_context *ctx, uint8_t port_num, ibv_port_attr *attr, size_
 int query_device_ex(ibv_context *ctx, const ibv_query_device_ex_input *input,
                     ibv_device_attr_ex *attr, size_t attr_size);
 
+/** ibv_req_notify_cq (verbs_events.cpp). */
+int req_notify_cq(ibv_cq *cq, int solicited_only);
+
 /** Ops droce does not have yet: they fail with EOPNOTSUPP (verbs_unsupported.cpp). */
-int unsupported_req_notify_cq(ibv_cq *cq, int solicited_only);
 ibv_mw *unsupported_alloc_mw(ibv_pd *pd, ibv_mw_type type);
 int unsupported_dealloc_mw(ibv_mw *mw);
 int unsupported_bind_mw(ibv_qp *qp, ibv_mw *mw, ibv_mw_bind *bind);

@@ -14,7 +14,7 @@ void fill_context_ops(verbs_context &v) {
     ops.poll_cq = poll_cq;
     ops.post_send = post_send;
     ops.post_recv = post_recv;
-    ops.req_notify_cq = unsupported_req_notify_cq;
+    ops.req_notify_cq = req_notify_cq;
     ops.post_srq_recv = post_srq_recv;
     ops.alloc_mw = unsupported_alloc_mw;
     ops.dealloc_mw = unsupported_dealloc_mw;

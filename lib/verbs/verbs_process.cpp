@@ -11,10 +11,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "config_device.h"
@@ -35,8 +37,13 @@ struct Process {
     std::unique_ptr<Engine> engine;
     std::vector<DeviceEntry *> devices;
     std::mutex live_mu;
-    std::array<std::unordered_set<void *>, 6> live;
+    std::array<std::unordered_set<void *>, static_cast<size_t>(Kind::Count_)> live;
+    /* What events name, to the wrappers: droce's CQ, and (device, QPN). */
+    std::unordered_map<const CompletionQueue *, Cq *> cq_by_dcq;
+    std::map<std::pair<const Device *, uint32_t>, Qp *> qp_by_num;
 };
+
+const Device *device_of(const Qp &q) { return context_of(q.qp.context)->entry->dev; }
 
 /* Never destroyed: the teardown at exit runs before static destructors, and a verb called
  * by another thread during exit must not find freed state. */
@@ -99,10 +106,14 @@ void teardown_at_exit() {
             delete static_cast<Mr *>(w)->dmr;
         for (void *w : p.live[static_cast<int>(Kind::Cq)])
             delete static_cast<Cq *>(w)->dcq;
+        for (void *w : p.live[static_cast<int>(Kind::Channel)])
+            delete static_cast<Channel *>(w)->dch;
         for (void *w : p.live[static_cast<int>(Kind::Pd)])
             delete static_cast<Pd *>(w)->dpd;
         for (auto &set : p.live)
             set.clear();
+        p.cq_by_dcq.clear();
+        p.qp_by_num.clear();
     }
     p.engine.reset();
     p.state = State::Failed;
@@ -226,12 +237,55 @@ void live_add(Kind k, void *wrapper) {
     Process &p = process();
     std::lock_guard<std::mutex> lk(p.live_mu);
     p.live[static_cast<int>(k)].insert(wrapper);
+    if (k == Kind::Cq) {
+        auto *c = static_cast<Cq *>(wrapper);
+        p.cq_by_dcq[c->dcq] = c;
+    } else if (k == Kind::Qp) {
+        auto *q = static_cast<Qp *>(wrapper);
+        p.qp_by_num[{device_of(*q), q->qp.qp_num}] = q;
+    }
 }
 
 void live_remove(Kind k, void *wrapper) {
     Process &p = process();
     std::lock_guard<std::mutex> lk(p.live_mu);
     p.live[static_cast<int>(k)].erase(wrapper);
+    if (k == Kind::Cq) {
+        p.cq_by_dcq.erase(static_cast<Cq *>(wrapper)->dcq);
+    } else if (k == Kind::Qp) {
+        auto *q = static_cast<Qp *>(wrapper);
+        p.qp_by_num.erase({device_of(*q), q->qp.qp_num});
+    }
+}
+
+Cq *deliver_comp_event(const CompletionQueue *dcq) {
+    Process &p = process();
+    std::lock_guard<std::mutex> lk(p.live_mu);
+    auto it = p.cq_by_dcq.find(dcq);
+    if (it == p.cq_by_dcq.end())
+        return nullptr;
+    ++it->second->comp_events_delivered;
+    return it->second;
+}
+
+Cq *deliver_cq_async_event(const CompletionQueue *dcq) {
+    Process &p = process();
+    std::lock_guard<std::mutex> lk(p.live_mu);
+    auto it = p.cq_by_dcq.find(dcq);
+    if (it == p.cq_by_dcq.end())
+        return nullptr;
+    ++it->second->async_events_delivered;
+    return it->second;
+}
+
+Qp *deliver_qp_async_event(const Device *dev, uint32_t qp_num) {
+    Process &p = process();
+    std::lock_guard<std::mutex> lk(p.live_mu);
+    auto it = p.qp_by_num.find({dev, qp_num});
+    if (it == p.qp_by_num.end())
+        return nullptr;
+    ++it->second->events_delivered;
+    return it->second;
 }
 
 } // namespace droce::verbs

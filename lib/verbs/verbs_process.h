@@ -21,8 +21,15 @@ inline constexpr const char *kConfigEnv = "DROCE_CONFIG";
 const std::vector<DeviceEntry *> &devices();
 
 /** Objects alive, so that exit can destroy them (children first) before the engine. */
-enum class Kind { Qp, Ah, Srq, Mr, Cq, Pd };
+enum class Kind { Qp, Ah, Srq, Mr, Cq, Channel, Pd, Count_ };
 void live_add(Kind k, void *wrapper);
 void live_remove(Kind k, void *wrapper);
+
+/** Events name droce's objects; these find the application's and count the event as
+ * handed out (Cq / Qp *_delivered) under the registry's lock, so that a destroy that
+ * removed the object first sees the final count. nullptr: the object is gone. */
+Cq *deliver_comp_event(const CompletionQueue *dcq);
+Cq *deliver_cq_async_event(const CompletionQueue *dcq);
+Qp *deliver_qp_async_event(const Device *dev, uint32_t qp_num);
 
 } // namespace droce::verbs

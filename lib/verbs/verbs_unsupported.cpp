@@ -8,7 +8,6 @@
 
 namespace droce::verbs {
 
-int unsupported_req_notify_cq(ibv_cq *, int) { return errno = EOPNOTSUPP; }
 ibv_mw *unsupported_alloc_mw(ibv_pd *, ibv_mw_type) {
     errno = EOPNOTSUPP;
     return nullptr;
@@ -31,16 +30,6 @@ int errno_unsupported() { return errno = EOPNOTSUPP; }
 } // namespace
 
 extern "C" {
-
-/* ---- completion channels and events (next step of issue 31) ---- */
-ibv_comp_channel *ibv_create_comp_channel(ibv_context *) {
-    return null_unsupported<ibv_comp_channel *>();
-}
-int ibv_destroy_comp_channel(ibv_comp_channel *) { return errno_unsupported(); }
-int ibv_get_cq_event(ibv_comp_channel *, ibv_cq **, void **) { return minus_one_unsupported(); }
-void ibv_ack_cq_events(ibv_cq *, unsigned int) {} /* no event was ever handed out */
-int ibv_get_async_event(ibv_context *, ibv_async_event *) { return minus_one_unsupported(); }
-void ibv_ack_async_event(ibv_async_event *) {}
 
 /* ---- CQ resize, SRQ limits, address handles from completions, multicast ---- */
 int ibv_resize_cq(ibv_cq *, int) { return errno_unsupported(); }

@@ -135,6 +135,10 @@ enum WcFlags : uint32_t {
      * receive completes with RemInvReqErr, the peer gets NAK Invalid Request) rather than
      * reported as an invalidation that did not happen. */
     kWcWithInv = 1u << 3,
+    /** droce's own (ibv_wc has no such flag; the verbs library clears it): the message
+     * asked for a solicited event (the sender's kSendSolicited, BTH SE). A CQ armed with
+     * CompletionQueue::req_notify(true) raises its event on such a completion. */
+    kWcSolicited = 1u << 8,
 };
 
 /** A work completion. */

@@ -98,6 +98,14 @@ run_ok send_bw -c UD -n 1000
 grep -q "Max msg size in UD is MTU 1024" "$out" || fail "send_bw -c UD: no 'Max msg size in UD is MTU 1024'"
 grep -q "Connection type : UD" "$out" || fail "send_bw -c UD: banner lacks 'Connection type : UD'"
 run_ok send_bw -c UD -a -n 200
+
+# -e (perftest's use_event): the CQs on a completion channel, idle loops asleep on it;
+# worker mode, a second lcore running the engine.
+eal1=("${eal[@]}")
+eal=(-l 0,1 --no-huge -m 512 --no-pci --no-shconf --log-level='*:warning')
+for m in send_lat read_lat atomic_lat send_bw write_bw read_bw; do run_ok "$m" --worker -e -n 300; done
+run_ok write_bw --worker -e -q 4 -n 200
+eal=("${eal1[@]}")
 grep -Eq '^ 2048 ' "$out" && fail "send_bw -c UD -a: a size above the MTU was run"
 
 run_bad "unknown mode" "unknown MODE" foo_bw
@@ -125,6 +133,9 @@ run_bad "-Q not dividing -l" "must be a multiple of -Q/--cq-mod" write_bw -- --l
 run_bad "-l on a lat test" "applies to bw tests only" write_lat -- --loopback -l 2
 run_bad "bad qp-timeout" "invalid value '32' for -u/--qp-timeout (0..31)" write_bw -- --loopback -u 32
 run_bad "no --ip" "--ip A.B.C.D/P is required" write_bw -- 10.0.0.9
+run_bad "-e on write_lat" "Events feature not available on WRITE verb" write_lat -- --loopback --worker -e
+run_bad "-e with -D" "Duration mode doesn't work with events" write_bw -- --loopback --worker -e -D 2
+run_bad "-e in embedded mode" "add --worker" send_bw -- --loopback -e
 
 "$exe" --help >"$out" 2>"$err"
 if [[ $? -eq 0 ]] && grep -q -- "--loopback" "$out"; then echo "ok: --help"; else fail "--help"; fi

@@ -57,6 +57,20 @@ else fail "--ud -s 2048: expected exit 1 and 'Requested size larger than port MT
 run_ok "-s 65536 -m 1024 -n 100 -c (64 packets per message)" 65536 100 -m 1024 -c
 run_ok "-s 4096 -n 50 -r 4 (small receive queue)" 4096 50 -r 4
 
+# -e: each side's CQ on a completion channel, the loop asleep on it between completions
+# (worker mode: a second lcore runs the engine). Both sides must have taken events.
+"$exe" -l 0,1 --no-huge -m 512 --no-pci --no-shconf --log-level='*:warning' -- \
+    --loopback --worker -e --timeout 60 -s 4096 -n 300 -c >"$out" 2>"$err"
+rc=$?
+if [[ $rc -ne 0 ]]; then fail "-e: exit $rc"
+elif ! grep -q "^\[server\] 300 iters in" "$out" || ! grep -q "^\[client\] 300 iters in" "$out"; then
+    fail "-e: no iters summary lines"
+elif grep -q "invalid data" "$out"; then fail "-e: -c found invalid data"
+elif ! grep -Eq "^\[server\] [1-9][0-9]* completion events$" "$out" ||
+    ! grep -Eq "^\[client\] [1-9][0-9]* completion events$" "$out"; then
+    fail "-e: a side took no completion events"
+else echo "ok: -e: $(grep -h 'completion events' "$out" | tr '\n' ' ')"; fi
+
 # IPv6 GIDs (-g 2: fd00::1/2, -g 0: link-local) and a VLAN with PCP from -l: the GID the
 # tool reports is the IPv6 one, the data checks, nothing is dropped on the VLAN.
 run_v6() {
@@ -81,6 +95,7 @@ run_bad "bad size" "invalid value 'abc' for -s/--size" -- --loopback -s abc
 run_bad "bad mtu" "invalid value '1000' for -m/--mtu" -- --loopback -m 1000
 run_bad "ib port 2" "invalid value '2' for -i/--ib-port" -- --loopback -i 2
 run_bad "odp" "on-demand paging" -- --loopback -o
+run_bad "-e in embedded mode" "add --worker" -- --loopback -e
 run_bad "missing value" "needs a value" -- --loopback -n
 run_bad "bad IPv6 --ip" "invalid value 'fd::1' for --ip" -- --ip fd::1
 run_bad "bad --vlan" "invalid value '4095' for --vlan" -- --loopback --vlan 4095

@@ -178,7 +178,6 @@ TEST(PerfOptions, ReportingAndLimits) {
                     "-Q",
                     "16",
                     "--buf-malloc",
-                    "-e",
                     "--dcqcn=off",
                     "--pfc=0"},
                    o),
@@ -281,6 +280,34 @@ TEST(PingpongOptions, EveryIbvFlag) {
     ASSERT_EQ(pingpong({"--", "--loopback", "-s", "0", "-m", "256"}, z), ParseResult::Run);
     EXPECT_EQ(z.size, 0u);
     EXPECT_EQ(z.mtu, droce::Mtu::Mtu256);
+}
+
+/* -e: worker mode only, and perftest's refusals (write_lat, -D, --run_infinitely). */
+TEST(PerfOptions, Events) {
+    droce::perf::Options o;
+    ASSERT_EQ(perf({"send_lat", "--", "--loopback", "--worker", "-e"}, o), ParseResult::Run);
+    EXPECT_TRUE(o.events);
+    droce::perf::Options plain;
+    ASSERT_EQ(perf({"send_lat", "--", "--loopback", "--worker"}, plain), ParseResult::Run);
+    EXPECT_FALSE(plain.events);
+    const std::vector<std::vector<std::string>> refused = {
+        {"write_lat", "--", "--loopback", "--worker", "-e"},
+        {"write_bw", "--", "--loopback", "--worker", "-e", "-D", "2"},
+        {"write_bw", "--", "--loopback", "--worker", "-e", "--run_infinitely"},
+        {"send_bw", "--", "--loopback", "-e"}, /* embedded: nothing would run the engine */
+    };
+    for (const auto &words : refused) {
+        droce::perf::Options r;
+        EXPECT_EQ(perf(words, r), ParseResult::ExitError) << words[0] << " " << words.back();
+    }
+}
+
+TEST(PingpongOptions, EventsNeedTheWorker) {
+    droce::pingpong::Options o;
+    ASSERT_EQ(pingpong({"--", "--loopback", "--worker", "-e"}, o), ParseResult::Run);
+    EXPECT_TRUE(o.events);
+    droce::pingpong::Options e;
+    EXPECT_EQ(pingpong({"--", "--loopback", "-e"}, e), ParseResult::ExitError);
 }
 
 TEST(PingpongOptions, HelpAndErrors) {
@@ -466,12 +493,18 @@ TEST(FabricOptions, HelpAndErrors) {
     EXPECT_EQ(fabric({"--", "--help"}, h1), ParseResult::ExitOk);
     EXPECT_EQ(fabric({"-h", "--"}, h2), ParseResult::ExitOk);
     const std::vector<Strings> bad = {
-        {"--", "--rate-gbps", "0"},      {"--", "--rate-gbps", "x"},
-        {"--", "--to", "1,"},            {"--", "--to", "16"},
-        {"--", "--pmax", "1.5"},         {"--", "--mark", "never"},
-        {"--", "--pfc", "100"},          {"--", "--queues", "0"},
-        {"--", "--honour-pfc", "8"},     {"--", "--secs"},
-        {"--", "--no-such"},             {"--", "stray"},
+        {"--", "--rate-gbps", "0"},
+        {"--", "--rate-gbps", "x"},
+        {"--", "--to", "1,"},
+        {"--", "--to", "16"},
+        {"--", "--pmax", "1.5"},
+        {"--", "--mark", "never"},
+        {"--", "--pfc", "100"},
+        {"--", "--queues", "0"},
+        {"--", "--honour-pfc", "8"},
+        {"--", "--secs"},
+        {"--", "--no-such"},
+        {"--", "stray"},
         {"--", "--kmin", "9", "--kmax", "8"}, /* lib/fabric's validate: Kmin < Kmax */
     };
     for (const auto &words : bad) {

@@ -4,7 +4,8 @@
 # client of it): perftest refuses a port that is not active when it starts ("Port number
 # 1 state is Down"), and a memif port directly on its peer is down until the peer comes.
 # ib_write_bw, ib_send_bw, ib_read_bw, ib_atomic_bw,
-# ib_write_lat with their default posting API, and ib_write_bw with --use_old_post_send.
+# ib_write_lat with their default posting API, and ib_write_bw with --use_old_post_send;
+# ib_send_bw and ib_send_lat with -e (completion events).
 # Short runs (-n small): each end must exit 0 and the client print its result row (the
 # row of the message size and iteration count under perftest's table header).
 # perftest takes its ibv_wr_* posting path only on the devices it lists as having it
@@ -19,7 +20,7 @@ set -u
 unset LD_LIBRARY_PATH
 run=${1:?usage: $0 DROCE_RUN DROCE_FABRIC}
 fab=${2:?usage: $0 DROCE_RUN DROCE_FABRIC}
-for tool in ib_write_bw ib_send_bw ib_read_bw ib_atomic_bw ib_write_lat; do
+for tool in ib_write_bw ib_send_bw ib_read_bw ib_atomic_bw ib_write_lat ib_send_lat; do
     command -v $tool >/dev/null || { echo "SKIP: $tool missing (perftest)"; exit 77; }
 done
 work=$(mktemp -d)
@@ -85,6 +86,9 @@ perf 4096 500 ib_send_bw -s 4096
 perf 65536 200 ib_read_bw
 perf 8 1000 ib_atomic_bw
 perf 64 500 ib_write_lat -s 64
+# -e: perftest sleeps on completion events (ibv_req_notify_cq, ibv_get_cq_event).
+perf 4096 500 ib_send_bw -s 4096 -e
+perf 2 500 ib_send_lat -e
 
 if [[ $fails -ne 0 ]]; then echo "$fails run(s) failed"; exit 1; fi
 echo "perftest ran droce <-> droce"

@@ -4,7 +4,7 @@
 # what it received; the tool prints "invalid data" on a mismatch), 4096-byte messages, then
 # 64-byte ones (sent inline: droce reports 256 bytes of inline data); ibv_srq_pingpong
 # (16 RC QPs on one SRQ); ibv_ud_pingpong (UD, address handles; 512 bytes: the port's
-# active MTU is 1024). Then droce's own extended-verbs program (verbs_wr_test.c:
+# active MTU is 1024); the three again with -e (sleeping on completion events). Then droce's own extended-verbs program (verbs_wr_test.c:
 # ibv_create_qp_ex and the ibv_wr_* API, ibv_create_cq_ex and ibv_start_poll), server
 # and client.
 # Usage: test_verbs_pingpong.sh PATH/TO/droce-run PATH/TO/verbs_wr_test
@@ -65,6 +65,10 @@ pingpong ibv_rc_pingpong -c -n 200
 pingpong ibv_rc_pingpong -c -n 200 -s 64
 pingpong ibv_srq_pingpong -n 100
 pingpong ibv_ud_pingpong -n 200 -s 512
+# -e: completion channels (ibv_req_notify_cq, ibv_get_cq_event, ibv_ack_cq_events).
+pingpong ibv_rc_pingpong -c -n 200 -e
+pingpong ibv_srq_pingpong -n 100 -e
+pingpong ibv_ud_pingpong -n 200 -s 512 -e
 
 # verbs_wr_test: the two swap their QP numbers through files in $work/wr.
 mkdir "$work/wr"

@@ -7,10 +7,13 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static int failures;
 
@@ -80,9 +83,6 @@ static void check_pd_mr(struct objs *o) {
 
 static void check_cq_qp(struct objs *o) {
     struct ibv_qp_init_attr ia;
-    errno = 0;
-    CHECK(ibv_create_comp_channel(o->ctx) == NULL && errno == EOPNOTSUPP,
-          "ibv_create_comp_channel: EOPNOTSUPP (errno %d)", errno);
     o->cq = ibv_create_cq(o->ctx, 64, NULL, NULL, 0);
     CHECK(o->cq != NULL && o->cq->cqe >= 64, "ibv_create_cq 64");
     errno = 0;
@@ -162,7 +162,6 @@ static void check_datapath(struct objs *o) {
 static void check_unsupported(struct objs *o) {
     struct ibv_srq_init_attr sa;
     struct ibv_cq_init_attr_ex cx;
-    struct ibv_async_event ev;
     struct ibv_xrcd_init_attr xa;
     struct ibv_ah_attr aa;
     struct ibv_srq *srq;
@@ -170,7 +169,6 @@ static void check_unsupported(struct objs *o) {
     memset(&cx, 0, sizeof(cx));
     memset(&xa, 0, sizeof(xa));
     cx.cqe = 16;
-    CHECK(ibv_req_notify_cq(o->cq, 0) == EOPNOTSUPP, "ibv_req_notify_cq: EOPNOTSUPP");
     sa.attr.max_wr = 8;
     sa.attr.max_sge = 1;
     srq = ibv_create_srq(o->pd, &sa);
@@ -195,11 +193,130 @@ static void check_unsupported(struct objs *o) {
     errno = 0;
     CHECK(ibv_qp_to_qp_ex(o->qp) == NULL && errno == EINVAL,
           "ibv_qp_to_qp_ex of an ibv_create_qp QP: EINVAL");
-    CHECK(ibv_get_async_event(o->ctx, &ev) == -1 && errno == EOPNOTSUPP, "ibv_get_async_event");
     CHECK(ibv_resize_cq(o->cq, 128) == EOPNOTSUPP, "ibv_resize_cq");
     CHECK(strcmp(ibv_wc_status_str(IBV_WC_SUCCESS), "success") == 0 &&
               strcmp(ibv_port_state_str(IBV_PORT_ACTIVE), "PORT_ACTIVE") == 0,
           "status strings");
+}
+
+static void set_nonblocking(int fd) {
+    const int fl = fcntl(fd, F_GETFL);
+    CHECK(fl >= 0 && fcntl(fd, F_SETFL, fl | O_NONBLOCK) == 0, "O_NONBLOCK on fd %d", fd);
+}
+
+static int readable_within(int fd, int ms) {
+    struct pollfd p = {fd, POLLIN, 0};
+    return poll(&p, 1, ms) == 1 && (p.revents & POLLIN) != 0;
+}
+
+/* An RC QP on cq (and srq, if given) in INIT. */
+static struct ibv_qp *qp_in_init(struct objs *o, struct ibv_cq *cq, struct ibv_srq *srq) {
+    struct ibv_qp_init_attr ia;
+    struct ibv_qp_attr a;
+    struct ibv_qp *qp;
+    memset(&ia, 0, sizeof(ia));
+    ia.send_cq = cq;
+    ia.recv_cq = cq;
+    ia.srq = srq;
+    ia.qp_type = IBV_QPT_RC;
+    ia.cap.max_send_wr = ia.cap.max_recv_wr = 8;
+    ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
+    qp = ibv_create_qp(o->pd, &ia);
+    if (qp == NULL)
+        return NULL;
+    memset(&a, 0, sizeof(a));
+    a.qp_state = IBV_QPS_INIT;
+    a.port_num = 1;
+    a.qp_access_flags = IBV_ACCESS_LOCAL_WRITE;
+    if (ibv_modify_qp(qp, &a,
+                      IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) != 0) {
+        ibv_destroy_qp(qp);
+        return NULL;
+    }
+    return qp;
+}
+
+static int to_err(struct ibv_qp *qp) {
+    struct ibv_qp_attr a;
+    memset(&a, 0, sizeof(a));
+    a.qp_state = IBV_QPS_ERR;
+    return ibv_modify_qp(qp, &a, IBV_QP_STATE);
+}
+
+/* Completion channels and asynchronous events: a CQ on a channel, armed, raises one event
+ * when a QP's receive is flushed into it (the QP to ERR); the channel refuses to go while
+ * the CQ is on it; a QP on an SRQ going to ERR raises QP_LAST_WQE_REACHED on async_fd, and
+ * its destroy waits for nothing once the event is acked. */
+static void check_events(struct objs *o) {
+    struct ibv_comp_channel *ch = ibv_create_comp_channel(o->ctx);
+    struct ibv_srq_init_attr sa;
+    struct ibv_cq *cq, *ev_cq = NULL;
+    struct ibv_qp *qp, *qs;
+    struct ibv_srq *srq;
+    struct ibv_async_event ae;
+    struct ibv_wc wc[4];
+    void *ev_ctx = NULL;
+    int got = 0;
+    CHECK(ch != NULL && ch->fd >= 0 && ch->context == o->ctx, "ibv_create_comp_channel: fd %d",
+          ch ? ch->fd : -1);
+    if (ch == NULL)
+        return;
+    CHECK(ibv_req_notify_cq(o->cq, 0) == 0, "ibv_req_notify_cq on a CQ without a channel: 0");
+    cq = ibv_create_cq(o->ctx, 16, (void *)0x5eed, ch, 0);
+    CHECK(cq != NULL && cq->channel == ch, "ibv_create_cq on the channel");
+    if (cq == NULL)
+        return;
+    CHECK(ibv_destroy_comp_channel(ch) == EBUSY, "ibv_destroy_comp_channel with a CQ: EBUSY");
+    set_nonblocking(ch->fd);
+    errno = 0;
+    CHECK(ibv_get_cq_event(ch, &ev_cq, &ev_ctx) == -1 && errno == EAGAIN,
+          "ibv_get_cq_event with none (non-blocking): EAGAIN (errno %d)", errno);
+    qp = qp_in_init(o, cq, NULL);
+    CHECK(qp != NULL, "a QP on the CQ, in INIT");
+    if (qp == NULL)
+        return;
+    {
+        struct ibv_sge sge = {(uintptr_t)(o->buf + 4096), 64, o->mr->lkey};
+        struct ibv_recv_wr rwr = {.wr_id = 1, .sg_list = &sge, .num_sge = 1}, *bad_r;
+        CHECK(ibv_post_recv(qp, &rwr, &bad_r) == 0, "a receive posted");
+    }
+    CHECK(ibv_req_notify_cq(cq, 0) == 0, "ibv_req_notify_cq");
+    CHECK(to_err(qp) == 0, "the QP to ERR (its receive flushed into the CQ)");
+    CHECK(readable_within(ch->fd, 5000), "the channel's fd becomes readable");
+    CHECK(ibv_get_cq_event(ch, &ev_cq, &ev_ctx) == 0 && ev_cq == cq && ev_ctx == (void *)0x5eed,
+          "ibv_get_cq_event: the CQ and its context");
+    ibv_ack_cq_events(cq, 1);
+    for (int tries = 0; got < 1 && tries < 5000; ++tries) {
+        int n = ibv_poll_cq(cq, 4, wc);
+        got += n > 0 ? n : 0;
+        if (got < 1)
+            usleep(1000);
+    }
+    CHECK(got == 1 && wc[0].status == IBV_WC_WR_FLUSH_ERR && wc[0].wr_id == 1,
+          "the flushed receive polled after the event");
+    CHECK(!readable_within(ch->fd, 50), "one event per arm: nothing more on the channel");
+    CHECK(ibv_destroy_qp(qp) == 0 && ibv_destroy_cq(cq) == 0, "QP and CQ destroyed (acked)");
+    CHECK(ibv_destroy_comp_channel(ch) == 0, "ibv_destroy_comp_channel");
+
+    CHECK(o->ctx->async_fd >= 0, "context->async_fd %d", o->ctx->async_fd);
+    set_nonblocking(o->ctx->async_fd);
+    errno = 0;
+    CHECK(ibv_get_async_event(o->ctx, &ae) == -1 && errno == EAGAIN,
+          "ibv_get_async_event with none (non-blocking): EAGAIN (errno %d)", errno);
+    memset(&sa, 0, sizeof(sa));
+    sa.attr.max_wr = 8;
+    sa.attr.max_sge = 1;
+    srq = ibv_create_srq(o->pd, &sa);
+    qs = srq != NULL ? qp_in_init(o, o->cq, srq) : NULL;
+    CHECK(qs != NULL && to_err(qs) == 0, "a QP on an SRQ to ERR");
+    if (qs == NULL)
+        return;
+    CHECK(readable_within(o->ctx->async_fd, 5000), "async_fd becomes readable");
+    CHECK(ibv_get_async_event(o->ctx, &ae) == 0 && ae.event_type == IBV_EVENT_QP_LAST_WQE_REACHED &&
+              ae.element.qp == qs,
+          "ibv_get_async_event: %s of the QP", ibv_event_type_str(ae.event_type));
+    ibv_ack_async_event(&ae);
+    CHECK(ibv_destroy_qp(qs) == 0 && ibv_destroy_srq(srq) == 0, "QP (acked) and SRQ destroyed");
 }
 
 int main(void) {
@@ -225,6 +342,7 @@ int main(void) {
     check_qp_states(&o);
     check_datapath(&o);
     check_unsupported(&o);
+    check_events(&o);
     CHECK(ibv_destroy_qp(o.qp) == 0, "ibv_destroy_qp");
     CHECK(ibv_destroy_cq(o.cq) == 0, "ibv_destroy_cq");
     CHECK(ibv_dereg_mr(o.mr) == 0, "ibv_dereg_mr");
