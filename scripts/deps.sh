@@ -15,6 +15,9 @@ PKGS=(
   # unmodified verbs programs run on droce's libibverbs in tests/verbs (ibv_devinfo, ibv_rc_pingpong,
   # perftest's ib_write_bw ...)
   ibverbs-utils perftest
+  # ... and unmodified rdma_cm programs on droce's librdmacm in tests/rdmacm (rping, ucmatose,
+  # rdma_server/rdma_client; the headers for lib/rdmacm)
+  librdmacm-dev rdmacm-utils
   # tests / benchmarks (dpdk-dev ships dpdk-testpmd)
   libgtest-dev libbenchmark-dev
   # interop referee (shared/rxe-peer/rxe-vm): qemu, guest busybox, apt-get download + dpkg-deb,

@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* EAL and port bring-up, the worker loop and the command mailbox. */
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <thread>
 
+#include <dirent.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -63,6 +66,33 @@ void remove_own_runtime_dir() {
     rmdir(dir.c_str()); /* fails, harmlessly, if anything else is left in it */
 }
 
+/* The same directories of processes that died without their exit handlers (SIGKILL, a
+ * crash): removed by the next droce process that starts. Only droce-<pid> names whose
+ * process is gone, and in them only what --no-shconf leaves (the telemetry socket). The
+ * EAL's base is /var/run/dpdk for root, else $XDG_RUNTIME_DIR/dpdk (or /tmp/dpdk). */
+void remove_stale_runtime_dirs() {
+    const char *xdg = getenv("XDG_RUNTIME_DIR");
+    const std::string base =
+        getuid() == 0 ? "/var/run/dpdk" : std::string(xdg != nullptr ? xdg : "/tmp") + "/dpdk";
+    DIR *d = opendir(base.c_str());
+    if (d == nullptr)
+        return;
+    while (const dirent *e = readdir(d)) {
+        char *end = nullptr;
+        if (std::strncmp(e->d_name, "droce-", 6) != 0)
+            continue;
+        const long pid = std::strtol(e->d_name + 6, &end, 10);
+        if (end == e->d_name + 6 || *end != '\0' || pid <= 0 || pid == getpid())
+            continue;
+        if (kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH)
+            continue; /* alive (or not ours to ask about) */
+        const std::string dir = base + "/" + e->d_name;
+        unlink((dir + "/dpdk_telemetry.v2").c_str());
+        rmdir(dir.c_str());
+    }
+    closedir(d);
+}
+
 } // namespace
 
 std::string Runtime::unique_name(const char *prefix) {
@@ -106,7 +136,10 @@ Result<std::unique_ptr<Runtime>> Runtime::create(int argc, char **argv, int *con
         logger().info("EAL initialised by the host; droce attaches to it");
     } else if (!g_eal_ready.load()) {
         static std::once_flag cleanup_once;
-        std::call_once(cleanup_once, [] { std::atexit(remove_own_runtime_dir); });
+        std::call_once(cleanup_once, [] {
+            remove_stale_runtime_dirs();
+            std::atexit(remove_own_runtime_dir);
+        });
         used = rte_eal_init(argc, argv);
         if (used >= 0)
             ++used; /* rte_eal_init does not count argv[0] */

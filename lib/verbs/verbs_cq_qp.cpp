@@ -100,10 +100,12 @@ int to_droce_init(const ibv_qp_init_attr &in, QpInitAttr &out) {
         return EINVAL;
     out.send_cq = outer_of<Cq>(in.send_cq)->dcq;
     out.recv_cq = outer_of<Cq>(in.recv_cq)->dcq;
-    out.cap.max_send_wr = in.cap.max_send_wr;
+    /* A queue of 0 WRs (a QP that only receives, or only sends: qperf's rc_bw sender) is
+     * valid in verbs; droce's queues hold at least one WR. */
+    out.cap.max_send_wr = in.cap.max_send_wr == 0 ? 1 : in.cap.max_send_wr;
     /* A QP on an SRQ posts no receives of its own; droce still sizes a queue for it. */
     out.srq = in.srq != nullptr ? outer_of<Srq>(in.srq)->dsrq : nullptr;
-    out.cap.max_recv_wr = in.srq != nullptr && in.cap.max_recv_wr == 0 ? 1 : in.cap.max_recv_wr;
+    out.cap.max_recv_wr = in.cap.max_recv_wr == 0 ? 1 : in.cap.max_recv_wr;
     out.cap.max_send_sge = in.cap.max_send_sge;
     out.cap.max_recv_sge = in.cap.max_recv_sge;
     out.cap.max_inline_data = kMaxInlineData; /* what the QP takes, whatever was asked */

@@ -29,6 +29,7 @@ template <class Outer, class Member> Outer *outer_of(Member *m) {
 struct DeviceEntry {
     ibv_device ibdev;
     Device *dev;      /**< the engine's; valid until the engine stops at exit */
+    Engine *engine;   /**< dev's engine (droce's librdmacm opens the device's CM on it) */
     uint32_t index;   /**< ibv_get_device_index */
     uint64_t guid_be; /**< node GUID, network order: EUI-64 of the MAC, as rxe makes it */
 };

@@ -74,9 +74,10 @@ uint64_t guid_from_mac(const std::string &mac) {
     return be;
 }
 
-DeviceEntry *make_entry(Device *dev, uint32_t index) {
+DeviceEntry *make_entry(Engine *engine, Device *dev, uint32_t index) {
     auto *e = new DeviceEntry{};
     e->dev = dev;
+    e->engine = engine;
     e->index = index;
     e->guid_be = guid_from_mac(dev->mac());
     e->ibdev.node_type = IBV_NODE_CA;
@@ -198,7 +199,7 @@ Status start(Process &p) {
     if (Status st = p.engine->start(); !st)
         return st;
     wait_for_link(dev.value()->port_id());
-    p.devices.push_back(make_entry(dev.value(), 0));
+    p.devices.push_back(make_entry(p.engine.get(), dev.value(), 0));
     std::atexit(teardown_at_exit);
     return {};
 }

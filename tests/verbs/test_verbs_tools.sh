@@ -89,8 +89,33 @@ expect "bad configuration: file and line named" "$work/badconf" "$work/bad.conf:
 "$run" 2>"$work/usage" && fail "droce-run without a program succeeded"
 expect "droce-run without a program: usage" "$work/usage" 'usage: droce-run'
 
+# A program killed with SIGKILL runs no exit handler: its runtime directory stays, and
+# the next droce process to start removes it (its pid is gone).
+timeout 60 "$run" --config "$work/ring.conf" ibv_rc_pingpong -g 1 -p 23999 >"$work/killed" 2>&1 &
+victim=$!
+for _ in $(seq 100); do
+    kid=$(pgrep -P "$victim" -x ibv_rc_pingpong || pgrep -P "$victim" -f ibv_rc_pingpong | head -1)
+    [[ -n $kid && -d /var/run/dpdk/droce-$kid ]] && break
+    sleep 0.1
+done
+if [[ -z ${kid:-} || ! -d /var/run/dpdk/droce-$kid ]]; then
+    fail "SIGKILL: the program's runtime directory never appeared (pid ${kid:-none})"
+else
+    kill -9 "$kid"
+    wait "$victim" 2>/dev/null
+    if [[ ! -d /var/run/dpdk/droce-$kid ]]; then
+        fail "SIGKILL: the directory went with the process (the check proves nothing)"
+    else
+        timeout 30 "$run" --config "$work/ring.conf" ibv_devices >/dev/null 2>&1
+        [[ -d /var/run/dpdk/droce-$kid ]] &&
+            fail "SIGKILL: /var/run/dpdk/droce-$kid still there after the next start" ||
+            echo "ok: a SIGKILLed program's runtime directory removed by the next start"
+    fi
+fi
+
 after=$(runtime_dirs)
-[[ $before == "$after" ]] || fail "EAL runtime directories left behind: $(comm -13 <(echo "$before") <(echo "$after") | tr '\n' ' ')"
+left=$(comm -13 <(echo "$before") <(echo "$after") | tr '\n' ' ')
+[[ -z ${left// /} ]] || fail "EAL runtime directories left behind: $left"
 
 if [[ $fails -ne 0 ]]; then echo "$fails check(s) failed"; exit 1; fi
 echo "all verbs tool checks passed"

@@ -1,0 +1,147 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Event channels: rdma_create_event_channel, rdma_get_cm_event, rdma_ack_cm_event, and
+ * the queue the service posts to. The channel's eventfd (semaphore mode) gets one count
+ * per queued event after the event is queued, so a reader that got a count finds an
+ * event, except one purge_events took away (then it reads again). */
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "rdmacm_objects.h"
+
+namespace droce::rdmacm {
+
+EventChannel *new_channel() {
+    const int fd = eventfd(0, EFD_SEMAPHORE | EFD_CLOEXEC);
+    if (fd < 0)
+        return nullptr;
+    auto *ch = new EventChannel{};
+    ch->channel.fd = fd;
+    ch->st = new ChannelState();
+    return ch;
+}
+
+void free_channel(EventChannel *ch) {
+    for (Event *e : ch->st->q)
+        delete e;
+    close(ch->channel.fd);
+    delete ch->st;
+    delete ch;
+}
+
+Event *make_event(Id *id, rdma_cm_event_type type, int status, const void *pd, uint8_t pd_len) {
+    auto *e = new Event{};
+    e->ev.id = &id->id;
+    e->ev.event = type;
+    e->ev.status = status;
+    if (pd_len > 0) {
+        std::memcpy(e->private_data, pd, pd_len);
+        e->ev.param.conn.private_data = e->private_data;
+        e->ev.param.conn.private_data_len = pd_len;
+    }
+    return e;
+}
+
+void post_event(Id *id, rdma_cm_event_type type, int status, const void *pd, uint8_t pd_len) {
+    post(id, make_event(id, type, status, pd, pd_len));
+}
+
+void post(Id *to, Event *e) {
+    EventChannel *ch = to->st->channel;
+    {
+        std::lock_guard<std::mutex> lk(ch->st->mu);
+        ch->st->q.push_back(e);
+    }
+    const uint64_t one = 1;
+    if (write(ch->channel.fd, &one, sizeof one) != sizeof one) {
+        /* only a count at 2^64 - 2 refuses */
+    }
+}
+
+int take_event(EventChannel *ch, Event **out) {
+    for (;;) {
+        uint64_t n;
+        if (read(ch->channel.fd, &n, sizeof n) != static_cast<ssize_t>(sizeof n))
+            return errno != 0 ? errno : EIO;
+        std::lock_guard<std::mutex> lk(ch->st->mu);
+        if (!ch->st->q.empty()) {
+            *out = ch->st->q.front();
+            ch->st->q.pop_front();
+            return 0;
+        }
+    }
+}
+
+void purge_events(Id *id) {
+    ChannelState &s = *id->st->channel->st;
+    std::lock_guard<std::mutex> lk(s.mu);
+    s.q.erase(std::remove_if(s.q.begin(), s.q.end(),
+                             [id](Event *e) {
+                                 if (e->ev.id != &id->id && e->ev.listen_id != &id->id)
+                                     return false;
+                                 delete e;
+                                 return true;
+                             }),
+              s.q.end());
+}
+
+} // namespace droce::rdmacm
+
+using namespace droce::rdmacm;
+
+extern "C" {
+
+rdma_event_channel *rdma_create_event_channel(void) {
+    EventChannel *ch = new_channel();
+    if (ch == nullptr)
+        return nullptr;
+    return &ch->channel;
+}
+
+void rdma_destroy_event_channel(rdma_event_channel *channel) {
+    if (channel != nullptr)
+        free_channel(reinterpret_cast<EventChannel *>(channel));
+}
+
+int rdma_get_cm_event(rdma_event_channel *channel, rdma_cm_event **event) {
+    if (channel == nullptr || event == nullptr) {
+        errno = EINVAL;
+        return -1;
+    }
+    Event *e = nullptr;
+    if (int err = take_event(reinterpret_cast<EventChannel *>(channel), &e); err != 0) {
+        errno = err;
+        return -1;
+    }
+    *event = &e->ev;
+    return 0;
+}
+
+int rdma_ack_cm_event(rdma_cm_event *event) {
+    if (event == nullptr) {
+        errno = EINVAL;
+        return -1;
+    }
+    delete reinterpret_cast<Event *>(event);
+    return 0;
+}
+
+const char *rdma_event_str(rdma_cm_event_type event) {
+    static const char *const kNames[] = {
+        "RDMA_CM_EVENT_ADDR_RESOLVED",   "RDMA_CM_EVENT_ADDR_ERROR",
+        "RDMA_CM_EVENT_ROUTE_RESOLVED",  "RDMA_CM_EVENT_ROUTE_ERROR",
+        "RDMA_CM_EVENT_CONNECT_REQUEST", "RDMA_CM_EVENT_CONNECT_RESPONSE",
+        "RDMA_CM_EVENT_CONNECT_ERROR",   "RDMA_CM_EVENT_UNREACHABLE",
+        "RDMA_CM_EVENT_REJECTED",        "RDMA_CM_EVENT_ESTABLISHED",
+        "RDMA_CM_EVENT_DISCONNECTED",    "RDMA_CM_EVENT_DEVICE_REMOVAL",
+        "RDMA_CM_EVENT_MULTICAST_JOIN",  "RDMA_CM_EVENT_MULTICAST_ERROR",
+        "RDMA_CM_EVENT_ADDR_CHANGE",     "RDMA_CM_EVENT_TIMEWAIT_EXIT",
+    };
+    const auto i = static_cast<size_t>(event);
+    return i < sizeof kNames / sizeof kNames[0] ? kNames[i] : "UNKNOWN EVENT";
+}
+
+} // extern "C"

@@ -1,0 +1,420 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* rdma_cm_id's life: create and destroy, bind, resolve, listen, connect, accept, reject,
+ * disconnect, and the synchronous use (an id without a channel: each call waits for its
+ * own event, as librdmacm's rdma_create_ep ids do). Addresses are IPv4 (the TCP port
+ * space); the CM's work runs under the service's lock. */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include <cerrno>
+#include <cstring>
+#include <random>
+
+#include "rdmacm_service.h"
+
+using namespace droce;
+using namespace droce::rdmacm;
+
+namespace droce::rdmacm {
+
+QueuePair *droce_qp(ibv_qp *qp) { return verbs::outer_of<verbs::Qp>(qp)->dqp; }
+
+Id *new_id(EventChannel *channel, void *context, rdma_port_space ps, ibv_qp_type qp_type) {
+    auto *id = new Id{};
+    id->st = new IdState();
+    if (channel == nullptr) {
+        id->st->sync = true;
+        channel = new_channel();
+        if (channel == nullptr) {
+            delete id->st;
+            delete id;
+            return nullptr;
+        }
+    }
+    id->st->channel = channel;
+    id->id.channel = &channel->channel;
+    id->id.context = context;
+    id->id.ps = ps;
+    id->id.qp_type = qp_type;
+    return id;
+}
+
+} // namespace droce::rdmacm
+
+namespace {
+
+int fail(int e) {
+    errno = e;
+    return -1;
+}
+
+uint32_t random_psn() {
+    static thread_local std::mt19937 rng{std::random_device{}()};
+    return rng() & 0xFFFFFF;
+}
+
+/* A synchronous id's call waits for the event it caused: want, or the error it got. The
+ * event stays in id->event until the next one (librdmacm's ucma_complete). */
+int wait_own(Id *id, rdma_cm_event_type want) {
+    if (!id->st->sync)
+        return 0;
+    Event *e = nullptr;
+    if (int err = take_event(id->st->channel, &e); err != 0)
+        return fail(err);
+    if (id->id.event != nullptr)
+        delete reinterpret_cast<Event *>(id->id.event);
+    id->id.event = &e->ev;
+    if (e->ev.event == want)
+        return 0;
+    switch (e->ev.event) {
+    case RDMA_CM_EVENT_REJECTED:
+        return fail(ECONNREFUSED);
+    case RDMA_CM_EVENT_UNREACHABLE:
+    case RDMA_CM_EVENT_CONNECT_ERROR:
+        return fail(ETIMEDOUT);
+    default:
+        return fail(e->ev.status < 0 ? -e->ev.status : EIO);
+    }
+}
+
+/* An IPv4 address of the call, or why not. */
+int ipv4_arg(const sockaddr *a, sockaddr_in &out) {
+    if (a == nullptr)
+        return EINVAL;
+    if (a->sa_family == AF_INET6)
+        return EAFNOSUPPORT; /* droce's librdmacm: IPv4 (the TCP port space) so far */
+    if (a->sa_family != AF_INET)
+        return EAFNOSUPPORT;
+    std::memcpy(&out, a, sizeof out);
+    return 0;
+}
+
+/* What the kernel's rdma_cm does with a connection's numbers: retry counts are 3-bit
+ * fields (fio asks for 10), READ/atomic depths at most what the device has (0xFF, the
+ * header's RDMA_MAX_RESP_RES, means just that). */
+uint8_t clamp_retry(uint8_t n) { return n > 7 ? 7 : n; }
+uint8_t clamp_rd_atomic(uint8_t n) {
+    constexpr uint8_t kDeviceMax = 16; /* droce's per-QP READ/atomic limit */
+    return n > kDeviceMax ? kDeviceMax : n;
+}
+
+void set_device(Id *id, ServiceDev *d) {
+    id->st->dev = d;
+    id->id.verbs = d->ctx;
+    id->id.pd = d->pd;
+    id->id.port_num = 1;
+}
+
+} // namespace
+
+extern "C" {
+
+int rdma_create_id(rdma_event_channel *channel, rdma_cm_id **id, void *context,
+                   rdma_port_space ps) {
+    if (id == nullptr)
+        return fail(EINVAL);
+    if (ps != RDMA_PS_TCP)
+        /* RDMA_PS_UDP needs SIDR (UD service ID resolution), which droce's CM does not
+         * speak yet; RDMA_PS_IB and IPoIB are InfiniBand's. */
+        return fail(EOPNOTSUPP);
+    if (Service::get() == nullptr)
+        return -1;
+    Id *i = new_id(reinterpret_cast<EventChannel *>(channel), context, ps, IBV_QPT_RC);
+    if (i == nullptr)
+        return fail(ENOMEM);
+    *id = &i->id;
+    return 0;
+}
+
+int rdma_destroy_id(rdma_cm_id *cm_id) {
+    if (cm_id == nullptr)
+        return fail(EINVAL);
+    Id *id = id_of(cm_id);
+    IdState &st = *id->st;
+    Service *s = Service::get();
+    {
+        std::lock_guard<std::mutex> lk(s->mu);
+        if (st.role == IdRole::Listener) {
+            const uint16_t port = ntohs(cm_id->route.addr.src_sin.sin_port);
+            for (auto &d : s->devs)
+                if (st.wildcard || d.get() == st.dev)
+                    d->cm->channel().unlisten(port);
+            s->drop_listener(id);
+        }
+        if (st.conn != 0 && st.dev != nullptr) {
+            /* A connected id leaves as the kernel's does: a DREQ to the peer. */
+            st.dev->cm->release(st.conn);
+            st.dev->cm->disconnect(st.conn);
+            s->drop_conn(st.dev, st.conn);
+        }
+    }
+    purge_events(id);
+    if (cm_id->event != nullptr)
+        delete reinterpret_cast<Event *>(cm_id->event);
+    if (st.sync)
+        free_channel(st.channel);
+    delete id->st;
+    delete id;
+    return 0;
+}
+
+int rdma_bind_addr(rdma_cm_id *cm_id, sockaddr *addr) {
+    sockaddr_in a;
+    if (cm_id == nullptr)
+        return fail(EINVAL);
+    if (int e = ipv4_arg(addr, a); e != 0)
+        return fail(e);
+    Service *s = Service::get();
+    Id *id = id_of(cm_id);
+    std::lock_guard<std::mutex> lk(s->mu);
+    if (a.sin_addr.s_addr == htonl(INADDR_ANY)) {
+        id->st->wildcard = true; /* every device; id->verbs stays NULL, as the kernel's */
+    } else {
+        ServiceDev *d = s->owner_of(ntohl(a.sin_addr.s_addr));
+        if (d == nullptr)
+            return fail(EADDRNOTAVAIL);
+        set_device(id, d);
+    }
+    if (a.sin_port == 0)
+        a.sin_port = htons(s->ephemeral_port());
+    std::memcpy(&cm_id->route.addr.src_sin, &a, sizeof a);
+    return 0;
+}
+
+int rdma_resolve_addr(rdma_cm_id *cm_id, sockaddr *src_addr, sockaddr *dst_addr, int) {
+    sockaddr_in dst, src{};
+    if (cm_id == nullptr)
+        return fail(EINVAL);
+    if (int e = ipv4_arg(dst_addr, dst); e != 0)
+        return fail(e);
+    if (src_addr != nullptr)
+        if (int e = ipv4_arg(src_addr, src); e != 0)
+            return fail(e);
+    Service *s = Service::get();
+    Id *id = id_of(cm_id);
+    {
+        std::lock_guard<std::mutex> lk(s->mu);
+        ServiceDev *d = src.sin_addr.s_addr != 0 ? s->owner_of(ntohl(src.sin_addr.s_addr))
+                                                 : s->route_to(ntohl(dst.sin_addr.s_addr));
+        if (d == nullptr)
+            return fail(src.sin_addr.s_addr != 0 ? EADDRNOTAVAIL : ENODEV);
+        set_device(id, d);
+        sockaddr_in &my = cm_id->route.addr.src_sin;
+        const uint16_t port = my.sin_port != 0    ? my.sin_port
+                              : src.sin_port != 0 ? src.sin_port
+                                                  : htons(s->ephemeral_port());
+        my.sin_family = AF_INET;
+        my.sin_addr.s_addr = htonl(d->ip);
+        my.sin_port = port;
+        std::memcpy(&cm_id->route.addr.dst_sin, &dst, sizeof dst);
+        id->st->role = IdRole::Active;
+        post_event(id, RDMA_CM_EVENT_ADDR_RESOLVED, 0);
+    }
+    return wait_own(id, RDMA_CM_EVENT_ADDR_RESOLVED);
+}
+
+int rdma_resolve_route(rdma_cm_id *cm_id, int) {
+    if (cm_id == nullptr || id_of(cm_id)->st->dev == nullptr)
+        return fail(EINVAL);
+    /* RoCE has no path records to ask for: the next hop is resolved (ARP) when the QP
+     * goes to RTR. */
+    post_event(id_of(cm_id), RDMA_CM_EVENT_ROUTE_RESOLVED, 0);
+    return wait_own(id_of(cm_id), RDMA_CM_EVENT_ROUTE_RESOLVED);
+}
+
+int rdma_listen(rdma_cm_id *cm_id, int) {
+    if (cm_id == nullptr)
+        return fail(EINVAL);
+    Id *id = id_of(cm_id);
+    if (cm_id->route.addr.src_sin.sin_family != AF_INET) {
+        sockaddr_in any{};
+        any.sin_family = AF_INET;
+        if (rdma_bind_addr(cm_id, reinterpret_cast<sockaddr *>(&any)) != 0)
+            return -1;
+    }
+    Service *s = Service::get();
+    const uint16_t port = ntohs(cm_id->route.addr.src_sin.sin_port);
+    std::lock_guard<std::mutex> lk(s->mu);
+    if (!s->add_listener(port, id))
+        return fail(EADDRINUSE);
+    for (auto &d : s->devs)
+        if ((id->st->wildcard || d.get() == id->st->dev) && !d->cm->channel().listen(port)) {
+            s->drop_listener(id);
+            return fail(EADDRINUSE);
+        }
+    id->st->role = IdRole::Listener;
+    return 0;
+}
+
+int rdma_connect(rdma_cm_id *cm_id, rdma_conn_param *param) {
+    if (cm_id == nullptr)
+        return fail(EINVAL);
+    Id *id = id_of(cm_id);
+    IdState &st = *id->st;
+    if (st.dev == nullptr || st.role != IdRole::Active || st.conn != 0)
+        return fail(EINVAL);
+    if (cm_id->qp == nullptr) /* rdma_connect with param->qp_num: a QP of the caller's */
+        return fail(EOPNOTSUPP);
+    if (param != nullptr && param->private_data_len > 56)
+        return fail(EINVAL); /* a REQ carries 56 bytes after rdma_cm's IP header */
+    CmConnectParam p;
+    p.rq_psn = random_psn();
+    p.path_mtu = st.dev->path_mtu;
+    if (param != nullptr) {
+        p.responder_resources = clamp_rd_atomic(param->responder_resources);
+        p.initiator_depth = clamp_rd_atomic(param->initiator_depth);
+        p.retry_count = clamp_retry(param->retry_count);
+        p.rnr_retry_count = clamp_retry(param->rnr_retry_count);
+        p.private_data = param->private_data;
+        p.private_data_len = param->private_data_len;
+    }
+    const sockaddr_in &dst = cm_id->route.addr.dst_sin;
+    Service *s = Service::get();
+    {
+        std::lock_guard<std::mutex> lk(s->mu);
+        st.conn = st.dev->cm->connect(ntohl(dst.sin_addr.s_addr), ntohs(dst.sin_port),
+                                      *droce_qp(cm_id->qp), p);
+        if (st.conn == 0)
+            return fail(ENOMEM);
+        s->add_conn(st.dev, st.conn, id);
+    }
+    return wait_own(id, RDMA_CM_EVENT_ESTABLISHED);
+}
+
+int rdma_accept(rdma_cm_id *cm_id, rdma_conn_param *param) {
+    if (cm_id == nullptr)
+        return fail(EINVAL);
+    Id *id = id_of(cm_id);
+    IdState &st = *id->st;
+    if (st.role != IdRole::Passive || st.conn == 0)
+        return fail(EINVAL);
+    if (cm_id->qp == nullptr)
+        return fail(EOPNOTSUPP);
+    CmAcceptParam p;
+    p.rq_psn = random_psn();
+    if (param != nullptr) {
+        p.responder_resources = clamp_rd_atomic(param->responder_resources);
+        p.initiator_depth = clamp_rd_atomic(param->initiator_depth);
+        p.rnr_retry_count = clamp_retry(param->rnr_retry_count);
+        p.private_data = param->private_data;
+        p.private_data_len = param->private_data_len;
+    }
+    Service *s = Service::get();
+    {
+        std::lock_guard<std::mutex> lk(s->mu);
+        if (!st.dev->cm->accept(st.conn, *droce_qp(cm_id->qp), p))
+            return fail(EINVAL);
+    }
+    return wait_own(id, RDMA_CM_EVENT_ESTABLISHED);
+}
+
+int rdma_reject(rdma_cm_id *cm_id, const void *private_data, uint8_t private_data_len) {
+    if (cm_id == nullptr)
+        return fail(EINVAL);
+    IdState &st = *id_of(cm_id)->st;
+    if (st.role != IdRole::Passive || st.conn == 0)
+        return fail(EINVAL);
+    Service *s = Service::get();
+    std::lock_guard<std::mutex> lk(s->mu);
+    st.dev->cm->release(st.conn);
+    if (!st.dev->cm->channel().reject(st.conn, private_data, private_data_len, s->now_ns()))
+        return fail(EINVAL);
+    return 0;
+}
+
+int rdma_disconnect(rdma_cm_id *cm_id) {
+    if (cm_id == nullptr)
+        return fail(EINVAL);
+    IdState &st = *id_of(cm_id)->st;
+    if (st.conn == 0)
+        return fail(EINVAL);
+    if (cm_id->qp != nullptr) {
+        /* The QP stops at once, as librdmacm's (its receives flush with errors). */
+        ibv_qp_attr a{};
+        a.qp_state = IBV_QPS_ERR;
+        ibv_modify_qp(cm_id->qp, &a, IBV_QP_STATE);
+    }
+    Service *s = Service::get();
+    std::lock_guard<std::mutex> lk(s->mu);
+    st.dev->cm->disconnect(st.conn);
+    return 0;
+}
+
+int rdma_notify(rdma_cm_id *cm_id, ibv_event_type event) {
+    if (cm_id == nullptr)
+        return fail(EINVAL);
+    IdState &st = *id_of(cm_id)->st;
+    if (event != IBV_EVENT_COMM_EST)
+        return 0; /* the kernel's CM acts on COMM_EST only */
+    if (st.conn == 0)
+        return fail(EINVAL);
+    Service *s = Service::get();
+    std::lock_guard<std::mutex> lk(s->mu);
+    st.dev->cm->channel().notify_comm_est(st.conn, s->now_ns());
+    return 0;
+}
+
+int rdma_get_request(rdma_cm_id *listen, rdma_cm_id **id) {
+    if (listen == nullptr || id == nullptr)
+        return fail(EINVAL);
+    Id *l = id_of(listen);
+    if (!l->st->sync || l->st->role != IdRole::Listener)
+        return fail(EINVAL);
+    for (;;) {
+        Event *e = nullptr;
+        if (int err = take_event(l->st->channel, &e); err != 0)
+            return fail(err);
+        if (e->ev.event != RDMA_CM_EVENT_CONNECT_REQUEST) {
+            delete e;
+            continue;
+        }
+        Id *child = id_of(e->ev.id);
+        child->id.event = &e->ev;
+        if (l->st->has_ep_attr) {
+            ibv_qp_init_attr attr = l->st->ep_attr;
+            if (rdma_create_qp(&child->id, l->st->ep_pd, &attr) != 0) {
+                const int err = errno;
+                rdma_reject(&child->id, nullptr, 0);
+                rdma_destroy_id(&child->id);
+                return fail(err);
+            }
+        }
+        *id = &child->id;
+        return 0;
+    }
+}
+
+int rdma_migrate_id(rdma_cm_id *cm_id, rdma_event_channel *channel) {
+    if (cm_id == nullptr)
+        return fail(EINVAL);
+    Id *id = id_of(cm_id);
+    Service *s = Service::get();
+    std::lock_guard<std::mutex> lk(s->mu); /* no event is posted meanwhile */
+    purge_events(id);
+    if (id->st->sync)
+        free_channel(id->st->channel);
+    if (channel == nullptr) {
+        id->st->channel = new_channel();
+        if (id->st->channel == nullptr)
+            return fail(ENOMEM);
+        id->st->sync = true;
+    } else {
+        id->st->channel = reinterpret_cast<EventChannel *>(channel);
+        id->st->sync = false;
+    }
+    cm_id->channel = &id->st->channel->channel;
+    return 0;
+}
+
+int rdma_set_option(rdma_cm_id *cm_id, int level, int optname, void *, size_t) {
+    if (cm_id == nullptr)
+        return fail(EINVAL);
+    /* Address reuse: droce's CM puts no wait on a port after its listener goes, so there
+     * is nothing to lift. Every other option (TOS, path records, timeouts) is refused,
+     * never accepted and ignored. */
+    if (level == RDMA_OPTION_ID && optname == RDMA_OPTION_ID_REUSEADDR)
+        return 0;
+    return fail(EOPNOTSUPP);
+}
+
+} // extern "C"

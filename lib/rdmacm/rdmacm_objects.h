@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/** @file
+ * droce's librdmacm.so.1: the objects behind rdma_event_channel and rdma_cm_id, and the
+ * process's CM service (rdmacm_service.cpp). Each object handed to the application starts
+ * with the structure <rdma/rdma_cma.h> defines (the application reads id->verbs, id->qp,
+ * id->route, event->param...) and points at droce's state; layouts come from the system
+ * header, compiled against, never repeated. */
+#pragma once
+
+#include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
+
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <type_traits>
+
+#include <droce/cm_device.h>
+#include <droce/droce.h>
+
+namespace droce::rdmacm {
+
+struct ServiceDev;
+struct IdState;
+
+/** One event as rdma_get_cm_event hands it out: the private data lives with it until
+ * rdma_ack_cm_event. */
+struct Event {
+    rdma_cm_event ev;
+    uint8_t private_data[kCmMaxPrivateData];
+};
+
+struct ChannelState {
+    std::mutex mu;
+    std::deque<Event *> q;
+};
+
+/** rdma_create_event_channel's channel. The eventfd (channel.fd, semaphore mode) counts
+ * queued events: readable while one waits; rdma_get_cm_event reads one count, then takes
+ * the oldest event. Ids without a channel (synchronous use) get a private one. */
+struct EventChannel {
+    rdma_event_channel channel;
+    ChannelState *st;
+};
+static_assert(std::is_standard_layout_v<EventChannel>);
+
+/** An rdma_cm_id. */
+struct Id {
+    rdma_cm_id id;
+    IdState *st;
+};
+static_assert(std::is_standard_layout_v<Id>);
+
+enum class IdRole : uint8_t { Idle, Active, Listener, Passive };
+
+struct IdState {
+    IdRole role = IdRole::Idle;
+    ServiceDev *dev = nullptr; /**< the device the id is bound or resolved to */
+    EventChannel *channel = nullptr;
+    bool sync = false;          /**< no channel given: calls wait for their own event */
+    bool wildcard = false;      /**< listener on every device (INADDR_ANY) */
+    uint32_t conn = 0;          /**< the CM's connection id (Active / Passive) */
+    Id *listener = nullptr;     /**< Passive: the id it came in on */
+    bool qp_from_cm = false;    /**< rdma_create_qp made the QP (rdma_destroy_qp frees it) */
+    bool cqs_from_cm = false;   /**< ... and its CQs and their channels */
+    ibv_qp_init_attr ep_attr{}; /**< rdma_create_ep on a passive id: for its requests */
+    bool has_ep_attr = false;
+    ibv_pd *ep_pd = nullptr;
+};
+
+/** An event for id with its private data (not queued yet). */
+Event *make_event(Id *id, rdma_cm_event_type type, int status, const void *pd = nullptr,
+                  uint8_t pd_len = 0);
+/** Queues a finished event on to's channel (its own, or its private one): from here on
+ * the application may hold it. */
+void post(Id *to, Event *e);
+/** make_event and post for id. */
+void post_event(Id *id, rdma_cm_event_type type, int status, const void *pd = nullptr,
+                uint8_t pd_len = 0);
+/** The oldest event of ch, waiting per the descriptor's flags: 0 or the errno. */
+int take_event(EventChannel *ch, Event **out);
+/** Removes id's events from its channel (the id is going away). */
+void purge_events(Id *id);
+EventChannel *new_channel();
+void free_channel(EventChannel *ch);
+
+} // namespace droce::rdmacm

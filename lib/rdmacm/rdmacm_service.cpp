@@ -1,0 +1,268 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The process's RDMA-CM service (rdmacm_service.h). */
+#include "rdmacm_service.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
+namespace droce::rdmacm {
+namespace {
+
+/* How long the service sleeps when the CM had nothing to do: the CM's timers are
+ * milliseconds, and a connection's MADs wait at most this long for the thread. */
+constexpr auto kIdleSleep = std::chrono::microseconds(200);
+/* At exit, how long the CM keeps answering (a DREQ's DREP, a REP's RTU) before it goes
+ * with the process; the kernel's CM outlives the program instead. */
+constexpr auto kLinger = std::chrono::milliseconds(200);
+
+uint32_t ipv4_of(const Device &dev) {
+    for (const GidEntry &g : dev.gids()) {
+        const uint8_t *r = g.gid.raw;
+        static constexpr uint8_t kMapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF};
+        if (std::memcmp(r, kMapped, 12) == 0)
+            return (uint32_t{r[12]} << 24) | (uint32_t{r[13]} << 16) | (uint32_t{r[14]} << 8) |
+                   r[15];
+    }
+    return 0;
+}
+
+uint8_t mtu_enum(uint32_t bytes) {
+    uint8_t e = 1;
+    for (uint32_t b = 256; b < bytes && e < 5; b <<= 1)
+        ++e;
+    return e;
+}
+
+Service *g_service = nullptr;
+
+} // namespace
+
+Service *Service::get() {
+    static std::once_flag once;
+    static int error = 0;
+    std::call_once(once, [] {
+        auto *s = new Service();
+        error = s->start();
+        if (error == 0)
+            g_service = s;
+        else
+            delete s;
+    });
+    if (g_service == nullptr)
+        errno = error;
+    return g_service;
+}
+
+int Service::start() {
+    int n = 0;
+    ibv_device **list = ibv_get_device_list(&n);
+    if (list == nullptr || n == 0) {
+        const int e = errno != 0 ? errno : ENODEV;
+        if (list != nullptr)
+            ibv_free_device_list(list);
+        return e;
+    }
+    for (int i = 0; i < n; ++i) {
+        auto d = std::make_unique<ServiceDev>();
+        d->entry = verbs::outer_of<verbs::DeviceEntry>(list[i]);
+        d->ctx = ibv_open_device(list[i]);
+        d->pd = d->ctx != nullptr ? ibv_alloc_pd(d->ctx) : nullptr;
+        if (d->pd == nullptr)
+            return errno != 0 ? errno : ENOMEM;
+        CmDeviceOptions opt;
+        /* What the kernel's rdma_cm grants a QP it takes to INIT itself. */
+        opt.access_flags =
+            kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead | kAccessRemoteAtomic;
+        auto cm = CmDevice::open(*d->entry->engine, *d->entry->dev, opt);
+        if (!cm) {
+            std::fprintf(stderr, "droce librdmacm: %s\n", cm.status().message().c_str());
+            return cm.status().code() != 0 ? cm.status().code() : EIO;
+        }
+        d->cm = std::move(cm.value());
+        d->ip = ipv4_of(*d->entry->dev);
+        d->path_mtu = mtu_enum(d->entry->dev->active_mtu());
+        devs.push_back(std::move(d));
+    }
+    ibv_free_device_list(list);
+    next_port_ = static_cast<uint16_t>(32768 + std::random_device{}() % 28000);
+    pid_ = getpid();
+    thread_ = std::thread([this] {
+        /* Signals go to the application's threads: a handler that calls exit() must not
+         * run here (the exit handler below joins this thread). */
+        sigset_t all;
+        sigfillset(&all);
+        pthread_sigmask(SIG_BLOCK, &all, nullptr);
+        run();
+    });
+    std::atexit(stop_at_exit);
+    return 0;
+}
+
+/* Registered after libibverbs' own exit teardown, so it runs first: the CM's QP1 and
+ * thread go before the engine does. */
+void Service::stop_at_exit() {
+    Service *s = g_service;
+    if (s == nullptr)
+        return;
+    if (getpid() != s->pid_ || std::this_thread::get_id() == s->thread_.get_id()) {
+        /* A child forked from this process (the service thread is its parent's), or an
+         * exit from the service thread itself: nothing of the CM is ours to stop. */
+        s->thread_.detach();
+        return;
+    }
+    if (s->used_.load())
+        std::this_thread::sleep_for(kLinger);
+    s->stop_ = true;
+    if (s->thread_.joinable())
+        s->thread_.join();
+    std::lock_guard<std::mutex> lk(s->mu);
+    for (auto &d : s->devs)
+        d->cm.reset();
+}
+
+void Service::run() {
+    while (!stop_.load(std::memory_order_relaxed)) {
+        int work = 0;
+        {
+            std::lock_guard<std::mutex> lk(mu);
+            for (auto &d : devs) {
+                work += d->cm->poll();
+                CmEventInfo ev;
+                while (d->cm->channel().poll_event(ev)) {
+                    ++work;
+                    dispatch(*d, ev);
+                }
+            }
+        }
+        if (work == 0)
+            std::this_thread::sleep_for(kIdleSleep);
+    }
+}
+
+ServiceDev *Service::route_to(uint32_t) {
+    /* droce's libibverbs opens one device per process: every destination is reached
+     * through it (its gateway, if any, is the engine's business). */
+    return devs.empty() ? nullptr : devs.front().get();
+}
+
+ServiceDev *Service::owner_of(uint32_t local_ip) {
+    for (auto &d : devs)
+        if (d->ip == local_ip)
+            return d.get();
+    return nullptr;
+}
+
+Id *Service::conn_id(ServiceDev *d, uint32_t conn) {
+    auto it = conns_.find({d, conn});
+    return it == conns_.end() ? nullptr : it->second;
+}
+
+bool Service::add_listener(uint16_t port, Id *id) {
+    used_ = true;
+    return listeners_.emplace(port, id).second;
+}
+
+void Service::drop_listener(Id *id) {
+    for (auto it = listeners_.begin(); it != listeners_.end();)
+        it = it->second == id ? listeners_.erase(it) : std::next(it);
+}
+
+uint16_t Service::ephemeral_port() {
+    used_ = true;
+    if (next_port_ < 32768 || next_port_ == 65535)
+        next_port_ = 32768;
+    return next_port_++;
+}
+
+uint64_t Service::now_ns() const { return devs.empty() ? 0 : devs.front()->cm->now_ns(); }
+
+void Service::on_connect_request(ServiceDev &d, const CmEventInfo &ev) {
+    auto it = listeners_.find(ev.listen_port);
+    Id *listener = it != listeners_.end() ? it->second : nullptr;
+    if (listener == nullptr || (!listener->st->wildcard && listener->st->dev != &d)) {
+        d.cm->reject(ev.id);
+        return;
+    }
+    IdState &ls = *listener->st;
+    Id *child =
+        new_id(ls.sync ? nullptr : ls.channel, listener->id.context, listener->id.ps, IBV_QPT_RC);
+    if (child == nullptr) {
+        d.cm->reject(ev.id);
+        return;
+    }
+    IdState &cs = *child->st;
+    cs.role = IdRole::Passive;
+    cs.dev = &d;
+    cs.conn = ev.id;
+    cs.listener = listener;
+    child->id.verbs = d.ctx;
+    child->id.pd = d.pd;
+    child->id.port_num = 1;
+    sockaddr_in &src = child->id.route.addr.src_sin;
+    src.sin_family = AF_INET;
+    src.sin_addr.s_addr = htonl(d.ip);
+    src.sin_port = htons(ev.listen_port);
+    sockaddr_in &dst = child->id.route.addr.dst_sin;
+    dst.sin_family = AF_INET;
+    dst.sin_addr.s_addr = htonl(ev.peer_ip);
+    dst.sin_port = htons(ev.peer_port);
+    add_conn(&d, ev.id, child);
+    Event *e =
+        make_event(child, RDMA_CM_EVENT_CONNECT_REQUEST, 0, ev.private_data, ev.private_data_len);
+    e->ev.listen_id = &listener->id;
+    /* The peer's initiator depth is what we must absorb, and the other way round. */
+    e->ev.param.conn.responder_resources = ev.qp.max_dest_rd_atomic;
+    e->ev.param.conn.initiator_depth = ev.qp.max_rd_atomic;
+    e->ev.param.conn.qp_num = ev.qp.remote_qpn;
+    /* Complete before it is queued: the application may take it at once. A sync
+     * listener's requests wait on its own channel (rdma_get_request). */
+    post(ls.sync ? listener : child, e);
+}
+
+void Service::dispatch(ServiceDev &d, const CmEventInfo &ev) {
+    if (ev.kind == CmEventKind::ConnectRequest) {
+        on_connect_request(d, ev);
+        return;
+    }
+    Id *id = conn_id(&d, ev.id);
+    if (id == nullptr)
+        return; /* the id was destroyed: its events go with it */
+    switch (ev.kind) {
+    case CmEventKind::Established:
+        post_event(id, RDMA_CM_EVENT_ESTABLISHED, 0, ev.private_data, ev.private_data_len);
+        break;
+    case CmEventKind::Rejected:
+        /* The REJ's reason as rdma_cm reports it (28: the consumer rejected). */
+        post_event(id, RDMA_CM_EVENT_REJECTED, ev.reason, ev.private_data, ev.private_data_len);
+        break;
+    case CmEventKind::Unreachable:
+        post_event(id, RDMA_CM_EVENT_UNREACHABLE, -ETIMEDOUT);
+        break;
+    case CmEventKind::ConnectError:
+        post_event(id, RDMA_CM_EVENT_CONNECT_ERROR, -ETIMEDOUT);
+        break;
+    case CmEventKind::Disconnected:
+        post_event(id, RDMA_CM_EVENT_DISCONNECTED, 0);
+        break;
+    case CmEventKind::TimewaitExit:
+        post_event(id, RDMA_CM_EVENT_TIMEWAIT_EXIT, 0);
+        drop_conn(&d, ev.id);
+        id->st->conn = 0;
+        break;
+    case CmEventKind::ConnectRequest:
+        break;
+    }
+}
+
+} // namespace droce::rdmacm

@@ -1,0 +1,149 @@
+#!/usr/bin/env bash
+# Unmodified rdma_cm programs (rdma-core 44's rdmacm-utils, qperf, fio) on both ends, each
+# on droce's librdmacm and libibverbs (droce-run), two processes, no kernel RDMA, no VM.
+#  - direct memif (server and client roles): rping -V (the client checks every ping's
+#    data), ucmatose (two connections, SENDs both ways), rdma_server / rdma_client (the
+#    synchronous rdma_create_ep API), udaddy (RDMA_PS_UDP: refused with EOPNOTSUPP).
+#  - through droce-fabric (each end a memif client, so its link is up from the start):
+#    qperf -cm1 rc_bw, rc_lat, rc_rdma_write_bw, rc_rdma_read_lat (qperf's control TCP
+#    connection goes to the server's RoCE address, which this script puts on lo while it
+#    runs: root only), and fio --ioengine=rdma, RDMA WRITE and RDMA READ (thread=1).
+# Usage: test_rdmacm_tools.sh PATH/TO/droce-run PATH/TO/droce-fabric
+set -u
+# shellcheck source=../../scripts/fabric_ready.sh
+. "$(dirname "$0")/../../scripts/fabric_ready.sh"
+unset LD_LIBRARY_PATH
+run=${1:?usage: $0 DROCE_RUN DROCE_FABRIC}
+fab=${2:?usage: $0 DROCE_RUN DROCE_FABRIC}
+for tool in rping ucmatose rdma_server rdma_client udaddy; do
+    command -v $tool >/dev/null || { echo "SKIP: $tool missing (rdmacm-utils)"; exit 77; }
+done
+work=$(mktemp -d)
+port=$((25000 + $$ % 20000))
+fpid=
+lo_ip=
+cleanup() {
+    [[ -n $fpid ]] && kill "$fpid" 2>/dev/null
+    [[ -n $lo_ip ]] && ip addr del "$lo_ip/32" dev lo 2>/dev/null
+    rm -rf "$work"
+}
+trap cleanup EXIT
+fails=0
+fail() {
+    echo "FAIL: $1"
+    echo "--- client"; tail -n 15 "$work/cli"
+    echo "--- server"; tail -n 15 "$work/srv"
+    fails=$((fails + 1))
+}
+
+conf() { # FILE ROLE SOCKET IP MAC
+    printf '[eal]\nvdev = net_memif0,role=%s,socket=%s,socket-abstract=no\n\n' "$2" "$3" >"$1"
+    printf '[port]\ndevice = net_memif0\nip = %s\nmac = %s\n' "$4" "$5" >>"$1"
+}
+conf "$work/server.conf" server "$work/memif.sock" 10.84.0.1/24 02:00:00:00:84:01
+conf "$work/client.conf" client "$work/memif.sock" 10.84.0.2/24 02:00:00:00:84:02
+
+# pair NAME SERVER_CONF CLIENT_CONF "SERVER ARGS" "CLIENT ARGS": both must exit 0. The
+# server gets 2 s to bring its device up first (its memif link waits for the client).
+pair() {
+    local name=$1 sconf=$2 cconf=$3
+    rm -f "$work/memif.sock"
+    # shellcheck disable=SC2086
+    timeout 60 "$run" --config "$sconf" $4 >"$work/srv" 2>&1 &
+    local srv=$!
+    sleep 2
+    # shellcheck disable=SC2086
+    timeout 60 "$run" --config "$cconf" $5 >"$work/cli" 2>&1
+    local rc=$?
+    [[ $rc -ne 0 ]] && kill "$srv" 2>/dev/null
+    wait "$srv"
+    local src=$?
+    if [[ $rc -ne 0 || $src -ne 0 ]]; then
+        fail "$name: client exit $rc, server exit $src (124 = timeout)"
+        return 1
+    fi
+    return 0
+}
+
+S=$work/server.conf C=$work/client.conf
+port=$((port + 1))
+if pair rping "$S" "$C" "rping -s -a 10.84.0.1 -p $port -C 20 -V" \
+    "rping -c -a 10.84.0.1 -p $port -C 20 -V -v"; then
+    n=$(grep -c '^ping data: rdma-ping-' "$work/cli")
+    if [[ $n -eq 20 ]] && ! grep -qi 'data mismatch\|invalid' "$work/cli" "$work/srv"; then
+        echo "ok: rping -C 20 -V: 20 pings, data validated"
+    else fail "rping: $n of 20 pings shown, or a mismatch"; fi
+fi
+port=$((port + 1))
+if pair ucmatose "$S" "$C" "ucmatose -p $port -c 2" "ucmatose -s 10.84.0.1 -p $port -c 2"; then
+    grep -q 'return status 0' "$work/cli" && grep -q 'return status 0' "$work/srv" &&
+        echo "ok: ucmatose -c 2: $(grep -c 'complete' "$work/cli") completion lines" ||
+        fail "ucmatose: no 'return status 0'"
+fi
+port=$((port + 1))
+if pair "rdma_server/rdma_client" "$S" "$C" "rdma_server -s 10.84.0.1 -p $port" \
+    "rdma_client -s 10.84.0.1 -p $port"; then
+    grep -q 'rdma_client: end 0' "$work/cli" && grep -q 'rdma_server: end 0' "$work/srv" &&
+        echo "ok: rdma_server / rdma_client (rdma_create_ep, rdma_get_request)" ||
+        fail "rdma_server/rdma_client: no 'end 0'"
+fi
+# udaddy: the UDP port space needs SIDR, which droce's CM does not have: a clear refusal.
+timeout 30 "$run" --config "$S" udaddy >"$work/srv" 2>&1
+src=$?
+if [[ $src -ne 0 ]] && grep -q 'Operation not supported' "$work/srv"; then
+    echo "ok: udaddy refused: $(grep -m1 'not supported' "$work/srv")"
+else
+    echo "" >"$work/cli"
+    fail "udaddy: expected a failure saying 'Operation not supported' (exit $src)"
+fi
+
+# ---- through droce-fabric ----
+conf "$work/fs.conf" client "$work/s1" 10.84.1.1/24 02:00:00:00:84:11
+conf "$work/fc.conf" client "$work/s0" 10.84.1.2/24 02:00:00:00:84:12
+timeout 300 "$fab" -l 0 --no-huge -m 256 --no-pci --no-shconf --file-prefix "cmfab$$" \
+    --log-level='*:warning' \
+    --vdev="net_memif0,role=server,socket=$work/s0,socket-abstract=no" \
+    --vdev="net_memif1,role=server,socket=$work/s1,socket-abstract=no" -- \
+    --to 1 --rate-gbps 100 --no-ecn --idle-us 20 >"$work/fab" 2>&1 &
+fpid=$!
+fabric_ready "$work/fab" "$fpid" || { echo "FAIL: droce-fabric did not start"; cat "$work/fab"; exit 1; }
+FS=$work/fs.conf FC=$work/fc.conf
+
+if ! command -v fio >/dev/null; then
+    echo "SKIP (part): fio missing"
+else
+    for verb in rdma_write rdma_read; do
+        port=$((port + 1))
+        if pair "fio $verb" "$FS" "$FC" \
+            "fio --name=s --ioengine=rdma --filename=10.84.1.1/$port --rw=read --bs=64k --size=8m --thread=1" \
+            "fio --name=c --ioengine=rdma --filename=10.84.1.1/$port/$verb --rw=write --bs=64k --size=8m --thread=1"; then
+            if grep -q 'err= 0' "$work/cli" && grep -Eq 'bw=[0-9.]+[KMG]i?B/s' "$work/cli"; then
+                echo "ok: fio --ioengine=rdma $verb:$(grep -Eo 'bw=[0-9.]+[KMG]i?B/s' "$work/cli" | head -1)"
+            else fail "fio $verb: no 'err= 0' and bandwidth line"; fi
+        fi
+    done
+fi
+
+if ! command -v qperf >/dev/null; then
+    echo "SKIP (part): qperf missing"
+elif [[ $(id -u) -ne 0 ]] || ! command -v ip >/dev/null; then
+    echo "SKIP (part): qperf needs root here (its server's address on lo)"
+else
+    lo_ip=10.84.1.1
+    ip addr add "$lo_ip/32" dev lo 2>/dev/null || lo_ip=
+    timeout 120 "$run" --config "$FS" qperf >"$work/srv" 2>&1 &
+    qsrv=$!
+    sleep 2
+    timeout 100 "$run" --config "$FC" qperf 10.84.1.1 -cm1 -t 1 rc_bw rc_lat rc_rdma_write_bw \
+        rc_rdma_read_lat >"$work/cli" 2>&1
+    rc=$?
+    kill "$qsrv" 2>/dev/null
+    wait "$qsrv" 2>/dev/null
+    results=$(grep -Ec '^ +(bw|latency) += ' "$work/cli")
+    if [[ $rc -eq 0 && $results -eq 4 ]]; then
+        echo "ok: qperf -cm1 rc_bw rc_lat rc_rdma_write_bw rc_rdma_read_lat: $(grep -E '^ +(bw|latency)' "$work/cli" | tr -s ' ' | tr '\n' ';')"
+    else fail "qperf: exit $rc, $results of 4 results"; fi
+fi
+
+if [[ $fails -ne 0 ]]; then echo "$fails run(s) failed"; exit 1; fi
+echo "the rdma_cm programs ran droce <-> droce"
