@@ -191,7 +191,7 @@ class QpImpl final : public QueuePair {
                 if (pend.on)
                     dev_.neigh_hold(qpn_, pend.v4, pend.ip, pend.ip6.data(),
                                     rt_.now_ns() + uint64_t{dev_.arp_timeout_ms()} * 1'000'000);
-                else if (ctx_->tx.neigh_held)
+                else if (ctx_->tx.neigh_held())
                     dev_.neigh_unhold(qpn_);
                 dev_.shard(ctx_->worker)
                     .set_loopback(*ctx_, pend.loopback, ctx_->qp->attr().dest_qp_num);

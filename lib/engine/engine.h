@@ -212,7 +212,7 @@ enum class TxStatus : uint8_t {
     Paused,    /* the frame's PFC priority is paused (TxResult::prio): park the QP */
     QueueFull, /* the TX queue is full (backpressure): served again once the port took some */
     NoMbuf,    /* the TX pool is empty */
-    NoRoute,   /* the next hop's MAC is not known yet (QpTx::neigh_held) */
+    NoRoute,   /* the next hop's MAC is not known yet (QpTx::kNeighHeld) */
 };
 struct TxResult {
     TxStatus status;
@@ -225,19 +225,25 @@ struct TxResult {
  * Ethernet/IP/UDP headers are prebuilt once per path instead of once per frame. */
 struct QpTx final : qp::TxPort {
     Shard *shard = nullptr;
-    /* Non-blocking RTR (engine_neigh_wait.cpp): the next hop's MAC is not known yet, so
-     * nothing leaves; the QP keeps its work and is not scheduled until it is. */
-    bool neigh_held = false;
-    /* Connected to a QP of this very device (the destination GID is ours): every frame
-     * goes to the RX ring of loop_to, the shard owning the destination QP, never to the
-     * port. Next to neigh_held: send() tests both with one branch. */
-    bool loopback = false;
-    Shard *loop_to = nullptr;
+    /* Why this QP's frames do not go to the shard's TX queue as usual: 0, or kNeighHeld
+     * and/or kLoopback. One byte, so that send() tests both with one branch.
+     * kNeighHeld: non-blocking RTR (engine_neigh_wait.cpp), the next hop's MAC is not
+     * known yet, so nothing leaves; the QP keeps its work and is not scheduled until it is.
+     * kLoopback: connected to a QP of this very device (the destination GID is ours):
+     * every frame goes to the RX ring of loop_to, the shard owning the destination QP,
+     * never to the port (Shard::transmit_loopback). */
+    static constexpr uint8_t kNeighHeld = 1, kLoopback = 2;
+    uint8_t detour = 0;
+    bool neigh_held() const { return (detour & kNeighHeld) != 0; }
+    void set_neigh_held(bool on) {
+        detour = static_cast<uint8_t>(on ? detour | kNeighHeld : detour & ~kNeighHeld);
+    }
     /* kNoPrio, or the paused priority that refused this QP's last frame: Shard::schedule
      * parks the QP on it instead of serving it again and again until the pause ends. */
     uint8_t paused_prio = kNoPrio;
+    Shard *loop_to = nullptr; /* kLoopback: the shard of the destination QP */
     wire::HeaderTemplate tmpl;
-    /** The frame to the shard's TX, or why not (NoRoute while neigh_held). */
+    /** The frame to the shard's TX, or why not (NoRoute while neigh_held()). */
     TxResult send(const wire::FrameSpec &frame);
     bool transmit(const wire::FrameSpec &frame) override; /* send(), acted on */
 };
@@ -586,8 +592,8 @@ class Shard final : public qp::TxPort, public qp::AsyncEventSink {
 
 /* Inline: the path of every frame a QP sends (QpTx::transmit, engine_tx.cpp). */
 inline TxResult QpTx::send(const wire::FrameSpec &frame) {
-    if (neigh_held | loopback) [[unlikely]] {
-        if (neigh_held)
+    if (detour != 0) [[unlikely]] {
+        if (neigh_held())
             return {TxStatus::NoRoute}; /* no MAC to send to yet: the QP keeps the frame's work */
         return shard->transmit_loopback(frame, tmpl, *loop_to);
     }

@@ -192,7 +192,8 @@ TxResult Shard::transmit_loopback(const wire::FrameSpec &frame, wire::HeaderTemp
 }
 
 void Shard::set_loopback(QpCtx &q, bool on, uint32_t dest_qpn) {
-    q.tx.loopback = on;
+    q.tx.detour =
+        static_cast<uint8_t>(on ? q.tx.detour | QpTx::kLoopback : q.tx.detour & ~QpTx::kLoopback);
     q.tx.loop_to = on ? dev_.shards_[dev_.owner(dest_qpn)].get() : nullptr;
     /* A lone shard skips its RX ring (nobody else feeds it); now its own QPs do. With
      * several workers handoffs_ is set already, so no other worker's flag is written. */
