@@ -191,8 +191,10 @@ class QpImpl final : public QueuePair {
                 if (pend.on)
                     dev_.neigh_hold(qpn_, pend.v4, pend.ip, pend.ip6.data(),
                                     rt_.now_ns() + uint64_t{dev_.arp_timeout_ms()} * 1'000'000);
-                else if (ctx_->tx.neigh_held)
+                else if (ctx_->tx.neigh_held())
                     dev_.neigh_unhold(qpn_);
+                dev_.shard(ctx_->worker)
+                    .set_loopback(*ctx_, pend.loopback, ctx_->qp->attr().dest_qp_num);
             }
             state_ = ctx_->qp->state();
             dest_qpn_ = ctx_->qp->attr().dest_qp_num;
@@ -321,6 +323,7 @@ class QpImpl final : public QueuePair {
     /* Non-blocking RTR: the next hop still to be resolved (on worker 0, after modify). */
     struct NeighPending {
         bool on = false;
+        bool loopback = false; /* not pending: the destination is a QP of this device */
         bool v4 = true;
         uint32_t ip = 0;
         net::Ip6 ip6{};
@@ -336,6 +339,7 @@ class QpImpl final : public QueuePair {
             return r.status();
         const engine::Hop &hop = *r;
         const bool v4 = hop.v4;
+        pend->loopback = hop.loopback;
         if (hop.pending) {
             pend->on = true;
             pend->v4 = v4;

@@ -71,6 +71,9 @@ inline constexpr uint64_t kArpRetryNs = 200'000'000;
 inline constexpr uint64_t kQpnQuarantineNs = 1'000'000'000;
 /* Doorbell ring entries: a QPN, or kDoorbellSrq | SRQ index. */
 inline constexpr uint32_t kDoorbellSrq = 0x80000000u;
+/* rte_mbuf::port of a frame looped inside the device (no port received it; a real port
+ * id is below RTE_MAX_ETHPORTS, and frames we build carry RTE_MBUF_PORT_INVALID). */
+inline constexpr uint16_t kLoopbackPort = 0xFFFE;
 
 /* Engine-level counters (mlx5 names where mlx5 has one). Parse drops are kept apart,
  * indexed by wire::ParseResult, and named rx_drop_<parse_result_name>. */
@@ -114,9 +117,13 @@ inline constexpr uint32_t kDoorbellSrq = 0x80000000u;
     X(rx_drop_unknown_qpn)                                                                         \
     X(sq_wr_rejected) /* WR refused by the QP on the worker: error completion */                   \
     X(rq_wr_rejected)                                                                              \
-    X(rtr_neigh_wait)     /* QPs that went to RTR before their next hop's MAC was known */         \
-    X(rtr_neigh_resolved) /* ... and whose frames were released when it answered */                \
-    X(rtr_neigh_timeout)  /* ... and that went to ERR: no answer within arp_timeout_ms */
+    X(rtr_neigh_wait)      /* QPs that went to RTR before their next hop's MAC was known */        \
+    X(rtr_neigh_resolved)  /* ... and whose frames were released when it answered */               \
+    X(rtr_neigh_timeout)   /* ... and that went to ERR: no answer within arp_timeout_ms */         \
+    X(tx_loopback_packets) /* frames of QPs connected to a QP of this device: to its RX */         \
+    X(tx_loopback_bytes)   /* ... their bytes (never on the port: not in port_xmit_*) */           \
+    X(tx_loopback_dropped) /* ... dropped: the receiving shard's ring was full */                  \
+    X(rx_loopback_packets) /* looped frames received (not in port_rcv_*) */
 
 struct EngineCounters {
 #define DROCE_ENGINE_FIELD(n) uint64_t n = 0;
@@ -205,7 +212,7 @@ enum class TxStatus : uint8_t {
     Paused,    /* the frame's PFC priority is paused (TxResult::prio): park the QP */
     QueueFull, /* the TX queue is full (backpressure): served again once the port took some */
     NoMbuf,    /* the TX pool is empty */
-    NoRoute,   /* the next hop's MAC is not known yet (QpTx::neigh_held) */
+    NoRoute,   /* the next hop's MAC is not known yet (QpTx::kNeighHeld) */
 };
 struct TxResult {
     TxStatus status;
@@ -218,14 +225,25 @@ struct TxResult {
  * Ethernet/IP/UDP headers are prebuilt once per path instead of once per frame. */
 struct QpTx final : qp::TxPort {
     Shard *shard = nullptr;
-    /* Non-blocking RTR (engine_neigh_wait.cpp): the next hop's MAC is not known yet, so
-     * nothing leaves; the QP keeps its work and is not scheduled until it is. */
-    bool neigh_held = false;
+    /* Why this QP's frames do not go to the shard's TX queue as usual: 0, or kNeighHeld
+     * and/or kLoopback. One byte, so that send() tests both with one branch.
+     * kNeighHeld: non-blocking RTR (engine_neigh_wait.cpp), the next hop's MAC is not
+     * known yet, so nothing leaves; the QP keeps its work and is not scheduled until it is.
+     * kLoopback: connected to a QP of this very device (the destination GID is ours):
+     * every frame goes to the RX ring of loop_to, the shard owning the destination QP,
+     * never to the port (Shard::transmit_loopback). */
+    static constexpr uint8_t kNeighHeld = 1, kLoopback = 2;
+    uint8_t detour = 0;
+    bool neigh_held() const { return (detour & kNeighHeld) != 0; }
+    void set_neigh_held(bool on) {
+        detour = static_cast<uint8_t>(on ? detour | kNeighHeld : detour & ~kNeighHeld);
+    }
     /* kNoPrio, or the paused priority that refused this QP's last frame: Shard::schedule
      * parks the QP on it instead of serving it again and again until the pause ends. */
     uint8_t paused_prio = kNoPrio;
+    Shard *loop_to = nullptr; /* kLoopback: the shard of the destination QP */
     wire::HeaderTemplate tmpl;
-    /** The frame to the shard's TX, or why not (NoRoute while neigh_held). */
+    /** The frame to the shard's TX, or why not (NoRoute while neigh_held()). */
     TxResult send(const wire::FrameSpec &frame);
     bool transmit(const wire::FrameSpec &frame) override; /* send(), acted on */
 };
@@ -411,6 +429,13 @@ class Shard final : public qp::TxPort, public qp::AsyncEventSink {
     bool transmit(const wire::FrameSpec &frame) override;
     /** A frame with the sender's header template (QpTx) into the TX queue, or why not. */
     TxResult transmit(const wire::FrameSpec &frame, wire::HeaderTemplate &tmpl);
+    /** The same frame for a QP of this device (QpTx::loopback): built as for the port,
+     * then handed to the RX ring of `to` (the destination QP's shard, maybe this one),
+     * which receives it at its next poll. Never sent recursively from inside a TX. */
+    TxResult transmit_loopback(const wire::FrameSpec &frame, wire::HeaderTemplate &tmpl, Shard &to);
+    /** Makes q's frames loop to the shard of dest_qpn (on: true) or go to the port again.
+     * On q's worker; a single-worker shard starts polling its RX ring from then on. */
+    void set_loopback(QpCtx &q, bool on, uint32_t dest_qpn);
     /** A QP's asynchronous event: to the device's event ring (no allocation, no lock). */
     void on_async_event(const qp::AsyncEvent &ev) override;
     /** RX of one frame (the engine owns m afterwards). Exposed for benchmarks. */
@@ -477,7 +502,12 @@ class Shard final : public qp::TxPort, public qp::AsyncEventSink {
     template <qp::TransportQp T> void schedule_t(QpCtx &q, T &t);
     template <qp::TransportQp T> uint32_t drain_rings_t(QpCtx &q, T &t);
     void ud_counters(std::vector<std::pair<std::string, uint64_t>> &v) const;
-    int transmit_zc(const wire::FrameSpec &frame, wire::HeaderTemplate &tmpl);
+    /* 1: built (*out), 0: no mbuf, -1: not eligible (copy it instead). */
+    int transmit_zc(const wire::FrameSpec &frame, wire::HeaderTemplate &tmpl, rte_mbuf **out);
+    /* A frame into an mbuf (zero-copy only if zc), for transmit*: the mbuf, or nullptr
+     * with *why (NoMbuf, Dropped). */
+    rte_mbuf *build_tx(const wire::FrameSpec &frame, wire::HeaderTemplate &tmpl, bool zc,
+                       TxStatus *why);
     /* RX after the fast path (engine_rx.cpp): by net::classify_frame's verdict. */
     template <bool Cap> void rx_roce(rte_mbuf *m, uint16_t vid, uint64_t now);
     void rx_arp(rte_mbuf *m, uint32_t l2, uint64_t now);
@@ -562,8 +592,11 @@ class Shard final : public qp::TxPort, public qp::AsyncEventSink {
 
 /* Inline: the path of every frame a QP sends (QpTx::transmit, engine_tx.cpp). */
 inline TxResult QpTx::send(const wire::FrameSpec &frame) {
-    if (neigh_held) [[unlikely]]
-        return {TxStatus::NoRoute}; /* no MAC to send to yet: the QP keeps the frame's work */
+    if (detour != 0) [[unlikely]] {
+        if (neigh_held())
+            return {TxStatus::NoRoute}; /* no MAC to send to yet: the QP keeps the frame's work */
+        return shard->transmit_loopback(frame, tmpl, *loop_to);
+    }
     return shard->transmit(frame, tmpl);
 }
 

@@ -233,7 +233,7 @@ void Dev::destroy_qp(uint32_t qpn) {
         return;
     Shard &sh = *shards_[q->worker];
     sh.unschedule(*q);
-    if (q->tx.neigh_held)
+    if (q->tx.neigh_held())
         neigh_unhold(qpn);
     --q->scq->refs;
     --q->rcq->refs;

@@ -27,7 +27,7 @@ void Dev::neigh_hold(uint32_t qpn, bool v4, uint32_t ip, const uint8_t ip6[16],
     if (!v4)
         std::memcpy(w.ip6, ip6, 16);
     neigh_wait_.push_back(w);
-    q->tx.neigh_held = true;
+    q->tx.set_neigh_held(true);
     shards_[q->worker]->ready_remove(*q);
     ++shards_[0]->ec.rtr_neigh_wait;
 }
@@ -35,7 +35,7 @@ void Dev::neigh_hold(uint32_t qpn, bool v4, uint32_t ip, const uint8_t ip6[16],
 void Dev::neigh_unhold(uint32_t qpn) {
     std::erase_if(neigh_wait_, [qpn](const NeighWait &w) { return w.qpn == qpn; });
     if (QpCtx *q = qp(qpn))
-        q->tx.neigh_held = false;
+        q->tx.set_neigh_held(false);
 }
 
 void Dev::neigh_step(uint64_t now) {
@@ -54,7 +54,7 @@ void Dev::neigh_step(uint64_t now) {
         neigh_wait_.pop_back();
         if (q == nullptr)
             continue;
-        q->tx.neigh_held = false;
+        q->tx.set_neigh_held(false);
         if (st == net::ResolveStep::Resolved) {
             q->qp->set_next_hop_mac(mac.data());
             ++sh.ec.rtr_neigh_resolved;

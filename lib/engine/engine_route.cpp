@@ -56,6 +56,23 @@ Status find_mac(Runtime &rt, Dev &dev, const char *what, bool may_defer, Hop &ho
     }
 }
 
+/* dgid is one of dev's GIDs: the frames go from the device to itself (as rxe and
+ * ConnectX loop them), on the source GID's VLAN, which must be the destination's. */
+Status own_gid_hop(const Dev &dev, uint8_t sgid_index, int own, const char *what, Hop &hop) {
+    const uint16_t svid = dev.gids().vlan(sgid_index);
+    const uint16_t dvid = dev.gids().vlan(static_cast<uint32_t>(own));
+    if (svid != dvid)
+        return Status(EINVAL, std::string(what) + ": the destination GID is " + dev.name() +
+                                  "'s own (index " + std::to_string(own) + ", VLAN " +
+                                  std::to_string(dvid) + ") but sgid_index " +
+                                  std::to_string(sgid_index) + " is on VLAN " +
+                                  std::to_string(svid) + ": loopback stays on one VLAN");
+    hop.loopback = true;
+    hop.mac = dev.iface().mac;
+    hop.nh_str = "loopback";
+    return {};
+}
+
 } // namespace
 
 Result<const Gid *> source_gid(const Dev &dev, uint8_t sgid_index, const char *what) {
@@ -79,6 +96,11 @@ Result<Hop> resolve_hop(Runtime &rt, Dev &dev, uint8_t sgid_index, const Gid &dg
         return Status(EINVAL, std::string(what) + ": sgid_index " + std::to_string(sgid_index) +
                                   (hop.v4 ? " is an IPv6 GID but the dgid is IPv4 (use index 1)"
                                           : " is an IPv4 GID but the dgid is IPv6"));
+    if (const int own = dev.gids().find(dgid.raw); own >= 0) {
+        if (Status s = own_gid_hop(dev, sgid_index, own, what, hop); !s)
+            return s;
+        return hop;
+    }
     if (Status s = find_next_hop(dev, dgid, what, hop); !s)
         return s;
     if (Status s = find_mac(rt, dev, what, may_defer, hop); !s)

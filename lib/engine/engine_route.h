@@ -26,16 +26,18 @@ struct Hop {
     std::string nh_str;        /* the next hop, printable */
     net::Mac mac{};            /* its MAC, unless pending */
     bool pending = false;      /* not resolved yet: left to the worker (non-blocking RTR) */
+    bool loopback = false;     /* dgid is one of ours: mac is ours, frames stay inside */
 };
 
 /** The device's GID table entry sgid_index; EINVAL (starting with `what`) when it has none. */
 Result<const Gid *> source_gid(const Dev &dev, uint8_t sgid_index, const char *what);
 
-/** Resolves dgid from sgid_index on dev. Errors (EINVAL: unknown sgid_index or IP versions
- * that differ; the routes' error; ENOSPC: neighbour table full; ETIMEDOUT: no ARP / ND
- * answer within the device's arp_timeout_ms) start with `what` ("modify QP", "create_ah").
- * may_defer: return with pending set instead of waiting when the device resolves without
- * blocking (rtr_nonblocking, a QP of worker 0: that worker owns the neighbour tables). */
+/** Resolves dgid from sgid_index on dev. A dgid in dev's own GID table is loopback (no
+ * next hop, no ARP; EINVAL when it is on another VLAN than sgid_index). Errors (EINVAL: unknown
+ * sgid_index or IP versions that differ; the routes' error; ENOSPC: neighbour table full;
+ * ETIMEDOUT: no ARP / ND answer within the device's arp_timeout_ms) start with `what` ("modify QP",
+ * "create_ah"). may_defer: return with pending set instead of waiting when the device resolves
+ * without blocking (rtr_nonblocking, a QP of worker 0: that worker owns the neighbour tables). */
 Result<Hop> resolve_hop(Runtime &rt, Dev &dev, uint8_t sgid_index, const Gid &dgid,
                         const char *what, bool may_defer);
 

@@ -351,10 +351,17 @@ template <bool Cap> void Shard::rx_handoff(void **objs, unsigned k, uint64_t now
     for (unsigned i = 0; i < k; ++i) {
         rte_mbuf *m = static_cast<rte_mbuf *>(objs[i]);
         const uint8_t *p = rte_pktmbuf_mtod(m, const uint8_t *);
-        if (rte_pktmbuf_data_len(m) >= RTE_ETHER_HDR_LEN && p[12] == 0x88 && p[13] == 0x08)
+        if (rte_pktmbuf_data_len(m) >= RTE_ETHER_HDR_LEN && p[12] == 0x88 && p[13] == 0x08) {
             rx_mac_control(m, now, true); /* a pause another shard received */
-        else
-            rx_one_t<Cap>(m, now);
+            continue;
+        }
+        if (m->port == kLoopbackPort) {
+            /* A QP of this device sent it (transmit_loopback): received, not by the port. */
+            ++ec.rx_loopback_packets;
+            --ec.port_rcv_packets;
+            ec.port_rcv_bytes -= rte_pktmbuf_pkt_len(m);
+        }
+        rx_one_t<Cap>(m, now);
     }
     if constexpr (Cap)
         capture_rx_flush();

@@ -81,7 +81,7 @@ template <qp::TransportQp T> void Shard::schedule_t(QpCtx &q, T &t) {
     }
     /* neigh_held last: its line is read only when there is work, which transmit reads
      * (only an RC QP waits for its next hop: a UD address handle is resolved). */
-    if (!q.in_ready && q.parked_prio == kNoPrio && t.has_tx_work() && !q.tx.neigh_held)
+    if (!q.in_ready && q.parked_prio == kNoPrio && t.has_tx_work() && !q.tx.neigh_held())
         ready_push(q);
     /* Lazy timers: the retransmission deadline moves later on every ACK while more is
      * outstanding, so a timer armed earlier than the QP's deadline is left alone (when it

@@ -23,7 +23,7 @@ bool Shard::queue_tx(rte_mbuf *m) {
     return true;
 }
 
-int Shard::transmit_zc(const wire::FrameSpec &f, wire::HeaderTemplate &tmpl) {
+int Shard::transmit_zc(const wire::FrameSpec &f, wire::HeaderTemplate &tmpl, rte_mbuf **out) {
     if (f.nsegs == 0 || f.nsegs > kMaxZcSegs)
         return -1;
     ZcRegion *regs[kMaxZcSegs];
@@ -52,6 +52,7 @@ int Shard::transmit_zc(const wire::FrameSpec &f, wire::HeaderTemplate &tmpl) {
     if (hl == 0) {
         rte_pktmbuf_free_bulk(mb, n);
         ++ec.tx_frame_too_big;
+        *out = nullptr;
         return 1;
     }
     h->data_len = static_cast<uint16_t>(hl);
@@ -87,8 +88,8 @@ int Shard::transmit_zc(const wire::FrameSpec &f, wire::HeaderTemplate &tmpl) {
     prev->next = t;
     h->nb_segs = static_cast<uint16_t>(n);
     h->pkt_len = static_cast<uint32_t>(hl + f.payload_len + pad + wire::kIcrcLen);
-    queue_tx(h); /* room checked by transmit() */
     ec.tx_bytes_zero_copy += f.payload_len;
+    *out = h;
     return 1;
 }
 
@@ -120,22 +121,34 @@ TxResult Shard::transmit(const wire::FrameSpec &frame, wire::HeaderTemplate &tmp
         ++ec.tx_queue_full;
         return {TxStatus::QueueFull};
     }
+    TxStatus why;
+    rte_mbuf *m = build_tx(frame, tmpl, dev_.zc_on_, &why);
+    if (m == nullptr)
+        return {why};
+    queue_tx(m); /* room checked above */
+    --budget_;
+    return {TxStatus::Sent};
+}
+
+/* Inline into both transmits: the copied frame is the per-packet path. */
+[[gnu::always_inline]] inline rte_mbuf *
+Shard::build_tx(const wire::FrameSpec &frame, wire::HeaderTemplate &tmpl, bool zc, TxStatus *why) {
     /* Zero-copy where the port takes chains, the memory is a usable registered region
      * and the payload is large enough to be worth three mbufs; else one copied frame. */
-    if (dev_.zc_on_ && frame.payload_len >= dev_.zc_min_ && frame.payload_len != 0) {
-        const int r = transmit_zc(frame, tmpl);
+    if (zc && frame.payload_len >= dev_.zc_min_ && frame.payload_len != 0) {
+        rte_mbuf *h = nullptr;
+        const int r = transmit_zc(frame, tmpl, &h);
         if (r >= 0) {
-            if (r == 0)
-                return {TxStatus::NoMbuf};
-            --budget_;
-            return {TxStatus::Sent};
+            *why = r == 0 ? TxStatus::NoMbuf : TxStatus::Dropped; /* Dropped: too big */
+            return h;
         }
     }
     /* One mbuf holding the whole frame, built by the template (inline: the common case). */
     rte_mbuf *m = dev_.caps().peer_reads_tx ? tx_stash_.take(pool_) : rte_pktmbuf_alloc(pool_);
     if (m == nullptr) {
         ++ec.tx_no_mbuf;
-        return {TxStatus::NoMbuf};
+        *why = TxStatus::NoMbuf;
+        return nullptr;
     }
     uint8_t *p = rte_pktmbuf_mtod(m, uint8_t *);
     const size_t n = tmpl.build_frame(frame, p, rte_pktmbuf_tailroom(m));
@@ -144,14 +157,48 @@ TxResult Shard::transmit(const wire::FrameSpec &frame, wire::HeaderTemplate &tmp
          * out) and say why. */
         ++ec.tx_frame_too_big;
         rte_pktmbuf_free(m);
-        return {TxStatus::Dropped};
+        *why = TxStatus::Dropped;
+        return nullptr;
     }
     m->data_len = static_cast<uint16_t>(n);
     m->pkt_len = static_cast<uint32_t>(n);
-    queue_tx(m);
-    --budget_;
     ec.tx_bytes_copied += frame.payload_len;
+    return m;
+}
+
+TxResult Shard::transmit_loopback(const wire::FrameSpec &frame, wire::HeaderTemplate &tmpl,
+                                  Shard &to) {
+    if (budget_ == 0)
+        return {TxStatus::Quantum};
+    /* No PFC and no TX queue: the frame never meets the port. Zero-copy only when this
+     * worker also receives it: a region's shared-info count is per worker and not atomic,
+     * and the receiver frees the mbuf. */
+    TxStatus why;
+    rte_mbuf *m = build_tx(frame, tmpl, dev_.zc_on_ && &to == this, &why);
+    if (m == nullptr)
+        return {why};
+    --budget_;
+    const uint32_t len = rte_pktmbuf_pkt_len(m);
+    m->port = kLoopbackPort; /* tells rx_handoff that no port received it */
+    if (rte_ring_mp_enqueue(to.rx_in_, m) != 0) [[unlikely]] {
+        /* Full: lost as on a wire; the transport retransmits. */
+        ++ec.tx_loopback_dropped;
+        rte_pktmbuf_free(m);
+        return {TxStatus::Dropped};
+    }
+    ++ec.tx_loopback_packets;
+    ec.tx_loopback_bytes += len;
     return {TxStatus::Sent};
+}
+
+void Shard::set_loopback(QpCtx &q, bool on, uint32_t dest_qpn) {
+    q.tx.detour =
+        static_cast<uint8_t>(on ? q.tx.detour | QpTx::kLoopback : q.tx.detour & ~QpTx::kLoopback);
+    q.tx.loop_to = on ? dev_.shards_[dev_.owner(dest_qpn)].get() : nullptr;
+    /* A lone shard skips its RX ring (nobody else feeds it); now its own QPs do. With
+     * several workers handoffs_ is set already, so no other worker's flag is written. */
+    if (on && !q.tx.loop_to->handoffs_)
+        q.tx.loop_to->handoffs_ = true;
 }
 
 uint32_t Shard::flush_tx() {

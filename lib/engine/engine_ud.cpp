@@ -89,6 +89,10 @@ Result<ud::AddressHandle> resolve_ah(Runtime &rt, Dev &dev, const AhAttr &attr) 
     Result<Hop> hop = resolve_hop(rt, dev, attr.sgid_index, attr.dgid, "create_ah", false);
     if (!hop)
         return hop.status();
+    if (hop->loopback)
+        return Status(EOPNOTSUPP, "create_ah: the destination GID is " + dev.name() +
+                                      "'s own: loopback is supported for RC QPs only (not yet "
+                                      "for UD address handles)");
     ah.eth = hop_eth(dev, *hop, attr.sgid_index, attr.sl);
     return ah;
 }

@@ -51,7 +51,8 @@ std::string ipv4_str(uint32_t ip) {
 Result<uint32_t> next_hop(const Iface &ifc, uint32_t dst) {
     if (dst == ifc.ip)
         return Status(EINVAL, "destination " + ipv4_str(dst) +
-                                  " is our own address (loopback is not supported)");
+                                  " is our own address (not routed: a loopback path is a GID of "
+                                  "ours, engine_route.cpp)");
     if (ifc.on_link(dst))
         return dst;
     if (ifc.gateway != 0)
