@@ -57,7 +57,9 @@ struct SideConfig {
     std::string prefix;
 };
 
-class Side {
+/* Cache-line aligned: --threads puts one Side per thread on the heap, and a neighbour's
+ * counters must not share a line with this one's. */
+class alignas(64) Side {
   public:
     enum class Step { Progress, Idle, Done, Failed };
 
