@@ -9,11 +9,13 @@
  * this process over a net_ring pair, one thread, no TCP. */
 #include <unistd.h>
 
+#include <atomic>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -30,6 +32,7 @@
 #include "proto.h"
 #include "report.h"
 #include "side.h"
+#include "side_group.h"
 
 using namespace droce;
 using namespace droce::perf;
@@ -54,10 +57,10 @@ uint32_t pre_test_handshakes(const Options &opt) {
 
 /** The record a side sends in its k-th handshake (k from 0): its QPs' records in the
  * first two rounds of q, then QP 0's (perftest passes my_dest[0] to the later ones). */
-const Dest &record_for(const Side &s, uint32_t k) {
-    const uint32_t q = s.num_qps();
+const Dest &record_for(const std::vector<Dest> &locals, uint32_t k) {
+    const auto q = static_cast<uint32_t>(locals.size());
     const uint32_t i = k < 2 * q ? k % q : 0;
-    return s.locals()[i];
+    return locals[i];
 }
 
 void print_dests(const char *which, const std::vector<Dest> &d, Verb verb) {
@@ -67,18 +70,19 @@ void print_dests(const char *which, const std::vector<Dest> &d, Verb verb) {
 
 /** --loopback, bw tests: each QP's data reached its own slice on the other side (a
  * message that lands in another QP's slice or at another offset fails), and atomics
- * were applied as often as they completed. */
-bool check_loopback_data(const Options &opt, const Side &server, const Side &client,
-                         uint64_t size) {
-    uint32_t checked = 0;
+ * were applied as often as they completed. Checks QPs first.. of the group; false on a
+ * mismatch (printed). */
+bool check_part_data(const Options &opt, const Side &server, const Side &client, uint64_t size,
+                     uint32_t first, uint32_t &checked) {
     for (uint32_t i = 0; i < client.num_qps(); ++i) {
+        const uint32_t qp = first + i; // the QP's number in the test (-q)
         const uint64_t done = client.qp_completed(i);
         if (opt.verb == Verb::Atomic) {
             uint64_t v = 0;
             std::memcpy(&v, server.recv_slice(i), sizeof v);
             const uint64_t want = opt.atomic_cas ? (done > 0 ? 1 : 0) : done;
             if (v != want) {
-                std::fprintf(stderr, "[check] QP %u: atomic target is %llu, expected %llu\n", i,
+                std::fprintf(stderr, "[check] QP %u: atomic target is %llu, expected %llu\n", qp,
                              static_cast<unsigned long long>(v),
                              static_cast<unsigned long long>(want));
                 return false;
@@ -95,13 +99,25 @@ bool check_loopback_data(const Options &opt, const Side &server, const Side &cli
             size_t j = 0;
             while (src[j] == dst[j])
                 ++j;
-            std::fprintf(stderr, "[check] QP %u: byte %zu is 0x%02x, expected 0x%02x\n", i, j,
+            std::fprintf(stderr, "[check] QP %u: byte %zu is 0x%02x, expected 0x%02x\n", qp, j,
                          dst[j], src[j]);
             return false;
         }
         ++checked;
     }
-    std::printf(" data check: %u of %u QPs' data in place\n", checked, client.num_qps());
+    return true;
+}
+
+/** The data check over every thread's part (server part t is client part t's peer). */
+bool check_loopback_data(const Options &opt, const SideGroup &server, const SideGroup &client,
+                         uint64_t size) {
+    uint32_t checked = 0, first = 0;
+    for (uint32_t t = 0; t < client.size(); ++t) {
+        if (!check_part_data(opt, server.part(t), client.part(t), size, first, checked))
+            return false;
+        first += client.part(t).num_qps();
+    }
+    std::printf(" data check: %u of %u QPs' data in place\n", checked, first);
     return true;
 }
 
@@ -221,6 +237,65 @@ template <class Pred> bool drive(Run &run, std::vector<Side *> sides, Pred until
     return true;
 }
 
+/** --threads: body(t, abort) for t = 0..n-1, each on its own thread, started together
+ * once all are up. A body that returns false sets abort, which the others' loops watch
+ * (a relaxed load per spin of a line nobody writes until then); the destructor stops and
+ * joins whatever still runs (an early return of the control thread). */
+class PartThreads {
+  public:
+    using Body = std::function<bool(uint32_t, const std::atomic<bool> &)>;
+    void start(uint32_t n, Body body) {
+        body_ = std::move(body);
+        ok_.assign(n, 0);
+        for (uint32_t t = 0; t < n; ++t)
+            threads_.emplace_back([this, n, t] {
+                ready_.fetch_add(1);
+                while (ready_.load() < n)
+                    std::this_thread::yield();
+                const bool ok = body_(t, abort_);
+                if (!ok)
+                    abort_.store(true);
+                ok_[t] = ok ? 1 : 0;
+            });
+    }
+    /** Waits for every thread; true when each body returned true. */
+    bool join() {
+        for (auto &t : threads_)
+            t.join();
+        threads_.clear();
+        for (uint8_t ok : ok_)
+            if (!ok)
+                return false;
+        return true;
+    }
+    bool running() const { return !threads_.empty(); }
+    ~PartThreads() {
+        if (running()) {
+            abort_.store(true);
+            join();
+        }
+    }
+
+  private:
+    Body body_;
+    std::vector<std::thread> threads_;
+    std::vector<uint8_t> ok_; /* each thread writes its own byte, once, at its end */
+    std::atomic<uint32_t> ready_{0};
+    std::atomic<bool> abort_{false};
+};
+
+/** body(t, abort) for every thread's part: on this thread with one (as before --threads),
+ * else on PartThreads. */
+bool on_threads(uint32_t n, const PartThreads::Body &body) {
+    if (n == 1) {
+        const std::atomic<bool> never{false};
+        return body(0, never);
+    }
+    PartThreads threads;
+    threads.start(n, body);
+    return threads.join();
+}
+
 /** --run_infinitely on the client: a row every -D seconds until interrupted/timeout. */
 bool run_infinitely(Run &run, Side &client, std::vector<Side *> sides) {
     const Options &opt = run.opt;
@@ -267,71 +342,77 @@ int run_loopback(Run &run) {
     int mtu_enum = local_mtu_enum(opt, *dev_c);
     const Mtu mtu = static_cast<Mtu>(mtu_enum);
     ud_limit_size(run, mtu);
-    int rc = 1;
-    {
-        Side server(side_config(opt, false, "[server] "));
-        Side client(side_config(opt, true, "[client] "));
-        auto finish = [&](int code) {
-            if (opt.counters) {
-                app::print_device_counters(dev_s, "[server] ");
-                app::print_device_counters(dev_c, "[client] ");
-            }
-            return code;
-        };
-        if (!server.setup(*dev_s, workers) || !client.setup(*dev_c, workers))
-            return finish(1);
-        print_banner(opt, dev_c->name(), mtu_bytes(mtu), false);
-        print_dests("local", client.locals(), opt.verb);
-        print_dests("remote", server.locals(), opt.verb);
-        if (!server.connect(client.locals(), mtu) || !client.connect(server.locals(), mtu))
-            return finish(1);
-        print_header(opt);
-        std::vector<Side *> both = {&server, &client};
-        if (opt.run_infinitely) {
-            const bool ok = run_infinitely(run, client, both);
-            print_line();
-            return finish(ok ? 0 : 1);
+    SideGroup server, client;
+    auto finish = [&](int code) {
+        if (opt.counters) {
+            app::print_device_counters(dev_s, "[server] ");
+            app::print_device_counters(dev_c, "[client] ");
         }
-        for (uint64_t sz : sizes(opt)) {
-            if (!server.start(sz) || !client.start(sz))
-                return finish(1);
+        return code;
+    };
+    if (!server.setup(side_config(opt, false, "[server] "), opt.threads, *dev_s, workers) ||
+        !client.setup(side_config(opt, true, "[client] "), opt.threads, *dev_c, workers))
+        return finish(1);
+    print_banner(opt, dev_c->name(), mtu_bytes(mtu), false);
+    print_dests("local", client.locals(), opt.verb);
+    print_dests("remote", server.locals(), opt.verb);
+    if (!server.connect(client.locals(), mtu) || !client.connect(server.locals(), mtu))
+        return finish(1);
+    print_header(opt);
+    if (opt.run_infinitely) { // one thread (options.cpp)
+        const bool ok = run_infinitely(run, client.front(), {&server.front(), &client.front()});
+        print_line();
+        return finish(ok ? 0 : 1);
+    }
+    for (uint64_t sz : sizes(opt)) {
+        /* Thread t runs server part t and client part t (each other's peers). */
+        const bool ok = on_threads(opt.threads, [&](uint32_t t, const std::atomic<bool> &abort) {
+            Side &srv = server.part(t), &cli = client.part(t);
+            if (!srv.start(sz) || !cli.start(sz))
+                return false;
+            const std::vector<Side *> both = {&srv, &cli};
+            auto aborted = [&] { return abort.load(std::memory_order_relaxed); };
             // The client decides the end; then the server (send_bw counting receives,
             // the other half of a ping-pong) must finish too, or is told to.
-            if (!drive(run, both, [&] { return client.done(); }))
-                return finish(1);
+            if (!drive(run, both, [&] { return cli.done() || aborted(); }) || aborted())
+                return false;
             const auto grace = Clock::now() + std::chrono::seconds(opt.duration_s > 0 ? 2 : 30);
-            if (!drive(run, both, [&] { return server.done() || Clock::now() >= grace; }))
-                return finish(1);
-            if (!server.done()) {
-                if (opt.duration_s > 0) {
-                    server.finish();
-                } else {
+            if (!drive(run, both,
+                       [&] { return srv.done() || Clock::now() >= grace || aborted(); }) ||
+                aborted())
+                return false;
+            if (!srv.done()) {
+                if (opt.duration_s == 0) {
                     std::fprintf(stderr, "[server] did not complete its %u iterations x %u QPs\n",
-                                 opt.iters, opt.num_qps);
-                    return finish(1);
+                                 opt.iters, srv.num_qps());
+                    return false;
                 }
+                srv.finish();
             }
-            if (opt.kind == Kind::Bw) {
-                print_bw_row(opt, compute_bw(opt, client));
-                if (!check_loopback_data(opt, server, client, sz))
-                    return finish(1);
-            } else if (!print_lat_row(opt, client)) {
+            return true;
+        });
+        if (!ok)
+            return finish(1);
+        if (opt.kind == Kind::Bw) {
+            print_bw_row(opt, compute_bw(opt, client.views()));
+            if (!check_loopback_data(opt, server, client, sz))
                 return finish(1);
-            }
+        } else if (!print_lat_row(opt, client.front())) {
+            return finish(1);
         }
-        print_line();
-        rc = finish(0);
     }
-    return rc;
+    print_line();
+    return finish(0);
 }
 
 /** droce as the perftest server: versions, records, then answer whatever the client
  * sends (records: our record; report values: ours; "done": ours) while our side runs. */
 int run_server(Run &run, Device &dev) {
     const Options &opt = run.opt;
-    Side side(side_config(opt, false, ""));
-    if (!side.setup(dev, run.engine.workers()))
+    SideGroup group;
+    if (!group.setup(side_config(opt, false, ""), opt.threads, dev, run.engine.workers()))
         return 1;
+    const std::vector<Dest> records = group.locals();
     Conn conn;
     std::printf("\n************************************\n* Waiting for client to connect... *\n"
                 "************************************\n");
@@ -346,30 +427,64 @@ int run_server(Run &run, Device &dev) {
     print_banner(opt, dev.name(), mtu_bytes(mtu), false);
     std::vector<Dest> remote(opt.num_qps);
     for (uint32_t i = 0; i < opt.num_qps; ++i)
-        if (!conn.hand_shake(false, record_for(side, i), remote[i], run.waiter))
+        if (!conn.hand_shake(false, record_for(records, i), remote[i], run.waiter))
             return 1;
-    print_dests("local", side.locals(), opt.verb);
+    print_dests("local", records, opt.verb);
     print_dests("remote", remote, opt.verb);
-    if (!side.connect(remote, mtu))
+    if (!group.connect(remote, mtu))
         return 1;
     print_header(opt);
-    if (!side.start(opt.size))
-        return 1;
+    for (uint32_t t = 0; t < group.size(); ++t)
+        if (!group.part(t).start(opt.size))
+            return 1;
+    /* Passive servers (write/read/atomic bw) have nothing to step: this loop steps their
+     * parts (done at once). A send_bw server with --threads counts its receives on one
+     * thread per part; a timed run is told to stop (stop_parts) when the client reports. */
+    const bool threaded = group.size() > 1 && !group.front().is_passive();
+    std::atomic<bool> stop_parts{false};
+    PartThreads parts;
+    if (threaded)
+        parts.start(group.size(), [&](uint32_t t, const std::atomic<bool> &abort) {
+            Side &s = group.part(t);
+            auto stopped = [&] {
+                return stop_parts.load(std::memory_order_relaxed) ||
+                       abort.load(std::memory_order_relaxed);
+            };
+            if (!drive(run, {&s}, [&] { return s.done() || stopped(); }) ||
+                abort.load(std::memory_order_relaxed))
+                return false;
+            if (!s.done())
+                s.finish();
+            return true;
+        });
+    /* Stops a timed run's threads (the client's time is up), waits for the others. */
+    auto join_parts = [&] {
+        if (opt.duration_s > 0)
+            stop_parts.store(true);
+        return parts.join();
+    };
+    std::vector<Side *> stepped;
+    if (!threaded)
+        for (uint32_t t = 0; t < group.size(); ++t)
+            stepped.push_back(&group.part(t));
+    Side &side = group.front(); /* lat tests and one thread: the only part */
 
     BwReport rem_rep;
     bool got_report = false, closed = false;
     uint32_t handshakes = opt.num_qps;
     // write/read/atomic bw clients send their report right after the pre-test handshakes.
     const uint32_t report_after = 2 * opt.num_qps + 1;
-    IdleWait b(opt.busy_poll, opt.events, {&side}, kBackoffSpins);
+    IdleWait b(opt.busy_poll, opt.events, stepped, kBackoffSpins);
     auto last_talk = Clock::now(), next_peek = last_talk;
     uint32_t quiet_spins = 0;
     while (!closed) {
         bool progress = run.pump() > 0;
-        const auto st = side.step();
-        if (st == Side::Step::Failed)
-            return 1;
-        progress = progress || st == Side::Step::Progress;
+        for (Side *s : stepped) {
+            const auto st = s->step();
+            if (st == Side::Step::Failed)
+                return 1;
+            progress = progress || st == Side::Step::Progress;
+        }
         /* The control socket is a system call: read it at once while the client talks
          * (handshakes, reports), else once a millisecond, so a measurement (no control
          * traffic) is not slowed by it. */
@@ -401,7 +516,11 @@ int run_server(Run &run, Device &dev) {
                                     peek[0] != 'd' && n < static_cast<long>(kRecordLen))) {
                 // bw report values (size first: big-endian, top byte 0)
                 BwReport mine;
-                if (opt.verb == Verb::Send && opt.kind == Kind::Bw) {
+                if (opt.verb == Verb::Send && opt.kind == Kind::Bw && threaded) {
+                    if (parts.running() && !join_parts())
+                        return 1;
+                    mine = compute_bw(opt, group.views());
+                } else if (opt.verb == Verb::Send && opt.kind == Kind::Bw) {
                     /* A timed send_bw client reports when its time is up and its sends
                      * are complete, so every receive has arrived: the measurement ends
                      * here (perftest's server ends on its own -D alarm). */
@@ -421,7 +540,7 @@ int run_server(Run &run, Device &dev) {
                 closed = true;
             } else if (n >= static_cast<long>(kRecordLen)) {
                 Dest again;
-                if (!conn.hand_shake(false, record_for(side, handshakes), again, run.waiter))
+                if (!conn.hand_shake(false, record_for(records, handshakes), again, run.waiter))
                     return 1;
                 ++handshakes;
             }
@@ -430,13 +549,17 @@ int run_server(Run &run, Device &dev) {
     }
     // Our side may still be finishing (the last write_lat/send_lat message went out). A
     // timed bandwidth server has no count to reach: the client's end is its end.
-    if (!side.done() && opt.kind == Kind::Bw && opt.duration_s > 0)
-        side.finish();
-    if (!side.done())
-        drive(run, {&side}, [&] { return side.done(); });
+    if (parts.running() && !join_parts())
+        return 1;
+    for (Side *s : stepped) {
+        if (!s->done() && opt.kind == Kind::Bw && opt.duration_s > 0)
+            s->finish();
+        if (!s->done())
+            drive(run, {s}, [&] { return s->done(); });
+    }
     if (opt.kind == Kind::Bw) {
-        if (opt.verb == Verb::Send && side.done() && side.completed() > 0)
-            print_bw_row(opt, compute_bw(opt, side));
+        if (opt.verb == Verb::Send && group.done() && group.completed() > 0)
+            print_bw_row(opt, compute_bw(opt, group.views()));
         else if (got_report)
             print_bw_row(opt, rem_rep);
     } else if (opt.verb == Verb::Write || opt.verb == Verb::Send) {
@@ -452,9 +575,10 @@ int run_server(Run &run, Device &dev) {
 
 int run_client(Run &run, Device &dev) {
     const Options &opt = run.opt;
-    Side side(side_config(opt, true, ""));
-    if (!side.setup(dev, run.engine.workers()))
+    SideGroup group;
+    if (!group.setup(side_config(opt, true, ""), opt.threads, dev, run.engine.workers()))
         return 1;
+    const std::vector<Dest> records = group.locals();
     Conn conn;
     if (!conn.connect(opt.servername, opt.tcp_port, run.waiter))
         return 1;
@@ -466,30 +590,38 @@ int run_client(Run &run, Device &dev) {
     print_banner(opt, dev.name(), mtu_bytes(mtu), false);
     std::vector<Dest> remote(opt.num_qps);
     for (uint32_t i = 0; i < opt.num_qps; ++i)
-        if (!conn.hand_shake(true, record_for(side, i), remote[i], run.waiter))
+        if (!conn.hand_shake(true, record_for(records, i), remote[i], run.waiter))
             return 1;
-    print_dests("local", side.locals(), opt.verb);
+    print_dests("local", records, opt.verb);
     print_dests("remote", remote, opt.verb);
-    if (!side.connect(remote, mtu))
+    if (!group.connect(remote, mtu))
         return 1;
     for (uint32_t k = opt.num_qps; k < pre_test_handshakes(opt); ++k) {
         Dest again;
-        if (!conn.hand_shake(true, record_for(side, k), again, run.waiter))
+        if (!conn.hand_shake(true, record_for(records, k), again, run.waiter))
             return 1;
     }
     print_header(opt);
     BwReport last;
-    if (opt.run_infinitely) {
-        if (!run_infinitely(run, side, {&side}))
+    if (opt.run_infinitely) { // one thread (options.cpp)
+        if (!run_infinitely(run, group.front(), {&group.front()}))
             return 1;
     } else {
         for (uint64_t sz : sizes(opt)) {
-            if (!side.start(sz) || !drive(run, {&side}, [&] { return side.done(); }))
+            const bool ok = on_threads(opt.threads, [&](uint32_t t,
+                                                        const std::atomic<bool> &abort) {
+                Side &s = group.part(t);
+                return s.start(sz) &&
+                       drive(run, {&s},
+                             [&] { return s.done() || abort.load(std::memory_order_relaxed); }) &&
+                       !abort.load(std::memory_order_relaxed);
+            });
+            if (!ok)
                 return 1;
             if (opt.kind == Kind::Bw) {
-                last = compute_bw(opt, side);
+                last = compute_bw(opt, group.views());
                 print_bw_row(opt, last);
-            } else if (!print_lat_row(opt, side)) {
+            } else if (!print_lat_row(opt, group.front())) {
                 return 1;
             }
         }
@@ -507,11 +639,11 @@ int run_client(Run &run, Device &dev) {
     bool ok = true;
     if (opt.kind == Kind::Bw && opt.verb != Verb::Send) {
         BwReport theirs;
-        ok = conn.hand_shake(true, side.local(), again, run.waiter) &&
+        ok = conn.hand_shake(true, records[0], again, run.waiter) &&
              conn.xchg_reports(true, last, theirs, run.waiter);
     }
     if (ok && !(opt.kind == Kind::Lat && peer_gone()))
-        ok = conn.hand_shake(true, side.local(), again, run.waiter);
+        ok = conn.hand_shake(true, records[0], again, run.waiter);
     if (!ok && !(opt.kind == Kind::Lat && peer_gone()))
         return 1;
     conn.close_done(run.waiter);

@@ -137,6 +137,12 @@ std::vector<app::OptionSpec> droce_table(Options &opt) {
                     "n != 1 runs in worker mode and needs n worker lcores in\n"
                     "-l; QP i and its CQ live on worker i % n")
             .set_why("0..128 (0 = one per EAL worker lcore)"),
+        uint_option("threads", 0, opt.threads, 1, kMaxQps, "<n>",
+                    "bw tests in worker mode: n posting threads (default 1);\n"
+                    "thread t takes a contiguous block of the -q QPs (q/n\n"
+                    "each, the first q%n threads one more), their CQ on\n"
+                    "worker t % workers; the row sums all threads")
+            .set_why("1..16384 and at most -q"),
         uint_option("cm-response-timeout", 0, opt.cm_response_timeout, 0, 31, "<n>",
                     "-R: the CM's response timeout, 4.096 us x 2^n (default\n"
                     "20: ~4.3 s, as Linux rdma_cm)")
@@ -394,6 +400,31 @@ std::string apply_event_rules(const Options &opt) {
     return "";
 }
 
+/** --threads: several posting threads need a bw test, worker mode (an embedded engine
+ * is polled by the one application loop) and a QP each; -R's control loop, -e's sleeps
+ * and --run_infinitely's periodic rows run on one thread. Checked once the engine mode is
+ * known. */
+std::string apply_thread_rules(const Options &opt) {
+    if (opt.threads == 1)
+        return "";
+    if (opt.kind != Kind::Bw)
+        return "--threads applies to bw tests only";
+    if (opt.threads > opt.num_qps)
+        return "--threads (" + std::to_string(opt.threads) + ") above -q (" +
+               std::to_string(opt.num_qps) + "): every thread needs a QP";
+    if (opt.embedded)
+        return opt.embedded_given ? "--threads needs worker mode: drop --embedded"
+                                  : "--threads needs worker mode: add --worker or --workers N "
+                                    "(and -l with worker lcores)";
+    if (opt.rdma_cm)
+        return "--threads is not supported with -R (rdma_cm)";
+    if (opt.events)
+        return "--threads is not supported with -e (events)";
+    if (opt.run_infinitely)
+        return "--threads is not supported with --run_infinitely";
+    return "";
+}
+
 /** Default EAL arguments and several workers: one lcore per worker plus the main one,
  * mapped round-robin onto the CPUs there are (lcore i on CPU i % CPUs). */
 void map_worker_lcores(Options &opt) {
@@ -434,6 +465,8 @@ std::string finish(Options &opt, const Given &given) {
         !err.empty())
         return err;
     if (std::string err = apply_event_rules(opt); !err.empty())
+        return err;
+    if (std::string err = apply_thread_rules(opt); !err.empty())
         return err;
     map_worker_lcores(opt);
     return "";

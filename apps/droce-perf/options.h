@@ -63,6 +63,11 @@ struct Options : app::DeviceOptions {
     /** --workers: EngineOptions::workers (0 = one per EAL worker lcore); != 1 means
      * worker mode. QP i runs on worker i % workers (its CQ is created there). */
     uint32_t workers = 1;
+    /** --threads: application threads of a bw test (worker mode). Thread t takes a
+     * contiguous block of the QPs (q / T each, the first q % T threads one more) with
+     * their CQ on worker t % workers, and steps only its own; the row sums all threads
+     * over one wall-clock window. 1: one thread steps every QP (QP i on worker i % workers). */
+    uint32_t threads = 1;
     /** -R: the CM's response timeout exponent and retries (--cm-response-timeout,
      * --cm-retries; Linux rdma_cm's 20 and 15 by default). */
     uint8_t cm_response_timeout = 20;

@@ -2,6 +2,7 @@
 #include "report.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <vector>
@@ -82,21 +83,52 @@ void print_header(const Options &opt) {
     std::fflush(stdout);
 }
 
-BwReport compute_bw(const Options &opt, const Side &s) {
+BwReport compute_bw(const Options &opt, const Side &s) { return compute_bw(opt, {&s}); }
+
+BwReport compute_bw(const Options &opt, const std::vector<const Side *> &sides) {
     BwReport r;
-    r.size = s.size();
-    r.iters = s.completed();
-    const auto &tp = s.tposted();
-    const auto &tc = s.tcompleted();
-    double secs = s.run_seconds();
-    if (!tp.empty() && !tc.empty() && tc.size() == r.iters)
-        secs = (tc.back() - tp.front()) / 1e9;
+    r.size = sides.front()->size();
+    /* The window runs from the first start to the last end; with full per-op stamps
+     * (shared origin: Side::share_clock), from the first post to the last completion. */
+    auto start = sides.front()->started_at(), end = sides.front()->ended_at();
+    double first_post = 0, last_completion = 0;
+    bool stamped = true, any = false;
+    for (const Side *s : sides) {
+        r.iters += s->completed();
+        start = std::min(start, s->started_at());
+        end = std::max(end, s->ended_at());
+        const auto &tp = s->tposted();
+        const auto &tc = s->tcompleted();
+        if (s->completed() == 0)
+            continue; // -D: a side that completed nothing adds no stamps
+        if (tp.empty() || tc.empty() || tc.size() != s->completed()) {
+            stamped = false;
+            continue;
+        }
+        first_post = any ? std::min(first_post, tp.front()) : tp.front();
+        last_completion = any ? std::max(last_completion, tc.back()) : tc.back();
+        any = true;
+    }
+    stamped = stamped && any;
+    double secs = std::chrono::duration<double>(end - start).count();
+    if (stamped)
+        secs = (last_completion - first_post) / 1e9;
     if (secs <= 0)
         secs = 1e-9;
     const double ff = format_factor(opt);
     r.bw_avg = static_cast<double>(r.size) * static_cast<double>(r.iters) / secs / ff;
     r.msg_rate = static_cast<double>(r.iters) / secs / 1e6;
     r.bw_peak = r.bw_avg;
+    if (!stamped)
+        return r;
+    /* One side's completion stamps as they are; several sides' merged in time order. */
+    std::vector<double> merged;
+    if (sides.size() > 1) {
+        for (const Side *s : sides)
+            merged.insert(merged.end(), s->tcompleted().begin(), s->tcompleted().end());
+        std::sort(merged.begin(), merged.end());
+    }
+    const std::vector<double> &tc = sides.size() > 1 ? merged : sides.front()->tcompleted();
     // Peak: the best window of tx_depth x qps consecutive completions.
     if (tc.size() == r.iters && r.iters >= 2) {
         // One window = what all QPs keep in flight, in whole -Q batches: a batch's
@@ -126,11 +158,12 @@ void print_bw_row(const Options &opt, const BwReport &r) {
 
 void json_add_bw(const BwReport &r) {
     char b[512];
-    std::snprintf(b, sizeof b,
-                  "MsgSize: %lu,\nn_iterations: %lu,\nBW_peak: %.2lf,\nBW_average: %.2lf,\nMsgRate: "
-                  "%.6lf,\n",
-                  static_cast<unsigned long>(r.size), static_cast<unsigned long>(r.iters),
-                  r.bw_peak, r.bw_avg, r.msg_rate);
+    std::snprintf(
+        b, sizeof b,
+        "MsgSize: %lu,\nn_iterations: %lu,\nBW_peak: %.2lf,\nBW_average: %.2lf,\nMsgRate: "
+        "%.6lf,\n",
+        static_cast<unsigned long>(r.size), static_cast<unsigned long>(r.iters), r.bw_peak,
+        r.bw_avg, r.msg_rate);
     g_json += b;
 }
 
@@ -146,7 +179,8 @@ bool print_lat_row(const Options &opt, const Side &s) {
                     avg, n / secs);
         std::fflush(stdout);
         char b[256];
-        std::snprintf(b, sizeof b, "MsgSize: %lu,\nn_iterations: %lu,\nt_avg: %.2f,\ntps_average: %.2f,\n",
+        std::snprintf(b, sizeof b,
+                      "MsgSize: %lu,\nn_iterations: %lu,\nt_avg: %.2f,\ntps_average: %.2f,\n",
                       static_cast<unsigned long>(s.size()),
                       static_cast<unsigned long>(s.completed()), avg, n / secs);
         g_json += b;
@@ -172,7 +206,8 @@ bool print_lat_row(const Options &opt, const Side &s) {
         size_t i = static_cast<size_t>(std::ceil(static_cast<double>(n) * p));
         return d[std::min(i, n - 1)];
     };
-    std::printf(" %-7lu %lu          %-7.2f        %-7.2f      %-7.2f  \t       %-7.2f     \t%-7.2f\t\t%-7.2f \t\t%-7.2f\n",
+    std::printf(" %-7lu %lu          %-7.2f        %-7.2f      %-7.2f  \t       %-7.2f     "
+                "\t%-7.2f\t\t%-7.2f \t\t%-7.2f\n",
                 static_cast<unsigned long>(s.size()), static_cast<unsigned long>(tp.size()), d[0],
                 d[n - 1], median, avg, stdev, pct(0.99), pct(0.999));
     std::fflush(stdout);

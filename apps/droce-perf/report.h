@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "options.h"
 #include "proto.h"
@@ -18,6 +19,10 @@ void print_line();
 void print_header(const Options &opt);
 /** The bw numbers of a finished run (client, or the send_bw server). */
 BwReport compute_bw(const Options &opt, const Side &s);
+/** --threads: one row for several sides run over the same wall-clock window (their
+ * completions summed over the window from the first start to the last end, or with full
+ * stamps from the first post to the last completion; the sides share a clock origin). */
+BwReport compute_bw(const Options &opt, const std::vector<const Side *> &sides);
 void print_bw_row(const Options &opt, const BwReport &r);
 /** Lat table row of a finished run; false when there are too few samples. */
 bool print_lat_row(const Options &opt, const Side &s);

@@ -59,7 +59,7 @@ double Side::now_ns() const {
     return std::chrono::duration<double, std::nano>(Clock::now() - t0_).count();
 }
 
-bool Side::setup(Device &dev, uint32_t workers) {
+bool Side::setup(Device &dev, uint32_t workers, uint32_t first_worker) {
     dev_ = &dev;
     const uint32_t nq = cfg_.num_qps;
     // perftest: BUFF_SIZE = max(size, cycle buffer); one buffer of 2 x qps slices.
@@ -124,9 +124,12 @@ bool Side::setup(Device &dev, uint32_t workers) {
             return fail("Couldn't create CQ: %llu entries for %llu QPs",
                         static_cast<unsigned long long>(cqe),
                         static_cast<unsigned long long>(on_w));
-        auto cq = dev.create_cq(static_cast<uint32_t>(cqe), static_cast<int>(w), channel_.get());
+        const uint32_t worker = first_worker + w;
+        auto cq =
+            dev.create_cq(static_cast<uint32_t>(cqe), static_cast<int>(worker), channel_.get());
         if (!cq)
-            return fail("Couldn't create CQ on worker %u: %s", w, cq.status().message().c_str());
+            return fail("Couldn't create CQ on worker %u: %s", worker,
+                        cq.status().message().c_str());
         cqs_.push_back(std::move(cq.value()));
     }
 

@@ -57,7 +57,9 @@ struct SideConfig {
     std::string prefix;
 };
 
-class Side {
+/* Cache-line aligned: --threads puts one Side per thread on the heap, and a neighbour's
+ * counters must not share a line with this one's. */
+class alignas(64) Side {
   public:
     enum class Step { Progress, Idle, Done, Failed };
 
@@ -65,9 +67,13 @@ class Side {
     Side(const Side &) = delete;
     Side &operator=(const Side &) = delete;
 
-    /** Builds everything on dev with the QPs spread over `workers` workers; each QP gets
-     * a random PSN. */
-    bool setup(Device &dev, uint32_t workers);
+    /** Builds everything on dev with the QPs spread over `workers` workers, the first
+     * being worker first_worker (--threads: one worker per side); each QP gets a random
+     * PSN. */
+    bool setup(Device &dev, uint32_t workers, uint32_t first_worker = 0);
+    /** --threads: take o's time origin, so that the sides' timestamps (tposted,
+     * tcompleted) compare and one report can span them all. */
+    void share_clock(const Side &o) { t0_ = o.t0_; }
     /** RTR + RTS of QP i towards remote[i] with path MTU mtu (one Dest per QP). */
     bool connect(const std::vector<Dest> &remote, Mtu mtu);
     /** -R: the QPs were connected by RDMA-CM (RTS already); only the peer's records
@@ -109,6 +115,9 @@ class Side {
     uint64_t completed() const { return ccnt_; }
     uint64_t size() const { return size_; }
     double run_seconds() const;
+    /** When the last run started and ended (a timed run's window). */
+    Clock::time_point started_at() const { return t_start_; }
+    Clock::time_point ended_at() const { return t_end_; }
     /** Periodic reports for --run_infinitely: completions and seconds since the last call. */
     void take_period(uint64_t &ops, double &seconds);
 

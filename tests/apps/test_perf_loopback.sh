@@ -89,6 +89,15 @@ run_ok write_bw -s 64 -n 200 -u 18
 eal=(--lcores '0@0,1@1,2@0' --no-huge -m 512 --no-pci --no-shconf --log-level='*:warning')
 run_q write_bw 4 200 -s 4096 --workers 2
 run_q send_bw 4 100 -s 1024 -t 16 -r 32 --workers 2
+# --threads: one posting thread per block of QPs (its CQ on worker t % workers); one row
+# counts every thread's QPs (q x n), every QP's data checked. 3 QPs over 2 threads: 2 + 1.
+run_q write_bw 4 200 -s 4096 --workers 2 --threads 2
+run_q write_bw 3 100 -s 64 --workers 2 --threads 2
+run_q read_bw 2 50 -s 8192 --workers 2 --threads 2
+run_q atomic_bw 4 30 --workers 2 --threads 4
+run_q send_bw 2 100 -s 1024 -t 16 -r 32 --worker --threads 2
+grep -qF " Number of qps   : 2	" "$out" || fail "send_bw --threads 2: banner lacks 'Number of qps : 2'"
+run_ok write_bw -s 64 -D 1 -q 4 --workers 2 --threads 2
 eal=(-l 0 --no-huge -m 512 --no-pci --no-shconf --log-level='*:warning')
 
 # -c UD: send_bw and send_lat on UD QPs; sizes above the MTU become the MTU (perftest's
@@ -136,6 +145,14 @@ run_bad "no --ip" "--ip A.B.C.D/P is required" write_bw -- 10.0.0.9
 run_bad "-e on write_lat" "Events feature not available on WRITE verb" write_lat -- --loopback --worker -e
 run_bad "-e with -D" "Duration mode doesn't work with events" write_bw -- --loopback --worker -e -D 2
 run_bad "-e in embedded mode" "add --worker" send_bw -- --loopback -e
+run_bad "--threads on a lat test" "--threads applies to bw tests only" write_lat -- --loopback --worker --threads 2
+run_bad "--threads above -q" "--threads (3) above -q (2)" write_bw -- --loopback --worker --threads 3 -q 2
+run_bad "--threads in embedded mode" "--threads needs worker mode: add --worker" write_bw -- --loopback --threads 2 -q 2
+run_bad "--threads with --embedded" "--threads needs worker mode: drop --embedded" write_bw -- --loopback --embedded --threads 2 -q 2
+run_bad "--threads with -R" "not supported with -R" write_bw -- --ip 10.0.0.1/24 --worker -R --threads 2 -q 2
+run_bad "--threads with -e" "not supported with -e" write_bw -- --loopback --worker -e --threads 2 -q 2
+run_bad "--threads with --run_infinitely" "not supported with --run_infinitely" write_bw -- --loopback --worker --run_infinitely --threads 2 -q 2
+run_bad "--threads 0" "invalid value '0' for --threads" write_bw -- --loopback --worker --threads 0
 
 "$exe" --help >"$out" 2>"$err"
 if [[ $? -eq 0 ]] && grep -q -- "--loopback" "$out"; then echo "ok: --help"; else fail "--help"; fi

@@ -14,6 +14,8 @@ trap 'rm -rf "$work"' EXIT
 
 eal=(--no-huge -m 512 --no-pci --no-shconf --log-level='*:warning')
 fails=0
+# Per-side lcores and flags (the --threads runs: worker mode, each side its own T).
+srv_l=(-l 0) cli_l=(-l 1) srv_x=() cli_x=()
 
 # run TEST EXTRA...: server on lcore 0, client on lcore 1, -D 1.
 run() {
@@ -21,14 +23,15 @@ run() {
     shift
     rm -f "$sock"
     port=$((port + 1))
-    timeout 40 "$exe" "$t" -l 0 "${eal[@]}" --file-prefix "pm-s$$" \
+    timeout 40 "$exe" "$t" "${srv_l[@]}" "${eal[@]}" --file-prefix "pm-s$$" \
         --vdev "net_memif0,role=server,socket=$sock,socket-abstract=no" -- \
-        --ip 10.80.0.1/24 -s 64 -D 1 -p "$port" --timeout 20 "$@" >"$work/srv" 2>&1 &
+        --ip 10.80.0.1/24 -s 64 -D 1 -p "$port" --timeout 20 "$@" "${srv_x[@]}" >"$work/srv" 2>&1 &
     local srv=$!
     for _ in $(seq 50); do [[ -S $sock ]] && break; sleep 0.1; done
-    timeout 40 "$exe" "$t" -l 1 "${eal[@]}" --file-prefix "pm-c$$" \
+    timeout 40 "$exe" "$t" "${cli_l[@]}" "${eal[@]}" --file-prefix "pm-c$$" \
         --vdev "net_memif0,role=client,socket=$sock,socket-abstract=no" -- \
-        --ip 10.80.0.2/24 -s 64 -D 1 -p "$port" --timeout 20 "$@" 127.0.0.1 >"$work/cli" 2>&1
+        --ip 10.80.0.2/24 -s 64 -D 1 -p "$port" --timeout 20 "$@" "${cli_x[@]}" 127.0.0.1 \
+        >"$work/cli" 2>&1
     local rc=$?
     wait "$srv"
     local src=$?
@@ -50,6 +53,16 @@ run() {
 run send_bw -r 512
 run write_bw
 run read_bw
+# --threads: each side in worker mode with its own number of posting threads (only QP
+# records travel, so the peer's T may differ); 4 QPs, the rows summed over the threads.
+srv_l=(--lcores '0@0,1@1') cli_l=(--lcores '0@1,1@0')
+srv_x=(--worker --threads 2) cli_x=(--worker --threads 2)
+run send_bw -r 512 -q 4
+run write_bw -q 4
+srv_x=(--worker --threads 2) cli_x=(--worker)
+run send_bw -r 512 -q 4
+srv_x=(--worker) cli_x=(--worker --threads 4)
+run write_bw -q 4
 
 if [[ $fails -ne 0 ]]; then echo "$fails run(s) failed"; exit 1; fi
 echo "all timed runs ended on both sides"

@@ -302,6 +302,47 @@ TEST(PerfOptions, Events) {
     }
 }
 
+TEST(PerfOptions, Threads) {
+    droce::perf::Options one;
+    ASSERT_EQ(perf({"write_bw", "--", "--loopback", "-q", "4"}, one), ParseResult::Run);
+    EXPECT_EQ(one.threads, 1u); /* the default: one thread steps every QP */
+    droce::perf::Options o;
+    ASSERT_EQ(perf({"write_bw", "-l", "0,1,2", "--", "--loopback", "--workers", "2", "--threads",
+                    "2", "-q", "4"},
+                   o),
+              ParseResult::Run);
+    EXPECT_EQ(o.threads, 2u);
+    EXPECT_EQ(o.workers, 2u);
+    EXPECT_FALSE(o.embedded);
+    droce::perf::Options uneven; /* 3 QPs over 2 threads: 2 + 1 */
+    ASSERT_EQ(
+        perf({"send_bw", "--", "--loopback", "--worker", "--threads", "2", "-q", "3"}, uneven),
+        ParseResult::Run);
+    EXPECT_EQ(uneven.threads, 2u);
+    droce::perf::Options all; /* one QP per thread */
+    ASSERT_EQ(perf({"atomic_bw", "--", "--worker", "--threads", "8", "-q", "8", "10.0.0.2", "--ip",
+                    "10.0.0.1/24"},
+                   all),
+              ParseResult::Run);
+    EXPECT_EQ(all.threads, 8u);
+    const std::vector<std::vector<std::string>> refused = {
+        {"write_bw", "--", "--loopback", "--worker", "--threads", "0"},
+        {"write_bw", "--", "--loopback", "--worker", "--threads", "2"}, /* -q 1 */
+        {"write_bw", "--", "--loopback", "--worker", "--threads", "3", "-q", "2"},
+        {"write_lat", "--", "--loopback", "--worker", "--threads", "2"},
+        {"write_bw", "--", "--loopback", "--threads", "2", "-q", "2"}, /* embedded */
+        {"write_bw", "--", "--loopback", "--embedded", "--threads", "2", "-q", "2"},
+        {"write_bw", "--", "--ip", "10.0.0.1/24", "--worker", "-R", "--threads", "2", "-q", "2"},
+        {"send_bw", "--", "--loopback", "--worker", "-e", "--threads", "2", "-q", "2"},
+        {"write_bw", "--", "--loopback", "--worker", "--run_infinitely", "--threads", "2", "-q",
+         "2"},
+    };
+    for (const auto &words : refused) {
+        droce::perf::Options r;
+        EXPECT_EQ(perf(words, r), ParseResult::ExitError) << words[0] << " " << words[4];
+    }
+}
+
 TEST(PingpongOptions, EventsNeedTheWorker) {
     droce::pingpong::Options o;
     ASSERT_EQ(pingpong({"--", "--loopback", "--worker", "-e"}, o), ParseResult::Run);
