@@ -16,8 +16,8 @@ PKGS=(
   # perftest's ib_write_bw ...)
   ibverbs-utils perftest
   # ... and unmodified rdma_cm programs on droce's librdmacm in tests/rdmacm (rping, ucmatose,
-  # rdma_server/rdma_client; the headers for lib/rdmacm)
-  librdmacm-dev rdmacm-utils
+  # rdma_server/rdma_client, qperf, fio's rdma engine; the headers for lib/rdmacm)
+  librdmacm-dev rdmacm-utils qperf fio
   # tests / benchmarks (dpdk-dev ships dpdk-testpmd)
   libgtest-dev libbenchmark-dev
   # interop referee (shared/rxe-peer/rxe-vm): qemu, guest busybox, apt-get download + dpkg-deb,
