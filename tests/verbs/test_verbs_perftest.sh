@@ -5,7 +5,8 @@
 # 1 state is Down"), and a memif port directly on its peer is down until the peer comes.
 # ib_write_bw, ib_send_bw, ib_read_bw, ib_atomic_bw,
 # ib_write_lat with their default posting API, and ib_write_bw with --use_old_post_send;
-# ib_send_bw and ib_send_lat with -e (completion events).
+# ib_send_bw and ib_send_lat with -e (completion events); ib_write_bw and ib_read_bw with
+# -R (rdma_cm, through droce's librdmacm).
 # Short runs (-n small): each end must exit 0 and the client print its result row (the
 # row of the message size and iteration count under perftest's table header).
 # perftest takes its ibv_wr_* posting path only on the devices it lists as having it
@@ -58,8 +59,16 @@ perf() {
     local args=(-d droce0 -x 1 -F -p "$port" -n "$iters" "$@")
     timeout 30 "$run" --config "$work/server.conf" "$tool" "${args[@]}" >"$work/srv" 2>&1 &
     local srv=$!
-    for _ in $(seq 100); do listening "$port" && break; sleep 0.1; done
-    timeout 30 "$run" --config "$work/client.conf" "$tool" "${args[@]}" 127.0.0.1 \
+    # -R: no TCP; the client reaches the server through rdma_cm at its RoCE address
+    # (droce's librdmacm), once the server listens (no port to watch: a pause).
+    local host=127.0.0.1
+    if [[ " $* " == *" -R "* ]]; then
+        host=10.83.0.1
+        sleep 3
+    else
+        for _ in $(seq 100); do listening "$port" && break; sleep 0.1; done
+    fi
+    timeout 30 "$run" --config "$work/client.conf" "$tool" "${args[@]}" "$host" \
         >"$work/cli" 2>&1
     local rc=$?
     # A client that failed leaves the server waiting for it: end the server's run.
@@ -89,6 +98,9 @@ perf 64 500 ib_write_lat -s 64
 # -e: perftest sleeps on completion events (ibv_req_notify_cq, ibv_get_cq_event).
 perf 4096 500 ib_send_bw -s 4096 -e
 perf 2 500 ib_send_lat -e
+# -R: connected through rdma_cm (droce's librdmacm over droce's CM).
+perf 65536 200 ib_write_bw -R
+perf 4096 200 ib_read_bw -R -s 4096
 
 if [[ $fails -ne 0 ]]; then echo "$fails run(s) failed"; exit 1; fi
 echo "perftest ran droce <-> droce"
