@@ -4,7 +4,8 @@
 # client of it): perftest refuses a port that is not active when it starts ("Port number
 # 1 state is Down"), and a memif port directly on its peer is down until the peer comes.
 # ib_write_bw, ib_send_bw, ib_read_bw, ib_atomic_bw,
-# ib_write_lat with their default posting API, and ib_write_bw with --use_old_post_send;
+# ib_write_lat, ib_send_lat, ib_read_lat, ib_atomic_lat with their default posting API,
+# and ib_write_bw with --use_old_post_send;
 # ib_send_bw and ib_send_lat with -e (completion events); ib_write_bw and ib_read_bw with
 # -R (rdma_cm, through droce's librdmacm).
 # Short runs (-n small): each end must exit 0 and the client print its result row (the
@@ -21,7 +22,8 @@ set -u
 unset LD_LIBRARY_PATH
 run=${1:?usage: $0 DROCE_RUN DROCE_FABRIC}
 fab=${2:?usage: $0 DROCE_RUN DROCE_FABRIC}
-for tool in ib_write_bw ib_send_bw ib_read_bw ib_atomic_bw ib_write_lat ib_send_lat; do
+for tool in ib_write_bw ib_send_bw ib_read_bw ib_atomic_bw ib_write_lat ib_send_lat ib_read_lat \
+    ib_atomic_lat; do
     command -v $tool >/dev/null || { echo "SKIP: $tool missing (perftest)"; exit 77; }
 done
 work=$(mktemp -d)
@@ -95,6 +97,9 @@ perf 4096 500 ib_send_bw -s 4096
 perf 65536 200 ib_read_bw
 perf 8 1000 ib_atomic_bw
 perf 64 500 ib_write_lat -s 64
+perf 64 500 ib_send_lat -s 64
+perf 64 500 ib_read_lat -s 64
+perf 8 500 ib_atomic_lat
 # -e: perftest sleeps on completion events (ibv_req_notify_cq, ibv_get_cq_event).
 perf 4096 500 ib_send_bw -s 4096 -e
 perf 2 500 ib_send_lat -e
