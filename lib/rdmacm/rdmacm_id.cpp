@@ -132,6 +132,8 @@ int rdma_destroy_id(rdma_cm_id *cm_id) {
     Id *id = id_of(cm_id);
     IdState &st = *id->st;
     Service *s = Service::get();
+    if (s == nullptr)
+        return -1; /* errno set: no CM here */
     {
         std::lock_guard<std::mutex> lk(s->mu);
         if (st.role == IdRole::Listener) {
@@ -165,6 +167,8 @@ int rdma_bind_addr(rdma_cm_id *cm_id, sockaddr *addr) {
     if (int e = ipv4_arg(addr, a); e != 0)
         return fail(e);
     Service *s = Service::get();
+    if (s == nullptr)
+        return -1; /* errno set: no CM here */
     Id *id = id_of(cm_id);
     std::lock_guard<std::mutex> lk(s->mu);
     if (a.sin_addr.s_addr == htonl(INADDR_ANY)) {
@@ -191,6 +195,8 @@ int rdma_resolve_addr(rdma_cm_id *cm_id, sockaddr *src_addr, sockaddr *dst_addr,
         if (int e = ipv4_arg(src_addr, src); e != 0)
             return fail(e);
     Service *s = Service::get();
+    if (s == nullptr)
+        return -1; /* errno set: no CM here */
     Id *id = id_of(cm_id);
     {
         std::lock_guard<std::mutex> lk(s->mu);
@@ -233,6 +239,8 @@ int rdma_listen(rdma_cm_id *cm_id, int) {
             return -1;
     }
     Service *s = Service::get();
+    if (s == nullptr)
+        return -1; /* errno set: no CM here */
     const uint16_t port = ntohs(cm_id->route.addr.src_sin.sin_port);
     std::lock_guard<std::mutex> lk(s->mu);
     if (!s->add_listener(port, id))
@@ -270,6 +278,8 @@ int rdma_connect(rdma_cm_id *cm_id, rdma_conn_param *param) {
     }
     const sockaddr_in &dst = cm_id->route.addr.dst_sin;
     Service *s = Service::get();
+    if (s == nullptr)
+        return -1; /* errno set: no CM here */
     {
         std::lock_guard<std::mutex> lk(s->mu);
         st.conn = st.dev->cm->connect(ntohl(dst.sin_addr.s_addr), ntohs(dst.sin_port),
@@ -300,6 +310,8 @@ int rdma_accept(rdma_cm_id *cm_id, rdma_conn_param *param) {
         p.private_data_len = param->private_data_len;
     }
     Service *s = Service::get();
+    if (s == nullptr)
+        return -1; /* errno set: no CM here */
     {
         std::lock_guard<std::mutex> lk(s->mu);
         if (!st.dev->cm->accept(st.conn, *droce_qp(cm_id->qp), p))
@@ -315,6 +327,8 @@ int rdma_reject(rdma_cm_id *cm_id, const void *private_data, uint8_t private_dat
     if (st.role != IdRole::Passive || st.conn == 0)
         return fail(EINVAL);
     Service *s = Service::get();
+    if (s == nullptr)
+        return -1; /* errno set: no CM here */
     std::lock_guard<std::mutex> lk(s->mu);
     st.dev->cm->release(st.conn);
     if (!st.dev->cm->channel().reject(st.conn, private_data, private_data_len, s->now_ns()))
@@ -335,6 +349,8 @@ int rdma_disconnect(rdma_cm_id *cm_id) {
         ibv_modify_qp(cm_id->qp, &a, IBV_QP_STATE);
     }
     Service *s = Service::get();
+    if (s == nullptr)
+        return -1; /* errno set: no CM here */
     std::lock_guard<std::mutex> lk(s->mu);
     st.dev->cm->disconnect(st.conn);
     return 0;
@@ -349,6 +365,8 @@ int rdma_notify(rdma_cm_id *cm_id, ibv_event_type event) {
     if (st.conn == 0)
         return fail(EINVAL);
     Service *s = Service::get();
+    if (s == nullptr)
+        return -1; /* errno set: no CM here */
     std::lock_guard<std::mutex> lk(s->mu);
     st.dev->cm->channel().notify_comm_est(st.conn, s->now_ns());
     return 0;
@@ -389,6 +407,8 @@ int rdma_migrate_id(rdma_cm_id *cm_id, rdma_event_channel *channel) {
         return fail(EINVAL);
     Id *id = id_of(cm_id);
     Service *s = Service::get();
+    if (s == nullptr)
+        return -1;                         /* errno set: no CM here */
     std::lock_guard<std::mutex> lk(s->mu); /* no event is posted meanwhile */
     purge_events(id);
     if (id->st->sync)

@@ -128,9 +128,10 @@ void rdma_destroy_qp(rdma_cm_id *id) {
         return;
     IdState &st = *id_of(id)->st;
     if (st.conn != 0 && st.dev != nullptr) {
-        Service *s = Service::get();
-        std::lock_guard<std::mutex> lk(s->mu);
-        st.dev->cm->release(st.conn); /* the CM forgets the QP before it goes */
+        if (Service *s = Service::get(); s != nullptr) {
+            std::lock_guard<std::mutex> lk(s->mu);
+            st.dev->cm->release(st.conn); /* the CM forgets the QP before it goes */
+        }
     }
     ibv_destroy_qp(id->qp);
     id->qp = nullptr;

@@ -59,8 +59,19 @@ Service *Service::get() {
         else
             delete s;
     });
-    if (g_service == nullptr)
+    if (g_service == nullptr) {
         errno = error;
+    } else if (getpid() != g_service->pid_) {
+        /* Forked after the service started: its thread and the engine stayed with the
+         * parent. Said once; the calls fail instead of waiting for events forever. */
+        static std::atomic<bool> said{false};
+        if (!said.exchange(true))
+            std::fprintf(stderr, "droce librdmacm: this process was forked after droce's CM "
+                                 "started in its parent: no CM here. Start it after the "
+                                 "fork, or use threads (fio: thread=1)\n");
+        errno = ENODEV;
+        return nullptr;
+    }
     return g_service;
 }
 

@@ -198,6 +198,8 @@ ibv_context *ibv_open_device(ibv_device *device) {
         errno = EINVAL;
         return nullptr;
     }
+    if (forked_after_start())
+        return nullptr;
     auto *c = static_cast<Context *>(std::calloc(1, sizeof(Context)));
     if (c == nullptr) {
         errno = ENOMEM;

@@ -5,8 +5,10 @@
 #include <pthread.h>
 #include <rte_ethdev.h>
 #include <sched.h>
+#include <unistd.h>
 
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -55,6 +57,26 @@ Process &process() {
 const std::vector<DeviceEntry *> kNoDevices;
 thread_local bool t_starting = false;
 
+/* A child forked after the engine started: the engine's threads (its worker, the EAL's)
+ * stayed with the parent, so nothing would ever run the child's verbs. Set by the fork
+ * handler in the child only; read without the lock (a fork may copy it held). */
+std::atomic<bool> g_forked{false};
+pid_t g_parent = 0;
+
+void forked_child() { g_forked = true; }
+
+/* The verbs of a forked child fail with this, once on stderr, instead of waiting forever. */
+void say_forked() {
+    static std::atomic<bool> said{false};
+    if (!said.exchange(true))
+        std::fprintf(stderr,
+                     "droce libibverbs: this process was forked after droce started in its "
+                     "parent (pid %d), whose threads run droce: no device here. Start "
+                     "droce after the fork, or use threads (fio: thread=1)\n",
+                     static_cast<int>(g_parent));
+    errno = ENODEV;
+}
+
 uint64_t guid_from_mac(const std::string &mac) {
     unsigned m[6] = {};
     if (std::sscanf(mac.c_str(), "%x:%x:%x:%x:%x:%x", &m[0], &m[1], &m[2], &m[3], &m[4], &m[5]) !=
@@ -93,6 +115,8 @@ DeviceEntry *make_entry(Engine *engine, Device *dev, uint32_t index) {
 /* Objects the application left behind, children first, then the engine: its worker
  * stops and the port closes (a memif socket, the EAL's runtime directory go). */
 void teardown_at_exit() {
+    if (g_forked)
+        return; /* the parent's engine: not this process's to tear down */
     Process &p = process();
     std::lock_guard<std::mutex> lk(p.mu);
     {
@@ -201,12 +225,23 @@ Status start(Process &p) {
     wait_for_link(dev.value()->port_id());
     p.devices.push_back(make_entry(p.engine.get(), dev.value(), 0));
     std::atexit(teardown_at_exit);
+    g_parent = getpid();
+    pthread_atfork(nullptr, nullptr, forked_child);
     return {};
 }
 
 } // namespace
 
+bool forked_after_start() {
+    if (!g_forked)
+        return false;
+    say_forked();
+    return true;
+}
+
 const std::vector<DeviceEntry *> &devices() {
+    if (forked_after_start())
+        return kNoDevices;
     Process &p = process();
     if (t_starting) {
         errno = EAGAIN;

@@ -19,6 +19,9 @@ inline constexpr const char *kConfigEnv = "DROCE_CONFIG";
  * does not open. Also empty, without starting anything, when called while the engine is
  * starting (a DPDK driver that links libibverbs asking during rte_eal_init). */
 const std::vector<DeviceEntry *> &devices();
+/** True (errno ENODEV, the reason printed once) in a child forked after the engine started
+ * in its parent: nothing runs droce there, so its verbs fail instead of waiting forever. */
+bool forked_after_start();
 
 /** Objects alive, so that exit can destroy them (children first) before the engine. */
 enum class Kind { Qp, Ah, Srq, Mr, Cq, Channel, Pd, Count_ };

@@ -3,13 +3,16 @@
 # droce-run list the droce device of a configuration file (a net_ring port: no peer
 # needed, link up) with its GUID, port state and GIDs; droce's own C verbs program walks
 # the verbs and their error paths; without DROCE_CONFIG or with a bad file, no device and
-# a message that says why. Every run leaves no EAL runtime directory behind.
-# Usage: test_verbs_tools.sh PATH/TO/droce-run PATH/TO/verbs_api_test
+# a message that says why; a program forked after its first verb gets a clear refusal in
+# the child; a SIGKILLed program's runtime directory goes at the next start. Every run
+# leaves no EAL runtime directory behind.
+# Usage: test_verbs_tools.sh PATH/TO/droce-run PATH/TO/verbs_api_test PATH/TO/verbs_fork_test
 set -u
 # Only what droce-run sets: meson points LD_LIBRARY_PATH at the library for its tests.
 unset LD_LIBRARY_PATH
 run=${1:?usage: $0 DROCE_RUN VERBS_API_TEST}
-api_test=${2:?usage: $0 DROCE_RUN VERBS_API_TEST}
+api_test=${2:?usage: $0 DROCE_RUN VERBS_API_TEST VERBS_FORK_TEST}
+fork_test=${3:?usage: $0 DROCE_RUN VERBS_API_TEST VERBS_FORK_TEST}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 fails=0
@@ -88,6 +91,13 @@ expect "bad configuration: file and line named" "$work/badconf" "$work/bad.conf:
 
 "$run" 2>"$work/usage" && fail "droce-run without a program succeeded"
 expect "droce-run without a program: usage" "$work/usage" 'usage: droce-run'
+
+# A program that forks after its first verb: the child's verbs fail at once (ENODEV, a
+# message naming the way out), its exit leaves the parent's engine alone.
+timeout 60 "$run" --config "$work/ring.conf" "$fork_test" >"$work/fork" 2>&1 ||
+    fail "verbs_fork_test exited $?: $(grep -E '^FAIL' "$work/fork" | tr '\n' ' ')"
+expect "fork after the first verb: the child refused, the parent unharmed" "$work/fork" \
+    '0 failure(s)' 'forked after droce started' 'use threads (fio: thread=1)'
 
 # A program killed with SIGKILL runs no exit handler: its runtime directory stays, and
 # the next droce process to start removes it (its pid is gone).
