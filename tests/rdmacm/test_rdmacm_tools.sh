@@ -43,17 +43,22 @@ conf() { # FILE ROLE SOCKET IP MAC
 conf "$work/server.conf" server "$work/memif.sock" 10.84.0.1/24 02:00:00:00:84:01
 conf "$work/client.conf" client "$work/memif.sock" 10.84.0.2/24 02:00:00:00:84:02
 
-# pair NAME SERVER_CONF CLIENT_CONF "SERVER ARGS" "CLIENT ARGS": both must exit 0. The
-# server gets 2 s to bring its device up first (its memif link waits for the client).
+# pair NAME SERVER_CONF CLIENT_CONF "SERVER ARGS" "CLIENT ARGS" [READY]: both must exit 0.
+# The server gets 2 s to bring its device up first (its memif link waits for the client),
+# or, with READY, until its output says READY (up to 30 s). A tool that ignores SIGTERM at
+# the time limit is killed 5 s later.
 pair() {
-    local name=$1 sconf=$2 cconf=$3
+    local name=$1 sconf=$2 cconf=$3 ready=${6:-}
     rm -f "$work/memif.sock"
     # shellcheck disable=SC2086
-    timeout 60 "$run" --config "$sconf" $4 >"$work/srv" 2>&1 &
+    timeout -k 5 60 "$run" --config "$sconf" $4 >"$work/srv" 2>&1 &
     local srv=$!
     sleep 2
+    if [[ -n $ready ]]; then
+        for _ in $(seq 280); do grep -q -- "$ready" "$work/srv" && break; sleep 0.1; done
+    fi
     # shellcheck disable=SC2086
-    timeout 60 "$run" --config "$cconf" $5 >"$work/cli" 2>&1
+    timeout -k 5 60 "$run" --config "$cconf" $5 >"$work/cli" 2>&1
     local rc=$?
     [[ $rc -ne 0 ]] && kill "$srv" 2>/dev/null
     wait "$srv"
@@ -116,7 +121,8 @@ else
         port=$((port + 1))
         if pair "fio $verb" "$FS" "$FC" \
             "fio --name=s --ioengine=rdma --filename=10.84.1.1/$port --rw=read --bs=64k --size=8m --thread=1" \
-            "fio --name=c --ioengine=rdma --filename=10.84.1.1/$port/$verb --rw=write --bs=64k --size=8m --thread=1"; then
+            "fio --name=c --ioengine=rdma --filename=10.84.1.1/$port/$verb --rw=write --bs=64k --size=8m --thread=1" \
+            "waiting for connection"; then
             if grep -q 'err= 0' "$work/cli" && grep -Eq 'bw=[0-9.]+[KMG]i?B/s' "$work/cli"; then
                 echo "ok: fio --ioengine=rdma $verb:$(grep -Eo 'bw=[0-9.]+[KMG]i?B/s' "$work/cli" | head -1)"
             else fail "fio $verb: no 'err= 0' and bandwidth line"; fi
@@ -131,10 +137,10 @@ elif [[ $(id -u) -ne 0 ]] || ! command -v ip >/dev/null; then
 else
     lo_ip=10.84.1.1
     ip addr add "$lo_ip/32" dev lo 2>/dev/null || lo_ip=
-    timeout 120 "$run" --config "$FS" qperf >"$work/srv" 2>&1 &
+    timeout -k 5 120 "$run" --config "$FS" qperf >"$work/srv" 2>&1 &
     qsrv=$!
-    sleep 2
-    timeout 100 "$run" --config "$FC" qperf 10.84.1.1 -cm1 -t 1 rc_bw rc_lat rc_rdma_write_bw \
+    for _ in $(seq 100); do ss -Htln "sport = :19765" 2>/dev/null | grep -q . && break; sleep 0.1; done
+    timeout -k 5 100 "$run" --config "$FC" qperf 10.84.1.1 -cm1 -t 1 rc_bw rc_lat rc_rdma_write_bw \
         rc_rdma_read_lat >"$work/cli" 2>&1
     rc=$?
     kill "$qsrv" 2>/dev/null
