@@ -1,7 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include "app_engine.h"
 
+#include <fcntl.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include <chrono>
 #include <cstdio>
@@ -129,6 +133,19 @@ void print_device_counters(const Device *dev, const char *prefix) {
         std::printf("%s  %-40s %llu\n", prefix, name.c_str(),
                     static_cast<unsigned long long>(value));
     std::fflush(stdout);
+}
+
+Result<std::unique_ptr<CompletionChannel>> open_event_channel(Device &dev) {
+    auto ch = dev.create_comp_channel();
+    if (!ch)
+        return Status(ch.status().code(),
+                      "Couldn't create completion channel: " + ch.status().message());
+    const int fd = ch.value()->fd();
+    const int fl = fcntl(fd, F_GETFL);
+    if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
+        return Status(errno, std::string("Couldn't make the completion channel non-blocking: ") +
+                                 std::strerror(errno));
+    return std::move(ch.value());
 }
 
 } // namespace droce::app

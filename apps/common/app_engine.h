@@ -42,6 +42,10 @@ class Backoff {
  * Prints "Couldn't start droce (EAL args: ...): why" and returns nullptr on failure. */
 std::unique_ptr<Engine> create_engine(EalArgv &eal, const DeviceOptions &o, uint32_t workers = 1);
 
+/** -e of the tools: a completion channel whose descriptor is non-blocking (the loops wait
+ * with poll() and then take every event that fired). "Couldn't ...: why" on failure. */
+Result<std::unique_ptr<CompletionChannel>> open_event_channel(Device &dev);
+
 /** The engine of a run and the run's deadline. */
 struct EngineRun {
     Engine &engine;

@@ -104,14 +104,10 @@ bool Side::setup(Device &dev, uint32_t workers, uint32_t first_worker) {
     mr_ = std::move(mr.value());
 
     if (cfg_.events) {
-        auto ch = dev.create_comp_channel();
+        auto ch = app::open_event_channel(dev);
         if (!ch)
-            return fail("Couldn't create completion channel: %s", ch.status().message().c_str());
+            return fail("%s", ch.status().message().c_str());
         channel_ = std::move(ch.value());
-        const int fl = fcntl(channel_->fd(), F_GETFL);
-        if (fl < 0 || fcntl(channel_->fd(), F_SETFL, fl | O_NONBLOCK) < 0)
-            return fail("Couldn't make the completion channel non-blocking: %s",
-                        std::strerror(errno));
     }
     // One CQ per worker used, each sized for the WRs of the QPs on it.
     const uint32_t ncq = std::max<uint32_t>(1, std::min(workers, nq));

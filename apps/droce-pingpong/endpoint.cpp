@@ -53,15 +53,10 @@ bool PingpongEndpoint::setup(Device &dev, uint32_t psn) {
     res_.mr = std::move(mr.value());
 
     if (cfg_.events) {
-        auto ch = dev.create_comp_channel();
+        auto ch = app::open_event_channel(dev);
         if (!ch)
-            return fail("Couldn't create completion channel: %s", ch.status().message().c_str());
+            return fail("%s", ch.status().message().c_str());
         channel_ = std::move(ch.value());
-        /* The loop waits with poll() and then takes every event that fired. */
-        const int fl = fcntl(channel_->fd(), F_GETFL);
-        if (fl < 0 || fcntl(channel_->fd(), F_SETFL, fl | O_NONBLOCK) < 0)
-            return fail("Couldn't make the completion channel non-blocking: %s",
-                        std::strerror(errno));
     }
     auto cq = dev.create_cq(cfg_.rx_depth + 1, -1, channel_.get());
     if (!cq)

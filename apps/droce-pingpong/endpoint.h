@@ -15,6 +15,7 @@
 
 #include <droce/droce.h>
 
+#include "app_engine.h"
 #include "exchange.h"
 #include "qp_resources.h"
 
