@@ -8,7 +8,10 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstddef>
 #include <cstring>
+#include <deque>
+#include <mutex>
 
 #include "rdmacm_objects.h"
 
@@ -24,12 +27,40 @@ EventChannel *new_channel() {
     return ch;
 }
 
+/* Destroyed channels kept before their memory goes: a thread that was about to call
+ * rdma_get_cm_event on one still finds it (closed) rather than freed memory. */
+constexpr size_t kRetiredChannels = 64;
+
+void retire(EventChannel *ch) {
+    static std::mutex mu;
+    static std::deque<EventChannel *> retired;
+    std::lock_guard<std::mutex> lk(mu);
+    retired.push_back(ch);
+    for (size_t i = 0; retired.size() > kRetiredChannels && i < retired.size();) {
+        EventChannel *old = retired[i];
+        if (old->st->readers.load() != 0) {
+            ++i; /* blocked on its closed descriptor for good: kept */
+            continue;
+        }
+        retired.erase(retired.begin() + static_cast<std::ptrdiff_t>(i));
+        delete old->st;
+        delete old;
+    }
+}
+
 void free_channel(EventChannel *ch) {
-    for (Event *e : ch->st->q)
-        delete e;
-    close(ch->channel.fd);
-    delete ch->st;
-    delete ch;
+    int fd;
+    {
+        std::lock_guard<std::mutex> lk(ch->st->mu);
+        for (Event *e : ch->st->q)
+            delete e;
+        ch->st->q.clear();
+        ch->st->closed = true;
+        fd = ch->channel.fd;
+        ch->channel.fd = -1;
+    }
+    close(fd);
+    retire(ch);
 }
 
 Event *make_event(Id *id, rdma_cm_event_type type, int status, const void *pd, uint8_t pd_len) {
@@ -51,10 +82,12 @@ void post_event(Id *id, rdma_cm_event_type type, int status, const void *pd, uin
 
 void post(Id *to, Event *e) {
     EventChannel *ch = to->st->channel;
-    {
-        std::lock_guard<std::mutex> lk(ch->st->mu);
-        ch->st->q.push_back(e);
+    std::lock_guard<std::mutex> lk(ch->st->mu);
+    if (ch->st->closed) {
+        delete e; /* the application destroyed the channel before the id */
+        return;
     }
+    ch->st->q.push_back(e);
     const uint64_t one = 1;
     if (write(ch->channel.fd, &one, sizeof one) != sizeof one) {
         /* only a count at 2^64 - 2 refuses */
@@ -62,17 +95,33 @@ void post(Id *to, Event *e) {
 }
 
 int take_event(EventChannel *ch, Event **out) {
+    ChannelState &st = *ch->st;
+    st.readers.fetch_add(1);
+    int fd;
+    {
+        std::lock_guard<std::mutex> lk(st.mu);
+        fd = ch->channel.fd;
+    }
+    int err = 0;
     for (;;) {
         uint64_t n;
-        if (read(ch->channel.fd, &n, sizeof n) != static_cast<ssize_t>(sizeof n))
-            return errno != 0 ? errno : EIO;
-        std::lock_guard<std::mutex> lk(ch->st->mu);
-        if (!ch->st->q.empty()) {
-            *out = ch->st->q.front();
-            ch->st->q.pop_front();
-            return 0;
+        if (read(fd, &n, sizeof n) != static_cast<ssize_t>(sizeof n)) {
+            err = errno != 0 ? errno : EIO;
+            break;
+        }
+        std::lock_guard<std::mutex> lk(st.mu);
+        if (st.closed) {
+            err = EBADF;
+            break;
+        }
+        if (!st.q.empty()) {
+            *out = st.q.front();
+            st.q.pop_front();
+            break;
         }
     }
+    st.readers.fetch_sub(1);
+    return err;
 }
 
 void purge_events(Id *id) {

@@ -10,6 +10,7 @@
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <mutex>
@@ -33,11 +34,16 @@ struct Event {
 struct ChannelState {
     std::mutex mu;
     std::deque<Event *> q;
+    bool closed = false;         /**< destroyed: its events are gone, its fd closed */
+    std::atomic<int> readers{0}; /**< threads inside rdma_get_cm_event on it */
 };
 
 /** rdma_create_event_channel's channel. The eventfd (channel.fd, semaphore mode) counts
  * queued events: readable while one waits; rdma_get_cm_event reads one count, then takes
- * the oldest event. Ids without a channel (synchronous use) get a private one. */
+ * the oldest event. Ids without a channel (synchronous use) get a private one. A
+ * destroyed channel's memory outlives it a while (free_channel): programs such as rping
+ * destroy the channel while their CM thread still calls rdma_get_cm_event on it, which
+ * must then fail with EBADF, as it does on rdma-core's closed descriptor. */
 struct EventChannel {
     rdma_event_channel channel;
     ChannelState *st;
@@ -82,6 +88,8 @@ int take_event(EventChannel *ch, Event **out);
 /** Removes id's events from its channel (the id is going away). */
 void purge_events(Id *id);
 EventChannel *new_channel();
+/** Drops ch's events and closes its descriptor; the memory goes once no reader is inside
+ * and later destroys have pushed it out of a short list of retired channels. */
 void free_channel(EventChannel *ch);
 
 } // namespace droce::rdmacm

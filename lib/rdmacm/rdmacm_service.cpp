@@ -116,13 +116,20 @@ int Service::start() {
         pthread_sigmask(SIG_BLOCK, &all, nullptr);
         run();
     });
-    std::atexit(stop_at_exit);
+    for (auto &d : devs)
+        d->entry->before_teardown->store(&Service::stop_at_exit);
     return 0;
 }
 
-/* Registered after libibverbs' own exit teardown, so it runs first: the CM's QP1 and
- * thread go before the engine does. */
+/* Called by libibverbs' exit teardown before the engine stops (no atexit handler of its
+ * own: verbs_exit.h says why one long handler is safer than two): the CM's QP1 and
+ * thread go before the engine does. Once only. */
 void Service::stop_at_exit() {
+    static std::once_flag once;
+    std::call_once(once, stop_once);
+}
+
+void Service::stop_once() {
     Service *s = g_service;
     if (s == nullptr)
         return;

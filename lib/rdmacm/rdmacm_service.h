@@ -61,6 +61,7 @@ class Service {
     void dispatch(ServiceDev &d, const CmEventInfo &ev);
     void on_connect_request(ServiceDev &d, const CmEventInfo &ev);
     static void stop_at_exit();
+    static void stop_once();
 
     std::map<std::pair<ServiceDev *, uint32_t>, Id *> conns_;
     std::map<uint16_t, Id *> listeners_;

@@ -10,6 +10,7 @@
 
 #include <infiniband/verbs.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
@@ -32,6 +33,11 @@ struct DeviceEntry {
     Engine *engine;   /**< dev's engine (droce's librdmacm opens the device's CM on it) */
     uint32_t index;   /**< ibv_get_device_index */
     uint64_t guid_be; /**< node GUID, network order: EUI-64 of the MAC, as rxe makes it */
+    /** Run at exit before the engine stops, by whichever thread tears it down: droce's
+     * librdmacm stops its CM thread here. Threads that call exit() at once run the exit
+     * handlers concurrently (glibc runs each once, not one after the other), so the
+     * order of registration alone does not keep the CM from outliving the engine. */
+    std::atomic<void (*)()> *before_teardown;
 };
 
 /** ibv_open_device's context: a real struct verbs_context (the inline verbs of verbs.h

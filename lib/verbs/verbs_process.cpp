@@ -25,6 +25,7 @@
 #include "device_options.h"
 #include "eal_args.h"
 #include "port_config.h"
+#include "verbs_exit.h"
 
 namespace droce::verbs {
 namespace {
@@ -43,6 +44,7 @@ struct Process {
     /* What events name, to the wrappers: droce's CQ, and (device, QPN). */
     std::unordered_map<const CompletionQueue *, Cq *> cq_by_dcq;
     std::map<std::pair<const Device *, uint32_t>, Qp *> qp_by_num;
+    std::atomic<void (*)()> before_teardown{nullptr};
 };
 
 const Device *device_of(const Qp &q) { return context_of(q.qp.context)->entry->dev; }
@@ -102,6 +104,7 @@ DeviceEntry *make_entry(Engine *engine, Device *dev, uint32_t index) {
     e->engine = engine;
     e->index = index;
     e->guid_be = guid_from_mac(dev->mac());
+    e->before_teardown = &process().before_teardown;
     e->ibdev.node_type = IBV_NODE_CA;
     e->ibdev.transport_type = IBV_TRANSPORT_IB; /* RoCE reports InfiniBand, as rxe does */
     std::snprintf(e->ibdev.name, sizeof(e->ibdev.name), "droce%u", index);
@@ -118,6 +121,8 @@ void teardown_at_exit() {
     if (g_forked)
         return; /* the parent's engine: not this process's to tear down */
     Process &p = process();
+    if (void (*hook)() = p.before_teardown.load())
+        hook(); /* outside the locks: it waits for a thread that may take them */
     std::lock_guard<std::mutex> lk(p.mu);
     {
         std::lock_guard<std::mutex> ll(p.live_mu);
@@ -224,7 +229,7 @@ Status start(Process &p) {
         return st;
     wait_for_link(dev.value()->port_id());
     p.devices.push_back(make_entry(p.engine.get(), dev.value(), 0));
-    std::atexit(teardown_at_exit);
+    register_exit_teardown(teardown_at_exit);
     g_parent = getpid();
     pthread_atfork(nullptr, nullptr, forked_child);
     return {};

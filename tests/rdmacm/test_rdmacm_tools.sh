@@ -3,7 +3,8 @@
 # on droce's librdmacm and libibverbs (droce-run), two processes, no kernel RDMA, no VM.
 #  - direct memif (server and client roles): rping -V (the client checks every ping's
 #    data), ucmatose (two connections, SENDs both ways), rdma_server / rdma_client (the
-#    synchronous rdma_create_ep API), udaddy (RDMA_PS_UDP: refused with EOPNOTSUPP).
+#    synchronous rdma_create_ep API), udaddy (RDMA_PS_UDP: refused with EOPNOTSUPP),
+#    rping bound to an address not ours (fails; its two threads exit at once: no crash).
 #  - through droce-fabric (each end a memif client, so its link is up from the start):
 #    qperf -cm1 rc_bw, rc_lat, rc_rdma_write_bw, rc_rdma_read_lat (qperf's control TCP
 #    connection goes to the server's RoCE address, which this script puts on lo while it
@@ -100,6 +101,29 @@ if [[ $src -ne 0 ]] && grep -q 'Operation not supported' "$work/srv"; then
 else
     echo "" >"$work/cli"
     fail "udaddy: expected a failure saying 'Operation not supported' (exit $src)"
+fi
+
+# rping with an address that is not ours: bind fails, main destroys the event channel
+# while rping's CM thread waits on it, and both threads call exit() at once (about every
+# other run). Neither may crash: the engine's exit teardown is written for that
+# (lib/verbs/verbs_exit.h). 12 runs; every one must end with rping's own failure status.
+crashed=0 concurrent=0
+for _ in $(seq 12); do
+    rm -f "$work/memif.sock"
+    timeout -k 5 30 "$run" --config "$S" rping -s -a 10.84.0.9 -p $port >"$work/srv" 2>&1
+    src=$?
+    grep -q 'rdma_get_cm_event: Bad file descriptor' "$work/srv" && concurrent=$((concurrent + 1))
+    if [[ $src -ge 124 ]] || ! grep -q 'rdma_bind_addr: Cannot assign requested address' "$work/srv"; then
+        crashed=$((crashed + 1))
+        cp "$work/srv" "$work/crashed"
+    fi
+done
+if [[ $crashed -eq 0 ]]; then
+    echo "ok: rping bound to a foreign address: 12 clean failures ($concurrent with both threads in exit())"
+else
+    cp "$work/crashed" "$work/srv"
+    echo "" >"$work/cli"
+    fail "rping bound to a foreign address: $crashed of 12 runs crashed or hung ($concurrent with both threads in exit())"
 fi
 
 # ---- through droce-fabric ----
