@@ -171,6 +171,11 @@ Qp *droce::verbs::new_qp(ibv_pd *pd, ibv_qp_init_attr &attr) {
     q->qp.qp_num = q->dqp->qp_num();
     q->qp.state = IBV_QPS_RESET;
     q->qp.qp_type = attr.qp_type;
+    hold(outer_of<Pd>(pd)->users);
+    hold(outer_of<Cq>(attr.send_cq)->users);
+    hold(outer_of<Cq>(attr.recv_cq)->users);
+    if (attr.srq != nullptr)
+        hold(outer_of<Srq>(attr.srq)->users);
     pthread_mutex_init(&q->qp.mutex, nullptr);
     pthread_cond_init(&q->qp.cond, nullptr);
     live_add(Kind::Qp, q);
@@ -193,6 +198,8 @@ int ibv_destroy_cq(ibv_cq *cq) {
     if (cq == nullptr)
         return errno = EINVAL;
     Cq *c = outer_of<Cq>(cq);
+    if (in_use(c->users))
+        return errno = EBUSY;
     live_remove(Kind::Cq, c); /* no event is handed out for it from here on */
     /* rdma-core's rule: every event handed out is acked before the CQ goes. */
     pthread_mutex_lock(&cq->mutex);
@@ -269,6 +276,11 @@ int ibv_destroy_qp(ibv_qp *qp) {
         pthread_cond_wait(&qp->cond, &qp->mutex);
     pthread_mutex_unlock(&qp->mutex);
     delete q->dqp;
+    release(outer_of<Pd>(qp->pd)->users);
+    release(outer_of<Cq>(qp->send_cq)->users);
+    release(outer_of<Cq>(qp->recv_cq)->users);
+    if (qp->srq != nullptr)
+        release(outer_of<Srq>(qp->srq)->users);
     std::free(q->batch.wrs);
     std::free(q->batch.inline_data);
     pthread_mutex_destroy(&q->qp.mutex);

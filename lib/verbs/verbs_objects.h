@@ -53,9 +53,17 @@ inline Context *context_of(ibv_context *c) {
                                        offsetof(verbs_context, context));
 }
 
+/* The objects that use a PD, CQ or SRQ hold it (users): while any is left, dealloc or
+ * destroy fails with EBUSY and destroys nothing, as rdma-core's kernel refuses. Programs
+ * rely on it: fio destroys its CQ before its QP, and its PD with its MRs registered. */
+inline void hold(uint32_t &users) { __atomic_add_fetch(&users, 1, __ATOMIC_RELAXED); }
+inline void release(uint32_t &users) { __atomic_sub_fetch(&users, 1, __ATOMIC_RELEASE); }
+inline bool in_use(const uint32_t &users) { return __atomic_load_n(&users, __ATOMIC_ACQUIRE) != 0; }
+
 struct Pd {
     ibv_pd pd;
     ProtectionDomain *dpd;
+    uint32_t users; /**< MRs, QPs, SRQs and AHs on it */
 };
 
 struct Mr {
@@ -81,6 +89,7 @@ struct Cq {
         ibv_cq_ex cqx; /**< function pointers set by ibv_create_cq_ex only */
     };
     CompletionQueue *dcq;
+    uint32_t users; /**< QPs that complete into it (send and receive side each) */
     /* Completions ibv_start_poll/ibv_next_poll took from droce's CQ in one call:
      * held[held_pos..held_n) are not handed out yet and go first to the next poll of
      * either API; current is the one the ibv_wc_read_* functions read. */
@@ -104,6 +113,7 @@ struct Channel {
 struct Srq {
     ibv_srq srq;
     SharedReceiveQueue *dsrq;
+    uint32_t users;    /**< QPs that receive from it */
     ibv_srq_attr attr; /**< what create returned (ibv_query_srq) */
 };
 

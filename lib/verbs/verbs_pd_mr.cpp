@@ -47,6 +47,7 @@ ibv_mr *reg_mr(ibv_pd *pd, void *addr, size_t length, uint64_t iova, unsigned ac
     m->mr.length = length;
     m->mr.lkey = m->dmr->lkey();
     m->mr.rkey = m->dmr->rkey();
+    hold(outer_of<Pd>(pd)->users);
     live_add(Kind::Mr, m);
     return &m->mr;
 }
@@ -80,6 +81,8 @@ int ibv_dealloc_pd(ibv_pd *pd) {
     if (pd == nullptr)
         return errno = EINVAL;
     Pd *p = outer_of<Pd>(pd);
+    if (in_use(p->users))
+        return errno = EBUSY;
     live_remove(Kind::Pd, p);
     delete p->dpd;
     std::free(p);
@@ -105,6 +108,7 @@ int ibv_dereg_mr(ibv_mr *mr) {
         return errno = EINVAL;
     Mr *m = outer_of<Mr>(mr);
     live_remove(Kind::Mr, m);
+    release(outer_of<Pd>(mr->pd)->users);
     delete m->dmr;
     std::free(m);
     return 0;

@@ -39,6 +39,7 @@ ibv_srq *ibv_create_srq(ibv_pd *pd, ibv_srq_init_attr *init) {
     s->srq.context = pd->context;
     s->srq.srq_context = init->srq_context;
     s->srq.pd = pd;
+    hold(outer_of<Pd>(pd)->users);
     pthread_mutex_init(&s->srq.mutex, nullptr);
     pthread_cond_init(&s->srq.cond, nullptr);
     live_add(Kind::Srq, s);
@@ -56,7 +57,10 @@ int ibv_destroy_srq(ibv_srq *srq) {
     if (srq == nullptr)
         return errno = EINVAL;
     Srq *s = outer_of<Srq>(srq);
+    if (in_use(s->users))
+        return errno = EBUSY;
     live_remove(Kind::Srq, s);
+    release(outer_of<Pd>(srq->pd)->users);
     delete s->dsrq;
     pthread_mutex_destroy(&s->srq.mutex);
     pthread_cond_destroy(&s->srq.cond);
@@ -84,6 +88,7 @@ ibv_ah *ibv_create_ah(ibv_pd *pd, ibv_ah_attr *attr) {
     a->dah = r.value().release();
     a->ah.context = pd->context;
     a->ah.pd = pd;
+    hold(outer_of<Pd>(pd)->users);
     live_add(Kind::Ah, a);
     return &a->ah;
 }
@@ -93,6 +98,7 @@ int ibv_destroy_ah(ibv_ah *ah) {
         return errno = EINVAL;
     Ah *a = outer_of<Ah>(ah);
     live_remove(Kind::Ah, a);
+    release(outer_of<Pd>(ah->pd)->users);
     delete a->dah;
     std::free(a);
     return 0;

@@ -389,6 +389,28 @@ static void check_loopback(struct objs *o) {
     CHECK(ibv_destroy_qp(qa) == 0 && ibv_destroy_qp(qb) == 0, "the two QPs destroyed");
 }
 
+/* Objects in use refuse to go, with EBUSY, and stay usable (rdma-core's kernel does the
+ * same; fio's rdma engine destroys its CQ before its QP and its PD with MRs left). */
+static void check_in_use(struct objs *o) {
+    struct ibv_srq_init_attr sa;
+    struct ibv_srq *srq;
+    struct ibv_qp *qp;
+    struct ibv_wc wc;
+    memset(&sa, 0, sizeof(sa));
+    sa.attr.max_wr = 8;
+    sa.attr.max_sge = 1;
+    srq = ibv_create_srq(o->pd, &sa);
+    qp = srq != NULL ? qp_in_init(o, o->cq, srq) : NULL;
+    CHECK(qp != NULL, "a QP on the SRQ");
+    if (qp == NULL)
+        return;
+    CHECK(ibv_destroy_cq(o->cq) == EBUSY, "ibv_destroy_cq of a CQ its QPs use: EBUSY");
+    CHECK(ibv_destroy_srq(srq) == EBUSY, "ibv_destroy_srq of an SRQ a QP uses: EBUSY");
+    CHECK(ibv_dealloc_pd(o->pd) == EBUSY, "ibv_dealloc_pd of a PD with QPs and MRs: EBUSY");
+    CHECK(ibv_poll_cq(o->cq, 1, &wc) == 0, "the CQ refused still polls");
+    CHECK(ibv_destroy_qp(qp) == 0 && ibv_destroy_srq(srq) == 0, "the QP, then its SRQ, destroyed");
+}
+
 int main(void) {
     struct objs o;
     int n = 0;
@@ -414,8 +436,10 @@ int main(void) {
     check_unsupported(&o);
     check_events(&o);
     check_loopback(&o);
+    check_in_use(&o);
     CHECK(ibv_destroy_qp(o.qp) == 0, "ibv_destroy_qp");
     CHECK(ibv_destroy_cq(o.cq) == 0, "ibv_destroy_cq");
+    CHECK(ibv_dealloc_pd(o.pd) == EBUSY, "ibv_dealloc_pd with an MR left: EBUSY");
     CHECK(ibv_dereg_mr(o.mr) == 0, "ibv_dereg_mr");
     CHECK(ibv_dealloc_pd(o.pd) == 0, "ibv_dealloc_pd");
     CHECK(ibv_close_device(o.ctx) == 0, "ibv_close_device");
