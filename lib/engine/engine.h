@@ -450,6 +450,9 @@ class Shard final : public qp::TxPort, public qp::AsyncEventSink {
     /** Embedded mode, the application just posted to a QP whose ACK is held: what the
      * next poll would send first (the ready QPs, held ACKs ahead) leaves now instead. */
     void answer_held(uint64_t now);
+    /** Before q goes (Dev::destroy_qp): its ACK, held or queued, leaves now
+     * (engine_ack_hold.cpp). */
+    void send_ack_before_destroy(QpCtx &q, uint64_t now);
     /** After anything touched a QP (packet, posted WR, timer, modify): ready list,
      * timer and the retired counts the application side reads. */
     void schedule(QpCtx &q);

@@ -50,6 +50,19 @@ void Shard::answer_held(uint64_t now) {
     flush_tx();
 }
 
+/* The application saw the completion of the request an ACK acknowledges and may destroy
+ * the QP at once (ibv_rc_pingpong's last message): the ACK must not go with the QP, or the
+ * peer retransmits that request to a QP that is gone until its retries run out. */
+void Shard::send_ack_before_destroy(QpCtx &q, uint64_t now) {
+    if (!q.visit([](const auto &t) { return t.ack_only_tx_work(); }))
+        return;
+    ready_remove(q);
+    budget_ = kTxQuantum;
+    q.visit([&](auto &t) { t.progress(now); });
+    budget_ = UINT32_MAX;
+    flush_tx();
+}
+
 void Dev::answer_held(QpCtx &q) {
     Shard &s = *shards_[q.worker];
     /* Only a post to the held QP: any other post waits for the next poll as before, so

@@ -232,6 +232,7 @@ void Dev::destroy_qp(uint32_t qpn) {
     if (q == nullptr)
         return;
     Shard &sh = *shards_[q->worker];
+    sh.send_ack_before_destroy(*q, rt_.now_ns());
     sh.unschedule(*q);
     if (q->tx.neigh_held())
         neigh_unhold(qpn);

@@ -46,7 +46,11 @@ constexpr Transition kTransitions[] = {
     {QpState::Sqe, QpState::Rts, 0, kQpCurState | kQpAccessFlags},
 };
 
-constexpr uint8_t kMaxRdAtomic = 16;
+/* READs and atomics this QP may have in flight as the requester: only a count, so as many
+ * as rxe allows (perftest sets it to the peer's max_qp_rd_atom, 128 on rxe). What it
+ * answers as the responder is bounded by the responder's resources. */
+constexpr uint8_t kMaxInitRdAtomic = 128;
+constexpr uint8_t kMaxDestRdAtomic = 16;
 
 std::string mask_names(uint32_t m) {
     static const char *const names[] = {"STATE",
@@ -93,7 +97,7 @@ Qp::Qp(const QpConfig &cfg) : cfg_(cfg), resp_(cfg) {
     const uint32_t sq = pow2_at_least(cfg.cap.max_send_wr ? cfg.cap.max_send_wr : 1);
     req_.sq.resize(sq);
     req_.sq_mask = sq - 1;
-    resp_.rd_res.resize(kMaxRdAtomic);
+    resp_.rd_res.resize(kMaxDestRdAtomic);
     if (cfg.cc) { /* validated by the owner (QpConfig::cc) */
         cc_ = std::make_unique<QpCc>(*cfg.cc,
                                      cfg.line_rate_bps ? cfg.line_rate_bps : kDefaultLineRateBps);
@@ -150,11 +154,11 @@ Status Qp::check_attr_values(const QpAttr &a, uint32_t mask, const Path *path) c
         return Status(EINVAL, "modify QP: sq_psn must fit 24 bits");
     if ((mask & kQpDestQpn) && a.dest_qp_num > wire::kQpnMask)
         return Status(EINVAL, "modify QP: dest_qp_num must fit 24 bits");
-    if ((mask & kQpMaxQpRdAtomic) && a.max_rd_atomic > kMaxRdAtomic)
-        return Status(EINVAL, "modify QP: max_rd_atomic above " + std::to_string(kMaxRdAtomic));
-    if ((mask & kQpMaxDestRdAtomic) && a.max_dest_rd_atomic > kMaxRdAtomic)
+    if ((mask & kQpMaxQpRdAtomic) && a.max_rd_atomic > kMaxInitRdAtomic)
+        return Status(EINVAL, "modify QP: max_rd_atomic above " + std::to_string(kMaxInitRdAtomic));
+    if ((mask & kQpMaxDestRdAtomic) && a.max_dest_rd_atomic > kMaxDestRdAtomic)
         return Status(EINVAL,
-                      "modify QP: max_dest_rd_atomic above " + std::to_string(kMaxRdAtomic));
+                      "modify QP: max_dest_rd_atomic above " + std::to_string(kMaxDestRdAtomic));
     const uint32_t npkeys = cfg_.pkey_table ? cfg_.pkey_table_len : 1;
     if ((mask & kQpPkeyIndex) && a.pkey_index >= npkeys)
         return Status(EINVAL, "modify QP: pkey_index " + std::to_string(a.pkey_index) +

@@ -22,7 +22,8 @@ namespace {
 constexpr uint32_t kMaxQpWr = 16384;
 constexpr uint32_t kMaxCqe = 1048576;
 constexpr uint32_t kMaxQp = 65536 - 0x11;
-constexpr uint32_t kRdAtomic = 16;
+constexpr uint32_t kRdAtomic = 16;      /* responder resources per QP (lib/rc) */
+constexpr uint32_t kInitRdAtomic = 128; /* READs/atomics in flight per QP, as rxe */
 /* Not limited by droce beyond memory; what the device reports. */
 constexpr uint32_t kMaxObjects = 65536;
 /* The CA's ACK delay, in the IB spec's 4.096 us * 2^n (rxe's value). */
@@ -49,7 +50,7 @@ void fill_device_attr(const DeviceEntry &e, ibv_device_attr &a) {
     a.max_pd = kMaxObjects;
     a.max_qp_rd_atom = kRdAtomic;
     a.max_res_rd_atom = kMaxQp * kRdAtomic;
-    a.max_qp_init_rd_atom = kRdAtomic;
+    a.max_qp_init_rd_atom = kInitRdAtomic;
     a.atomic_cap = IBV_ATOMIC_HCA;
     a.max_ah = kMaxObjects;
     a.max_srq = kMaxObjects;

@@ -384,11 +384,20 @@ TEST_F(AckHold, NakOwedAfterFullTxQueueIsNotHeld) {
     fill.clear();
 }
 
-/* Held, then the QP is destroyed before the next poll: the held list forgets it. */
-TEST_F(AckHold, QpDestroyedWhileHeld) {
+/* Held, then the QP is destroyed before the next poll (the application saw the request
+ * complete and closed at once, as ibv_rc_pingpong after its last message): the ACK leaves
+ * with the destroy, once, and the held list forgets the QP. Without it the peer
+ * retransmits to a QP that is gone until its retries run out. */
+TEST_F(AckHold, QpDestroyedWhileHeldSendsItsAck) {
     ASSERT_NO_FATAL_FAILURE(inject({write_frame(kRqPsn, true)}));
     engine->poll();
+    EXPECT_TRUE(receive().empty()) << "held for one poll";
     qp.reset();
+    const auto got = receive();
+    ASSERT_EQ(got.size(), 1u) << "the ACK, sent by the destroy";
+    EXPECT_EQ(got[0].opcode, wire::kRcAcknowledge);
+    EXPECT_EQ(got[0].syndrome, kAck);
+    EXPECT_EQ(got[0].psn, kRqPsn);
     for (int i = 0; i < 4; ++i)
         engine->poll();
     EXPECT_TRUE(receive().empty());

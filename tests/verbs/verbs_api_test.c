@@ -45,6 +45,9 @@ static void check_device(struct ibv_context *ctx) {
     union ibv_gid gid;
     __be16 pkey = 0;
 
+    CHECK(ibv_query_device(ctx, &da) == 0 && da.max_qp_init_rd_atom == 128 &&
+              da.max_qp_rd_atom == 16,
+          "READs/atomics per QP: 128 in flight (as rxe), 16 responder resources");
     CHECK(ibv_query_device(ctx, &da) == 0 && da.phys_port_cnt == 1 && da.max_qp_wr > 0 &&
               da.max_sge >= 1 && da.node_guid != 0,
           "ibv_query_device: ports %u, max_qp_wr %d, max_sge %d", da.phys_port_cnt, da.max_qp_wr,
@@ -343,7 +346,7 @@ static int to_rts_self(struct objs *o, struct ibv_qp *qp, uint32_t dest_qpn) {
     a.timeout = 14;
     a.retry_cnt = 7;
     a.rnr_retry = 7;
-    a.max_rd_atomic = 1;
+    a.max_rd_atomic = 128; /* what perftest sets against rxe: the peer's max_qp_rd_atom */
     return ibv_modify_qp(qp, &a,
                          IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
                              IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC);
@@ -360,6 +363,14 @@ static void check_loopback(struct objs *o) {
           "two QPs of the device connected to each other (own GID)");
     if (qa == NULL || qb == NULL)
         return;
+    {
+        struct ibv_qp_attr a;
+        memset(&a, 0, sizeof(a));
+        a.qp_state = IBV_QPS_RTS;
+        a.max_rd_atomic = 129;
+        CHECK(ibv_modify_qp(qa, &a, IBV_QP_STATE | IBV_QP_MAX_QP_RD_ATOMIC) == EINVAL,
+              "max_rd_atomic 129, above max_qp_init_rd_atom: EINVAL");
+    }
     memset(o->buf, 0, 8192);
     for (int i = 0; i < 256; ++i)
         o->buf[i] = (char)(i * 7 + 1);
