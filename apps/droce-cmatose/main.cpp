@@ -275,6 +275,11 @@ class Cmatose {
             break;
         case CmEventKind::TimewaitExit:
             break;
+        case CmEventKind::SidrRequest: /* UD (SIDR): never listened for or asked here */
+        case CmEventKind::SidrResolved:
+        case CmEventKind::SidrRejected:
+        case CmEventKind::SidrUnreachable:
+            break;
         }
     }
 

@@ -263,6 +263,11 @@ class CmPerf {
             break;
         case CmEventKind::TimewaitExit:
             break;
+        case CmEventKind::SidrRequest: /* UD (SIDR): never listened for or asked here */
+        case CmEventKind::SidrResolved:
+        case CmEventKind::SidrRejected:
+        case CmEventKind::SidrUnreachable:
+            break;
         }
     }
 

@@ -388,6 +388,11 @@ class Rping {
                 break;
             case CmEventKind::TimewaitExit:
                 break;
+            case CmEventKind::SidrRequest: /* UD (SIDR): never listened for or asked here */
+            case CmEventKind::SidrResolved:
+            case CmEventKind::SidrRejected:
+            case CmEventKind::SidrUnreachable:
+                break;
             }
         }
         return any;

@@ -20,7 +20,14 @@
  *
  * Addresses: IPv4 (connect(), peer_ip) and IPv6 (connect6(), peer_gid). A listen() takes
  * both, as rdma_listen on the wildcard address does: the IP CM header of a REQ says
- * which one the peer used (its IP version field, 4 or 6, and 16-byte addresses). */
+ * which one the peer used (its IP version field, 4 or 6, and 16-byte addresses).
+ *
+ * UD (rdma_cm's UDP port space): SIDR, IBTA's service ID resolution, with the service ID
+ * 0x0000000001110000 + port and rdma_cm's IP CM header at the start of the SIDR_REQ's
+ * private data. Active: resolve_ud() -> SidrResolved (the peer's QPN and Q_Key: qp.
+ * remote_qpn, qkey) or SidrRejected / SidrUnreachable; the id is then gone. Passive:
+ * listen_ud() -> SidrRequest -> sidr_accept() (our UD QP's number and Q_Key, rdma_cm's
+ * kRdmaUdpQkey) or sidr_reject(). */
 #pragma once
 
 #include <cstddef>
@@ -48,17 +55,27 @@ struct CmQpParams {
 };
 
 enum class CmEventKind : uint8_t {
-    ConnectRequest, /**< passive: accept() or reject() it (id is the new connection) */
-    Established,    /**< both: connected; qp holds the final parameters */
-    Rejected,       /**< the peer rejected (reason: IBTA REJ code, 28 = consumer) */
-    Unreachable,    /**< active: no answer after every retry */
-    ConnectError,   /**< passive: the active side never confirmed (no RTU) */
-    Disconnected,   /**< either side disconnected (or our DREQ went unanswered) */
-    TimewaitExit,   /**< the id is gone; its QP may be reused */
+    ConnectRequest,  /**< passive: accept() or reject() it (id is the new connection) */
+    Established,     /**< both: connected; qp holds the final parameters */
+    Rejected,        /**< the peer rejected (reason: IBTA REJ code, 28 = consumer) */
+    Unreachable,     /**< active: no answer after every retry */
+    ConnectError,    /**< passive: the active side never confirmed (no RTU) */
+    Disconnected,    /**< either side disconnected (or our DREQ went unanswered) */
+    TimewaitExit,    /**< the id is gone; its QP may be reused */
+    SidrRequest,     /**< passive UD: sidr_accept() or sidr_reject() it */
+    SidrResolved,    /**< active UD: qp.remote_qpn and qkey are the peer's; id gone */
+    SidrRejected,    /**< active UD: the peer said no (sidr_status); id gone */
+    SidrUnreachable, /**< active UD: no answer after every retry; id gone */
 };
 const char *cm_event_kind_name(CmEventKind k);
 
 inline constexpr size_t kCmMaxPrivateData = 196; /**< a REP's; a REQ's user part is 56 */
+/** The user part of a SIDR_REQ's private data (216 less rdma_cm's IP header) and a
+ * SIDR_REP's. */
+inline constexpr size_t kCmSidrReqPrivateData = 180;
+inline constexpr size_t kCmSidrRepPrivateData = 136;
+/** The Q_Key of Linux rdma_cm's UDP port space (RDMA_UDP_QKEY). */
+inline constexpr uint32_t kRdmaUdpQkey = 0x01234567;
 
 struct CmEventInfo {
     CmEventKind kind = CmEventKind::Established;
@@ -73,6 +90,9 @@ struct CmEventInfo {
     uint8_t private_data_len = 0;
     bool ipv6 = false;         /**< the connection is over IPv6 (rdma_cm's header said 6) */
     uint8_t peer_gid[16] = {}; /**< the peer's address: IPv6, or IPv4-mapped ::ffff:a.b.c.d */
+    uint32_t qkey = 0;         /**< SidrResolved: the peer's Q_Key */
+    uint8_t sidr_status = 0;   /**< SidrRejected: the SIDR_REP's status (1 no such
+                                    service, 2 rejected, 3 no QP, ...) */
 };
 
 /** Puts a CM MAD on the wire: a UD SEND to QP1 at dst_gid. False when it could not be
@@ -138,6 +158,13 @@ struct CmAcceptParam {
     uint64_t user_ctx = 0;
 };
 
+struct CmSidrParam {
+    const void *private_data = nullptr;
+    uint8_t private_data_len = 0; /**< at most kCmSidrReqPrivateData (180) */
+    uint16_t pkey = 0xFFFF;
+    uint64_t user_ctx = 0;
+};
+
 class CmChannel {
   public:
     CmChannel(const CmChannelConfig &cfg, CmQp1Transport &transport, CmQpHook *hook = nullptr);
@@ -158,6 +185,20 @@ class CmChannel {
     bool disconnect(uint32_t id, uint64_t now_ns);
     /** The RC QP saw its first packet before the RTU (verbs' COMM_EST). */
     bool notify_comm_est(uint32_t id, uint64_t now_ns);
+
+    /** rdma_listen on a port of the UDP port space: SIDR_REQs for it come as SidrRequest. */
+    bool listen_ud(uint16_t port, uint64_t user_ctx = 0);
+    bool unlisten_ud(uint16_t port);
+    /** rdma_connect of a UD id: a SIDR_REQ to dst_ip's UDP port space port. Returns the
+     * request's id (ends with SidrResolved, SidrRejected or SidrUnreachable), 0 on a bad
+     * argument or a full table. */
+    uint32_t resolve_ud(uint32_t dst_ip, uint16_t dst_port, const CmSidrParam &p, uint64_t now_ns);
+    /** rdma_accept of a UD id: the SIDR_REP with our QP number and Q_Key (private data up
+     * to kCmSidrRepPrivateData). */
+    bool sidr_accept(uint32_t id, uint32_t qpn, uint32_t qkey, const void *private_data,
+                     uint8_t len, uint64_t now_ns);
+    /** rdma_reject of a UD id: a SIDR_REP with status 2 (rejected). */
+    bool sidr_reject(uint32_t id, const void *private_data, uint8_t len, uint64_t now_ns);
 
     /** The next event, if any (embedded mode). */
     bool poll_event(CmEventInfo &out);

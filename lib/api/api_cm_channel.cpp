@@ -59,6 +59,10 @@ const char *cm_event_kind_name(CmEventKind k) {
 }
 static_assert(static_cast<int>(CmEventKind::TimewaitExit) ==
               static_cast<int>(cm::CmEventType::TimewaitExit));
+static_assert(static_cast<int>(CmEventKind::SidrUnreachable) ==
+              static_cast<int>(cm::CmEventType::SidrUnreachable));
+static_assert(kCmSidrReqPrivateData == cm::kSidrReqPrivLen - cm::kIpCmHdrLen &&
+              kCmSidrRepPrivateData == cm::kSidrRepPrivLen);
 
 struct CmChannel::Impl : cm::MadSink, cm::CmEventSink {
     CmChannelConfig cfg;
@@ -118,12 +122,17 @@ struct CmChannel::Impl : cm::MadSink, cm::CmEventSink {
         uint8_t peer_gid[16];
         std::memcpy(peer_gid, ev.peer.gid, 16);
         uint16_t peer_port = 0;
-        if (ev.type == cm::CmEventType::ConnectRequest) {
+        const bool sidr_req = ev.type == cm::CmEventType::SidrRequest;
+        if (ev.type == cm::CmEventType::ConnectRequest || sidr_req) {
             cm::IpCmHdr ih;
             if (cm::parse_ip_cm_hdr(pd, pd_len, ih) != cm::IpCmError::Ok) {
-                /* Not rdma_cm's IP header: rdma_cm's answer, a consumer REJ. */
+                /* Not rdma_cm's IP header: rdma_cm's answer, a consumer REJ (a SIDR_REP
+                 * "rejected"). */
                 ++bad_ip_hdr;
-                cm.reject(ev.conn, nullptr, 0, now);
+                if (sidr_req)
+                    cm.sidr_reject(ev.conn, cm::SidrStatus::Reject, nullptr, 0, now);
+                else
+                    cm.reject(ev.conn, nullptr, 0, now);
                 return;
             }
             /* The peer's address as its header gives it (rdma_cm's new id takes it from
@@ -134,7 +143,7 @@ struct CmChannel::Impl : cm::MadSink, cm::CmEventSink {
                 ipv4_gid(ih.src_ipv4(), peer_gid);
             peer_port = ih.src_port;
             pd += cm::kIpCmHdrLen;
-            pd_len = kUserReqPd;
+            pd_len = sidr_req ? kCmSidrReqPrivateData : kUserReqPd;
         } else if (ev.type == cm::CmEventType::Established && ev.active && hook) {
             /* Before the RTU leaves: the passive side may send as soon as it has it. */
             hook->ready_qp(ev.conn, to_public(ev.qp));
@@ -152,6 +161,8 @@ struct CmChannel::Impl : cm::MadSink, cm::CmEventSink {
         e->reason = ev.rej_reason;
         e->user_ctx = ev.user_ctx;
         e->qp = to_public(ev.qp);
+        e->qkey = ev.qkey;
+        e->sidr_status = ev.sidr_status;
         if (pd) {
             e->private_data_len = static_cast<uint8_t>(std::min(pd_len, kCmMaxPrivateData));
             std::memcpy(e->private_data, pd, e->private_data_len);
@@ -168,6 +179,52 @@ bool CmChannel::listen(uint16_t port, uint64_t ctx) {
 }
 bool CmChannel::unlisten(uint16_t port) {
     return impl_->cm.unlisten(cm::ip_service_id(cm::kRdmaPsTcp, port));
+}
+
+bool CmChannel::listen_ud(uint16_t port, uint64_t ctx) {
+    return impl_->cm.listen(cm::ip_service_id(cm::kRdmaPsUdp, port), ctx);
+}
+bool CmChannel::unlisten_ud(uint16_t port) {
+    return impl_->cm.unlisten(cm::ip_service_id(cm::kRdmaPsUdp, port));
+}
+
+uint32_t CmChannel::resolve_ud(uint32_t dst_ip, uint16_t dst_port, const CmSidrParam &p,
+                               uint64_t now) {
+    Impl &I = *impl_;
+    if (p.private_data_len > kCmSidrReqPrivateData || (p.private_data_len && !p.private_data))
+        return 0;
+    I.now = now;
+    const uint16_t sport = I.next_port;
+    I.next_port = static_cast<uint16_t>(I.next_port == 0xFFFF ? 0xC000 : I.next_port + 1);
+    /* As for a REQ: rdma_cm's IP header, then the user's bytes. */
+    uint8_t pd[cm::kSidrReqPrivLen] = {};
+    cm::encode(cm::make_ip_cm_hdr_v4(I.cfg.local_ipv4, sport, dst_ip), pd);
+    if (p.private_data_len)
+        std::memcpy(pd + cm::kIpCmHdrLen, p.private_data, p.private_data_len);
+    cm::SidrParams s;
+    s.service_id = cm::ip_service_id(cm::kRdmaPsUdp, dst_port);
+    ipv4_gid(dst_ip, s.peer.gid);
+    s.pkey = p.pkey;
+    s.private_data = pd;
+    s.private_data_len = sizeof pd;
+    s.user_ctx = p.user_ctx;
+    return I.cm.sidr_request(s, now);
+}
+
+bool CmChannel::sidr_accept(uint32_t id, uint32_t qpn, uint32_t qkey, const void *pd, uint8_t len,
+                            uint64_t now) {
+    if (len && !pd)
+        return false;
+    impl_->now = now;
+    return impl_->cm.sidr_accept(id, qpn, qkey, static_cast<const uint8_t *>(pd), len, now);
+}
+
+bool CmChannel::sidr_reject(uint32_t id, const void *pd, uint8_t len, uint64_t now) {
+    if (len && !pd)
+        return false;
+    impl_->now = now;
+    return impl_->cm.sidr_reject(id, cm::SidrStatus::Reject, static_cast<const uint8_t *>(pd), len,
+                                 now);
 }
 
 uint32_t CmChannel::connect(uint32_t dst_ip, uint16_t dst_port, const CmConnectParam &p,

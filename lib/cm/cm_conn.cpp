@@ -45,6 +45,10 @@ CmCtr resend_ctr(uint16_t attr) {
         return CmCtr::resend_dreq;
     case CmAttr::Drep:
         return CmCtr::resend_drep;
+    case CmAttr::SidrReq:
+        return CmCtr::resend_sidr_req;
+    case CmAttr::SidrRep:
+        return CmCtr::resend_sidr_rep;
     default:
         return CmCtr::resend_rej;
     }
@@ -62,6 +66,8 @@ CmCtr drop_ctr(MadError e) {
         return CmCtr::drop_bad_method;
     case MadError::UnknownAttribute:
         return CmCtr::drop_unknown_attribute;
+    case MadError::BadSidrRep:
+        return CmCtr::drop_bad_sidr_rep;
     default:
         return CmCtr::drop_bad_length;
     }
@@ -110,8 +116,16 @@ const CmManager::Conn *CmManager::find(uint32_t id) const {
 
 CmManager::Conn *CmManager::find_remote(uint32_t remote_id, uint64_t guid) {
     for (Conn &c : conns_)
-        if (c.st != ConnState::Idle && !c.active && c.remote_id == remote_id &&
+        if (c.st != ConnState::Idle && !c.active && !c.sidr && c.remote_id == remote_id &&
             c.remote_ca_guid == guid)
+            return &c;
+    return nullptr;
+}
+
+CmManager::Conn *CmManager::find_sidr_remote(uint32_t request_id, const MadAddr &from) {
+    for (Conn &c : conns_)
+        if (c.st != ConnState::Idle && !c.active && c.sidr && c.remote_id == request_id &&
+            same_gid(c.peer, from))
             return &c;
     return nullptr;
 }
@@ -312,6 +326,7 @@ void CmManager::expire(Conn &c, uint64_t now) {
     case ConnState::RepSent:
     case ConnState::MraRepRcvd:
     case ConnState::DreqSent:
+    case ConnState::SidrReqSent:
         if (c.retries_left > 0) {
             --c.retries_left;
             c.deadline = now + c.wait_ns;
@@ -321,12 +336,18 @@ void CmManager::expire(Conn &c, uint64_t now) {
         break;
     case ConnState::ReqRcvd:
     case ConnState::MraReqSent:
+    case ConnState::SidrReqRcvd:
         /* The application never answered (req_answer_timeout_ns): the slot goes back,
-         * the active side learns it with a REJ "timeout" for its REQ, the application
-         * with ConnectError on the handle it was given (accept/reject now refused). */
+         * the active side learns it with a REJ "timeout" for its REQ (a SIDR_REP
+         * "rejected" for a SIDR_REQ), the application with ConnectError on the handle it
+         * was given (accept/reject now refused). */
         ctr_.inc(CmCtr::timeout_req_unanswered);
-        send_rej(c, RejReason::Timeout, 0, nullptr, 0);
-        enter_timewait(c, now);
+        if (c.sidr) { /* it enters Timewait too */
+            sidr_answer(c.local_id, SidrStatus::Reject, 0, 0, nullptr, 0, now);
+        } else {
+            send_rej(c, RejReason::Timeout, 0, nullptr, 0);
+            enter_timewait(c, now);
+        }
         emit(c, CmEventType::ConnectError, nullptr, 0, static_cast<uint16_t>(RejReason::Timeout));
         return;
     case ConnState::Timewait: {
@@ -340,6 +361,11 @@ void CmManager::expire(Conn &c, uint64_t now) {
         return;
     }
     /* Out of retries. */
+    if (c.st == ConnState::SidrReqSent) {
+        ctr_.inc(CmCtr::timeout_sidr_req);
+        finish_sidr(c, CmEventType::SidrUnreachable, nullptr);
+        return;
+    }
     if (c.st == ConnState::DreqSent) {
         ctr_.inc(CmCtr::timeout_dreq);
         enter_timewait(c, now);
@@ -562,17 +588,24 @@ void CmManager::on_mad(const MadAddr &from, const uint8_t *p, size_t len, uint64
     case CmAttr::Drep:
         on_drep(from, m, now);
         break;
-    default: /* the codec lets only the seven above through */
+    case CmAttr::SidrReq:
+        on_sidr_req(from, m, now);
+        break;
+    case CmAttr::SidrRep:
+        on_sidr_rep(from, m);
+        break;
+    default: /* the codec lets only the nine above through */
         ctr_.inc(CmCtr::drop_unknown_attribute);
         break;
     }
 }
 
-bool CmManager::req_over_limit(const MadAddr &from, const CmMad &m, size_t listener) {
+bool CmManager::pending_over_limit(const MadAddr &from, size_t listener) {
     const Listener &l = listeners_[listener];
     uint32_t for_sid = 0, from_src = 0;
     for (const Conn &o : conns_) {
-        if (o.active || (o.st != ConnState::ReqRcvd && o.st != ConnState::MraReqSent))
+        if (o.active || (o.st != ConnState::ReqRcvd && o.st != ConnState::MraReqSent &&
+                         o.st != ConnState::SidrReqRcvd))
             continue;
         for_sid += o.service_id == l.sid;
         from_src += std::memcmp(o.peer.gid, from.gid, 16) == 0;
@@ -585,7 +618,6 @@ bool CmManager::req_over_limit(const MadAddr &from, const CmMad &m, size_t liste
     else
         return false;
     ctr_.inc(why);
-    stateless_rej(from, m.hdr.tid, m.req.local_comm_id, RejReason::NoResources, 0);
     return true;
 }
 
@@ -651,15 +683,17 @@ void CmManager::on_req(const MadAddr &from, const CmMad &m, uint64_t now) {
     /* A new comm ID for a remote QP we are still connected to: the peer lost its state
      * (rebooted) and our connection is stale (ib_cm's remote QPN check). */
     for (const Conn &o : conns_)
-        if (o.st != ConnState::Idle && o.st != ConnState::Timewait && o.remote_id &&
+        if (o.st != ConnState::Idle && o.st != ConnState::Timewait && !o.sidr && o.remote_id &&
             o.qp.remote_qpn == r.local_qpn &&
             std::memcmp(o.qp.remote_gid, r.primary.local_gid, 16) == 0) {
             ctr_.inc(CmCtr::drop_req_stale);
             stateless_rej(from, m.hdr.tid, r.local_comm_id, RejReason::StaleConn, 0);
             return;
         }
-    if (req_over_limit(from, m, static_cast<size_t>(li)))
+    if (pending_over_limit(from, static_cast<size_t>(li))) {
+        stateless_rej(from, m.hdr.tid, r.local_comm_id, RejReason::NoResources, 0);
         return;
+    }
     Conn *c = alloc();
     if (!c) {
         ctr_.inc(CmCtr::drop_req_no_resources);
@@ -861,7 +895,7 @@ void CmManager::on_dreq(const MadAddr &from, const CmMad &m, uint64_t now) {
         ctr_.inc(CmCtr::drop_dreq_source);
         return;
     }
-    if (!c || q.local_comm_id != c->remote_id || q.remote_qpn != c->qp.local_qpn) {
+    if (!c || c->sidr || q.local_comm_id != c->remote_id || q.remote_qpn != c->qp.local_qpn) {
         /* As ib_cm: answer anyway so the sender stops retrying, keep nothing. */
         ctr_.inc(CmCtr::drop_dreq_unknown);
         if (stateless_allowed())
@@ -909,6 +943,178 @@ void CmManager::on_drep(const MadAddr &from, const CmMad &m, uint64_t now) {
     }
     enter_timewait(*c, now);
     emit(*c, CmEventType::Disconnected, m.drep.private_data, kDrepPrivLen, 0, DiscCause::LocalDone);
+}
+
+} // namespace droce::cm
+
+namespace droce::cm {
+
+/* ---- SIDR (IBTA 12.11) ---- */
+
+namespace {
+
+CmMad sidr_rep_of(uint64_t tid, uint32_t request_id, SidrStatus status, uint64_t sid) {
+    CmMad m = mad_of(CmAttr::SidrRep, tid);
+    m.sidr_rep.request_id = request_id;
+    m.sidr_rep.status = static_cast<uint8_t>(status);
+    m.sidr_rep.service_id = sid;
+    return m;
+}
+
+} // namespace
+
+uint32_t CmManager::sidr_request(const SidrParams &p, uint64_t now) {
+    Conn *c = p.private_data_len <= kSidrReqPrivLen ? alloc() : nullptr;
+    if (!c) {
+        ctr_.inc(CmCtr::api_refused);
+        return 0;
+    }
+    c->active = true;
+    c->sidr = true;
+    c->service_id = p.service_id;
+    c->user_ctx = p.user_ctx;
+    c->peer = p.peer;
+    c->tid = new_tid();
+    c->qp.pkey = p.pkey;
+    std::memcpy(c->qp.local_gid, cfg_.local_gid, 16);
+    std::memcpy(c->qp.remote_gid, p.peer.gid, 16);
+    CmMad m = mad_of(CmAttr::SidrReq, c->tid);
+    m.sidr_req.request_id = c->local_id;
+    m.sidr_req.pkey = p.pkey;
+    m.sidr_req.service_id = p.service_id;
+    copy_pd(m.sidr_req.private_data, kSidrReqPrivLen, p.private_data, p.private_data_len);
+    /* A SIDR_REQ carries no timing fields: we wait and retry as for our REQs (rdma_cm:
+     * 2^(20 - 8) ms per try, 15 retries). */
+    c->wait_ns = c->peer_wait_ns = clamp_wait(cfg_.cm_response_timeout);
+    c->max_retries = c->retries_left = cfg_.max_cm_retries;
+    c->deadline = now + c->wait_ns;
+    enter(*c, ConnState::SidrReqSent, CmCtr::st_sidr_req_sent);
+    send(*c, m, CmCtr::tx_sidr_req);
+    return c->local_id;
+}
+
+bool CmManager::sidr_accept(uint32_t conn, uint32_t qpn, uint32_t qkey, const uint8_t *pd,
+                            size_t len, uint64_t now) {
+    return sidr_answer(conn, SidrStatus::Success, qpn, qkey, pd, len, now);
+}
+
+bool CmManager::sidr_reject(uint32_t conn, SidrStatus status, const uint8_t *pd, size_t len,
+                            uint64_t now) {
+    if (status == SidrStatus::Success || static_cast<uint8_t>(status) > kSidrStatusMax) {
+        ctr_.inc(CmCtr::api_refused);
+        return false;
+    }
+    return sidr_answer(conn, status, 0, 0, pd, len, now);
+}
+
+bool CmManager::sidr_answer(uint32_t conn, SidrStatus status, uint32_t qpn, uint32_t qkey,
+                            const uint8_t *pd, size_t len, uint64_t now) {
+    Conn *c = find(conn);
+    if (!c || !c->sidr || c->st != ConnState::SidrReqRcvd || len > kSidrRepPrivLen) {
+        ctr_.inc(CmCtr::api_refused);
+        return false;
+    }
+    CmMad m = sidr_rep_of(c->tid, c->remote_id, status, c->service_id);
+    m.sidr_rep.qpn = qpn & 0xFFFFFF;
+    m.sidr_rep.qkey = qkey;
+    copy_pd(m.sidr_rep.private_data, kSidrRepPrivLen, pd, len);
+    c->qp.local_qpn = qpn & 0xFFFFFF;
+    /* Kept in Timewait: a copy of the SIDR_REQ (our SIDR_REP was lost) gets it again. */
+    send(*c, m, CmCtr::tx_sidr_rep);
+    enter_timewait(*c, now);
+    return true;
+}
+
+void CmManager::finish_sidr(Conn &c, CmEventType t, const SidrRep *rep) {
+    const Conn done = c;
+    c = Conn{}; /* free before the event: the sink may start the next request at once */
+    CmEvent ev;
+    ev.type = t;
+    ev.conn = done.local_id;
+    ev.active = true;
+    ev.user_ctx = done.user_ctx;
+    ev.service_id = done.service_id;
+    ev.qp = done.qp;
+    ev.peer = done.peer;
+    if (rep) {
+        ev.qp.remote_qpn = rep->qpn;
+        ev.qkey = rep->qkey;
+        ev.sidr_status = rep->status;
+        ev.private_data = rep->private_data;
+        ev.private_data_len = kSidrRepPrivLen;
+    }
+    events_.on_cm_event(ev);
+}
+
+void CmManager::on_sidr_req(const MadAddr &from, const CmMad &m, uint64_t now) {
+    ctr_.inc(CmCtr::rx_sidr_req);
+    const SidrReq &r = m.sidr_req;
+    if (Conn *d = find_sidr_remote(r.request_id, from)) {
+        /* The active side resent it: answered already -> the same SIDR_REP again (only
+         * from the GID it came from: find_sidr_remote keys on it); still deciding ->
+         * the answer comes when the application gives it. */
+        if (d->st == ConnState::Timewait && d->last_attr == static_cast<uint16_t>(CmAttr::SidrRep))
+            resend_last(*d);
+        else
+            ctr_.inc(CmCtr::drop_sidr_req_dup);
+        return;
+    }
+    const int li = find_listener(r.service_id);
+    if (li < 0 || pending_over_limit(from, static_cast<size_t>(li))) {
+        /* No state kept: ib_cm's answers, "not supported" for an unknown service ID,
+         * "rejected" for one over its limits. */
+        if (li < 0)
+            ctr_.inc(CmCtr::drop_sidr_req_no_listener);
+        if (stateless_allowed())
+            send_stateless(from,
+                           sidr_rep_of(m.hdr.tid, r.request_id,
+                                       li < 0 ? SidrStatus::Unsupported : SidrStatus::Reject,
+                                       r.service_id),
+                           CmCtr::tx_sidr_rep);
+        return;
+    }
+    Conn *c = alloc();
+    if (!c) {
+        ctr_.inc(CmCtr::drop_req_no_resources);
+        if (stateless_allowed())
+            send_stateless(from,
+                           sidr_rep_of(m.hdr.tid, r.request_id, SidrStatus::NoQp, r.service_id),
+                           CmCtr::tx_sidr_rep);
+        return;
+    }
+    c->active = false;
+    c->sidr = true;
+    c->remote_id = r.request_id;
+    c->service_id = r.service_id;
+    c->user_ctx = listeners_[static_cast<size_t>(li)].ctx;
+    c->peer = from;
+    c->tid = m.hdr.tid;
+    c->qp.pkey = r.pkey;
+    std::memcpy(c->qp.remote_gid, from.gid, 16);
+    c->qp.traffic_class = from.traffic_class;
+    c->qp.hop_limit = from.hop_limit;
+    /* Timewait after the answer outlasts one of the active side's retry waits. */
+    c->wait_ns = c->peer_wait_ns = clamp_wait(cfg_.cm_response_timeout);
+    enter(*c, ConnState::SidrReqRcvd, CmCtr::st_sidr_req_rcvd);
+    c->deadline = cfg_.req_answer_timeout_ns ? now + cfg_.req_answer_timeout_ns : 0;
+    emit(*c, CmEventType::SidrRequest, r.private_data, kSidrReqPrivLen);
+}
+
+void CmManager::on_sidr_rep(const MadAddr &from, const CmMad &m) {
+    ctr_.inc(CmCtr::rx_sidr_rep);
+    const SidrRep &r = m.sidr_rep;
+    Conn *c = find(r.request_id);
+    if (!c || !c->sidr || !c->active || c->st != ConnState::SidrReqSent) {
+        ctr_.inc(CmCtr::drop_sidr_rep_unknown);
+        return;
+    }
+    if (!same_gid(from, c->peer)) {
+        ctr_.inc(CmCtr::drop_sidr_rep_source);
+        return;
+    }
+    const bool ok = r.status == static_cast<uint8_t>(SidrStatus::Success);
+    ctr_.inc(ok ? CmCtr::sidr_resolved : CmCtr::sidr_rejected);
+    finish_sidr(*c, ok ? CmEventType::SidrResolved : CmEventType::SidrRejected, &r);
 }
 
 } // namespace droce::cm

@@ -20,6 +20,14 @@
  * -> REJ stale connection (or the REJ we sent). A REP again after RTU -> the RTU again.
  * A DREQ again in Timewait -> the DREP again. Everything else that does not fit is a
  * counted drop (cm_counters.h).
+ * SIDR (IBTA 12.11, UD service ID resolution; no connection):
+ *   Active:  sidr_request() -> SIDR_REQ -> SidrReqSent -[SIDR_REP]-> slot free
+ *            (SidrResolved, or SidrRejected with the status); no answer after a REQ's
+ *            retries (same wait and count) -> SidrUnreachable, slot free
+ *   Passive: SIDR_REQ for a listened service ID -> SidrReqRcvd (SidrRequest)
+ *            -sidr_accept()/sidr_reject()-> SIDR_REP -> Timewait (a copy of the SIDR_REQ
+ *            meanwhile gets the same SIDR_REP again; while deciding it is dropped);
+ *            no listener -> a stateless SIDR_REP "service ID not supported" (status 1).
  * Sender: a MAD that names a connection (MRA, REJ, REP, RTU, DREQ, DREP) is taken only from
  * the GID the connection is with (the REQ's source, or where our REQ went): comm IDs are
  * guessable, a source GID is what RoCE routes on. A REJ ends only a connection still being
@@ -105,6 +113,15 @@ struct AcceptParams {
     uint64_t user_ctx = 0;
 };
 
+struct SidrParams {
+    uint64_t service_id = 0; /* ip_service_id(kRdmaPsUdp, port) for rdma_cm peers */
+    MadAddr peer;            /* the passive side's QP1 */
+    uint16_t pkey = 0xFFFF;
+    const uint8_t *private_data = nullptr; /* up to kSidrReqPrivLen (216) bytes */
+    size_t private_data_len = 0;
+    uint64_t user_ctx = 0;
+};
+
 class CmManager {
   public:
     CmManager(const CmConfig &cfg, MadSink &out, CmEventSink &events);
@@ -127,6 +144,17 @@ class CmManager {
      * (verbs' COMM_EST): the RTU was lost and the active side is sending, so established. */
     bool notify_comm_est(uint32_t conn, uint64_t now_ns);
 
+    /* SIDR, active side: sends a SIDR_REQ. Returns the request's handle (its request ID),
+     * 0 when the table is full or the private data too long. The handle ends with its
+     * SidrResolved, SidrRejected or SidrUnreachable event. */
+    uint32_t sidr_request(const SidrParams &p, uint64_t now_ns);
+    /* SIDR, passive side, after SidrRequest: the SIDR_REP with our QPN and Q_Key (status
+     * 0), or with a status that says no (not Success). Private data up to 136 bytes. */
+    bool sidr_accept(uint32_t conn, uint32_t qpn, uint32_t qkey, const uint8_t *private_data,
+                     size_t len, uint64_t now_ns);
+    bool sidr_reject(uint32_t conn, SidrStatus status, const uint8_t *private_data, size_t len,
+                     uint64_t now_ns);
+
     /* One received CM MAD (the UD payload) from `from` (its source GID and QPN). */
     void on_mad(const MadAddr &from, const uint8_t *mad, size_t len, uint64_t now_ns);
     /* Runs every timer due at now_ns (retransmissions, give-ups, timewait ends). */
@@ -144,6 +172,7 @@ class CmManager {
     struct Conn {
         ConnState st = ConnState::Idle;
         bool active = false;
+        bool sidr = false; /* a SIDR exchange, not a connection */
         uint32_t local_id = 0;
         uint32_t remote_id = 0;
         uint64_t remote_ca_guid = 0;
@@ -170,6 +199,8 @@ class CmManager {
     Conn *find(uint32_t local_id);
     const Conn *find(uint32_t local_id) const;
     Conn *find_remote(uint32_t remote_id, uint64_t remote_ca_guid);
+    /* The passive SIDR exchange of this request ID from this GID (ib_cm keys it so). */
+    Conn *find_sidr_remote(uint32_t request_id, const MadAddr &from);
     Conn *alloc();
     int find_listener(uint64_t sid) const;
     uint64_t new_tid();
@@ -191,8 +222,15 @@ class CmManager {
     void expire(Conn &c, uint64_t now);
 
     void on_req(const MadAddr &from, const CmMad &m, uint64_t now);
-    /* A REQ over the listener's backlog or its source's limit: counted, REJ sent. */
-    bool req_over_limit(const MadAddr &from, const CmMad &m, size_t listener);
+    /* A request over the listener's backlog or its source's limit: counted (the caller
+     * answers it). */
+    bool pending_over_limit(const MadAddr &from, size_t listener);
+    void on_sidr_req(const MadAddr &from, const CmMad &m, uint64_t now);
+    void on_sidr_rep(const MadAddr &from, const CmMad &m);
+    bool sidr_answer(uint32_t conn, SidrStatus status, uint32_t qpn, uint32_t qkey,
+                     const uint8_t *pd, size_t len, uint64_t now);
+    /* A SIDR exchange's end on the active side: the slot goes, then the event. */
+    void finish_sidr(Conn &c, CmEventType t, const SidrRep *rep);
     void on_mra(const MadAddr &from, const CmMad &m, uint64_t now);
     void on_rej(const MadAddr &from, const CmMad &m, uint64_t now);
     /* Whether c's state takes this REJ (IBTA 12.9.6, ib_cm's cm_rej_handler). */

@@ -46,7 +46,16 @@ namespace droce::cm {
         X(timewait_evicted) \
         /* a MAD naming a connection (a REQ: repeating one) but not from its peer's GID */ \
         X(drop_rej_source) X(drop_rep_source) X(drop_rtu_source) X(drop_mra_source) \
-        X(drop_dreq_source) X(drop_drep_source) X(drop_req_source)
+        X(drop_dreq_source) X(drop_drep_source) X(drop_req_source) \
+        /* SIDR (UD service ID resolution): MADs in and out, a SIDR_REP the codec refused, */ \
+        /* a SIDR_REQ for no listener (answered: status 1), one again while the */ \
+        /* application decides (dropped; after: answered again), a SIDR_REP for no */ \
+        /* request of ours or from another GID, results, requests out of retries */ \
+        X(rx_sidr_req) X(rx_sidr_rep) X(tx_sidr_req) X(tx_sidr_rep) X(resend_sidr_req) \
+        X(resend_sidr_rep) X(drop_bad_sidr_rep) X(drop_sidr_req_no_listener) \
+        X(drop_sidr_req_dup) X(drop_sidr_rep_unknown) X(drop_sidr_rep_source) \
+        X(st_sidr_req_sent) X(st_sidr_req_rcvd) X(sidr_resolved) X(sidr_rejected) \
+        X(timeout_sidr_req)
 
 enum class CmCtr : uint16_t {
 #define X(n) n,

@@ -25,6 +25,10 @@ const char *conn_state_name(ConnState s) {
         return "dreq_sent";
     case ConnState::Timewait:
         return "timewait";
+    case ConnState::SidrReqSent:
+        return "sidr_req_sent";
+    case ConnState::SidrReqRcvd:
+        return "sidr_req_rcvd";
     }
     return "?";
 }
@@ -45,6 +49,14 @@ const char *cm_event_name(CmEventType t) {
         return "disconnected";
     case CmEventType::TimewaitExit:
         return "timewait_exit";
+    case CmEventType::SidrRequest:
+        return "sidr_request";
+    case CmEventType::SidrResolved:
+        return "sidr_resolved";
+    case CmEventType::SidrRejected:
+        return "sidr_rejected";
+    case CmEventType::SidrUnreachable:
+        return "sidr_unreachable";
     }
     return "?";
 }

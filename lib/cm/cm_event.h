@@ -11,7 +11,7 @@
 
 namespace droce::cm {
 
-/* IBTA CM states (ib_cm's IB_CM_*), minus the ones droce never enters (LAP, SIDR). */
+/* IBTA CM states (ib_cm's IB_CM_*), minus the ones droce never enters (LAP). */
 enum class ConnState : uint8_t {
     Idle = 0,    /* free slot */
     ReqSent,     /* active: REQ out, waiting for REP (or MRA, REJ) */
@@ -23,6 +23,8 @@ enum class ConnState : uint8_t {
     Established, /* both: QP in RTS, data flows */
     DreqSent,    /* our DREQ out, waiting for DREP */
     Timewait,    /* closed; the comm ID is held until stray MADs have died out */
+    SidrReqSent, /* active SIDR: SIDR_REQ out, waiting for SIDR_REP */
+    SidrReqRcvd, /* passive SIDR: SIDR_REQ in, the application decides */
 };
 const char *conn_state_name(ConnState s);
 
@@ -55,6 +57,13 @@ enum class CmEventType : uint8_t {
     ConnectError,   /* passive: no RTU after every REP retry */
     Disconnected,   /* DREQ in (remote), or our DREQ answered or timed out (local) */
     TimewaitExit,   /* the connection's slot and comm ID are free again */
+    /* SIDR (UD service ID resolution): no connection, one request and its reply. */
+    SidrRequest,     /* passive: a SIDR_REQ for a listened service ID; sidr_accept() or
+                      * sidr_reject() it (private data: the SIDR_REQ's 216 bytes) */
+    SidrResolved,    /* active: SIDR_REP status 0: ev.qp.remote_qpn, ev.qkey, private data;
+                      * the handle is free again */
+    SidrRejected,    /* active: SIDR_REP with another status (ev.sidr_status) */
+    SidrUnreachable, /* active: no SIDR_REP after every retry */
 };
 const char *cm_event_name(CmEventType t);
 
@@ -71,6 +80,8 @@ struct CmEvent {
     MadAddr peer; /* where the peer's CM answers */
     uint16_t rej_reason = 0;
     DiscCause cause = DiscCause::None;
+    uint32_t qkey = 0;       /* SidrResolved: the peer's Q_Key */
+    uint8_t sidr_status = 0; /* SidrResolved / SidrRejected: the SIDR_REP's status */
     /* The REQ / REP / REJ / DREQ private data: valid only during the callback. */
     const uint8_t *private_data = nullptr;
     size_t private_data_len = 0;

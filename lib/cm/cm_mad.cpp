@@ -148,6 +148,43 @@ void put_rep(uint8_t *d, const Rep &r) {
     std::memcpy(d + 36, r.private_data, kRepPrivLen);
 }
 
+void get_sidr_req(const uint8_t *d, SidrReq &r) {
+    r.request_id = load_be32(d);
+    r.pkey = load_be16(d + 4);
+    r.service_id = load_be64(d + 8);
+    std::memcpy(r.private_data, d + 16, kSidrReqPrivLen);
+}
+void put_sidr_req(uint8_t *d, const SidrReq &r) {
+    store_be32(d, r.request_id);
+    store_be16(d + 4, r.pkey);
+    store_be64(d + 8, r.service_id);
+    std::memcpy(d + 16, r.private_data, kSidrReqPrivLen);
+}
+
+MadError get_sidr_rep(const uint8_t *d, SidrRep &r) {
+    r.request_id = load_be32(d);
+    r.status = d[4];
+    r.info_length = d[5];
+    r.qpn = load_be24(d + 8);
+    r.service_id = load_be64(d + 12);
+    r.qkey = load_be32(d + 20);
+    std::memcpy(r.info, d + 24, kSidrRepInfoLen);
+    std::memcpy(r.private_data, d + 96, kSidrRepPrivLen);
+    if (r.status > kSidrStatusMax || r.info_length > kSidrRepInfoLen)
+        return MadError::BadSidrRep;
+    return MadError::Ok;
+}
+void put_sidr_rep(uint8_t *d, const SidrRep &r) {
+    store_be32(d, r.request_id);
+    d[4] = r.status;
+    d[5] = r.info_length;
+    store_be24(d + 8, r.qpn);
+    store_be64(d + 12, r.service_id);
+    store_be32(d + 20, r.qkey);
+    std::memcpy(d + 24, r.info, kSidrRepInfoLen);
+    std::memcpy(d + 96, r.private_data, kSidrRepPrivLen);
+}
+
 } // namespace
 
 const char *cm_attr_name(uint16_t a) {
@@ -196,6 +233,8 @@ const char *mad_error_name(MadError e) {
         return "bad_method";
     case MadError::UnknownAttribute:
         return "unknown_attribute";
+    case MadError::BadSidrRep:
+        return "bad_sidr_rep";
     case MadError::Count_:
         break;
     }
@@ -250,6 +289,8 @@ MadError parse_cm_mad(const uint8_t *p, size_t len, CmMad &out) {
     case CmAttr::Rtu:
     case CmAttr::Dreq:
     case CmAttr::Drep:
+    case CmAttr::SidrReq:
+    case CmAttr::SidrRep:
         break;
     default:
         return MadError::UnknownAttribute;
@@ -295,6 +336,11 @@ MadError parse_cm_mad(const uint8_t *p, size_t len, CmMad &out) {
         out.drep.remote_comm_id = load_be32(d + 4);
         std::memcpy(out.drep.private_data, d + 8, kDrepPrivLen);
         break;
+    case CmAttr::SidrReq:
+        get_sidr_req(d, out.sidr_req);
+        break;
+    case CmAttr::SidrRep:
+        return get_sidr_rep(d, out.sidr_rep);
     default:
         break;
     }
@@ -344,6 +390,12 @@ size_t build_cm_mad(const CmMad &m, uint8_t *out, size_t cap) {
         store_be32(d, m.drep.local_comm_id);
         store_be32(d + 4, m.drep.remote_comm_id);
         std::memcpy(d + 8, m.drep.private_data, kDrepPrivLen);
+        break;
+    case CmAttr::SidrReq:
+        put_sidr_req(d, m.sidr_req);
+        break;
+    case CmAttr::SidrRep:
+        put_sidr_rep(d, m.sidr_rep);
         break;
     default:
         return 0;

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Management datagrams of the Communication Management class (IBTA vol. 1 ch. 12/13):
  * the 24-byte MAD common header, the CM messages REQ, MRA, REJ, REP, RTU, DREQ and DREP
- * with their fields at the IBTA offsets, and what Linux's rdma_cm puts on top: the IP
- * service ID and the IP CM private-data header. Pure functions over bytes: no state, no
- * allocation; a malformed MAD is a MadError, never a read outside the buffer. CM MADs
- * travel as UD SEND_ONLY payloads to QP1 (256 bytes, Q_Key 0x80010000). */
+ * and SIDR's SIDR_REQ and SIDR_REP (IBTA 12.11) with their fields at the IBTA offsets, and what
+ * Linux's rdma_cm puts on top: the IP service ID and the IP CM private-data header. Pure functions
+ * over bytes: no state, no allocation; a malformed MAD is a MadError, never a read outside the
+ * buffer. CM MADs travel as UD SEND_ONLY payloads to QP1 (256 bytes, Q_Key 0x80010000). */
 #pragma once
 
 #include <cstddef>
@@ -46,7 +46,9 @@ enum class MadError : uint8_t {
     NotCmClass,       /* management class != 0x07 */
     BadClassVersion,  /* CM class version != 2 */
     BadMethod,        /* a CM message whose method is not Send */
-    UnknownAttribute, /* an attribute this codec does not handle (SIDR, LAP, APR, ...) */
+    UnknownAttribute, /* an attribute this codec does not handle (LAP, APR, ...) */
+    BadSidrRep,       /* a SIDR_REP whose status is not one IBTA defines (0..5) or whose
+                       * additional information is longer than its 72-byte field */
     Count_
 };
 const char *mad_error_name(MadError e); /* "bad_length", ... */
@@ -217,6 +219,45 @@ struct Drep {
     uint8_t private_data[kDrepPrivLen] = {};
 };
 
+/* SIDR (IBTA 12.11): a UD service ID resolved to a QPN and Q_Key, one request and one
+ * reply, no connection. SIDR_REQ: request ID at 0, P_Key at 4, service ID at 8, private
+ * data at 16 (216 bytes). SIDR_REP: request ID at 0, status at 4, additional information
+ * length at 5, QPN (24 bits) at 8, service ID at 12, Q_Key at 20, the ClassPortInfo
+ * (additional information) at 24 (72 bytes), private data at 96 (136 bytes); bytes 6, 7
+ * and 11 hold a vendor ID, written as zero and not kept. */
+inline constexpr size_t kSidrReqPrivLen = 216;
+inline constexpr size_t kSidrRepInfoLen = 72;
+inline constexpr size_t kSidrRepPrivLen = 136;
+
+/* SIDR_REP status (ib_cm's enum ib_cm_sidr_status). */
+enum class SidrStatus : uint8_t {
+    Success = 0,            /* QPN and Q_Key are valid */
+    Unsupported = 1,        /* the service ID is not supported */
+    Reject = 2,             /* the service rejected the request */
+    NoQp = 3,               /* no QP for the service */
+    Redirect = 4,           /* ask the ClassPortInfo's address instead */
+    UnsupportedVersion = 5, /* the class version is not supported */
+};
+inline constexpr uint8_t kSidrStatusMax = 5;
+
+struct SidrReq {
+    uint32_t request_id = 0;
+    uint16_t pkey = 0;
+    uint64_t service_id = 0;
+    uint8_t private_data[kSidrReqPrivLen] = {};
+};
+
+struct SidrRep {
+    uint32_t request_id = 0;
+    uint8_t status = 0;
+    uint8_t info_length = 0;
+    uint32_t qpn = 0; /* 24 bits */
+    uint64_t service_id = 0;
+    uint32_t qkey = 0;
+    uint8_t info[kSidrRepInfoLen] = {};
+    uint8_t private_data[kSidrRepPrivLen] = {};
+};
+
 /* A decoded CM MAD: hdr.attr_id says which one member is meaningful. */
 struct CmMad {
     MadHdr hdr;
@@ -227,13 +268,15 @@ struct CmMad {
     Rtu rtu;
     Dreq dreq;
     Drep drep;
+    SidrReq sidr_req;
+    SidrRep sidr_rep;
 };
 
 /* Parses a CM MAD (the UD payload, exactly kMadLen bytes). Reserved bits are ignored.
  * On error `out` holds what was decoded before the error (at least nothing invalid). */
 MadError parse_cm_mad(const uint8_t *p, size_t len, CmMad &out);
 /* Writes the 256-byte MAD for out.hdr.attr_id (reserved bits zero); returns kMadLen, or
- * 0 when cap is too small or the attribute is not one of REQ..DREP. */
+ * 0 when cap is too small or the attribute is not one of REQ..SIDR_REP. */
 size_t build_cm_mad(const CmMad &m, uint8_t *out, size_t cap);
 
 /* ---- Linux rdma_cm on top of the CM ---- */

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* rdma_cm_id's life: create and destroy, bind, resolve, listen, connect, accept, reject,
  * disconnect, and the synchronous use (an id without a channel: each call waits for its
- * own event, as librdmacm's rdma_create_ep ids do). Addresses are IPv4 (the TCP port
- * space); the CM's work runs under the service's lock. */
+ * own event, as librdmacm's rdma_create_ep ids do). Addresses are IPv4; ids of the TCP
+ * port space connect RC QPs (REQ/REP/RTU), those of the UDP port space resolve a UD QP's
+ * number and Q_Key (SIDR: rdma_connect sends the SIDR_REQ, rdma_accept / rdma_reject the
+ * SIDR_REP, as the kernel's rdma_cm). The CM's work runs under the service's lock. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
@@ -98,6 +100,67 @@ uint8_t clamp_rd_atomic(uint8_t n) {
     return n > kDeviceMax ? kDeviceMax : n;
 }
 
+/* rdma_connect of a UD id: the SIDR_REQ (rdma_cm's IP header, then up to 180 bytes of
+ * the caller's). The answer comes as ESTABLISHED with param.ud, or UNREACHABLE. */
+int connect_ud(Id *id, const rdma_conn_param *param) {
+    IdState &st = *id->st;
+    CmSidrParam p;
+    if (param != nullptr) {
+        if (param->private_data_len > kCmSidrReqPrivateData ||
+            (param->private_data_len != 0 && param->private_data == nullptr))
+            return fail(EINVAL);
+        p.private_data = param->private_data;
+        p.private_data_len = param->private_data_len;
+    }
+    const sockaddr_in &dst = id->id.route.addr.dst_sin;
+    Service *s = Service::get();
+    if (s == nullptr)
+        return -1; /* errno set: no CM here */
+    {
+        std::lock_guard<std::mutex> lk(s->mu);
+        st.conn = st.dev->cm->channel().resolve_ud(ntohl(dst.sin_addr.s_addr), ntohs(dst.sin_port),
+                                                   p, s->now_ns());
+        if (st.conn == 0)
+            return fail(ENOMEM);
+        s->add_conn(st.dev, st.conn, id);
+    }
+    return wait_own(id, RDMA_CM_EVENT_ESTABLISHED);
+}
+
+/* rdma_accept / rdma_reject of a UD id: the SIDR_REP, with the number of the id's QP (or
+ * the caller's qp_num when it has none) and rdma_cm's UDP Q_Key, or status "rejected".
+ * No event follows on this side (the kernel's neither): the id is done with the CM. */
+int answer_ud(Id *id, const rdma_conn_param *param, bool accept, const void *pd, uint8_t len) {
+    IdState &st = *id->st;
+    uint32_t qpn = 0;
+    if (accept) {
+        if (id->id.qp != nullptr)
+            qpn = id->id.qp->qp_num;
+        else if (param != nullptr && param->qp_num != 0)
+            qpn = param->qp_num;
+        else
+            return fail(EINVAL);
+        if (param != nullptr) {
+            pd = param->private_data;
+            len = param->private_data_len;
+        }
+    }
+    if (len > kCmSidrRepPrivateData || (len != 0 && pd == nullptr))
+        return fail(EINVAL);
+    Service *s = Service::get();
+    if (s == nullptr)
+        return -1; /* errno set: no CM here */
+    std::lock_guard<std::mutex> lk(s->mu);
+    CmChannel &ch = st.dev->cm->channel();
+    const bool ok = accept ? ch.sidr_accept(st.conn, qpn, kRdmaUdpQkey, pd, len, s->now_ns())
+                           : ch.sidr_reject(st.conn, pd, len, s->now_ns());
+    if (!ok)
+        return fail(EINVAL);
+    s->drop_conn(st.dev, st.conn);
+    st.conn = 0;
+    return 0;
+}
+
 void set_device(Id *id, ServiceDev *d) {
     id->st->dev = d;
     id->id.verbs = d->ctx;
@@ -113,13 +176,13 @@ int rdma_create_id(rdma_event_channel *channel, rdma_cm_id **id, void *context,
                    rdma_port_space ps) {
     if (id == nullptr)
         return fail(EINVAL);
-    if (ps != RDMA_PS_TCP)
-        /* RDMA_PS_UDP needs SIDR (UD service ID resolution), which droce's CM does not
-         * speak yet; RDMA_PS_IB and IPoIB are InfiniBand's. */
+    if (ps != RDMA_PS_TCP && ps != RDMA_PS_UDP)
+        /* RDMA_PS_IB and IPoIB are InfiniBand's. */
         return fail(EOPNOTSUPP);
     if (Service::get() == nullptr)
         return -1;
-    Id *i = new_id(reinterpret_cast<EventChannel *>(channel), context, ps, IBV_QPT_RC);
+    Id *i = new_id(reinterpret_cast<EventChannel *>(channel), context, ps,
+                   ps == RDMA_PS_UDP ? IBV_QPT_UD : IBV_QPT_RC);
     if (i == nullptr)
         return fail(ENOMEM);
     *id = &i->id;
@@ -139,11 +202,21 @@ int rdma_destroy_id(rdma_cm_id *cm_id) {
         if (st.role == IdRole::Listener) {
             const uint16_t port = ntohs(cm_id->route.addr.src_sin.sin_port);
             for (auto &d : s->devs)
-                if (st.wildcard || d.get() == st.dev)
-                    d->cm->channel().unlisten(port);
+                if (st.wildcard || d.get() == st.dev) {
+                    if (cm_id->ps == RDMA_PS_UDP)
+                        d->cm->channel().unlisten_ud(port);
+                    else
+                        d->cm->channel().unlisten(port);
+                }
             s->drop_listener(id);
         }
-        if (st.conn != 0 && st.dev != nullptr) {
+        if (st.conn != 0 && st.dev != nullptr && cm_id->ps == RDMA_PS_UDP) {
+            /* A UD id has no connection: an unanswered SIDR_REQ is refused (as the
+             * kernel's), a SIDR_REQ of ours just loses its answer. */
+            if (st.role == IdRole::Passive)
+                st.dev->cm->channel().sidr_reject(st.conn, nullptr, 0, s->now_ns());
+            s->drop_conn(st.dev, st.conn);
+        } else if (st.conn != 0 && st.dev != nullptr) {
             /* A connected id leaves as the kernel's does: a DREQ to the peer. */
             st.dev->cm->release(st.conn);
             st.dev->cm->disconnect(st.conn);
@@ -242,14 +315,18 @@ int rdma_listen(rdma_cm_id *cm_id, int) {
     if (s == nullptr)
         return -1; /* errno set: no CM here */
     const uint16_t port = ntohs(cm_id->route.addr.src_sin.sin_port);
+    const bool ud = cm_id->ps == RDMA_PS_UDP;
     std::lock_guard<std::mutex> lk(s->mu);
-    if (!s->add_listener(port, id))
+    if (!s->add_listener(cm_id->ps, port, id))
         return fail(EADDRINUSE);
-    for (auto &d : s->devs)
-        if ((id->st->wildcard || d.get() == id->st->dev) && !d->cm->channel().listen(port)) {
+    for (auto &d : s->devs) {
+        if (!id->st->wildcard && d.get() != id->st->dev)
+            continue;
+        if (!(ud ? d->cm->channel().listen_ud(port) : d->cm->channel().listen(port))) {
             s->drop_listener(id);
             return fail(EADDRINUSE);
         }
+    }
     id->st->role = IdRole::Listener;
     return 0;
 }
@@ -261,6 +338,8 @@ int rdma_connect(rdma_cm_id *cm_id, rdma_conn_param *param) {
     IdState &st = *id->st;
     if (st.dev == nullptr || st.role != IdRole::Active || st.conn != 0)
         return fail(EINVAL);
+    if (cm_id->ps == RDMA_PS_UDP)
+        return connect_ud(id, param);
     if (cm_id->qp == nullptr) /* rdma_connect with param->qp_num: a QP of the caller's */
         return fail(EOPNOTSUPP);
     if (param != nullptr && param->private_data_len > 56)
@@ -298,6 +377,8 @@ int rdma_accept(rdma_cm_id *cm_id, rdma_conn_param *param) {
     IdState &st = *id->st;
     if (st.role != IdRole::Passive || st.conn == 0)
         return fail(EINVAL);
+    if (cm_id->ps == RDMA_PS_UDP)
+        return answer_ud(id, param, true, nullptr, 0);
     if (cm_id->qp == nullptr)
         return fail(EOPNOTSUPP);
     CmAcceptParam p;
@@ -326,6 +407,8 @@ int rdma_reject(rdma_cm_id *cm_id, const void *private_data, uint8_t private_dat
     IdState &st = *id_of(cm_id)->st;
     if (st.role != IdRole::Passive || st.conn == 0)
         return fail(EINVAL);
+    if (cm_id->ps == RDMA_PS_UDP)
+        return answer_ud(id_of(cm_id), nullptr, false, private_data, private_data_len);
     Service *s = Service::get();
     if (s == nullptr)
         return -1; /* errno set: no CM here */

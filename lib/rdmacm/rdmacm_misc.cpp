@@ -46,7 +46,9 @@ int rdma_getaddrinfo(const char *node, const char *service, const rdma_addrinfo 
     if (res == nullptr || (node == nullptr && service == nullptr))
         return fail(EINVAL);
     const bool passive = hints != nullptr && (hints->ai_flags & RAI_PASSIVE) != 0;
-    if (hints != nullptr && hints->ai_port_space != 0 && hints->ai_port_space != RDMA_PS_TCP)
+    const int ps =
+        hints != nullptr && hints->ai_port_space != 0 ? hints->ai_port_space : RDMA_PS_TCP;
+    if (ps != RDMA_PS_TCP && ps != RDMA_PS_UDP)
         return fail(EOPNOTSUPP);
     if (hints != nullptr && hints->ai_family != 0 && hints->ai_family != AF_INET)
         return fail(EAFNOSUPPORT);
@@ -64,8 +66,8 @@ int rdma_getaddrinfo(const char *node, const char *service, const rdma_addrinfo 
     }
     r->ai_flags = passive ? RAI_PASSIVE : 0;
     r->ai_family = AF_INET;
-    r->ai_qp_type = IBV_QPT_RC;
-    r->ai_port_space = RDMA_PS_TCP;
+    r->ai_qp_type = ps == RDMA_PS_UDP ? IBV_QPT_UD : IBV_QPT_RC;
+    r->ai_port_space = ps;
     sockaddr *a = copy_addr(ai->ai_addr, ai->ai_addrlen);
     if (passive) {
         r->ai_src_addr = a;

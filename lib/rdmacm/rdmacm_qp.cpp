@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* rdma_create_qp and friends: a QP (and, when the caller gives none, its CQs with
  * completion channels, as librdmacm makes them for rdma_get_send_comp/rdma_get_recv_comp)
- * on the id's device, taken to INIT with the rights the kernel's rdma_cm grants. */
+ * on the id's device, an RC QP taken to INIT with the rights the kernel's rdma_cm grants,
+ * a UD QP all the way to RTS with rdma_cm's UDP Q_Key (librdmacm's ucma_init_ud_qp). */
 #include <cerrno>
 #include <cstring>
 
@@ -28,6 +29,26 @@ int to_init(ibv_qp *qp) {
                         IBV_ACCESS_REMOTE_ATOMIC;
     return ibv_modify_qp(qp, &a,
                          IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+}
+
+/* A UD QP needs no peer: INIT with the port space's Q_Key, then RTR and RTS. */
+int ud_to_rts(ibv_qp *qp) {
+    ibv_qp_attr a{};
+    a.qp_state = IBV_QPS_INIT;
+    a.port_num = 1;
+    a.pkey_index = 0;
+    a.qkey = kRdmaUdpQkey;
+    if (int e = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY);
+        e != 0)
+        return e;
+    a = ibv_qp_attr{};
+    a.qp_state = IBV_QPS_RTR;
+    if (int e = ibv_modify_qp(qp, &a, IBV_QP_STATE); e != 0)
+        return e;
+    a = ibv_qp_attr{};
+    a.qp_state = IBV_QPS_RTS;
+    a.sq_psn = 0;
+    return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN);
 }
 
 void destroy_cqs(rdma_cm_id *id) {
@@ -88,8 +109,16 @@ int rdma_create_qp(rdma_cm_id *id, ibv_pd *pd, ibv_qp_init_attr *qp_init_attr) {
     }
     if (qp_init_attr->srq == nullptr)
         qp_init_attr->srq = id->srq;
+    /* The port space decides the transport, as the kernel's rdma_cm checks it. */
+    const ibv_qp_type want = id->ps == RDMA_PS_UDP ? IBV_QPT_UD : IBV_QPT_RC;
+    if (qp_init_attr->qp_type != want) {
+        if (own_cqs)
+            destroy_cqs(id);
+        st.cqs_from_cm = false;
+        return fail(EINVAL);
+    }
     ibv_qp *qp = ibv_create_qp(pd, qp_init_attr);
-    if (qp == nullptr || (qp_init_attr->qp_type == IBV_QPT_RC && to_init(qp) != 0)) {
+    if (qp == nullptr || (want == IBV_QPT_RC ? to_init(qp) : ud_to_rts(qp)) != 0) {
         const int e = errno != 0 ? errno : EINVAL;
         if (qp != nullptr)
             ibv_destroy_qp(qp);

@@ -26,13 +26,17 @@ constexpr auto kIdleSleep = std::chrono::microseconds(200);
  * with the process; the kernel's CM outlives the program instead. */
 constexpr auto kLinger = std::chrono::milliseconds(200);
 
-uint32_t ipv4_of(const Device &dev) {
-    for (const GidEntry &g : dev.gids()) {
-        const uint8_t *r = g.gid.raw;
+/* The device's first IPv4 address (host order) and its GID index. */
+uint32_t ipv4_of(const Device &dev, uint8_t &gid_index) {
+    const std::vector<GidEntry> gids = dev.gids();
+    for (size_t i = 0; i < gids.size(); ++i) {
+        const uint8_t *r = gids[i].gid.raw;
         static constexpr uint8_t kMapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF};
-        if (std::memcmp(r, kMapped, 12) == 0)
+        if (std::memcmp(r, kMapped, 12) == 0) {
+            gid_index = static_cast<uint8_t>(i);
             return (uint32_t{r[12]} << 24) | (uint32_t{r[13]} << 16) | (uint32_t{r[14]} << 8) |
                    r[15];
+        }
     }
     return 0;
 }
@@ -101,7 +105,7 @@ int Service::start() {
             return cm.status().code() != 0 ? cm.status().code() : EIO;
         }
         d->cm = std::move(cm.value());
-        d->ip = ipv4_of(*d->entry->dev);
+        d->ip = ipv4_of(*d->entry->dev, d->ip_gid_index);
         d->path_mtu = mtu_enum(d->entry->dev->active_mtu());
         devs.push_back(std::move(d));
     }
@@ -186,9 +190,9 @@ Id *Service::conn_id(ServiceDev *d, uint32_t conn) {
     return it == conns_.end() ? nullptr : it->second;
 }
 
-bool Service::add_listener(uint16_t port, Id *id) {
+bool Service::add_listener(rdma_port_space ps, uint16_t port, Id *id) {
     used_ = true;
-    return listeners_.emplace(port, id).second;
+    return listeners_.emplace(std::make_pair(ps, port), id).second;
 }
 
 void Service::drop_listener(Id *id) {
@@ -205,20 +209,16 @@ uint16_t Service::ephemeral_port() {
 
 uint64_t Service::now_ns() const { return devs.empty() ? 0 : devs.front()->cm->now_ns(); }
 
-void Service::on_connect_request(ServiceDev &d, const CmEventInfo &ev) {
-    auto it = listeners_.find(ev.listen_port);
+Id *Service::passive_id(ServiceDev &d, const CmEventInfo &ev, rdma_port_space ps) {
+    auto it = listeners_.find({ps, ev.listen_port});
     Id *listener = it != listeners_.end() ? it->second : nullptr;
-    if (listener == nullptr || (!listener->st->wildcard && listener->st->dev != &d)) {
-        d.cm->reject(ev.id);
-        return;
-    }
+    if (listener == nullptr || (!listener->st->wildcard && listener->st->dev != &d))
+        return nullptr;
     IdState &ls = *listener->st;
-    Id *child =
-        new_id(ls.sync ? nullptr : ls.channel, listener->id.context, listener->id.ps, IBV_QPT_RC);
-    if (child == nullptr) {
-        d.cm->reject(ev.id);
-        return;
-    }
+    Id *child = new_id(ls.sync ? nullptr : ls.channel, listener->id.context, ps,
+                       ps == RDMA_PS_UDP ? IBV_QPT_UD : IBV_QPT_RC);
+    if (child == nullptr)
+        return nullptr;
     IdState &cs = *child->st;
     cs.role = IdRole::Passive;
     cs.dev = &d;
@@ -236,6 +236,17 @@ void Service::on_connect_request(ServiceDev &d, const CmEventInfo &ev) {
     dst.sin_addr.s_addr = htonl(ev.peer_ip);
     dst.sin_port = htons(ev.peer_port);
     add_conn(&d, ev.id, child);
+    return child;
+}
+
+void Service::on_connect_request(ServiceDev &d, const CmEventInfo &ev) {
+    Id *child = passive_id(d, ev, RDMA_PS_TCP);
+    if (child == nullptr) {
+        d.cm->reject(ev.id);
+        return;
+    }
+    Id *listener = child->st->listener;
+    const IdState &ls = *listener->st;
     Event *e =
         make_event(child, RDMA_CM_EVENT_CONNECT_REQUEST, 0, ev.private_data, ev.private_data_len);
     e->ev.listen_id = &listener->id;
@@ -248,10 +259,68 @@ void Service::on_connect_request(ServiceDev &d, const CmEventInfo &ev) {
     post(ls.sync ? listener : child, e);
 }
 
+void fill_ud_ah(const ServiceDev &d, const uint8_t peer_gid[16], ibv_ah_attr &ah) {
+    ah = ibv_ah_attr{};
+    ah.is_global = 1; /* RoCE: routed by the GRH */
+    std::memcpy(ah.grh.dgid.raw, peer_gid, 16);
+    ah.grh.sgid_index = d.ip_gid_index;
+    ah.grh.hop_limit = 64;
+    ah.port_num = 1;
+}
+
+/* A SIDR_REQ: CONNECT_REQUEST on a new UD id, the user's private data in param.ud (the
+ * kernel's event has no address vector; ours names the peer, which does no harm). */
+void Service::on_sidr_request(ServiceDev &d, const CmEventInfo &ev) {
+    Id *child = passive_id(d, ev, RDMA_PS_UDP);
+    if (child == nullptr) {
+        d.cm->channel().sidr_reject(ev.id, nullptr, 0, now_ns());
+        return;
+    }
+    Id *listener = child->st->listener;
+    Event *e =
+        make_event(child, RDMA_CM_EVENT_CONNECT_REQUEST, 0, ev.private_data, ev.private_data_len);
+    e->ev.listen_id = &listener->id;
+    fill_ud_ah(d, ev.peer_gid, e->ev.param.ud.ah_attr);
+    post(listener->st->sync ? listener : child, e);
+}
+
+/* A SIDR_REP or its absence: the UD id's connection is what it says (the kernel's
+ * ESTABLISHED with the peer's QPN, Q_Key and address; UNREACHABLE with the SIDR status,
+ * or -ETIMEDOUT when no answer came). The CM has forgotten the request already. */
+void Service::on_sidr_result(ServiceDev &d, const CmEventInfo &ev) {
+    Id *id = conn_id(&d, ev.id);
+    drop_conn(&d, ev.id);
+    if (id == nullptr)
+        return; /* the id was destroyed meanwhile */
+    id->st->conn = 0;
+    if (ev.kind != CmEventKind::SidrResolved) {
+        post_event(id, RDMA_CM_EVENT_UNREACHABLE,
+                   ev.kind == CmEventKind::SidrRejected ? ev.sidr_status : -ETIMEDOUT,
+                   ev.private_data, ev.private_data_len);
+        return;
+    }
+    Event *e = make_event(id, RDMA_CM_EVENT_ESTABLISHED, 0, ev.private_data, ev.private_data_len);
+    fill_ud_ah(d, ev.peer_gid, e->ev.param.ud.ah_attr);
+    e->ev.param.ud.qp_num = ev.qp.remote_qpn;
+    e->ev.param.ud.qkey = ev.qkey;
+    post(id, e);
+}
+
 void Service::dispatch(ServiceDev &d, const CmEventInfo &ev) {
-    if (ev.kind == CmEventKind::ConnectRequest) {
+    switch (ev.kind) {
+    case CmEventKind::ConnectRequest:
         on_connect_request(d, ev);
         return;
+    case CmEventKind::SidrRequest:
+        on_sidr_request(d, ev);
+        return;
+    case CmEventKind::SidrResolved:
+    case CmEventKind::SidrRejected:
+    case CmEventKind::SidrUnreachable:
+        on_sidr_result(d, ev);
+        return;
+    default:
+        break;
     }
     Id *id = conn_id(&d, ev.id);
     if (id == nullptr)
@@ -278,7 +347,7 @@ void Service::dispatch(ServiceDev &d, const CmEventInfo &ev) {
         drop_conn(&d, ev.id);
         id->st->conn = 0;
         break;
-    case CmEventKind::ConnectRequest:
+    default: /* requests and SIDR results: above */
         break;
     }
 }

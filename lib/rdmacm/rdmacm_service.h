@@ -27,7 +27,8 @@ struct ServiceDev {
     ibv_context *ctx = nullptr; /**< id->verbs of the ids on this device */
     ibv_pd *pd = nullptr;       /**< id->pd: rdma_create_qp's PD when none is given */
     std::unique_ptr<CmDevice> cm;
-    uint32_t ip = 0; /**< our IPv4 address, host order (GID 1) */
+    uint32_t ip = 0;          /**< our IPv4 address, host order */
+    uint8_t ip_gid_index = 0; /**< the GID table's entry of ip (the UD events' sgid_index) */
     uint8_t path_mtu = 3;
 };
 
@@ -47,8 +48,8 @@ class Service {
     void add_conn(ServiceDev *d, uint32_t conn, Id *id) { conns_[{d, conn}] = id; }
     void drop_conn(ServiceDev *d, uint32_t conn) { conns_.erase({d, conn}); }
     Id *conn_id(ServiceDev *d, uint32_t conn);
-    /** Listening ids by port; false when the port is taken. */
-    bool add_listener(uint16_t port, Id *id);
+    /** Listening ids by port space and port; false when the port is taken. */
+    bool add_listener(rdma_port_space ps, uint16_t port, Id *id);
     void drop_listener(Id *id);
     /** A source port for an active id (host order). */
     uint16_t ephemeral_port();
@@ -60,11 +61,16 @@ class Service {
     void run();
     void dispatch(ServiceDev &d, const CmEventInfo &ev);
     void on_connect_request(ServiceDev &d, const CmEventInfo &ev);
+    /** The passive id of a connection request (a REQ or a SIDR_REQ), or nullptr when
+     * nothing listens for it (the caller refuses the request). */
+    Id *passive_id(ServiceDev &d, const CmEventInfo &ev, rdma_port_space ps);
+    void on_sidr_request(ServiceDev &d, const CmEventInfo &ev);
+    void on_sidr_result(ServiceDev &d, const CmEventInfo &ev);
     static void stop_at_exit();
     static void stop_once();
 
     std::map<std::pair<ServiceDev *, uint32_t>, Id *> conns_;
-    std::map<uint16_t, Id *> listeners_;
+    std::map<std::pair<rdma_port_space, uint16_t>, Id *> listeners_;
     uint16_t next_port_ = 0;
     std::thread thread_;
     std::atomic<bool> stop_{false};
@@ -77,5 +83,7 @@ inline Id *id_of(rdma_cm_id *id) { return reinterpret_cast<Id *>(id); }
 QueuePair *droce_qp(ibv_qp *qp);
 /** A new id (rdma_create_id and the passive ids of connection requests). */
 Id *new_id(EventChannel *channel, void *context, rdma_port_space ps, ibv_qp_type qp_type);
+/** The address vector of a UD event (param.ud.ah_attr): the peer's GID from ours. */
+void fill_ud_ah(const ServiceDev &d, const uint8_t peer_gid[16], ibv_ah_attr &ah);
 
 } // namespace droce::rdmacm

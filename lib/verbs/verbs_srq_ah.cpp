@@ -3,6 +3,8 @@
  * AddressHandle (UD sends name one each). */
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
+#include <vector>
 
 #include "verbs_objects.h"
 #include "verbs_process.h"
@@ -10,7 +12,76 @@
 using namespace droce;
 using namespace droce::verbs;
 
+namespace {
+
+/* RoCEv2's IPv4-mapped GID of the IPv4 address at p (network order). */
+void mapped_gid(const uint8_t *p, uint8_t gid[16]) {
+    std::memset(gid, 0, 16);
+    gid[10] = gid[11] = 0xFF;
+    std::memcpy(gid + 12, p, 4);
+}
+
+} // namespace
+
 extern "C" {
+
+/* The address vector back to a datagram's sender, as rdma-core's: the receive buffer's
+ * GRH (RoCEv2: the IPv6 header, or 20 bytes then the IPv4 header) gives the sender's GID
+ * (our dgid) and the one of ours it was sent to (our sgid_index). */
+int ibv_init_ah_from_wc(ibv_context *context, uint8_t port_num, ibv_wc *wc, ibv_grh *grh,
+                        ibv_ah_attr *ah_attr) {
+    if (context == nullptr || wc == nullptr || grh == nullptr || ah_attr == nullptr ||
+        (wc->wc_flags & IBV_WC_GRH) == 0) {
+        errno = EINVAL;
+        return -1;
+    }
+    const auto *b = reinterpret_cast<const uint8_t *>(grh);
+    uint8_t from[16], to[16], tclass;
+    uint32_t flow = 0;
+    if ((b[0] >> 4) == 6) {
+        std::memcpy(from, b + 8, 16);
+        std::memcpy(to, b + 24, 16);
+        tclass = static_cast<uint8_t>((b[0] << 4) | (b[1] >> 4));
+        flow = (uint32_t{b[1]} << 16 | uint32_t{b[2]} << 8 | b[3]) & 0xFFFFF;
+    } else if ((b[20] >> 4) == 4) {
+        mapped_gid(b + 20 + 12, from);
+        mapped_gid(b + 20 + 16, to);
+        tclass = b[21];
+    } else {
+        errno = EINVAL; /* neither header: not a RoCEv2 datagram's GRH */
+        return -1;
+    }
+    const std::vector<GidEntry> gids = context_of(context)->entry->dev->gids();
+    size_t idx = 0;
+    while (idx < gids.size() && std::memcmp(gids[idx].gid.raw, to, 16) != 0)
+        ++idx;
+    if (idx == gids.size()) {
+        errno = ENOENT; /* sent to a GID that is not ours (any more) */
+        return -1;
+    }
+    *ah_attr = ibv_ah_attr{};
+    ah_attr->is_global = 1;
+    std::memcpy(ah_attr->grh.dgid.raw, from, 16);
+    ah_attr->grh.sgid_index = static_cast<uint8_t>(idx);
+    ah_attr->grh.hop_limit = 0xFF;
+    ah_attr->grh.traffic_class = tclass;
+    ah_attr->grh.flow_label = flow;
+    ah_attr->dlid = wc->slid;
+    ah_attr->sl = wc->sl;
+    ah_attr->port_num = port_num;
+    return 0;
+}
+
+ibv_ah *ibv_create_ah_from_wc(ibv_pd *pd, ibv_wc *wc, ibv_grh *grh, uint8_t port_num) {
+    ibv_ah_attr a;
+    if (pd == nullptr) {
+        errno = EINVAL;
+        return nullptr;
+    }
+    if (ibv_init_ah_from_wc(pd->context, port_num, wc, grh, &a) != 0)
+        return nullptr;
+    return ibv_create_ah(pd, &a);
+}
 
 ibv_srq *ibv_create_srq(ibv_pd *pd, ibv_srq_init_attr *init) {
     if (pd == nullptr || init == nullptr) {

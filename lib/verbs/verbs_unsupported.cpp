@@ -31,15 +31,9 @@ int errno_unsupported() { return errno = EOPNOTSUPP; }
 
 extern "C" {
 
-/* ---- CQ resize, SRQ limits, address handles from completions, multicast ---- */
+/* ---- CQ resize, SRQ limits, multicast ---- */
 int ibv_resize_cq(ibv_cq *, int) { return errno_unsupported(); }
 int ibv_modify_srq(ibv_srq *, ibv_srq_attr *, int) { return errno_unsupported(); }
-ibv_ah *ibv_create_ah_from_wc(ibv_pd *, ibv_wc *, ibv_grh *, uint8_t) {
-    return null_unsupported<ibv_ah *>();
-}
-int ibv_init_ah_from_wc(ibv_context *, uint8_t, ibv_wc *, ibv_grh *, ibv_ah_attr *) {
-    return minus_one_unsupported();
-}
 int ibv_attach_mcast(ibv_qp *, const ibv_gid *, uint16_t) { return errno_unsupported(); }
 int ibv_detach_mcast(ibv_qp *, const ibv_gid *, uint16_t) { return errno_unsupported(); }
 int ibv_resolve_eth_l2_from_gid(ibv_context *, ibv_ah_attr *, uint8_t *, uint16_t *) {

@@ -114,6 +114,12 @@ def sidr_req(request_id, sid, private=b''):
     return struct.pack('!IHHQ', request_id, 0xFFFF, 0, sid) + private
 
 
+def sidr_rep(request_id, status, qpn=0, sid=0, qkey=0, info_len=0):
+    """SIDR_REP (IBTA 12.11.2): request ID, status, info length, QPN, service ID, Q_Key."""
+    return (struct.pack('!IBBH', request_id, status, info_len, 0) +
+            ((qpn & 0xFFFFFF) << 8).to_bytes(4, 'big') + struct.pack('!QI', sid, qkey))
+
+
 def gmp(ep, mad_bytes, src_qp=1, qkey=GSI_QKEY, dqpn=1, psn=0):
     """One RoCEv2 frame carrying mad_bytes to QP dqpn (UD SEND_ONLY + DETH)."""
     deth = struct.pack('!II', qkey, src_qp & 0xFFFFFF)

@@ -5,8 +5,8 @@ net_af_packet (the set-up of hostile.py, whose helpers this reuses).
 droce-rping -s: CM MADs built by cm.py from the kernel end of the veth: a REQ for a port
 nobody listens on, a REQ for another transport, REP / RTU / DREQ / REJ / DREP / MRA for
 connections that do not exist, malformed MADs (short, bad base version, class, class
-version, method, attribute, SIDR), a MAD with a wrong Q_Key; each case checks the answer
-on the wire (REJ and its reason, DREP, or nothing). Then a real droce-rping client
+version, method, attribute, a SIDR_REP's status), a MAD with a wrong Q_Key; each case
+checks the answer on the wire (REJ and its reason, DREP, or nothing). Then a real droce-rping client
 session against the same server (a second droce process on the other veth end), the
 server's exit status and its CM counters (--counters), which must account for every
 case. A second server takes a REQ flood (400 REQs, distinct comm IDs and source ports)
@@ -187,8 +187,7 @@ def malformed(c):
         ('MAD class version 1', c.frame(cm.RTU, d, cver=1), 'drop_bad_class_version'),
         ('MAD method GET', c.frame(cm.RTU, d, method=0x01), 'drop_bad_method'),
         ('MAD attribute 0x0099', c.frame(0x0099, d), 'drop_unknown_attribute'),
-        ('SIDR_REQ', c.frame(cm.SIDR_REQ, cm.sidr_req(0x33, cm.service_id(7174))),
-         'drop_unknown_attribute'),
+        ('SIDR_REP status 9', c.frame(cm.SIDR_REP, cm.sidr_rep(0x33, 9)), 'drop_bad_sidr_rep'),
     ]
 
 

@@ -3,7 +3,7 @@
 # on droce's librdmacm and libibverbs (droce-run), two processes, no kernel RDMA, no VM.
 #  - direct memif (server and client roles): rping -V (the client checks every ping's
 #    data), ucmatose (two connections, SENDs both ways), rdma_server / rdma_client (the
-#    synchronous rdma_create_ep API), udaddy (RDMA_PS_UDP: refused with EOPNOTSUPP),
+#    synchronous rdma_create_ep API), udaddy (RDMA_PS_UDP: SIDR, then UD datagrams),
 #    rping bound to an address not ours (fails; its two threads exit at once: no crash).
 #  - through droce-fabric (each end a memif client, so its link is up from the start):
 #    qperf -cm1 rc_bw, rc_lat, rc_rdma_write_bw, rc_rdma_read_lat, and without rdma_cm
@@ -94,14 +94,15 @@ if pair "rdma_server/rdma_client" "$S" "$C" "rdma_server -s 10.84.0.1 -p $port" 
         echo "ok: rdma_server / rdma_client (rdma_create_ep, rdma_get_request)" ||
         fail "rdma_server/rdma_client: no 'end 0'"
 fi
-# udaddy: the UDP port space needs SIDR, which droce's CM does not have: a clear refusal.
-timeout 30 "$run" --config "$S" udaddy >"$work/srv" 2>&1
-src=$?
-if [[ $src -ne 0 ]] && grep -q 'Operation not supported' "$work/srv"; then
-    echo "ok: udaddy refused: $(grep -m1 'not supported' "$work/srv")"
-else
-    echo "" >"$work/cli"
-    fail "udaddy: expected a failure saying 'Operation not supported' (exit $src)"
+# udaddy (RDMA_PS_UDP): the client's SIDR_REQ resolves the server's UD QP (its number and
+# Q_Key in the SIDR_REP), then 10 datagrams each way; the server answers to the address
+# of the first one it got (ibv_create_ah_from_wc). Both print their last steps and exit 0.
+# (udaddy's port is fixed: 7174.)
+if pair udaddy "$S" "$C" "udaddy" "udaddy -s 10.84.0.1"; then
+    if grep -q 'data transfers complete' "$work/cli" && grep -q 'data transfers complete' "$work/srv" &&
+        grep -q 'return status 0' "$work/cli" && grep -q 'return status 0' "$work/srv"; then
+        echo "ok: udaddy: SIDR resolution, 10 datagrams each way, both 'return status 0'"
+    else fail "udaddy: no 'data transfers complete' / 'return status 0' on both ends"; fi
 fi
 
 # rping with an address that is not ours: bind fails, main destroys the event channel

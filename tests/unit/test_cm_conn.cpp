@@ -120,7 +120,7 @@ TEST(CmHostile, MalformedMadsCounted) {
     with(3, 0x81);
     EXPECT_EQ(o.cm.counter(CmCtr::drop_bad_method), 1u);
     with(17, 0x19); /* LAP */
-    with(17, 0x17); /* SIDR_REQ */
+    with(17, 0x1A); /* APR */
     with(17, 0x01); /* ClassPortInfo */
     with(17, 0xFF);
     EXPECT_EQ(o.cm.counter(CmCtr::drop_unknown_attribute), 4u);

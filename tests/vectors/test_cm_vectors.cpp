@@ -283,7 +283,7 @@ TEST(CmCodec, HostileMads) {
     EXPECT_EQ(with(1, 0x01), MadError::NotCmClass); /* subnet management */
     EXPECT_EQ(with(2, 1), MadError::BadClassVersion);
     EXPECT_EQ(with(3, 0x81), MadError::BadMethod);         /* a GetResp REQ */
-    EXPECT_EQ(with(17, 0x17), MadError::UnknownAttribute); /* SIDR_REQ */
+    EXPECT_EQ(with(17, 0x1A), MadError::UnknownAttribute); /* APR */
     EXPECT_EQ(with(17, 0x99), MadError::UnknownAttribute);
     EXPECT_STREQ(mad_error_name(MadError::UnknownAttribute), "unknown_attribute");
     m.hdr.attr_id = 0x0019; /* LAP: not built */
