@@ -19,12 +19,13 @@
 #   write_bw_cm      ib_write_bw -R -x 1 -s 4096 -n 200 -F  (droce's librdmacm <-> rdma_cm)
 #   rping            rping -C 20 -V (the client also -v: every ping's data shown)
 #   ucmatose         ucmatose -c 2 (two connections, SENDs both ways)
+#   udaddy           udaddy (RDMA_PS_UDP: SIDR against the kernel's rdma_cm, UD SENDs)
 # The pingpong and perftest cases meet over TCP (the client starts once the server
 # listens); the rdma_cm cases start the client a few seconds after the server. A case
 # passes when both sides exit 0 and print their result (pingpong: "iters in", perftest: a
-# table row, rping: 20 validated pings, ucmatose: "return status 0"). A failed case runs
-# once more (il_case). One VM boot; everything torn down on exit. Own tap, subnet and VM
-# name. Run as root, under the heavy-job lock.
+# table row, rping: 20 validated pings, ucmatose and udaddy: "return status 0"). A failed
+# case runs once more (il_case). One VM boot; everything torn down on exit. Own tap,
+# subnet and VM name. Run as root, under the heavy-job lock.
 # Options:
 #   --out DIR         artifacts (default: a new /tmp/droce-verbs-rxe.XXXXXX)
 #   --cases LIST      default: all of the above
@@ -38,7 +39,7 @@ export IL_DROCE_MAC=${IL_DROCE_MAC:-02:00:00:00:05:00}
 . "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/lib.sh"
 
 ALL="rc_pingpong rc_events ud_pingpong srq_pingpong write_bw_q4 read_bw send_lat write_lat"
-ALL+=" atomic_bw send_bw_ud write_bw_cm rping ucmatose"
+ALL+=" atomic_bw send_bw_ud write_bw_cm rping ucmatose udaddy"
 OUT="" CASES=$ALL ROLES="client server" CASE_TIMEOUT=60 BUDGET=600 RUN=""
 while (($#)); do case $1 in
   --out) OUT=$2; shift 2;; --cases) CASES=$2; shift 2;; --roles) ROLES=$2; shift 2;;
@@ -106,10 +107,11 @@ case_args() {
     write_bw_cm) tool=ib_write_bw; srv_args="-R -x 1 -s 4096 -n 200 -F"; cm=1;;
     rping) tool=rping; cm=1; ok_re='';;
     ucmatose) tool=ucmatose; cm=1; ok_re='return status 0';;
+    udaddy) tool=udaddy; cm=1; ok_re='return status 0';;
     *) return 1;;
   esac
   cli_args=$srv_args
-  case $1 in ucmatose) srv_args="-c 2"; cli_args="-c 2 -s";; esac
+  case $1 in ucmatose) srv_args="-c 2"; cli_args="-c 2 -s";; udaddy) cli_args="-s";; esac
 }
 
 # The argument strings above are split into words on purpose; il_case reads CASE_DIR.
@@ -124,8 +126,8 @@ run_case() { # CASE ROLE -> CASE_OK, CASE_WHY, CASE_DIR
   if [ "$c" = rping ]; then # rdma_cm picks the device by address: no -d
     dsrv=(rping -s -a "$d_ip" -C 20 -V); gsrv=(rping -s -a "$g_ip" -C 20 -V)
     dcli=(rping -c -a "$g_ip" -C 20 -V -v); gcli=(rping -c -a "$d_ip" -C 20 -V -v)
-  elif [ "$c" = ucmatose ]; then
-    dsrv+=($srv_args); gsrv=(ucmatose $srv_args); dcli+=($cli_args "$g_ip"); gcli=(ucmatose $cli_args "$d_ip")
+  elif [ "$c" = ucmatose ] || [ "$c" = udaddy ]; then
+    dsrv+=($srv_args); gsrv=($tool $srv_args); dcli+=($cli_args "$g_ip"); gcli=($tool $cli_args "$d_ip")
   else
     # Over TCP the guest reaches droce's program at the host's address on the tap (the
     # host's TCP); over rdma_cm at droce's RoCE address.
