@@ -94,6 +94,28 @@ void cm_session() {
           "cm_event_kind_name");
 }
 
+/* The UDP port space: SIDR_REQ, accepted, then one rejected. */
+void sidr_session() {
+    Side srv(0x0A4D0002), cli(0x0A4D0003);
+    uint64_t now = 1000;
+    check(srv.ch.listen_ud(7174), "CmChannel::listen_ud");
+    droce::CmSidrParam sp;
+    check(cli.ch.resolve_ud(0x0A4D0002, 7174, sp, now) != 0, "CmChannel::resolve_ud");
+    pump(cli, srv, now);
+    droce::CmEventInfo ev;
+    check(srv.next(ev) == droce::CmEventKind::SidrRequest, "SidrRequest");
+    check(srv.ch.sidr_accept(ev.id, 0x20, droce::kRdmaUdpQkey, nullptr, 0, now),
+          "CmChannel::sidr_accept");
+    pump(cli, srv, now);
+    check(cli.next(ev) == droce::CmEventKind::SidrResolved, "SidrResolved");
+    check(cli.ch.resolve_ud(0x0A4D0002, 7174, sp, now) != 0, "a second resolve_ud");
+    pump(cli, srv, now);
+    check(srv.next(ev) == droce::CmEventKind::SidrRequest &&
+              srv.ch.sidr_reject(ev.id, nullptr, 0, now),
+          "CmChannel::sidr_reject");
+    check(srv.ch.unlisten_ud(7174), "CmChannel::unlisten_ud");
+}
+
 /* A mock QP as a program's test would write: the list posts are the library's. */
 struct MockQp : droce::QueuePair {
     int sends = 0, recvs = 0;
@@ -152,6 +174,7 @@ int main(int argc, char **argv) {
     check(std::strcmp(droce::async_event_str(droce::AsyncEventType::CqErr), "") != 0,
           "async_event_str");
     cm_session();
+    sidr_session();
     queue_pair();
     if (fails != 0) {
         std::printf("api_probe: %d failed\n", fails);
