@@ -116,7 +116,7 @@ uint64_t mad_total(const cm::CmManager &m) {
     return m.counter(CmCtr::rx_mad) + m.counter(CmCtr::drop_bad_length) +
            m.counter(CmCtr::drop_bad_base_version) + m.counter(CmCtr::drop_not_cm_class) +
            m.counter(CmCtr::drop_bad_class_version) + m.counter(CmCtr::drop_bad_method) +
-           m.counter(CmCtr::drop_unknown_attribute);
+           m.counter(CmCtr::drop_unknown_attribute) + m.counter(CmCtr::drop_bad_sidr_rep);
 }
 
 void drive_cm(const uint8_t *data, size_t size) {
