@@ -268,7 +268,7 @@ run_tests() {
             [ -n "${ipass:-}" ] || broken+=("perftest -R interop exit $irc without a summary")
 
             stage "interop: unmodified verbs and rdma_cm programs on droce (droce-run) vs the same on rxe, both roles"
-            # ~4 minutes: one VM boot, 14 cases x 2 roles (tests/interop/verbs_rxe.sh)
+            # ~4 minutes: one VM boot, 14 cases, 27 runs (tests/interop/verbs_rxe.sh)
             ilog=$BUILD_DIR/interop-verbs.out
             ipass="" ifail=""
             timeout 900 bash tests/interop/verbs_rxe.sh --out "$BUILD_DIR/interop-verbs" \

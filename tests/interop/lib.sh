@@ -226,8 +226,8 @@ il_tails() {
   [ -d "$1" ] || return 0
   for f in "$1"/*.log; do
     [ -s "$f" ] || continue
-    echo "    -- ${f##*/} (last 4 lines)"
-    tail -n 4 "$f" | cut -c1-200 | sed 's/^/    | /'
+    echo "    -- ${f##*/} (last 10 lines)"
+    tail -n 10 "$f" | cut -c1-200 | sed 's/^/    | /'
   done
 }
 

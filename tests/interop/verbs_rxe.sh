@@ -16,7 +16,8 @@
 #   write_lat        ib_write_lat -x 1 -s 64 -n 200 -F
 #   atomic_bw        ib_atomic_bw -x 1 -n 200 -F
 #   send_bw_ud       ib_send_bw -c UD -x 1 -s 1024 -n 200 -F
-#   write_bw_cm      ib_write_bw -R -x 1 -s 4096 -n 200 -F  (droce's librdmacm <-> rdma_cm)
+#   write_bw_cm      ib_write_bw -R -x 1 -s 4096 -n 200 -F  (droce's librdmacm <-> rdma_cm;
+#                    droce as server only, see SERVER_ONLY)
 #   rping            rping -C 20 -V (the client also -v: every ping's data shown)
 #   ucmatose         ucmatose -c 2 (two connections, SENDs both ways)
 #   udaddy           udaddy (RDMA_PS_UDP: SIDR against the kernel's rdma_cm, UD SENDs)
@@ -40,6 +41,13 @@ export IL_DROCE_MAC=${IL_DROCE_MAC:-02:00:00:00:05:00}
 
 ALL="rc_pingpong rc_events ud_pingpong srq_pingpong write_bw_q4 read_bw send_lat write_lat"
 ALL+=" atomic_bw send_bw_ud write_bw_cm rping ucmatose udaddy"
+# Cases run with droce as server only. perftest 4.5-0.17's -R client sends its REQ as soon
+# as the second handshake ends, and the server only calls rdma_listen after it: with a busy
+# guest the REQ wins, the kernel rejects it (no listener: REJECTED, status 8, as it
+# should), and 0.17's retry reuses the ids and channel it has just destroyed, a segfault in
+# the client (CI, and reproduced with the guest's CPUs loaded). droce's active side is run
+# by rping, ucmatose and udaddy as clients, and droce-perf -R by perf_cm_rxe.sh.
+SERVER_ONLY=" write_bw_cm "
 OUT="" CASES=$ALL ROLES="client server" CASE_TIMEOUT=60 BUDGET=600 RUN=""
 while (($#)); do case $1 in
   --out) OUT=$2; shift 2;; --cases) CASES=$2; shift 2;; --roles) ROLES=$2; shift 2;;
@@ -171,6 +179,7 @@ il_vm_up 1024 >"$OUT/vm.log" 2>&1 || vm_ok=0
 il_log "VM up: $vm_ok"
 for c in $CASES; do for r in $ROLES; do
   name=$c-droce_$r
+  [ "$r" = client ] && [[ $SERVER_ONLY == *" $c "* ]] && continue
   if [ $vm_ok = 0 ]; then il_result "$name" fail "VM boot failed (see $OUT/vm.log)"; continue; fi
   if [ "$(il_elapsed)" -ge "$BUDGET" ]; then il_result "$name" fail "not run: budget ${BUDGET}s used up"; continue; fi
   il_case "$name" "$c" "$r"
