@@ -608,7 +608,6 @@ class DeviceImpl final : public Device {
             return Status(EINVAL, "create_cq: cqe must be 1..1048576");
         auto ctx = std::make_unique<CqCtx>();
         ctx->worker = worker >= 0 ? static_cast<uint32_t>(worker) : cq_seq_++ % nw;
-        ctx->dev = &dev_;
         /* Embedded: the shard and the poller are one thread, so no ring (engine_cq.cpp). */
         if (rt_.embedded()) {
             if (!ctx->init_local(cqe))

@@ -144,7 +144,7 @@ class CompChannel;
 /** A CQ. Worker mode: completions go from the worker to the application through an SPSC
  * ring. Embedded mode: the shard that pushes and the application that polls are the same
  * thread, so a plain array replaces the ring (engine_cq.cpp). */
-struct CqCtx final : qp::CqSink {
+struct CqCtx final {
     rte_ring *ring = nullptr;
     /* Embedded: slots[head & mask .. tail & mask), free-running counters, at most depth
      * entries (the cqe asked for; the array is the next power of two). */
@@ -153,7 +153,6 @@ struct CqCtx final : qp::CqSink {
     uint32_t depth = 0;
     uint32_t head = 0;
     uint32_t tail = 0;
-    Dev *dev = nullptr;   /* worker mode: publishes queue depths before a completion shows */
     void *user = nullptr; /* the API's CompletionQueue (named by CqErr events) */
     bool overrun = false; /* CqErr raised (once per CQ) */
     uint32_t refs = 0;    /* QPs using it; touched on the worker only */
@@ -170,13 +169,15 @@ struct CqCtx final : qp::CqSink {
      * (1..2^20). False when out of memory. */
     bool init_local(uint32_t depth);
     bool local() const { return slots != nullptr; }
-    bool push(const Wc &wc) override;
+    /** Adds wc; false when the CQ is full (the caller's QP handles the overrun). QPs
+     * complete through their QpCqPort, which calls this. */
+    bool push(const Wc &wc);
     int poll(Wc *wc, int max);
     /** ibv_req_notify_cq: the next completion (or, solicited_only, the next solicited or
      * unsuccessful one) added from now on raises the channel's event. The application's
      * thread; no effect without a channel. */
     void arm(bool solicited_only);
-    ~CqCtx() override;
+    ~CqCtx();
 
   private:
     void notify(const Wc &wc);
@@ -278,6 +279,17 @@ struct PfcCounters {
 };
 
 /** A QP as the engine keeps it. */
+/** A CQ as one QP's transport completes into it (rc/ud QpConfig::send_cq, recv_cq). In
+ * worker mode the completion first publishes what the QP retired, so that the
+ * application, which may post again as soon as it sees the completion, finds the room:
+ * the port holds the QP it serves, so no completion looks its QP up by number. */
+struct QpCqPort final : qp::CqSink {
+    CqCtx *cq = nullptr;
+    QpCtx *publish = nullptr; /* worker mode: the QP whose retired counts go first */
+    Shard *shard = nullptr;   /* ... on its shard */
+    bool push(const Wc &wc) override;
+};
+
 struct QpCtx {
     /* The transport: exactly one is set. Control calls that exist for one type only
      * (modify with a path, DCQCN, the GSI's sends) use these; the data path reaches
@@ -310,7 +322,9 @@ struct QpCtx {
     uint8_t parked_prio = kNoPrio;
     uint64_t sq_drained = 0; /* WRs taken off the rings */
     uint64_t rq_drained = 0;
-    QpTx tx; /* rc::QpConfig::port */
+    QpTx tx;            /* rc::QpConfig::port */
+    QpCqPort send_port; /* QpConfig::send_cq: scq */
+    QpCqPort recv_port; /* QpConfig::recv_cq: rcq */
 
     /* ---- shared with the application (worker mode) ---- */
     /* Set by the application when it posts and the QP is not already waiting to be
@@ -734,9 +748,6 @@ class Dev final {
     /** Sums per-shard snapshots (Shard::counters) and adds the port-level ones. */
     std::vector<std::pair<std::string, uint64_t>>
     merge_counters(const std::vector<std::vector<std::pair<std::string, uint64_t>>> &shards) const;
-    /** Worker mode: before wc becomes visible, the application must be able to see the
-     * room it frees (verbs: a polled completion frees its WQE). */
-    void publish_for_completion(const Wc &wc);
     /** RSS on: the port spreads IPv4/UDP over its RX queues with `key` (40 bytes) and a
      * redirection table of reta_size entries. */
     void set_rss(const uint8_t *key, uint32_t reta_size);

@@ -49,13 +49,17 @@ bool CqCtx::push(const Wc &wc) {
         if (ok)
             slots[tail++ & mask] = wc;
     } else {
-        if (dev != nullptr)
-            dev->publish_for_completion(wc);
         ok = rte_ring_sp_enqueue_elem(ring, const_cast<Wc *>(&wc), sizeof(Wc)) == 0;
     }
     if (channel != nullptr && ok) [[unlikely]]
         notify(wc);
     return ok;
+}
+
+bool QpCqPort::push(const Wc &wc) {
+    if (publish != nullptr)
+        shard->publish_retired(*publish);
+    return cq->push(wc);
 }
 
 /* The application arms, then polls once more before it waits (verbs' documented order);

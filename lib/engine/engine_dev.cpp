@@ -179,8 +179,8 @@ Result<uint32_t> Dev::create_qp(uint32_t pd, const QpInitAttr &attr, CqCtx *scq,
     cfg.sq_sig_all = attr.sq_sig_all;
     ctx->tx.shard = &sh;
     cfg.port = &ctx->tx;
-    cfg.send_cq = scq;
-    cfg.recv_cq = rcq;
+    cfg.send_cq = &ctx->send_port;
+    cfg.recv_cq = &ctx->recv_port;
     cfg.mrs = &mrs_;
     cfg.counters = &sh.rcc;
     cfg.events = &sh;
@@ -215,6 +215,12 @@ uint32_t Dev::install_qp(std::unique_ptr<QpCtx> ctx, uint32_t qpn, uint32_t w,
     ctx->rq = rq;
     ctx->scq = scq;
     ctx->rcq = rcq;
+    for (QpCqPort *port : {&ctx->send_port, &ctx->recv_port}) {
+        port->publish = worker_rings_ ? ctx.get() : nullptr;
+        port->shard = &sh;
+    }
+    ctx->send_port.cq = scq;
+    ctx->recv_port.cq = rcq;
     ctx->worker = w;
     ctx->max_send_wr = attr.cap.max_send_wr;
     ctx->max_recv_wr = attr.cap.max_recv_wr;
@@ -274,15 +280,6 @@ void Dev::send_arp_request(uint32_t ip) {
         return;
     }
     ++sh.nc.arp_requests_sent;
-}
-
-void Dev::publish_for_completion(const Wc &wc) {
-    if (!worker_rings_)
-        return; /* embedded: the application posts into the QP itself */
-    QpCtx *q = qp(wc.qp_num);
-    if (q == nullptr)
-        return;
-    shards_[q->worker]->publish_retired(*q);
 }
 
 /* ---------------- Shard ---------------- */
@@ -432,7 +429,7 @@ Status post_ring_send(ud::Qp &u, const SendWr &wr) { return u.post_send(to_ud_wr
 
 /* A WR the worker's queue still refused (the application side checked what it could)
  * must not vanish silently: it completes in error. */
-void complete_refused(CqCtx &cq, uint64_t wr_id, WcOpcode op, uint32_t qpn) {
+void complete_refused(QpCqPort &cq, uint64_t wr_id, WcOpcode op, uint32_t qpn) {
     Wc wc{};
     wc.wr_id = wr_id;
     wc.status = WcStatus::LocQpOpErr;
@@ -456,7 +453,7 @@ template <qp::TransportQp T> uint32_t Shard::drain_rings_t(QpCtx &q, T &t) {
                 ++q.rq_drained; /* counted first: an error completion sees it retired */
                 if (!t.post_recv(wr).is_ok()) {
                     ++ec.rq_wr_rejected;
-                    complete_refused(*q.rcq, wr.wr_id, WcOpcode::Recv, t.qpn());
+                    complete_refused(q.recv_port, wr.wr_id, WcOpcode::Recv, t.qpn());
                 }
             });
     n += drain_ring<SendWr>(
@@ -465,7 +462,7 @@ template <qp::TransportQp T> uint32_t Shard::drain_rings_t(QpCtx &q, T &t) {
             ++q.sq_drained;
             if (!post_ring_send(t, wr).is_ok()) {
                 ++ec.sq_wr_rejected;
-                complete_refused(*q.scq, wr.wr_id, WcOpcode::Send, t.qpn());
+                complete_refused(q.send_port, wr.wr_id, WcOpcode::Send, t.qpn());
             }
         });
     return n;
@@ -487,7 +484,7 @@ void Shard::on_async_event(const qp::AsyncEvent &ev) {
     EngineEvent e{ev.type, ev.qp_num, nullptr};
     if (ev.type == AsyncEventType::CqErr && ev.cq != nullptr) {
         /* Several QPs may overrun one CQ: the CQ's error is reported once. */
-        auto *cq = const_cast<CqCtx *>(static_cast<const CqCtx *>(ev.cq));
+        CqCtx *cq = static_cast<const QpCqPort *>(ev.cq)->cq;
         if (cq->overrun)
             return;
         cq->overrun = true;

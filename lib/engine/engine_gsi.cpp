@@ -14,10 +14,9 @@
 namespace droce::engine {
 
 namespace {
-std::unique_ptr<CqCtx> make_cq(Runtime &rt, Dev &dev, uint32_t worker, uint32_t n) {
+std::unique_ptr<CqCtx> make_cq(Runtime &rt, uint32_t worker, uint32_t n) {
     auto c = std::make_unique<CqCtx>();
     c->worker = worker;
-    c->dev = &dev;
     const std::string name = rt.unique_name("gsi_c");
     c->ring =
         ring_alloc(name.c_str(), sizeof(Wc), n, RING_F_SP_ENQ | RING_F_SC_DEQ | RING_F_EXACT_SZ);
@@ -36,8 +35,8 @@ Result<std::unique_ptr<Gsi>> Gsi::open(Runtime &rt, Dev &dev, uint32_t slots) {
     const uint32_t w = dev.owner(1);
     g->nrecv_ = slots;
     g->nsend_ = slots;
-    g->scq_ = make_cq(rt, dev, w, 2 * slots);
-    g->rcq_ = make_cq(rt, dev, w, 2 * slots);
+    g->scq_ = make_cq(rt, w, 2 * slots);
+    g->rcq_ = make_cq(rt, w, 2 * slots);
     if (!g->scq_ || !g->rcq_)
         return Status(ENOMEM, std::string("GSI: CQ rings: ") + rte_strerror(rte_errno));
     g->buf_.assign(

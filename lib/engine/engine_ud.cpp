@@ -53,8 +53,8 @@ Result<uint32_t> Dev::create_ud_qp(uint32_t pd, const QpInitAttr &attr, CqCtx *s
     cfg.sq_sig_all = attr.sq_sig_all;
     ctx->tx.shard = &sh;
     cfg.port = &ctx->tx;
-    cfg.send_cq = scq;
-    cfg.recv_cq = rcq;
+    cfg.send_cq = &ctx->send_port;
+    cfg.recv_cq = &ctx->recv_port;
     cfg.mrs = &mrs_;
     cfg.counters = &sh.udc;
     cfg.mtu = static_cast<Mtu>(wire::ib_mtu_for_eth_mtu(eth_mtu_));
