@@ -1,19 +1,26 @@
 #!/usr/bin/env bash
-# 64 B RDMA WRITE message rate through droce's libibverbs against droce's own tool, two
-# processes over net_memif through droce-fabric (each end a memif client of it, as in
-# tests/verbs/test_verbs_perftest.sh: perftest needs its port up when it starts), with
-# one configuration pair (worker mode, lcores 0,1, the worker naps when idle):
-#   verbs     Debian's unmodified ib_write_bw under droce-run (perftest's defaults: CQ
-#             moderation 100, tx depth 128)
-#   verbs-Q32 the same with -Q 32 (droce-perf's default moderation: min(100, tx/4))
-#   perf      droce-perf write_bw --worker, its defaults
-# ROUNDS alternating rounds of DURATION seconds each (-D); prints each run's Mpps, then
-# min / median / max per variant.
-# Usage: flock /tmp/droce-heavy.lock bench/verbs_write_bw_ab.sh BUILD_DIR [ROUNDS] [DURATION]
+# The cost of droce's libibverbs: Debian's unmodified perftest under droce-run against
+# droce's own tool in the same mode, two processes over net_memif through droce-fabric
+# (each end a memif client of it, as in tests/verbs/test_verbs_perftest.sh: perftest needs
+# its port up when it starts), one configuration pair (worker mode, lcores 0,1, the worker
+# naps when idle). Three figures (issue 31 item 7), each its own set of variants:
+#   rate  64 B RDMA WRITE message rate (Mpps, perftest's MsgRate column), -D DURATION:
+#         verbs      ib_write_bw (perftest's defaults: CQ moderation 100, tx depth 128)
+#         verbs-Q32  the same with -Q 32 (droce-perf's default moderation: min(100, tx/4))
+#         perf       droce-perf write_bw --worker, its defaults
+#   bw    64 KiB RDMA WRITE bandwidth (Gb/s, from the BW average column), -D DURATION:
+#         verbs-64k  ib_write_bw -s 65536 -Q 32;  perf-64k  droce-perf write_bw -s 65536
+#   lat   64 B RDMA WRITE latency (us, t_typical: the median), -n 20000:
+#         verbs-lat  ib_write_lat;  perf-lat  droce-perf write_lat --worker
+# ROUNDS alternating rounds (every variant of the chosen sets once per round); prints each
+# run's figure, then min / median / max per variant and each median's ratio to droce's.
+# Usage: flock /tmp/droce-heavy.lock bench/verbs_write_bw_ab.sh BUILD_DIR [ROUNDS]
+#        [DURATION] [SETS (default "rate"; "rate bw lat" for all three)]
 set -u
-build=${1:?usage: $0 BUILD_DIR [ROUNDS] [DURATION]}
+build=${1:?usage: $0 BUILD_DIR [ROUNDS] [DURATION] [SETS]}
 rounds=${2:-3}
 dur=${3:-3}
+sets=${4:-rate}
 run=$build/apps/droce-run/droce-run
 perf=$build/apps/droce-perf/droce-perf
 fab=$build/apps/droce-fabric/droce-fabric
@@ -53,24 +60,43 @@ pair() {
     port=$((port + 1))
 }
 
-# The MsgRate column (Mpps) of the 64 B row.
-mpps() { awk '$1 == 64 && NF >= 5 { print $5; exit }' "$work/cli"; }
+# The figure of the client's result row: MsgRate (Mpps), BW average as Gb/s, or t_typical.
+figure() { # rate|bw|lat
+    case $1 in
+    rate) awk '$1 == 64 && NF >= 5 { print $5; exit }' "$work/cli" ;;
+    bw) awk '$1 == 65536 && NF >= 5 { printf "%.2f\n", $4 * 8 / 1000; exit }' "$work/cli" ;;
+    lat) awk '$1 == 64 && NF >= 7 { print $5; exit }' "$work/cli" ;;
+    esac
+}
+
+# verbs TOOL ARGS...: the unmodified perftest tool on both ends; perf TEST ARGS...: droce-perf.
+verbs() {
+    local tool=$1
+    shift
+    pair "$run" --config "$work/server.conf" "$tool" -d droce0 "$@" -p "$port" -- \
+        "$run" --config "$work/client.conf" "$tool" -d droce0 "$@" -p "$port" 127.0.0.1
+}
+perf() {
+    local test=$1
+    shift
+    pair "$perf" "$test" --config="$work/server.conf" --worker "$@" -p "$port" -- \
+        "$perf" "$test" --config="$work/client.conf" --worker "$@" -p "$port" 127.0.0.1
+}
 
 one() { # VARIANT
-    local common=(-s 64 -D "$dur" -F -x 1 -p "$port")
+    local rate=(-s 64 -D "$dur" -F -x 1) bw=(-s 65536 -D "$dur" -F -x 1 -Q 32)
+    local lat=(-s 64 -n 20000 -F -x 1) kind
     case $1 in
-    verbs)
-        pair "$run" --config "$work/server.conf" ib_write_bw -d droce0 "${common[@]}" -- \
-            "$run" --config "$work/client.conf" ib_write_bw -d droce0 "${common[@]}" 127.0.0.1 ;;
-    verbs-Q32)
-        pair "$run" --config "$work/server.conf" ib_write_bw -d droce0 -Q 32 "${common[@]}" -- \
-            "$run" --config "$work/client.conf" ib_write_bw -d droce0 -Q 32 "${common[@]}" 127.0.0.1 ;;
-    perf)
-        pair "$perf" write_bw --config="$work/server.conf" --worker "${common[@]}" -- \
-            "$perf" write_bw --config="$work/client.conf" --worker "${common[@]}" 127.0.0.1 ;;
+    verbs) verbs ib_write_bw "${rate[@]}"; kind=rate ;;
+    verbs-Q32) verbs ib_write_bw -Q 32 "${rate[@]}"; kind=rate ;;
+    perf) perf write_bw "${rate[@]}"; kind=rate ;;
+    verbs-64k) verbs ib_write_bw "${bw[@]}"; kind=bw ;;
+    perf-64k) perf write_bw "${bw[@]}"; kind=bw ;;
+    verbs-lat) verbs ib_write_lat "${lat[@]}"; kind=lat ;;
+    perf-lat) perf write_lat "${lat[@]}"; kind=lat ;;
     esac
     local r
-    r=$(mpps)
+    r=$(figure "$kind")
     if [[ -z $r ]]; then
         echo "$1: no result row" >&2
         tail -n 8 "$work/cli" >&2
@@ -80,12 +106,28 @@ one() { # VARIANT
     echo "$1 $r"
 }
 
-variants=(verbs verbs-Q32 perf)
+variants=()
+for set in $sets; do
+    case $set in
+    rate) variants+=(verbs verbs-Q32 perf) ;;
+    bw) variants+=(verbs-64k perf-64k) ;;
+    lat) variants+=(verbs-lat perf-lat) ;;
+    *) echo "unknown set $set (rate, bw, lat)" >&2; exit 2 ;;
+    esac
+done
 for ((i = 0; i < rounds; ++i)); do
     for v in "${variants[@]}"; do one "$v"; done
 done | tee "$work/all"
-echo "variant min median max (Mpps)"
+echo "variant min median max (rate: Mpps, bw: Gb/s, lat: us) median/droce-perf's"
 for v in "${variants[@]}"; do
     awk -v v="$v" '$1 == v && $2 != "nan" { print $2 }' "$work/all" | sort -g |
         awk -v v="$v" '{ a[NR] = $1 } END { if (NR) printf "%s %s %s %s\n", v, a[1], a[int((NR + 1) / 2)], a[NR] }'
-done
+done >"$work/summary"
+awk '{ m[$1] = $3 } END {
+    ref["verbs"] = "perf"; ref["verbs-Q32"] = "perf"; ref["verbs-64k"] = "perf-64k"
+    ref["verbs-lat"] = "perf-lat"
+}
+{ line[NR] = $0; name[NR] = $1 }
+END { for (i = 1; i <= NR; ++i) { r = ref[name[i]]
+    if (r != "" && m[r] > 0) printf "%s %.3f\n", line[i], m[name[i]] / m[r]; else print line[i] } }' \
+    "$work/summary"

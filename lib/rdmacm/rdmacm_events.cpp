@@ -58,8 +58,14 @@ void free_channel(EventChannel *ch) {
         ch->st->closed = true;
         fd = ch->channel.fd;
         ch->channel.fd = -1;
+        /* A thread inside rdma_get_cm_event keeps the descriptor, as a read() blocked on
+         * a file keeps the file when another thread closes its descriptor: it must never
+         * read a number the application has since opened again. */
+        if (ch->st->readers.load() != 0)
+            fd = -1;
     }
-    close(fd);
+    if (fd >= 0)
+        close(fd);
     retire(ch);
 }
 
@@ -94,12 +100,24 @@ void post(Id *to, Event *e) {
     }
 }
 
+/* The channel was destroyed while this thread waited on it. On rdma-core the thread is
+ * blocked in read() on the closed descriptor's file, which nothing signals any more (the
+ * destroyed ids' events went with them): it stays blocked. So does this one (rping's CM
+ * thread waits so while main returns), instead of failing with an error the program
+ * would take for its own (rping exits -1 on it). */
+[[noreturn]] void wait_forever() {
+    for (;;)
+        pause();
+}
+
 int take_event(EventChannel *ch, Event **out) {
     ChannelState &st = *ch->st;
-    st.readers.fetch_add(1);
     int fd;
     {
         std::lock_guard<std::mutex> lk(st.mu);
+        if (st.closed)
+            return EBADF; /* called after rdma_destroy_event_channel */
+        st.readers.fetch_add(1);
         fd = ch->channel.fd;
     }
     int err = 0;
@@ -109,10 +127,10 @@ int take_event(EventChannel *ch, Event **out) {
             err = errno != 0 ? errno : EIO;
             break;
         }
-        std::lock_guard<std::mutex> lk(st.mu);
+        std::unique_lock<std::mutex> lk(st.mu);
         if (st.closed) {
-            err = EBADF;
-            break;
+            lk.unlock();
+            wait_forever(); /* woken by a count of an event destroyed with the channel */
         }
         if (!st.q.empty()) {
             *out = st.q.front();
@@ -135,6 +153,32 @@ void purge_events(Id *id) {
                                  return true;
                              }),
               s.q.end());
+}
+
+void count_reported(Event *e) {
+    rdma_cm_id *to = e->ev.event == RDMA_CM_EVENT_CONNECT_REQUEST && e->ev.listen_id != nullptr
+                         ? e->ev.listen_id
+                         : e->ev.id;
+    if (to == nullptr)
+        return;
+    IdState &st = *reinterpret_cast<Id *>(to)->st;
+    std::lock_guard<std::mutex> lk(st.ev_mu);
+    ++st.ev_reported;
+    e->reported_to = &st;
+}
+
+void count_acked(Event *e) {
+    IdState *st = e->reported_to;
+    if (st == nullptr)
+        return;
+    std::lock_guard<std::mutex> lk(st->ev_mu);
+    ++st->ev_acked;
+    st->ev_acked_cv.notify_all();
+}
+
+void wait_acked(IdState &st) {
+    std::unique_lock<std::mutex> lk(st.ev_mu);
+    st.ev_acked_cv.wait(lk, [&] { return st.ev_acked == st.ev_reported; });
 }
 
 } // namespace droce::rdmacm
@@ -165,6 +209,7 @@ int rdma_get_cm_event(rdma_event_channel *channel, rdma_cm_event **event) {
         errno = err;
         return -1;
     }
+    count_reported(e);
     *event = &e->ev;
     return 0;
 }
@@ -174,7 +219,9 @@ int rdma_ack_cm_event(rdma_cm_event *event) {
         errno = EINVAL;
         return -1;
     }
-    delete reinterpret_cast<Event *>(event);
+    auto *e = reinterpret_cast<Event *>(event);
+    count_acked(e);
+    delete e;
     return 0;
 }
 

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* rdma_cm_id's life: create and destroy, bind, resolve, listen, connect, accept, reject,
  * disconnect, and the synchronous use (an id without a channel: each call waits for its
- * own event, as librdmacm's rdma_create_ep ids do). Addresses are IPv4; ids of the TCP
- * port space connect RC QPs (REQ/REP/RTU), those of the UDP port space resolve a UD QP's
+ * own event, as librdmacm's rdma_create_ep ids do). Addresses are IPv4 or IPv6
+ * (rdmacm_addr.h); ids of the TCP port space connect RC QPs (REQ/REP/RTU), those of the UDP
+ * port space (IPv4 only: droce's SIDR has no IPv6 form yet) resolve a UD QP's
  * number and Q_Key (SIDR: rdma_connect sends the SIDR_REQ, rdma_accept / rdma_reject the
  * SIDR_REP, as the kernel's rdma_cm). The CM's work runs under the service's lock. */
 #include <arpa/inet.h>
@@ -79,16 +80,16 @@ int wait_own(Id *id, rdma_cm_event_type want) {
     }
 }
 
-/* An IPv4 address of the call, or why not. */
-int ipv4_arg(const sockaddr *a, sockaddr_in &out) {
-    if (a == nullptr)
-        return EINVAL;
-    if (a->sa_family == AF_INET6)
-        return EAFNOSUPPORT; /* droce's librdmacm: IPv4 (the TCP port space) so far */
-    if (a->sa_family != AF_INET)
-        return EAFNOSUPPORT;
-    std::memcpy(&out, a, sizeof out);
-    return 0;
+/* The id's source and destination addresses. */
+CmAddr src_of(const rdma_cm_id *id) {
+    CmAddr a;
+    parse_addr(&id->route.addr.src_addr, a);
+    return a;
+}
+CmAddr dst_of(const rdma_cm_id *id) {
+    CmAddr a;
+    parse_addr(&id->route.addr.dst_addr, a);
+    return a;
 }
 
 /* What the kernel's rdma_cm does with a connection's numbers: retry counts are 3-bit
@@ -112,14 +113,15 @@ int connect_ud(Id *id, const rdma_conn_param *param) {
         p.private_data = param->private_data;
         p.private_data_len = param->private_data_len;
     }
-    const sockaddr_in &dst = id->id.route.addr.dst_sin;
+    const CmAddr dst = dst_of(&id->id);
+    if (!dst.is_v4())
+        return fail(EAFNOSUPPORT); /* SIDR over IPv6: not in droce's CM yet */
     Service *s = Service::get();
     if (s == nullptr)
         return -1; /* errno set: no CM here */
     {
         std::lock_guard<std::mutex> lk(s->mu);
-        st.conn = st.dev->cm->channel().resolve_ud(ntohl(dst.sin_addr.s_addr), ntohs(dst.sin_port),
-                                                   p, s->now_ns());
+        st.conn = st.dev->cm->channel().resolve_ud(dst.v4(), dst.port, p, s->now_ns());
         if (st.conn == 0)
             return fail(ENOMEM);
         s->add_conn(st.dev, st.conn, id);
@@ -200,7 +202,7 @@ int rdma_destroy_id(rdma_cm_id *cm_id) {
     {
         std::lock_guard<std::mutex> lk(s->mu);
         if (st.role == IdRole::Listener) {
-            const uint16_t port = ntohs(cm_id->route.addr.src_sin.sin_port);
+            const uint16_t port = src_of(cm_id).port;
             for (auto &d : s->devs)
                 if (st.wildcard || d.get() == st.dev) {
                     if (cm_id->ps == RDMA_PS_UDP)
@@ -224,6 +226,10 @@ int rdma_destroy_id(rdma_cm_id *cm_id) {
         }
     }
     purge_events(id);
+    /* What the application still holds of this id's events: rdma-core's destroy waits
+     * for their acks (rping's main destroys its id and channel while its CM thread
+     * handles the last event; without the wait the channel would go under it). */
+    wait_acked(st);
     if (cm_id->event != nullptr)
         delete reinterpret_cast<Event *>(cm_id->event);
     if (st.sync)
@@ -234,58 +240,63 @@ int rdma_destroy_id(rdma_cm_id *cm_id) {
 }
 
 int rdma_bind_addr(rdma_cm_id *cm_id, sockaddr *addr) {
-    sockaddr_in a;
+    CmAddr a;
     if (cm_id == nullptr)
         return fail(EINVAL);
-    if (int e = ipv4_arg(addr, a); e != 0)
+    if (int e = parse_addr(addr, a); e != 0)
         return fail(e);
     Service *s = Service::get();
     if (s == nullptr)
         return -1; /* errno set: no CM here */
     Id *id = id_of(cm_id);
     std::lock_guard<std::mutex> lk(s->mu);
-    if (a.sin_addr.s_addr == htonl(INADDR_ANY)) {
+    if (a.any()) {
         id->st->wildcard = true; /* every device; id->verbs stays NULL, as the kernel's */
     } else {
-        ServiceDev *d = s->owner_of(ntohl(a.sin_addr.s_addr));
+        ServiceDev *d = s->owner_of(a);
         if (d == nullptr)
             return fail(EADDRNOTAVAIL);
         set_device(id, d);
     }
-    if (a.sin_port == 0)
-        a.sin_port = htons(s->ephemeral_port());
-    std::memcpy(&cm_id->route.addr.src_sin, &a, sizeof a);
+    if (a.port == 0)
+        a.port = s->ephemeral_port();
+    write_addr(a, cm_id->route.addr.src_storage);
     return 0;
 }
 
 int rdma_resolve_addr(rdma_cm_id *cm_id, sockaddr *src_addr, sockaddr *dst_addr, int) {
-    sockaddr_in dst, src{};
+    CmAddr dst, src;
     if (cm_id == nullptr)
         return fail(EINVAL);
-    if (int e = ipv4_arg(dst_addr, dst); e != 0)
+    if (int e = parse_addr(dst_addr, dst); e != 0)
         return fail(e);
-    if (src_addr != nullptr)
-        if (int e = ipv4_arg(src_addr, src); e != 0)
+    const bool given_src = src_addr != nullptr;
+    if (given_src) {
+        if (int e = parse_addr(src_addr, src); e != 0)
             return fail(e);
+        if (src.is_v4() != dst.is_v4())
+            return fail(EINVAL); /* one IP version per connection */
+    }
     Service *s = Service::get();
     if (s == nullptr)
         return -1; /* errno set: no CM here */
     Id *id = id_of(cm_id);
     {
         std::lock_guard<std::mutex> lk(s->mu);
-        ServiceDev *d = src.sin_addr.s_addr != 0 ? s->owner_of(ntohl(src.sin_addr.s_addr))
-                                                 : s->route_to(ntohl(dst.sin_addr.s_addr));
+        const bool by_src = given_src && !src.any();
+        ServiceDev *d = by_src ? s->owner_of(src) : s->route_to(dst);
         if (d == nullptr)
-            return fail(src.sin_addr.s_addr != 0 ? EADDRNOTAVAIL : ENODEV);
+            return fail(by_src ? EADDRNOTAVAIL : ENODEV);
+        CmAddr my;
+        if (by_src)
+            my = src;
+        else if (!Service::local_for(*d, dst, my))
+            return fail(EADDRNOTAVAIL); /* no address of dst's IP version (or scope) */
         set_device(id, d);
-        sockaddr_in &my = cm_id->route.addr.src_sin;
-        const uint16_t port = my.sin_port != 0    ? my.sin_port
-                              : src.sin_port != 0 ? src.sin_port
-                                                  : htons(s->ephemeral_port());
-        my.sin_family = AF_INET;
-        my.sin_addr.s_addr = htonl(d->ip);
-        my.sin_port = port;
-        std::memcpy(&cm_id->route.addr.dst_sin, &dst, sizeof dst);
+        const CmAddr bound = src_of(cm_id);
+        my.port = bound.port != 0 ? bound.port : src.port != 0 ? src.port : s->ephemeral_port();
+        write_addr(my, cm_id->route.addr.src_storage);
+        write_addr(dst, cm_id->route.addr.dst_storage);
         id->st->role = IdRole::Active;
         post_event(id, RDMA_CM_EVENT_ADDR_RESOLVED, 0);
     }
@@ -305,7 +316,8 @@ int rdma_listen(rdma_cm_id *cm_id, int) {
     if (cm_id == nullptr)
         return fail(EINVAL);
     Id *id = id_of(cm_id);
-    if (cm_id->route.addr.src_sin.sin_family != AF_INET) {
+    const sa_family_t fam = cm_id->route.addr.src_addr.sa_family;
+    if (fam != AF_INET && fam != AF_INET6) {
         sockaddr_in any{};
         any.sin_family = AF_INET;
         if (rdma_bind_addr(cm_id, reinterpret_cast<sockaddr *>(&any)) != 0)
@@ -314,7 +326,7 @@ int rdma_listen(rdma_cm_id *cm_id, int) {
     Service *s = Service::get();
     if (s == nullptr)
         return -1; /* errno set: no CM here */
-    const uint16_t port = ntohs(cm_id->route.addr.src_sin.sin_port);
+    const uint16_t port = src_of(cm_id).port;
     const bool ud = cm_id->ps == RDMA_PS_UDP;
     std::lock_guard<std::mutex> lk(s->mu);
     if (!s->add_listener(cm_id->ps, port, id))
@@ -355,14 +367,15 @@ int rdma_connect(rdma_cm_id *cm_id, rdma_conn_param *param) {
         p.private_data = param->private_data;
         p.private_data_len = param->private_data_len;
     }
-    const sockaddr_in &dst = cm_id->route.addr.dst_sin;
+    const CmAddr dst = dst_of(cm_id);
     Service *s = Service::get();
     if (s == nullptr)
         return -1; /* errno set: no CM here */
     {
         std::lock_guard<std::mutex> lk(s->mu);
-        st.conn = st.dev->cm->connect(ntohl(dst.sin_addr.s_addr), ntohs(dst.sin_port),
-                                      *droce_qp(cm_id->qp), p);
+        QueuePair &qp = *droce_qp(cm_id->qp);
+        st.conn = dst.is_v4() ? st.dev->cm->connect(dst.v4(), dst.port, qp, p)
+                              : st.dev->cm->connect6(dst.gid, dst.port, qp, p);
         if (st.conn == 0)
             return fail(ENOMEM);
         s->add_conn(st.dev, st.conn, id);

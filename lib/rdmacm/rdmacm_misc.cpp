@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The rest of librdmacm's interface: endpoints (rdma_create_ep: a synchronous id with its
- * QP), rdma_getaddrinfo for IPv4 names, the device list, ports; and what droce does not
+ * QP), rdma_getaddrinfo for IP names, the device list, ports; and what droce does not
  * have, each failing as the call documents failure (-1 or NULL, errno EOPNOTSUPP):
  * multicast, ECE, and rsockets. */
 #include <arpa/inet.h>
@@ -37,6 +37,25 @@ sockaddr *copy_addr(const sockaddr *a, socklen_t len) {
     return c;
 }
 
+/* The first IPv4 answer of a name that has both (what droce's devices are most often
+ * given), else the first IPv6 one; nullptr when it has neither. */
+const addrinfo *prefer_ipv4(const addrinfo *ai) {
+    const addrinfo *v6 = nullptr;
+    for (; ai != nullptr; ai = ai->ai_next) {
+        if (ai->ai_family == AF_INET)
+            return ai;
+        if (ai->ai_family == AF_INET6 && v6 == nullptr)
+            v6 = ai;
+    }
+    return v6;
+}
+
+/* An id's port (network order), either family; 0 without an address. */
+__be16 port_of(const sockaddr &a) {
+    CmAddr c;
+    return parse_addr(&a, c) == 0 ? htons(c.port) : 0;
+}
+
 } // namespace
 
 extern "C" {
@@ -50,22 +69,28 @@ int rdma_getaddrinfo(const char *node, const char *service, const rdma_addrinfo 
         hints != nullptr && hints->ai_port_space != 0 ? hints->ai_port_space : RDMA_PS_TCP;
     if (ps != RDMA_PS_TCP && ps != RDMA_PS_UDP)
         return fail(EOPNOTSUPP);
-    if (hints != nullptr && hints->ai_family != 0 && hints->ai_family != AF_INET)
-        return fail(EAFNOSUPPORT);
-    addrinfo h{}, *ai = nullptr;
-    h.ai_family = AF_INET;
+    const int family = hints != nullptr ? hints->ai_family : 0;
+    if (family != 0 && family != AF_INET && family != AF_INET6)
+        return fail(EAFNOSUPPORT); /* AF_IB: InfiniBand's */
+    addrinfo h{}, *all = nullptr;
+    h.ai_family = family != 0 ? family : AF_UNSPEC;
     h.ai_socktype = SOCK_STREAM;
     h.ai_flags = (passive ? AI_PASSIVE : 0) |
                  (hints != nullptr && (hints->ai_flags & RAI_NUMERICHOST) ? AI_NUMERICHOST : 0);
-    if (const int e = getaddrinfo(node, service, &h, &ai); e != 0 || ai == nullptr)
+    if (const int e = getaddrinfo(node, service, &h, &all); e != 0 || all == nullptr)
         return fail(e == EAI_SYSTEM ? errno : EADDRNOTAVAIL);
+    const addrinfo *ai = prefer_ipv4(all);
+    if (ai == nullptr) {
+        freeaddrinfo(all);
+        return fail(EADDRNOTAVAIL);
+    }
     auto *r = static_cast<rdma_addrinfo *>(std::calloc(1, sizeof(rdma_addrinfo)));
     if (r == nullptr) {
-        freeaddrinfo(ai);
+        freeaddrinfo(all);
         return fail(ENOMEM);
     }
     r->ai_flags = passive ? RAI_PASSIVE : 0;
-    r->ai_family = AF_INET;
+    r->ai_family = ai->ai_family;
     r->ai_qp_type = ps == RDMA_PS_UDP ? IBV_QPT_UD : IBV_QPT_RC;
     r->ai_port_space = ps;
     sockaddr *a = copy_addr(ai->ai_addr, ai->ai_addrlen);
@@ -80,7 +105,7 @@ int rdma_getaddrinfo(const char *node, const char *service, const rdma_addrinfo 
             r->ai_src_len = hints->ai_src_len;
         }
     }
-    freeaddrinfo(ai);
+    freeaddrinfo(all);
     *res = r;
     return 0;
 }
@@ -166,15 +191,11 @@ ibv_context **rdma_get_devices(int *num_devices) {
 void rdma_free_devices(ibv_context **list) { std::free(list); }
 
 __be16 rdma_get_src_port(rdma_cm_id *id) {
-    return id != nullptr && id->route.addr.src_sin.sin_family == AF_INET
-               ? id->route.addr.src_sin.sin_port
-               : 0;
+    return id != nullptr ? port_of(id->route.addr.src_addr) : 0;
 }
 
 __be16 rdma_get_dst_port(rdma_cm_id *id) {
-    return id != nullptr && id->route.addr.dst_sin.sin_family == AF_INET
-               ? id->route.addr.dst_sin.sin_port
-               : 0;
+    return id != nullptr ? port_of(id->route.addr.dst_addr) : 0;
 }
 
 /* ---- multicast (UD; droce has no multicast groups) and ECE ---- */

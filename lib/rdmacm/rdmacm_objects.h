@@ -11,6 +11,7 @@
 #include <rdma/rdma_cma.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <mutex>
@@ -29,6 +30,9 @@ struct IdState;
 struct Event {
     rdma_cm_event ev;
     uint8_t private_data[kCmMaxPrivateData];
+    /** Handed out by rdma_get_cm_event: the id whose count its ack completes (the
+     * listener for a connection request, as rdma-core's), else nullptr. */
+    IdState *reported_to = nullptr;
 };
 
 struct ChannelState {
@@ -42,8 +46,10 @@ struct ChannelState {
  * queued events: readable while one waits; rdma_get_cm_event reads one count, then takes
  * the oldest event. Ids without a channel (synchronous use) get a private one. A
  * destroyed channel's memory outlives it a while (free_channel): programs such as rping
- * destroy the channel while their CM thread still calls rdma_get_cm_event on it, which
- * must then fail with EBADF, as it does on rdma-core's closed descriptor. */
+ * destroy the channel while their CM thread still uses it. A call that starts after the
+ * destroy fails with EBADF, as read() on rdma-core's closed descriptor does; a thread
+ * already waiting keeps waiting, as one blocked in that read() does (the descriptor
+ * stays open for it). */
 struct EventChannel {
     rdma_event_channel channel;
     ChannelState *st;
@@ -72,7 +78,21 @@ struct IdState {
     ibv_qp_init_attr ep_attr{}; /**< rdma_create_ep on a passive id: for its requests */
     bool has_ep_attr = false;
     ibv_pd *ep_pd = nullptr;
+    /* Events rdma_get_cm_event handed out for this id, and those acked: rdma_destroy_id
+     * waits until every one is acked, as rdma-core's (the application's CM thread may
+     * still be handling one; its channel must outlast that). */
+    std::mutex ev_mu;
+    std::condition_variable ev_acked_cv;
+    uint64_t ev_reported = 0;
+    uint64_t ev_acked = 0;
 };
+
+/** rdma_get_cm_event hands e out: counted on its id (or listener). */
+void count_reported(Event *e);
+/** rdma_ack_cm_event of e: its id's count. */
+void count_acked(Event *e);
+/** rdma_destroy_id: until every event handed out for id is acked. */
+void wait_acked(IdState &st);
 
 /** An event for id with its private data (not queued yet). */
 Event *make_event(Id *id, rdma_cm_event_type type, int status, const void *pd = nullptr,

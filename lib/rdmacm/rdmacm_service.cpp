@@ -41,6 +41,20 @@ uint32_t ipv4_of(const Device &dev, uint8_t &gid_index) {
     return 0;
 }
 
+/* The device's IPv6 addresses: its RoCE v2 GIDs that are not IPv4-mapped. */
+std::vector<std::array<uint8_t, 16>> ipv6_of(const Device &dev) {
+    std::vector<std::array<uint8_t, 16>> out;
+    for (const GidEntry &e : dev.gids()) {
+        const CmAddr a = gid_addr(e.gid.raw, 0);
+        if (a.is_v4() || std::strcmp(e.type, "RoCE v2") != 0)
+            continue;
+        std::array<uint8_t, 16> g;
+        std::memcpy(g.data(), e.gid.raw, 16);
+        out.push_back(g);
+    }
+    return out;
+}
+
 uint8_t mtu_enum(uint32_t bytes) {
     uint8_t e = 1;
     for (uint32_t b = 256; b < bytes && e < 5; b <<= 1)
@@ -49,6 +63,18 @@ uint8_t mtu_enum(uint32_t bytes) {
 }
 
 Service *g_service = nullptr;
+
+/* Whether a listener takes a request over IPv6 (or IPv4), as the kernel's rdma_cm: one
+ * bound to an IPv4 address (or to INADDR_ANY) hears IPv4 only, one bound to an IPv6
+ * address that address's requests, one bound to in6addr_any both. */
+bool takes_family(const Id &listener, bool ipv6) {
+    CmAddr a;
+    if (parse_addr(&listener.id.route.addr.src_addr, a) != 0)
+        return false;
+    if (a.family == AF_INET6 && a.any())
+        return true;
+    return a.is_v4() != ipv6;
+}
 
 } // namespace
 
@@ -106,6 +132,7 @@ int Service::start() {
         }
         d->cm = std::move(cm.value());
         d->ip = ipv4_of(*d->entry->dev, d->ip_gid_index);
+        d->ip6 = ipv6_of(*d->entry->dev);
         d->path_mtu = mtu_enum(d->entry->dev->active_mtu());
         devs.push_back(std::move(d));
     }
@@ -172,17 +199,40 @@ void Service::run() {
     }
 }
 
-ServiceDev *Service::route_to(uint32_t) {
+ServiceDev *Service::route_to(const CmAddr &) {
     /* droce's libibverbs opens one device per process: every destination is reached
      * through it (its gateway, if any, is the engine's business). */
     return devs.empty() ? nullptr : devs.front().get();
 }
 
-ServiceDev *Service::owner_of(uint32_t local_ip) {
-    for (auto &d : devs)
-        if (d->ip == local_ip)
-            return d.get();
+ServiceDev *Service::owner_of(const CmAddr &local) {
+    for (auto &d : devs) {
+        if (local.is_v4()) {
+            if (d->ip == local.v4())
+                return d.get();
+            continue;
+        }
+        for (const auto &g : d->ip6)
+            if (std::memcmp(g.data(), local.gid, 16) == 0)
+                return d.get();
+    }
     return nullptr;
+}
+
+bool Service::local_for(const ServiceDev &d, const CmAddr &peer, CmAddr &local) {
+    if (peer.is_v4()) {
+        local = v4_addr(d.ip, 0);
+        local.family = peer.family;
+        return d.ip != 0;
+    }
+    for (const auto &g : d.ip6) {
+        CmAddr a = gid_addr(g.data(), 0);
+        if (a.link_local() == peer.link_local()) {
+            local = a;
+            return true;
+        }
+    }
+    return false;
 }
 
 Id *Service::conn_id(ServiceDev *d, uint32_t conn) {
@@ -212,7 +262,8 @@ uint64_t Service::now_ns() const { return devs.empty() ? 0 : devs.front()->cm->n
 Id *Service::passive_id(ServiceDev &d, const CmEventInfo &ev, rdma_port_space ps) {
     auto it = listeners_.find({ps, ev.listen_port});
     Id *listener = it != listeners_.end() ? it->second : nullptr;
-    if (listener == nullptr || (!listener->st->wildcard && listener->st->dev != &d))
+    if (listener == nullptr || (!listener->st->wildcard && listener->st->dev != &d) ||
+        !takes_family(*listener, ev.ipv6))
         return nullptr;
     IdState &ls = *listener->st;
     Id *child = new_id(ls.sync ? nullptr : ls.channel, listener->id.context, ps,
@@ -227,14 +278,13 @@ Id *Service::passive_id(ServiceDev &d, const CmEventInfo &ev, rdma_port_space ps
     child->id.verbs = d.ctx;
     child->id.pd = d.pd;
     child->id.port_num = 1;
-    sockaddr_in &src = child->id.route.addr.src_sin;
-    src.sin_family = AF_INET;
-    src.sin_addr.s_addr = htonl(d.ip);
-    src.sin_port = htons(ev.listen_port);
-    sockaddr_in &dst = child->id.route.addr.dst_sin;
-    dst.sin_family = AF_INET;
-    dst.sin_addr.s_addr = htonl(ev.peer_ip);
-    dst.sin_port = htons(ev.peer_port);
+    const CmAddr peer =
+        ev.ipv6 ? gid_addr(ev.peer_gid, ev.peer_port) : v4_addr(ev.peer_ip, ev.peer_port);
+    CmAddr local;
+    local_for(d, peer, local);
+    local.port = ev.listen_port;
+    write_addr(local, child->id.route.addr.src_storage);
+    write_addr(peer, child->id.route.addr.dst_storage);
     add_conn(&d, ev.id, child);
     return child;
 }
@@ -271,7 +321,8 @@ void fill_ud_ah(const ServiceDev &d, const uint8_t peer_gid[16], ibv_ah_attr &ah
 /* A SIDR_REQ: CONNECT_REQUEST on a new UD id, the user's private data in param.ud (the
  * kernel's event has no address vector; ours names the peer, which does no harm). */
 void Service::on_sidr_request(ServiceDev &d, const CmEventInfo &ev) {
-    Id *child = passive_id(d, ev, RDMA_PS_UDP);
+    /* SIDR over IPv6 is refused (the UD ids are IPv4 only: rdmacm_id.cpp). */
+    Id *child = ev.ipv6 ? nullptr : passive_id(d, ev, RDMA_PS_UDP);
     if (child == nullptr) {
         d.cm->channel().sidr_reject(ev.id, nullptr, 0, now_ns());
         return;

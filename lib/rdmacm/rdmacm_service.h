@@ -9,6 +9,7 @@
  * path only (the data path is the verbs library's). */
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <map>
 #include <memory>
@@ -17,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "rdmacm_addr.h"
 #include "rdmacm_objects.h"
 #include "verbs_objects.h"
 
@@ -29,6 +31,9 @@ struct ServiceDev {
     std::unique_ptr<CmDevice> cm;
     uint32_t ip = 0;          /**< our IPv4 address, host order */
     uint8_t ip_gid_index = 0; /**< the GID table's entry of ip (the UD events' sgid_index) */
+    /** Our IPv6 addresses: the RoCE v2 GIDs that are not IPv4-mapped, in table order
+     * (the link-local one first where the table has it). */
+    std::vector<std::array<uint8_t, 16>> ip6;
     uint8_t path_mtu = 3;
 };
 
@@ -40,10 +45,14 @@ class Service {
     /** Held by every caller of the CM and of the tables below. */
     std::mutex mu;
     std::vector<std::unique_ptr<ServiceDev>> devs;
-    /** The device to reach dst_ip from (host order): nullptr when droce has none. */
-    ServiceDev *route_to(uint32_t dst_ip);
-    /** The device whose address is local_ip (host order), nullptr if none. */
-    ServiceDev *owner_of(uint32_t local_ip);
+    /** The device to reach dst from: nullptr when droce has none. */
+    ServiceDev *route_to(const CmAddr &dst);
+    /** The device whose address is local (IPv4 or IPv6), nullptr if none. */
+    ServiceDev *owner_of(const CmAddr &local);
+    /** d's address that reaches peer, in peer's family, port 0: its IPv4 address, or
+     * for IPv6 its link-local GID (a link-local peer) or its first other one (as the CM
+     * picks them for connect6). False when d has none. */
+    static bool local_for(const ServiceDev &d, const CmAddr &peer, CmAddr &local);
     /** Connection ids of the CM to their rdma_cm_id. */
     void add_conn(ServiceDev *d, uint32_t conn, Id *id) { conns_[{d, conn}] = id; }
     void drop_conn(ServiceDev *d, uint32_t conn) { conns_.erase({d, conn}); }

@@ -4,20 +4,23 @@
 #  - direct memif (server and client roles): rping -V (the client checks every ping's
 #    data), ucmatose (two connections, SENDs both ways), rdma_server / rdma_client (the
 #    synchronous rdma_create_ep API), udaddy (RDMA_PS_UDP: SIDR, then UD datagrams),
-#    rping bound to an address not ours (fails; its two threads exit at once: no crash).
+#    rping bound to an address not ours (fails; its two threads exit at once: no crash);
+#    rping -V and ucmatose again over IPv6 (fd84::1, fd84::2).
 #  - through droce-fabric (each end a memif client, so its link is up from the start):
 #    qperf -cm1 rc_bw, rc_lat, rc_rdma_write_bw, rc_rdma_read_lat (qperf's control TCP
 #    connection goes to the server's RoCE address, which this script puts on lo while it
 #    runs: root only), and fio --ioengine=rdma, RDMA WRITE and RDMA READ (thread=1).
 #    Not qperf's ud_* tests: its UD address handle has no GRH, which RoCE needs (droce,
 #    like rxe and the kernel, refuses it with EINVAL).
-# Usage: test_rdmacm_tools.sh PATH/TO/droce-run PATH/TO/droce-fabric
+#  - droce's own rdmacm_channel_test: a channel destroyed under a thread waiting on it.
+# Usage: test_rdmacm_tools.sh PATH/TO/droce-run PATH/TO/droce-fabric PATH/TO/rdmacm_channel_test
 set -u
 # shellcheck source=../../scripts/fabric_ready.sh
 . "$(dirname "$0")/../../scripts/fabric_ready.sh"
 unset LD_LIBRARY_PATH
-run=${1:?usage: $0 DROCE_RUN DROCE_FABRIC}
-fab=${2:?usage: $0 DROCE_RUN DROCE_FABRIC}
+run=${1:?usage: $0 DROCE_RUN DROCE_FABRIC CHANNEL_TEST}
+fab=${2:?usage: $0 DROCE_RUN DROCE_FABRIC CHANNEL_TEST}
+chtest=${3:?usage: $0 DROCE_RUN DROCE_FABRIC CHANNEL_TEST}
 for tool in rping ucmatose rdma_server rdma_client udaddy; do
     command -v $tool >/dev/null || { echo "SKIP: $tool missing (rdmacm-utils)"; exit 77; }
 done
@@ -39,12 +42,13 @@ fail() {
     fails=$((fails + 1))
 }
 
-conf() { # FILE ROLE SOCKET IP MAC
+conf() { # FILE ROLE SOCKET IP MAC [IP6]
     printf '[eal]\nvdev = net_memif0,role=%s,socket=%s,socket-abstract=no\n\n' "$2" "$3" >"$1"
     printf '[port]\ndevice = net_memif0\nip = %s\nmac = %s\n' "$4" "$5" >>"$1"
+    [[ -z ${6:-} ]] || printf 'ip6 = %s\n' "$6" >>"$1"
 }
-conf "$work/server.conf" server "$work/memif.sock" 10.84.0.1/24 02:00:00:00:84:01
-conf "$work/client.conf" client "$work/memif.sock" 10.84.0.2/24 02:00:00:00:84:02
+conf "$work/server.conf" server "$work/memif.sock" 10.84.0.1/24 02:00:00:00:84:01 fd84::1/64
+conf "$work/client.conf" client "$work/memif.sock" 10.84.0.2/24 02:00:00:00:84:02 fd84::2/64
 
 # pair NAME SERVER_CONF CLIENT_CONF "SERVER ARGS" "CLIENT ARGS" [READY]: both must exit 0.
 # The server gets 2 s to bring its device up first (its memif link waits for the client),
@@ -60,9 +64,18 @@ pair() {
     if [[ -n $ready ]]; then
         for _ in $(seq 280); do grep -q -- "$ready" "$work/srv" && break; sleep 0.1; done
     fi
-    # shellcheck disable=SC2086
-    timeout -k 5 60 "$run" --config "$cconf" $5 >"$work/cli" 2>&1
-    local rc=$?
+    # A client that came before the server listened is refused (the tools print no
+    # "listening" line to wait for): it tries again while the server runs, 3 times at most.
+    local rc try
+    for try in 1 2 3; do
+        # shellcheck disable=SC2086
+        timeout -k 5 60 "$run" --config "$cconf" $5 >"$work/cli" 2>&1
+        rc=$?
+        [[ $rc -ne 0 ]] && kill -0 "$srv" 2>/dev/null &&
+            grep -Eq 'Connection refused|EVENT_REJECTED, error 8' "$work/cli" || break
+        echo "note: $name: client refused (try $try), the server was not listening yet"
+        sleep 2
+    done
     [[ $rc -ne 0 ]] && kill "$srv" 2>/dev/null
     wait "$srv"
     local src=$?
@@ -74,6 +87,17 @@ pair() {
 }
 
 S=$work/server.conf C=$work/client.conf
+# A channel destroyed under a thread waiting in rdma_get_cm_event (the device alone: no
+# peer needed).
+rm -f "$work/memif.sock"
+timeout -k 5 60 "$run" --config "$S" "$chtest" 10.84.0.2 >"$work/cli" 2>&1
+rc=$?
+if [[ $rc -eq 0 ]]; then
+    grep '^ok:' "$work/cli"
+else
+    echo "" >"$work/srv"
+    fail "rdmacm_channel_test: exit $rc"
+fi
 port=$((port + 1))
 if pair rping "$S" "$C" "rping -s -a 10.84.0.1 -p $port -C 20 -V" \
     "rping -c -a 10.84.0.1 -p $port -C 20 -V -v"; then
@@ -82,11 +106,28 @@ if pair rping "$S" "$C" "rping -s -a 10.84.0.1 -p $port -C 20 -V" \
         echo "ok: rping -C 20 -V: 20 pings, data validated"
     else fail "rping: $n of 20 pings shown, or a mismatch"; fi
 fi
+# The same over IPv6: rping's own sockaddr_in6 (getaddrinfo), the CM's IPv6 header and
+# GIDs; ND finds the peer's MAC.
+port=$((port + 1))
+if pair "rping IPv6" "$S" "$C" "rping -s -a fd84::1 -p $port -C 10 -V" \
+    "rping -c -a fd84::1 -p $port -C 10 -V -v"; then
+    n=$(grep -c '^ping data: rdma-ping-' "$work/cli")
+    if [[ $n -eq 10 ]] && ! grep -qi 'data mismatch\|invalid' "$work/cli" "$work/srv"; then
+        echo "ok: rping over IPv6 (fd84::1): 10 pings, data validated"
+    else fail "rping IPv6: $n of 10 pings shown, or a mismatch"; fi
+fi
 port=$((port + 1))
 if pair ucmatose "$S" "$C" "ucmatose -p $port -c 2" "ucmatose -s 10.84.0.1 -p $port -c 2"; then
     grep -q 'return status 0' "$work/cli" && grep -q 'return status 0' "$work/srv" &&
         echo "ok: ucmatose -c 2: $(grep -c 'complete' "$work/cli") completion lines" ||
         fail "ucmatose: no 'return status 0'"
+fi
+# ucmatose over IPv6: rdma_getaddrinfo of an IPv6 name; the server bound to in6addr_any
+# (-b ::), which hears IPv6 as the kernel's does.
+port=$((port + 1))
+if pair "ucmatose IPv6" "$S" "$C" "ucmatose -b :: -p $port -c 2" "ucmatose -s fd84::1 -p $port -c 2"; then
+    grep -q 'return status 0' "$work/cli" && grep -q 'return status 0' "$work/srv" &&
+        echo "ok: ucmatose -c 2 over IPv6" || fail "ucmatose IPv6: no 'return status 0'"
 fi
 port=$((port + 1))
 if pair "rdma_server/rdma_client" "$S" "$C" "rdma_server -s 10.84.0.1 -p $port" \

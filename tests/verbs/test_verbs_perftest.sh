@@ -7,7 +7,8 @@
 # ib_write_lat, ib_send_lat, ib_read_lat, ib_atomic_lat with their default posting API,
 # and ib_write_bw with --use_old_post_send;
 # ib_send_bw and ib_send_lat with -e (completion events); ib_write_bw and ib_read_bw with
-# -R (rdma_cm, through droce's librdmacm).
+# -R (rdma_cm, through droce's librdmacm); ib_write_bw -q 4 --report_gbits (four QPs);
+# ib_send_bw -c UD and ib_send_lat -c UD (UD QPs, address handles).
 # Short runs (-n small): each end must exit 0 and the client print its result row (the
 # row of the message size and iteration count under perftest's table header).
 # perftest takes its ibv_wr_* posting path only on the devices it lists as having it
@@ -54,7 +55,7 @@ listening() { ss -Htln "sport = :$1" 2>/dev/null | grep -q .; }
 
 # perf SIZE ITERS TOOL ARGS...: server and client with the same arguments (-d droce0, GID
 # 1, -F: no CPU frequency check, the machine may scale it); both must end well and the
-# client print the row "SIZE ITERS ...".
+# client print the row "SIZE ITERS ..." (ITERS times the QPs with -q: ROW_ITERS).
 perf() {
     local size=$1 iters=$2 tool=$3
     shift 3
@@ -79,7 +80,7 @@ perf() {
     local src=$?
     port=$((port + 1))
     local row
-    row=$(grep -E "^ +$size +$iters +[0-9]" "$work/cli")
+    row=$(grep -E "^ +$size +${ROW_ITERS:-$iters} +[0-9]" "$work/cli")
     if [[ $rc -ne 0 || $src -ne 0 || -z $row ]]; then
         echo "FAIL: $tool $*: client exit $rc, server exit $src (124 = timeout)"
         echo "--- client"; tail -n 15 "$work/cli"
@@ -106,6 +107,13 @@ perf 2 500 ib_send_lat -e
 # -R: connected through rdma_cm (droce's librdmacm over droce's CM).
 perf 65536 200 ib_write_bw -R
 perf 4096 200 ib_read_bw -R -s 4096
+# Several QPs, and UD.
+ROW_ITERS=800 perf 4096 200 ib_write_bw -s 4096 -q 4 --report_gbits
+# UD has no retransmission: a datagram the receiver had no room for is dropped (counted),
+# and perftest's UD server then waits for it for good. 200 of them, 32 in flight, stay
+# well inside the server's 512 posted receives and the memif rings.
+perf 1024 200 ib_send_bw -c UD -s 1024 -t 32
+perf 64 500 ib_send_lat -c UD -s 64
 
 if [[ $fails -ne 0 ]]; then echo "$fails run(s) failed"; exit 1; fi
 echo "perftest ran droce <-> droce"
