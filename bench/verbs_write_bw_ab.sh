@@ -9,7 +9,9 @@
 #         verbs-Q32  the same with -Q 32 (droce-perf's default moderation: min(100, tx/4))
 #         perf       droce-perf write_bw --worker, its defaults
 #   bw    64 KiB RDMA WRITE bandwidth (Gb/s, from the BW average column), -D DURATION:
-#         verbs-64k  ib_write_bw -s 65536 -Q 32;  perf-64k  droce-perf write_bw -s 65536
+#         verbs-64k  ib_write_bw -s 65536 -Q 32;  perf-64k  droce-perf write_bw -s 65536;
+#         perf-64k-malloc  the same with --buf-malloc: its buffer from the heap, as
+#         perftest's, which a port that sends DPDK memory only (memif) must copy
 #   lat   64 B RDMA WRITE latency (us, t_typical: the median), -n 20000:
 #         verbs-lat  ib_write_lat;  perf-lat  droce-perf write_lat --worker
 # ROUNDS alternating rounds (every variant of the chosen sets once per round); prints each
@@ -92,6 +94,7 @@ one() { # VARIANT
     perf) perf write_bw "${rate[@]}"; kind=rate ;;
     verbs-64k) verbs ib_write_bw "${bw[@]}"; kind=bw ;;
     perf-64k) perf write_bw "${bw[@]}"; kind=bw ;;
+    perf-64k-malloc) perf write_bw --buf-malloc "${bw[@]}"; kind=bw ;;
     verbs-lat) verbs ib_write_lat "${lat[@]}"; kind=lat ;;
     perf-lat) perf write_lat "${lat[@]}"; kind=lat ;;
     esac
@@ -110,7 +113,7 @@ variants=()
 for set in $sets; do
     case $set in
     rate) variants+=(verbs verbs-Q32 perf) ;;
-    bw) variants+=(verbs-64k perf-64k) ;;
+    bw) variants+=(verbs-64k perf-64k perf-64k-malloc) ;;
     lat) variants+=(verbs-lat perf-lat) ;;
     *) echo "unknown set $set (rate, bw, lat)" >&2; exit 2 ;;
     esac
@@ -125,7 +128,7 @@ for v in "${variants[@]}"; do
 done >"$work/summary"
 awk '{ m[$1] = $3 } END {
     ref["verbs"] = "perf"; ref["verbs-Q32"] = "perf"; ref["verbs-64k"] = "perf-64k"
-    ref["verbs-lat"] = "perf-lat"
+    ref["verbs-lat"] = "perf-lat"; ref["perf-64k-malloc"] = "perf-64k"
 }
 { line[NR] = $0; name[NR] = $1 }
 END { for (i = 1; i <= NR; ++i) { r = ref[name[i]]
