@@ -11,7 +11,9 @@
 #   bw    64 KiB RDMA WRITE bandwidth (Gb/s, from the BW average column), -D DURATION:
 #         verbs-64k  ib_write_bw -s 65536 -Q 32;  perf-64k  droce-perf write_bw -s 65536;
 #         perf-64k-malloc  the same with --buf-malloc: its buffer from the heap, as
-#         perftest's, which a port that sends DPDK memory only (memif) must copy
+#         perftest's, which a port that sends DPDK memory only (memif) must copy;
+#         perf-64k-busy  the client with --busy-poll: its thread never naps when idle, as
+#         perftest's client does not (perftest's write_bw server waits in a socket read)
 #   lat   64 B RDMA WRITE latency (us, t_typical: the median), -n 20000:
 #         verbs-lat  ib_write_lat;  perf-lat  droce-perf write_lat --worker
 # ROUNDS alternating rounds (every variant of the chosen sets once per round); prints each
@@ -78,11 +80,13 @@ verbs() {
     pair "$run" --config "$work/server.conf" "$tool" -d droce0 "$@" -p "$port" -- \
         "$run" --config "$work/client.conf" "$tool" -d droce0 "$@" -p "$port" 127.0.0.1
 }
-perf() {
+perf() { # [--client-busy] TEST ARGS...
+    local cbusy=()
+    [[ $1 == --client-busy ]] && { cbusy=(--busy-poll); shift; }
     local test=$1
     shift
     pair "$perf" "$test" --config="$work/server.conf" --worker "$@" -p "$port" -- \
-        "$perf" "$test" --config="$work/client.conf" --worker "$@" -p "$port" 127.0.0.1
+        "$perf" "$test" --config="$work/client.conf" --worker "${cbusy[@]}" "$@" -p "$port" 127.0.0.1
 }
 
 one() { # VARIANT
@@ -95,6 +99,7 @@ one() { # VARIANT
     verbs-64k) verbs ib_write_bw "${bw[@]}"; kind=bw ;;
     perf-64k) perf write_bw "${bw[@]}"; kind=bw ;;
     perf-64k-malloc) perf write_bw --buf-malloc "${bw[@]}"; kind=bw ;;
+    perf-64k-busy) perf --client-busy write_bw "${bw[@]}"; kind=bw ;;
     verbs-lat) verbs ib_write_lat "${lat[@]}"; kind=lat ;;
     perf-lat) perf write_lat "${lat[@]}"; kind=lat ;;
     esac
@@ -113,7 +118,7 @@ variants=()
 for set in $sets; do
     case $set in
     rate) variants+=(verbs verbs-Q32 perf) ;;
-    bw) variants+=(verbs-64k perf-64k perf-64k-malloc) ;;
+    bw) variants+=(verbs-64k perf-64k perf-64k-malloc perf-64k-busy) ;;
     lat) variants+=(verbs-lat perf-lat) ;;
     *) echo "unknown set $set (rate, bw, lat)" >&2; exit 2 ;;
     esac
@@ -129,6 +134,7 @@ done >"$work/summary"
 awk '{ m[$1] = $3 } END {
     ref["verbs"] = "perf"; ref["verbs-Q32"] = "perf"; ref["verbs-64k"] = "perf-64k"
     ref["verbs-lat"] = "perf-lat"; ref["perf-64k-malloc"] = "perf-64k"
+    ref["perf-64k-busy"] = "perf-64k"
 }
 { line[NR] = $0; name[NR] = $1 }
 END { for (i = 1; i <= NR; ++i) { r = ref[name[i]]
