@@ -584,7 +584,7 @@ uint32_t icrc_compute_reference(const uint8_t *l3, size_t len, bool ipv6) {
     return ~st;
 }
 
-uint32_t icrc_compute_inplace(uint8_t *l3, size_t len, bool ipv6) {
+uint32_t detail::icrc_compute_inplace_any(uint8_t *l3, size_t len, bool ipv6) {
     const size_t hlen = ip_len(ipv6) + kUdpLen + kBthLen;
     if (len < hlen)
         return 0;
@@ -624,7 +624,7 @@ MaskPad make_mask_pad(bool ipv6) {
 const MaskPad kMaskV4 = make_mask_pad(false), kMaskV6 = make_mask_pad(true);
 } // namespace
 
-uint32_t icrc_compute_contig(const uint8_t *l3, size_t len, bool ipv6) {
+uint32_t detail::icrc_compute_contig_any(const uint8_t *l3, size_t len, bool ipv6) {
     crc_init_once();
     const size_t hlen = ip_len(ipv6) + kUdpLen + kBthLen;
     const size_t n = 8 + len;

@@ -9,6 +9,9 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "crc32_small.h"
+#include "wire_headers.h"
+
 namespace droce::wire {
 
 /* l3 points at the IP header; len counts from there up to (not including) the ICRC.
@@ -21,7 +24,7 @@ uint32_t icrc_compute(const uint8_t *l3, size_t len, bool ipv6);
 /* Fast path: masks the variant fields in place and uses the 8 bytes *before* l3 (the
  * tail of the Ethernet header, always present in a frame) as the 0xFF prefix, so the
  * CRC runs in one pass over contiguous memory. Everything touched is restored. */
-uint32_t icrc_compute_inplace(uint8_t *l3, size_t len, bool ipv6);
+inline uint32_t icrc_compute_inplace(uint8_t *l3, size_t len, bool ipv6);
 
 /* Read-only ICRC of a contiguous frame, for RX: one pass of the fastest fold kernel over
  * [l3 - 8, l3 + len) where it lies (the 8 bytes before l3, the Ethernet header's tail,
@@ -29,7 +32,7 @@ uint32_t icrc_compute_inplace(uint8_t *l3, size_t len, bool ipv6);
  * vectors as they are loaded. Nothing is written to the frame (a shared or zero-copy
  * buffer stays untouched) and nothing copied but the first 32 bytes. Where no 256/512-bit
  * fold kernel runs (short frames, older CPUs) it is icrc_compute(). */
-uint32_t icrc_compute_contig(const uint8_t *l3, size_t len, bool ipv6);
+inline uint32_t icrc_compute_contig(const uint8_t *l3, size_t len, bool ipv6);
 
 /* Reference implementation (plain table CRC, no DPDK, no length limit): for tests and
  * for frames longer than kIcrcMaxLen, which icrc_compute() hands to it. */
@@ -77,13 +80,36 @@ bool crc_kernel_available(CrcKernel k);
 uint32_t crc32_eth_gather(uint32_t crc, const ByteSpan *segs, uint32_t nsegs);
 /* The same with a chosen kernel (Fold256, Fold512; anything else or a CPU without it:
  * per-segment crc32_eth + crc32_combine), for tests and benchmarks. */
-uint32_t crc32_eth_gather_kernel(uint32_t crc, const ByteSpan *segs, uint32_t nsegs,
-                                 CrcKernel k);
+uint32_t crc32_eth_gather_kernel(uint32_t crc, const ByteSpan *segs, uint32_t nsegs, CrcKernel k);
 
 /* zlib's crc32_combine: the CRC of A||B from crc(A), crc(B) and len(B), by multiplying
  * crc(A) with x^(8*len(B)) mod P (table of x^(8n) for n < 2^14, square-and-multiply
  * beyond). */
 uint32_t crc32_combine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b);
+
+namespace detail {
+/* True when icrc_small takes the frame (every frame of a small message and every ACK):
+ * the headers it masks are there, the 8-byte prefix and len make less than
+ * kCrcSmallMax, and the CPU has what it needs. Inline, so that the per-packet callers
+ * reach icrc_small with no call in between: the out-of-line dispatch (its one-time
+ * initialisation, the checks for the wide kernels) runs only for frames it leaves. */
+inline bool icrc_small_takes(size_t len, bool ipv6) {
+    const size_t hlen = (ipv6 ? kIpv6Len : kIpv4Len) + kUdpLen + kBthLen;
+    return len >= hlen && len + 8 < kCrcSmallMax && __builtin_cpu_supports("pclmul") &&
+           __builtin_cpu_supports("sse4.1") && __builtin_cpu_supports("ssse3");
+}
+uint32_t icrc_compute_inplace_any(uint8_t *l3, size_t len, bool ipv6);
+uint32_t icrc_compute_contig_any(const uint8_t *l3, size_t len, bool ipv6);
+} // namespace detail
+
+inline uint32_t icrc_compute_inplace(uint8_t *l3, size_t len, bool ipv6) {
+    return detail::icrc_small_takes(len, ipv6) ? icrc_small(l3, len, ipv6)
+                                               : detail::icrc_compute_inplace_any(l3, len, ipv6);
+}
+inline uint32_t icrc_compute_contig(const uint8_t *l3, size_t len, bool ipv6) {
+    return detail::icrc_small_takes(len, ipv6) ? icrc_small(l3, len, ipv6)
+                                               : detail::icrc_compute_contig_any(l3, len, ipv6);
+}
 
 /* Reads the stored ICRC (LSB first) at p. */
 uint32_t icrc_load(const uint8_t *p);
