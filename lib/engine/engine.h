@@ -427,9 +427,10 @@ struct ZcRegion {
  * SRQs it owns, its timers, ready list, TX queue and counters. Only that worker (or,
  * in embedded mode, the application's poll thread) touches a Shard, except the MP
  * rings (doorbells, handoffs) through which others reach it. */
-/** An event as the engine queues it (the API maps CqCtx::user to its CQ). */
-
-class Shard final : public qp::TxPort, public qp::AsyncEventSink {
+/* Cache-line aligned (size and start): the shards of a device are allocated one after
+ * another, and a line holding the end of one and the start of the next would be written
+ * by two workers. */
+class alignas(64) Shard final : public qp::TxPort, public qp::AsyncEventSink {
   public:
     Shard(Dev &dev, uint32_t index, uint32_t workers, uint32_t max_qps);
     ~Shard() override;
@@ -1009,7 +1010,10 @@ class Runtime {
         std::atomic<bool> parked{false};
         std::atomic<bool> release{false};
     };
-    struct Worker {
+    /* Aligned: workers are allocated one after another, and each poll takes its own
+     * lock; two locks in one line made every iteration of each worker write the line the
+     * other one writes. */
+    struct alignas(64) Worker {
         Runtime *rt = nullptr;
         uint32_t index = 0;
         unsigned lcore = 0;

@@ -117,7 +117,9 @@ struct QpConfig {
     uint32_t tx_burst_frames = 0;
 };
 
-class Qp {
+/* Cache-line aligned: QPs of different workers are allocated next to each other, and a
+ * line shared by the end of one and the start of the next would be written by both. */
+class alignas(64) Qp {
   public:
     explicit Qp(const QpConfig &cfg);
 
