@@ -54,6 +54,7 @@ namespace {
 constexpr uint32_t kRights =
     kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead | kAccessRemoteAtomic;
 constexpr uint32_t kMsg = 64;
+constexpr uint32_t kSlots = 256; /* kMsg-byte slots of a Side's buffer the drivers write */
 
 struct Args {
     std::string mode;
@@ -69,6 +70,7 @@ struct Args {
     bool register_threads = true;           /* workers: threads 1.. become EAL threads */
     std::vector<uint32_t> workers = {1, 2}; /* workers: worker counts (rounds alternate) */
     uint32_t pairs = 2;                     /* workers: QP pairs per worker (weak scaling) */
+    std::vector<uint32_t> cpus;             /* workers: worker w on cpus[w] (default CPU w) */
     bool counters = false;                  /* print device counters per message (first round) */
     std::string csv;
 };
@@ -143,19 +145,24 @@ std::unique_ptr<Engine> make_engine(uint32_t workers) {
 struct Side {
     Device *dev = nullptr;
     std::unique_ptr<ProtectionDomain> pd;
+    static constexpr size_t kBufBytes = 1 << 16, kPage = 4096;
     std::vector<uint8_t> buf;
+    uint8_t *base = nullptr; /* buf's first page boundary: the registered kBufBytes */
     std::unique_ptr<MemoryRegion> mr;
     std::vector<std::unique_ptr<CompletionQueue>> cqs; /* one per worker */
 
     void init(Device *d, uint32_t workers, uint32_t cqe) {
         dev = d;
         pd = must(d->alloc_pd(), "alloc_pd");
-        buf.assign(1 << 16, 0);
-        mr = must(pd->reg_mr(buf.data(), buf.size(), kRights), "reg_mr");
+        /* Page-aligned as perftest's buffers: on a heap address the message slots would
+         * straddle cache lines, and two workers' slots would share one. */
+        buf.assign(kBufBytes + kPage, 0);
+        base = buf.data() + (kPage - reinterpret_cast<uintptr_t>(buf.data()) % kPage) % kPage;
+        mr = must(pd->reg_mr(base, kBufBytes, kRights), "reg_mr");
         for (uint32_t w = 0; w < workers; ++w)
             cqs.push_back(must(d->create_cq(cqe, static_cast<int>(w)), "create_cq"));
     }
-    uint64_t addr(size_t off) const { return reinterpret_cast<uint64_t>(buf.data() + off); }
+    uint64_t addr(size_t off) const { return reinterpret_cast<uint64_t>(base + off); }
     void close() {
         mr.reset();
         cqs.clear();
@@ -295,7 +302,11 @@ struct alignas(64) Driver {
     CompletionQueue *cq;
     const Side *src, *dst;
     uint32_t window;
-    bool fill = false;         /* perftest's order: fill a QP to its depth, then the next */
+    bool fill = false; /* perftest's order: fill a QP to its depth, then the next */
+    /* The buffer slot of qps[0]; QP i writes slot slot0 + i. Drivers of different workers
+     * get disjoint slots, so no two workers write one destination line (sharing that the
+     * engine would be blamed for). */
+    uint32_t slot0 = 0;
     std::vector<uint32_t> out; /* outstanding per QP */
     uint32_t outstanding = 0;
     uint64_t completed = 0;
@@ -338,7 +349,7 @@ struct alignas(64) Driver {
         w.opcode = WrOpcode::RdmaWrite;
         w.send_flags = kSendSignaled;
         w.num_sge = 1;
-        const size_t off = (i % 256) * kMsg;
+        const size_t off = ((slot0 + i) % kSlots) * kMsg;
         w.sg_list[0] = Sge{src->addr(off), kMsg, src->mr->lkey()};
         w.remote_addr = dst->addr(off);
         w.rkey = dst->mr->rkey();
@@ -579,7 +590,7 @@ struct PingPong {
     static constexpr size_t kDst = 0, kSrc = 4096;
 
     void post(QueuePair *qp, Side *from, Side *to, uint8_t tag) {
-        from->buf[kSrc + kMsg - 1] = tag;
+        from->base[kSrc + kMsg - 1] = tag;
         SendWr w;
         w.opcode = WrOpcode::RdmaWrite;
         w.send_flags = kSendSignaled;
@@ -601,7 +612,7 @@ struct PingPong {
         }
     }
     void wait_byte(const Side *s, uint8_t tag) {
-        const volatile uint8_t *p = s->buf.data() + kDst + kMsg - 1;
+        const volatile uint8_t *p = s->base + kDst + kMsg - 1;
         const double t0 = now_s();
         uint32_t spins = 0;
         while (*p != tag) {
@@ -748,6 +759,7 @@ WorkersRound run_workers_round(const Args &args, uint32_t nw) {
     for (uint32_t w = 0; w < nw; ++w) {
         Driver d(bed.engine.get(), nw > 1 ? static_cast<int>(w) : -1, bed.a.cqs[w].get(), &bed.a,
                  &bed.b, 0);
+        d.slot0 = w * args.pairs;
         for (uint32_t q = w; q < nw * args.pairs; q += nw) {
             d.qps.push_back(p.a[q].get());
             d.depth.push_back(args.window);
@@ -761,7 +773,7 @@ WorkersRound run_workers_round(const Args &args, uint32_t nw) {
     std::vector<WorkerResult> res(nw);
     std::atomic<uint32_t> ready{0};
     auto body = [&](uint32_t w) {
-        pin_to_cpu(w);
+        pin_to_cpu(w < args.cpus.size() ? args.cpus[w] : w);
         if (w != 0 && args.register_threads && rte_thread_register() != 0)
             die("rte_thread_register failed");
         ready.fetch_add(1);
@@ -854,6 +866,20 @@ std::vector<uint32_t> parse_list(const char *s) {
     return v;
 }
 
+/* Like parse_list, but CPU 0 is a CPU. */
+std::vector<uint32_t> parse_cpu_list(const char *s) {
+    std::vector<uint32_t> v;
+    for (const char *p = s; *p;) {
+        char *end = nullptr;
+        const unsigned long x = std::strtoul(p, &end, 10);
+        if (end == p || x >= CPU_SETSIZE || (*end != ',' && *end != '\0'))
+            die(std::string("bad CPU list ") + s);
+        v.push_back(static_cast<uint32_t>(x));
+        p = *end == ',' ? end + 1 : end;
+    }
+    return v;
+}
+
 void usage() {
     std::printf(
         "usage: bench_scale qps|idle|workers [options]\n"
@@ -869,6 +895,8 @@ void usage() {
         "  --counters        print device counter deltas per completed WR (first round)\n"
         "  --workers=LIST    workers: worker counts (default 1,2; the first is the ratios' base)\n"
         "  --pairs=P         workers: QP pairs per worker (default 2)\n"
+        "  --cpus=LIST       workers: worker w runs on the w-th CPU of LIST (default: CPU w;\n"
+        "                    --workers=1 --cpus=1 tells a slow CPU from a slow second worker)\n"
         "  --no-register     workers: leave threads 1.. non-EAL threads (no mempool cache)\n"
         "  --csv=FILE        also append CSV rows to FILE\n");
 }
@@ -910,6 +938,8 @@ int main(int argc, char **argv) {
             args.workers = parse_list(v);
         else if ((v = val("--pairs")))
             args.pairs = static_cast<uint32_t>(std::atoi(v));
+        else if ((v = val("--cpus")))
+            args.cpus = parse_cpu_list(v);
         else if ((v = val("--csv")))
             args.csv = v;
         else if (a == "--counters")
