@@ -39,20 +39,14 @@ class HeaderTemplate {
     const AckTemplate &ack_template() const { return ack_; }
 
   private:
-    /* Everything of a FrameSpec the prebuilt bytes depend on (MACs and GIDs each one
-     * contiguous run, as in FrameSpec). */
-    struct Key {
-        uint8_t macs[12]; /* dst, src */
-        uint16_t vlan_tci;
-        uint8_t has_vlan;
-        uint8_t ipv6;
-        uint8_t rocev1;
-        uint8_t ttl;
-        uint16_t udp_sport;
-        uint32_t flow_label;
-        uint8_t gids[32]; /* src, dst */
-    };
-    static Key key_of(const FrameSpec &s);
+    /* Everything of a FrameSpec the prebuilt bytes depend on (MACs, VLAN, IP version,
+     * GIDs, TTL, flow label, UDP source port) lies in its first kKeyBytes bytes: the
+     * template keeps those bytes as they were at the rebuild and a mask of the ones that
+     * count, and matches() compares the spec's under the mask, 16 bytes at a time. The
+     * mask leaves out what is not on the wire for the baked path (the VLAN TCI without a
+     * tag, the flow label of IPv4), the builder's ethertype, the per-frame fields (TOS,
+     * IP ID) and padding; a change of has_vlan or ipv6 is a change of a masked-in byte. */
+    static constexpr size_t kKeyBytes = 64;
     void rebuild(const FrameSpec &s);
     /* Writes headers for s (template current, op valid, room checked); returns the
      * payload start. */
@@ -63,10 +57,12 @@ class HeaderTemplate {
 
     static constexpr size_t kMaxL4 = kEthLen + kVlanLen + kIpv6Len + kUdpLen;
 
-    Key key_{};
+    alignas(16) uint8_t key_[kKeyBytes] = {};
+    alignas(16) uint8_t key_mask_[kKeyBytes] = {};
+    bool key_rocev1_ = false; /* FrameSpec::rocev1 lies past kKeyBytes */
     bool valid_ = false;
-    uint8_t l2_len_ = 0;   /* 14 or 18 */
-    uint8_t l4_end_ = 0;   /* L2 + IP + UDP header bytes (RoCEv1: L2 + GRH) */
+    uint8_t l2_len_ = 0; /* 14 or 18 */
+    uint8_t l4_end_ = 0; /* L2 + IP + UDP header bytes (RoCEv1: L2 + GRH) */
     bool rocev1_ = false;
     uint32_t ip4_sum_ = 0; /* IPv4: unfolded sum of the 16-bit words other than total
                               length, id and checksum, with TOS 0 */
