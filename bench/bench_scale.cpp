@@ -145,9 +145,11 @@ std::unique_ptr<Engine> make_engine(uint32_t workers) {
 struct Side {
     Device *dev = nullptr;
     std::unique_ptr<ProtectionDomain> pd;
-    static constexpr size_t kBufBytes = 1 << 16, kPage = 4096;
-    std::vector<uint8_t> buf;
-    uint8_t *base = nullptr; /* buf's first page boundary: the registered kBufBytes */
+    static constexpr size_t kBufBytes = 1 << 16;
+    struct Free {
+        void operator()(uint8_t *p) const { std::free(p); }
+    };
+    std::unique_ptr<uint8_t[], Free> base; /* kBufBytes, page-aligned, registered */
     std::unique_ptr<MemoryRegion> mr;
     std::vector<std::unique_ptr<CompletionQueue>> cqs; /* one per worker */
 
@@ -156,13 +158,15 @@ struct Side {
         pd = must(d->alloc_pd(), "alloc_pd");
         /* Page-aligned as perftest's buffers: on a heap address the message slots would
          * straddle cache lines, and two workers' slots would share one. */
-        buf.assign(kBufBytes + kPage, 0);
-        base = buf.data() + (kPage - reinterpret_cast<uintptr_t>(buf.data()) % kPage) % kPage;
-        mr = must(pd->reg_mr(base, kBufBytes, kRights), "reg_mr");
+        base.reset(static_cast<uint8_t *>(std::aligned_alloc(4096, kBufBytes)));
+        if (!base)
+            die("out of memory for the buffer");
+        std::memset(base.get(), 0, kBufBytes);
+        mr = must(pd->reg_mr(base.get(), kBufBytes, kRights), "reg_mr");
         for (uint32_t w = 0; w < workers; ++w)
             cqs.push_back(must(d->create_cq(cqe, static_cast<int>(w)), "create_cq"));
     }
-    uint64_t addr(size_t off) const { return reinterpret_cast<uint64_t>(base + off); }
+    uint64_t addr(size_t off) const { return reinterpret_cast<uint64_t>(base.get() + off); }
     void close() {
         mr.reset();
         cqs.clear();
@@ -612,7 +616,7 @@ struct PingPong {
         }
     }
     void wait_byte(const Side *s, uint8_t tag) {
-        const volatile uint8_t *p = s->base + kDst + kMsg - 1;
+        const volatile uint8_t *p = s->base.get() + kDst + kMsg - 1;
         const double t0 = now_s();
         uint32_t spins = 0;
         while (*p != tag) {
@@ -850,30 +854,14 @@ int run_workers(const Args &args) {
     return 0;
 }
 
-std::vector<uint32_t> parse_list(const char *s) {
-    std::vector<uint32_t> v;
-    const char *p = s;
-    while (*p) {
-        char *end = nullptr;
-        const unsigned long x = std::strtoul(p, &end, 10);
-        if (end == p || x == 0 || x > (1u << 23))
-            die(std::string("bad list ") + s);
-        v.push_back(static_cast<uint32_t>(x));
-        p = *end == ',' ? end + 1 : end;
-        if (*end != ',' && *end != '\0')
-            die(std::string("bad list ") + s);
-    }
-    return v;
-}
-
-/* Like parse_list, but CPU 0 is a CPU. */
-std::vector<uint32_t> parse_cpu_list(const char *s) {
+/* A comma-separated list of numbers in [lo, hi]. */
+std::vector<uint32_t> parse_list(const char *s, unsigned long lo = 1, unsigned long hi = 1u << 23) {
     std::vector<uint32_t> v;
     for (const char *p = s; *p;) {
         char *end = nullptr;
         const unsigned long x = std::strtoul(p, &end, 10);
-        if (end == p || x >= CPU_SETSIZE || (*end != ',' && *end != '\0'))
-            die(std::string("bad CPU list ") + s);
+        if (end == p || x < lo || x > hi || (*end != ',' && *end != '\0'))
+            die(std::string("bad list ") + s);
         v.push_back(static_cast<uint32_t>(x));
         p = *end == ',' ? end + 1 : end;
     }
@@ -895,8 +883,9 @@ void usage() {
         "  --counters        print device counter deltas per completed WR (first round)\n"
         "  --workers=LIST    workers: worker counts (default 1,2; the first is the ratios' base)\n"
         "  --pairs=P         workers: QP pairs per worker (default 2)\n"
-        "  --cpus=LIST       workers: worker w runs on the w-th CPU of LIST (default: CPU w;\n"
-        "                    --workers=1 --cpus=1 tells a slow CPU from a slow second worker)\n"
+        "  --cpus=LIST       workers: worker w runs on the w-th CPU of LIST, CPUs of this machine\n"
+        "                    (default: CPU w; --workers=1 --cpus=1 tells a slow CPU from a slow\n"
+        "                    second worker)\n"
         "  --no-register     workers: leave threads 1.. non-EAL threads (no mempool cache)\n"
         "  --csv=FILE        also append CSV rows to FILE\n");
 }
@@ -939,7 +928,7 @@ int main(int argc, char **argv) {
         else if ((v = val("--pairs")))
             args.pairs = static_cast<uint32_t>(std::atoi(v));
         else if ((v = val("--cpus")))
-            args.cpus = parse_cpu_list(v);
+            args.cpus = parse_list(v, 0, std::max(1u, std::thread::hardware_concurrency()) - 1);
         else if ((v = val("--csv")))
             args.csv = v;
         else if (a == "--counters")

@@ -588,10 +588,8 @@ uint32_t detail::icrc_compute_inplace_any(uint8_t *l3, size_t len, bool ipv6) {
     const size_t hlen = ip_len(ipv6) + kUdpLen + kBthLen;
     if (len < hlen)
         return 0;
-    if (len + 8 < kCrcSmallMax && have_pclmul_ssse3()) { /* small frames: masked as read */
-        crc_init_once();
-        return icrc_small(l3, len, ipv6);
-    }
+    /* Small frames on a CPU with PCLMUL never get here (icrc_compute_inplace takes them
+     * to icrc_small): mask in place, one pass, restore. */
     uint8_t *udp = l3 + ip_len(ipv6);
     uint8_t saved_prefix[8];
     uint8_t saved_ip[12];
