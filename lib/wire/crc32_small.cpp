@@ -12,6 +12,9 @@
  * Domain and multipliers: crc32_fold.h. */
 #include "crc32_small.h"
 
+#include <array>
+#include <utility>
+
 #include <immintrin.h>
 
 #include "crc32_fold.h"
@@ -64,40 +67,72 @@ DROCE_SMALL_TARGET inline __m128i block(const uint8_t *p, const uint8_t *mask, s
     }
 }
 
-/* (A lambda here would not be inlined: it lacks the target attribute.) */
+/* The 16-byte block at message offset 16 * i - lead for i >= 2: at least 17, so past the
+ * masked prefix; q and mq are p and mask moved back by lead (and by the prefix). */
 template <bool Masked>
-DROCE_SMALL_TARGET inline uint32_t crc32_small_t(const uint8_t *p, size_t len,
-                                                 const uint8_t *mask) {
-#define blk(o) block<Masked>(p, mask, (o))
+DROCE_SMALL_TARGET inline __m128i tail_block(const uint8_t *q, const uint8_t *mq, size_t i) {
+    if constexpr (Masked)
+        return _mm_or_si128(ld(q + 16 * i), ld(mq + 16 * i));
+    else
+        return ld(q + 16 * i);
+}
+
+/* The CRC of a message of B 16-byte blocks once `lead` zeros are put in front (B * 16 ==
+ * len + lead), unrolled for its B: the same folds as a loop would do, four independent
+ * lanes of 64 bytes while at least four blocks are left, then one 16 bytes at a time,
+ * with no counter, no bound test and no offset arithmetic per block. (A macro, not a
+ * lambda: a lambda lacks the target attribute and would not be inlined.) */
+template <bool Masked, size_t B>
+DROCE_SMALL_TARGET uint32_t crc32_blocks(const uint8_t *p, size_t lead, const uint8_t *mask) {
+    static_assert(B >= 2);
     /* The init (~0) is the init-0 CRC of the message with its first four bytes inverted;
-     * zeros in front do not change an init-0 CRC, which aligns the length to 16. */
+     * zeros in front do not change an init-0 CRC. The first two blocks may reach into
+     * the prefix or in front of the message: block() builds them. */
     const __m128i inv = ld(kInit);
-    const size_t lead = (16 - (len & 15)) & 15;
-    __m128i l0 = _mm_shuffle_epi8(_mm_xor_si128(blk(0), inv), ld(kShift + 16 - lead));
-    __m128i l1 = _mm_xor_si128(blk(16 - lead), ld(kInit + 16 - lead));
-    size_t o = 32 - lead; /* whole 16-byte blocks from here to the end */
-    __m128i acc;
-    if (len - o >= 32) {
-        __m128i l2 = blk(o), l3 = blk(o + 16);
-        o += 32;
-        const __m128i k4 = kv(kK512);
-        while (len - o >= 64) {
-            l0 = _mm_xor_si128(fold(l0, k4), blk(o));
-            l1 = _mm_xor_si128(fold(l1, k4), blk(o + 16));
-            l2 = _mm_xor_si128(fold(l2, k4), blk(o + 32));
-            l3 = _mm_xor_si128(fold(l3, k4), blk(o + 48));
-            o += 64;
-        }
-        acc = _mm_xor_si128(_mm_xor_si128(fold(l0, kv(kK384)), fold(l1, kv(kK256))),
-                            _mm_xor_si128(fold(l2, kv(kK128)), l3));
-    } else {
-        acc = _mm_xor_si128(fold(l0, kv(kK128)), l1);
-    }
+    const __m128i l0 =
+        _mm_shuffle_epi8(_mm_xor_si128(block<Masked>(p, mask, 0), inv), ld(kShift + 16 - lead));
+    const __m128i l1 = _mm_xor_si128(block<Masked>(p, mask, 16 - lead), ld(kInit + 16 - lead));
+    const uint8_t *q = p - lead - (Masked ? 8 : 0);
+    const uint8_t *mq = mask - lead;
+#define blk(i) tail_block<Masked>(q, mq, (i))
     const __m128i k1 = kv(kK128);
-    for (; len - o >= 16; o += 16)
-        acc = _mm_xor_si128(fold(acc, k1), blk(o));
+    __m128i acc;
+    size_t i;
+    if constexpr (B >= 4) {
+        __m128i l[4] = {l0, l1, blk(2), blk(3)};
+        const __m128i k4 = kv(kK512);
+#pragma GCC unroll 8
+        for (i = 4; i + 4 <= B; i += 4)
+#pragma GCC unroll 4
+            for (size_t j = 0; j < 4; ++j)
+                l[j] = _mm_xor_si128(fold(l[j], k4), blk(i + j));
+        acc = _mm_xor_si128(_mm_xor_si128(fold(l[0], kv(kK384)), fold(l[1], kv(kK256))),
+                            _mm_xor_si128(fold(l[2], k1), l[3]));
+    } else {
+        acc = _mm_xor_si128(fold(l0, k1), l1);
+        i = 2;
+    }
+#pragma GCC unroll 4
+    for (; i < B; ++i)
+        acc = _mm_xor_si128(fold(acc, k1), blk(i));
     return crcmath::reduce128(acc);
 #undef blk
+}
+
+using BlocksFn = uint32_t (*)(const uint8_t *, size_t, const uint8_t *);
+template <bool Masked, size_t... I> constexpr auto blocks_table(std::index_sequence<I...>) {
+    return std::array<BlocksFn, sizeof...(I)>{&crc32_blocks<Masked, I + 2>...};
+}
+/* Index B - 2: every block count of a length below kCrcSmallMax. */
+constexpr size_t kMaxBlocks = kCrcSmallMax / 16;
+constexpr auto kBlocksMasked = blocks_table<true>(std::make_index_sequence<kMaxBlocks - 1>{});
+constexpr auto kBlocksPlain = blocks_table<false>(std::make_index_sequence<kMaxBlocks - 1>{});
+
+template <bool Masked>
+inline uint32_t crc32_small_t(const uint8_t *p, size_t len, const uint8_t *mask) {
+    const size_t lead = (16 - (len & 15)) & 15;
+    const auto &table = Masked ? kBlocksMasked : kBlocksPlain;
+    return table[(len + lead) / 16 - 2](p, lead, mask);
 }
 
 /* The ICRC's ones, from the 8-byte prefix on: the prefix itself, then the variant fields
