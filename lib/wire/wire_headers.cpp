@@ -128,14 +128,14 @@ UdpHdr decode_udp(const uint8_t *p) {
 /* ---- BTH ---- */
 
 void encode(const Bth &h, uint8_t *p) {
-    p[0] = h.opcode;
-    p[1] = static_cast<uint8_t>((h.se ? 0x80 : 0) | (h.mig ? 0x40 : 0) | ((h.pad_cnt & 3) << 4) |
-                                (h.tver & 0xF));
-    store_be16(p + 2, h.pkey);
-    p[4] = static_cast<uint8_t>((h.fecn ? 0x80 : 0) | (h.becn ? 0x40 : 0));
-    store_be24(p + 5, h.dest_qp & kQpnMask);
-    p[8] = h.ack_req ? 0x80 : 0;
-    store_be24(p + 9, h.psn & kPsnMask);
+    /* Three big-endian words (opcode, flags, P_Key | FECN, BECN, QPN | AckReq, PSN): three
+     * stores instead of eleven byte stores. */
+    const uint32_t flags = (h.se ? 0x80u : 0u) | (h.mig ? 0x40u : 0u) |
+                           ((uint32_t{h.pad_cnt} & 3) << 4) | (uint32_t{h.tver} & 0xF);
+    store_be32(p, uint32_t{h.opcode} << 24 | flags << 16 | h.pkey);
+    store_be32(p + 4,
+               (h.fecn ? 0x80000000u : 0u) | (h.becn ? 0x40000000u : 0u) | (h.dest_qp & kQpnMask));
+    store_be32(p + 8, (h.ack_req ? 0x80000000u : 0u) | (h.psn & kPsnMask));
 }
 
 Bth decode_bth(const uint8_t *p) {

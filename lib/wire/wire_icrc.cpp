@@ -658,16 +658,5 @@ uint32_t icrc_compute(const uint8_t *l3, size_t len, bool ipv6) {
     return icrc_compute_segments(l3, len, nullptr, 0, ipv6);
 }
 
-uint32_t icrc_load(const uint8_t *p) {
-    return static_cast<uint32_t>(p[0]) | (static_cast<uint32_t>(p[1]) << 8) |
-           (static_cast<uint32_t>(p[2]) << 16) | (static_cast<uint32_t>(p[3]) << 24);
-}
-
-void icrc_store(uint32_t icrc, uint8_t *p) {
-    p[0] = static_cast<uint8_t>(icrc);
-    p[1] = static_cast<uint8_t>(icrc >> 8);
-    p[2] = static_cast<uint8_t>(icrc >> 16);
-    p[3] = static_cast<uint8_t>(icrc >> 24);
-}
 
 } // namespace droce::wire
