@@ -541,7 +541,7 @@ class alignas(64) Shard final : public qp::TxPort, public qp::AsyncEventSink {
     void capture_rx(const rte_mbuf *m);
     void capture_rx_flush();
     void capture_tx();
-    QpCtx *prefetch_ctx(rte_mbuf *m) const;
+    QpCtx *prefetch_ctx(rte_mbuf *m, const QpCtx *prev) const;
     /* Every cache line of m's first kRxPrefetchBytes. */
     static void prefetch_frame(const rte_mbuf *m);
     void rx_mac_control(rte_mbuf *m, uint64_t now, bool forwarded);
@@ -593,6 +593,21 @@ class alignas(64) Shard final : public qp::TxPort, public qp::AsyncEventSink {
     uint64_t pfc_tx_since_ = 0;   /* start of the pause time not yet counted */
     rte_mbuf *tx_[kTxQueueCap];
     uint16_t ntx_ = 0;
+    /* Received frames the transport is done with, freed together at the end of the burst
+     * (rte_pktmbuf_free_bulk: one mempool put for all of them, not one per frame). */
+    rte_mbuf *rx_done_[kRxBurst];
+    uint16_t nrx_done_ = 0;
+    void rx_done(rte_mbuf *m) {
+        rx_done_[nrx_done_++] = m;
+        if (nrx_done_ == kRxBurst) [[unlikely]]
+            flush_rx_done();
+    }
+    void flush_rx_done() {
+        if (nrx_done_ == 0)
+            return;
+        rte_pktmbuf_free_bulk(rx_done_, nrx_done_);
+        nrx_done_ = 0;
+    }
     TxStash tx_stash_; /* transmit()'s copied frames (engine_tx_stash.h) */
     /* QPN allocation: never-used numbers first, then freed ones after quarantine. */
     uint32_t next_fresh_;

@@ -313,6 +313,7 @@ Shard::Shard(Dev &dev, uint32_t index, uint32_t workers, uint32_t max_qps)
 }
 
 Shard::~Shard() {
+    flush_rx_done();
     for (uint16_t i = 0; i < ntx_; ++i)
         rte_pktmbuf_free(tx_[i]);
     ntx_ = 0;

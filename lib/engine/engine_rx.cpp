@@ -75,9 +75,10 @@ void Shard::prefetch_frame(const rte_mbuf *m) {
 }
 
 /* First step of the RX prefetch pipeline: the QP a packet is for (its header must be on
- * its way already), with the QpCtx fetch started. nullptr when it is not a plain IPv4
- * RoCEv2 frame for a QP of this shard: rx_one() sorts those out. */
-QpCtx *Shard::prefetch_ctx(rte_mbuf *m) const {
+ * its way already), with the QpCtx fetch started unless the packet before it (prev) is
+ * for the same QP (a burst of one QP's packets asks for its lines once). nullptr when it
+ * is not a plain IPv4 RoCEv2 frame for a QP of this shard: rx_one() sorts those out. */
+QpCtx *Shard::prefetch_ctx(rte_mbuf *m, const QpCtx *prev) const {
     const uint8_t *p = rte_pktmbuf_mtod(m, const uint8_t *);
     /* Untagged IPv4/UDP RoCEv2 only (the common case); the BTH DestQP is at byte 47. */
     if (rte_pktmbuf_data_len(m) < 50 || p[12] != 0x08 || p[13] != 0x00 || p[23] != 17)
@@ -86,7 +87,7 @@ QpCtx *Shard::prefetch_ctx(rte_mbuf *m) const {
     if (qpn >= dev_.max_qps_ || dev_.owner(qpn) != index_)
         return nullptr;
     QpCtx *q = dev_.qps_[qpn].get();
-    if (q != nullptr) {
+    if (q != nullptr && q != prev) {
         /* The worker's part: pointers, scheduling state and the header template (an
          * answer may go out while the packet is handled). */
         const char *c = reinterpret_cast<const char *>(q);
@@ -120,20 +121,22 @@ void Shard::rx_burst(rte_mbuf **rx, uint16_t n, uint64_t now) {
          * than it hides. */
         for (uint16_t i = 0; i < n; ++i)
             rx_one_t<false>(rx[i], now);
+        flush_rx_done();
         return;
     }
     QpCtx *ahead[kRxBurst];
-    for (uint16_t i = 0; i < n && i < 2; ++i)
-        ahead[i] = prefetch_ctx(rx[i]);
-    if (n != 0 && ahead[0] != nullptr)
+    ahead[0] = prefetch_ctx(rx[0], nullptr);
+    ahead[1] = prefetch_ctx(rx[1], ahead[0]);
+    if (ahead[0] != nullptr)
         ahead[0]->visit([](const auto &t) { t.prefetch(); });
     for (uint16_t i = 0; i < n; ++i) {
         if (i + 2 < n)
-            ahead[i + 2] = prefetch_ctx(rx[i + 2]);
-        if (i + 1 < n && ahead[i + 1] != nullptr)
+            ahead[i + 2] = prefetch_ctx(rx[i + 2], ahead[i + 1]);
+        if (i + 1 < n && ahead[i + 1] != nullptr && ahead[i + 1] != ahead[i])
             ahead[i + 1]->visit([](const auto &t) { t.prefetch(); });
         rx_one_t<false>(rx[i], now);
     }
+    flush_rx_done();
 }
 
 void Shard::handoff(uint32_t owner, rte_mbuf *m) {
@@ -145,7 +148,10 @@ void Shard::handoff(uint32_t owner, rte_mbuf *m) {
     rte_pktmbuf_free(m);
 }
 
-void Shard::rx_one(rte_mbuf *m, uint64_t now) { rx_one_t<false>(m, now); }
+void Shard::rx_one(rte_mbuf *m, uint64_t now) {
+    rx_one_t<false>(m, now);
+    flush_rx_done();
+}
 
 template <bool Cap> void Shard::rx_one_t(rte_mbuf *m, uint64_t now) {
     const uint32_t len = rte_pktmbuf_pkt_len(m);
@@ -341,7 +347,7 @@ void Shard::rx_deliver(rte_mbuf *m, const wire::ParsedPacket &pp, uint32_t len, 
     /* lib/rc or lib/ud checks and counts everything (state, opcode, PSN, P_Key, Q_Key,
      * size, receive WQE) and copies the payload before the mbuf goes. */
     q->visit([&](auto &t) { t.on_packet(pp, now); });
-    rte_pktmbuf_free(m);
+    rx_done(m);
     schedule(*q);
 }
 template void Shard::rx_one_t<false>(rte_mbuf *m, uint64_t now);
@@ -363,6 +369,7 @@ template <bool Cap> void Shard::rx_handoff(void **objs, unsigned k, uint64_t now
         }
         rx_one_t<Cap>(m, now);
     }
+    flush_rx_done();
     if constexpr (Cap)
         capture_rx_flush();
 }
