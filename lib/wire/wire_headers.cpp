@@ -144,20 +144,6 @@ Bth decode_bth(const uint8_t *p) {
     return h;
 }
 
-void decode_bth(const uint8_t *p, Bth &h) {
-    h.opcode = p[0];
-    h.se = (p[1] & 0x80) != 0;
-    h.mig = (p[1] & 0x40) != 0;
-    h.pad_cnt = (p[1] >> 4) & 3;
-    h.tver = p[1] & 0xF;
-    h.pkey = load_be16(p + 2);
-    h.fecn = (p[4] & 0x80) != 0;
-    h.becn = (p[4] & 0x40) != 0;
-    h.dest_qp = load_be24(p + 5);
-    h.ack_req = (p[8] & 0x80) != 0;
-    h.psn = load_be24(p + 9);
-}
-
 /* ---- extended headers ---- */
 
 void encode(const Reth &h, uint8_t *p) {
