@@ -67,14 +67,15 @@ DROCE_SMALL_TARGET inline __m128i block(const uint8_t *p, const uint8_t *mask, s
     }
 }
 
-/* The 16-byte block at message offset 16 * i - lead for i >= 2: at least 17, so past the
- * masked prefix; q and mq are p and mask moved back by lead (and by the prefix). */
+/* The 16-byte block at message offset o = 16 * i - lead for i >= 2: at least 17, so past
+ * the masked prefix, and every address formed lies inside the message or the mask (the
+ * plain kernel has no mask: nullptr, never offset). */
 template <bool Masked>
-DROCE_SMALL_TARGET inline __m128i tail_block(const uint8_t *q, const uint8_t *mq, size_t i) {
+DROCE_SMALL_TARGET inline __m128i tail_block(const uint8_t *p, const uint8_t *mask, size_t o) {
     if constexpr (Masked)
-        return _mm_or_si128(ld(q + 16 * i), ld(mq + 16 * i));
+        return _mm_or_si128(ld(p + (o - 8)), ld(mask + o));
     else
-        return ld(q + 16 * i);
+        return ld(p + o);
 }
 
 /* The CRC of a message of B 16-byte blocks once `lead` zeros are put in front (B * 16 ==
@@ -92,9 +93,7 @@ DROCE_SMALL_TARGET uint32_t crc32_blocks(const uint8_t *p, size_t lead, const ui
     const __m128i l0 =
         _mm_shuffle_epi8(_mm_xor_si128(block<Masked>(p, mask, 0), inv), ld(kShift + 16 - lead));
     const __m128i l1 = _mm_xor_si128(block<Masked>(p, mask, 16 - lead), ld(kInit + 16 - lead));
-    const uint8_t *q = p - lead - (Masked ? 8 : 0);
-    const uint8_t *mq = mask - lead;
-#define blk(i) tail_block<Masked>(q, mq, (i))
+#define blk(i) tail_block<Masked>(p, mask, 16 * (i)-lead)
     const __m128i k1 = kv(kK128);
     __m128i acc;
     size_t i;

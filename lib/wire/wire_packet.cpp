@@ -546,7 +546,7 @@ size_t finish_frame(const FrameSpec &s, uint8_t *l3, uint8_t *p) {
     uint8_t *const start = p;
     const uint32_t pad = pad_len(s.payload_len);
     uint32_t left = s.payload_len;
-    if (s.nsegs == 1 && s.segs[0].len >= left) { /* one segment: most packets */
+    if (left != 0 && s.nsegs == 1 && s.segs[0].len >= left) { /* one segment: most packets */
         copy_payload(p, s.segs[0].addr, left);
         p += left;
         left = 0;
