@@ -228,12 +228,20 @@ class Server:
             print(self.p.stdout.read())
             raise
         end = time.time() + 15
-        while True:  # telemetry is up before the tool has opened its device
-            d = self.tel.q('/droce/devices')
-            if d or time.time() > end:
-                break
-            time.sleep(0.05)
-        self.dev = self.tel.dev()
+        try:
+            while True:  # telemetry is up before the tool has opened its device
+                d = self.tel.q('/droce/devices')
+                if d or time.time() > end:
+                    break
+                time.sleep(0.05)
+            self.dev = self.tel.dev()
+        except (OSError, ValueError):
+            # The tool went away while starting (its socket closed, or an empty answer):
+            # say why it did.
+            self.kill()
+            print('%s exited while starting (exit %s):' % (name, self.p.returncode))
+            print(self.p.stdout.read())
+            raise
 
     def finish(self, timeout=15):
         try:
