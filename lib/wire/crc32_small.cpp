@@ -67,15 +67,18 @@ DROCE_SMALL_TARGET inline __m128i block(const uint8_t *p, const uint8_t *mask, s
     }
 }
 
-/* The 16-byte block at message offset o = 16 * i - lead for i >= 2: at least 17, so past
- * the masked prefix, and every address formed lies inside the message or the mask (the
- * plain kernel has no mask: nullptr, never offset). */
+/* The 16-byte block at message offset 16 * i - lead for i >= 2: at least 17, so past the
+ * masked prefix. q and mq are the addresses of p and mask moved back by lead (and by the
+ * prefix), as integers: the bases may lie before the frame (or, with the plain kernel's
+ * null mask, be meaningless), only q + 16 * i and mq + 16 * i are ever used as pointers,
+ * and each block is then one load at a constant offset from a base. */
 template <bool Masked>
-DROCE_SMALL_TARGET inline __m128i tail_block(const uint8_t *p, const uint8_t *mask, size_t o) {
+DROCE_SMALL_TARGET inline __m128i tail_block(uintptr_t q, uintptr_t mq, size_t i) {
+    const auto at = [](uintptr_t a) { return reinterpret_cast<const uint8_t *>(a); };
     if constexpr (Masked)
-        return _mm_or_si128(ld(p + (o - 8)), ld(mask + o));
+        return _mm_or_si128(ld(at(q + 16 * i)), ld(at(mq + 16 * i)));
     else
-        return ld(p + o);
+        return ld(at(q + 16 * i));
 }
 
 /* The CRC of a message of B 16-byte blocks once `lead` zeros are put in front (B * 16 ==
@@ -93,7 +96,9 @@ DROCE_SMALL_TARGET uint32_t crc32_blocks(const uint8_t *p, size_t lead, const ui
     const __m128i l0 =
         _mm_shuffle_epi8(_mm_xor_si128(block<Masked>(p, mask, 0), inv), ld(kShift + 16 - lead));
     const __m128i l1 = _mm_xor_si128(block<Masked>(p, mask, 16 - lead), ld(kInit + 16 - lead));
-#define blk(i) tail_block<Masked>(p, mask, 16 * (i)-lead)
+    const uintptr_t q = reinterpret_cast<uintptr_t>(p) - lead - (Masked ? 8 : 0);
+    const uintptr_t mq = reinterpret_cast<uintptr_t>(mask) - lead;
+#define blk(i) tail_block<Masked>(q, mq, (i))
     const __m128i k1 = kv(kK128);
     __m128i acc;
     size_t i;
