@@ -84,8 +84,8 @@ DROCE_SMALL_TARGET inline __m128i tail_block(uintptr_t q, uintptr_t mq, size_t i
 /* The CRC of a message of B 16-byte blocks once `lead` zeros are put in front (B * 16 ==
  * len + lead), unrolled for its B: the same folds as a loop would do, four independent
  * lanes of 64 bytes while at least four blocks are left, then one 16 bytes at a time,
- * with no counter, no bound test and no offset arithmetic per block. (A macro, not a
- * lambda: a lambda lacks the target attribute and would not be inlined.) */
+ * with no counter, no bound test and no offset arithmetic per block. (blk is a macro: a
+ * lambda calling the intrinsics lacks the target attribute and would not be inlined.) */
 template <bool Masked, size_t B>
 DROCE_SMALL_TARGET uint32_t crc32_blocks(const uint8_t *p, size_t lead, const uint8_t *mask) {
     static_assert(B >= 2);
