@@ -111,8 +111,8 @@ inline uint32_t icrc_compute_contig(const uint8_t *l3, size_t len, bool ipv6) {
                                                : detail::icrc_compute_contig_any(l3, len, ipv6);
 }
 
-/* Reads the stored ICRC (LSB first) at p. */
-/* Inline: a frame's last step on both paths, a call was most of its cost. */
+/* The stored ICRC (LSB first) at p. Inline: a frame's last step on both paths, where a
+ * call was most of its cost. */
 inline uint32_t icrc_load(const uint8_t *p) {
     return static_cast<uint32_t>(p[0]) | (static_cast<uint32_t>(p[1]) << 8) |
            (static_cast<uint32_t>(p[2]) << 16) | (static_cast<uint32_t>(p[3]) << 24);
