@@ -101,6 +101,7 @@ inline constexpr uint16_t kLoopbackPort = 0xFFFE;
     X(tx_drop_reply_batch_full) /* ARP/ICMP reply dropped: batch full */                           \
     X(tx_bytes_zero_copy)       /* payload bytes attached as external buffers (not copied) */      \
     X(tx_bytes_copied)          /* payload bytes copied into the frame */                          \
+    X(tx_straight)              /* one-packet requests built by the straight path (DataFrame) */   \
     X(rx_multiseg_packets)      /* chained RoCE frames accepted (headers in the first segment) */  \
     X(rx_rocev1_packets)        /* RoCEv1 frames (0x8915) accepted for one of our v1 GIDs */       \
     X(rx_fast_path)             /* small ACK / WRITE ONLY frames taken by the RX fast path */      \
@@ -247,6 +248,9 @@ struct QpTx final : qp::TxPort {
     /** The frame to the shard's TX, or why not (NoRoute while neigh_held()). */
     TxResult send(const wire::FrameSpec &frame);
     bool transmit(const wire::FrameSpec &frame) override; /* send(), acted on */
+    /* The straight path (Shard::send_straight); Unserved wherever send() would not take
+     * the frame to the shard's TX queue or a loopback ring as usual. */
+    Straight transmit_data(const wire::DataFrame &d) override;
 };
 /** A QP's timer: the wheel's node and the way back to its QP. */
 struct QpTimer : sched::TimerNode {
@@ -448,6 +452,12 @@ class alignas(64) Shard final : public qp::TxPort, public qp::AsyncEventSink {
      * then handed to the RX ring of `to` (the destination QP's shard, maybe this one),
      * which receives it at its next poll. Never sent recursively from inside a TX. */
     TxResult transmit_loopback(const wire::FrameSpec &frame, wire::HeaderTemplate &tmpl, Shard &to);
+    /* A DataFrame (wire_data_template.h) from a QP's template into the TX queue, or to
+     * `to`'s RX ring: Unserved where transmit() would do more than copy one frame (a
+     * paused priority, zero-copy) or the template has not learnt the QP's headers. */
+    qp::TxPort::Straight send_straight(const wire::DataFrame &d, const wire::HeaderTemplate &tmpl);
+    qp::TxPort::Straight send_straight_loopback(const wire::DataFrame &d,
+                                                const wire::HeaderTemplate &tmpl, Shard &to);
     /** Makes q's frames loop to the shard of dest_qpn (on: true) or go to the port again.
      * On q's worker; a single-worker shard starts polling its RX ring from then on. */
     void set_loopback(QpCtx &q, bool on, uint32_t dest_qpn);
@@ -522,6 +532,9 @@ class alignas(64) Shard final : public qp::TxPort, public qp::AsyncEventSink {
     void ud_counters(std::vector<std::pair<std::string, uint64_t>> &v) const;
     /* 1: built (*out), 0: no mbuf, -1: not eligible (copy it instead). */
     int transmit_zc(const wire::FrameSpec &frame, wire::HeaderTemplate &tmpl, rte_mbuf **out);
+    /* send_straight*'s frame in an mbuf, or nullptr and why (Blocked: no mbuf). */
+    rte_mbuf *straight_frame(const wire::DataFrame &d, const wire::HeaderTemplate &tmpl,
+                             qp::TxPort::Straight *why);
     /* A frame into an mbuf (zero-copy only if zc), for transmit*: the mbuf, or nullptr
      * with *why (NoMbuf, Dropped). */
     rte_mbuf *build_tx(const wire::FrameSpec &frame, wire::HeaderTemplate &tmpl, bool zc,
@@ -631,6 +644,15 @@ inline TxResult QpTx::send(const wire::FrameSpec &frame) {
         return shard->transmit_loopback(frame, tmpl, *loop_to);
     }
     return shard->transmit(frame, tmpl);
+}
+
+inline qp::TxPort::Straight QpTx::transmit_data(const wire::DataFrame &d) {
+    if (detour != 0) [[unlikely]] {
+        if (neigh_held())
+            return Straight::Unserved; /* transmit() says why nothing leaves */
+        return shard->send_straight_loopback(d, tmpl, *loop_to);
+    }
+    return shard->send_straight(d, tmpl);
 }
 
 /** One DPDK port as a RoCEv2 device, split into one Shard per worker. */

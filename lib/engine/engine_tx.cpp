@@ -191,6 +191,73 @@ TxResult Shard::transmit_loopback(const wire::FrameSpec &frame, wire::HeaderTemp
     return {TxStatus::Sent};
 }
 
+rte_mbuf *Shard::straight_frame(const wire::DataFrame &d, const wire::HeaderTemplate &tmpl,
+                                qp::TxPort::Straight *why) {
+    rte_mbuf *m = dev_.caps().peer_reads_tx ? tx_stash_.take(pool_) : rte_pktmbuf_alloc(pool_);
+    if (m == nullptr) [[unlikely]] {
+        ++ec.tx_no_mbuf;
+        *why = qp::TxPort::Straight::Blocked;
+        return nullptr;
+    }
+    const size_t n = tmpl.build_data(d, rte_pktmbuf_mtod(m, uint8_t *), rte_pktmbuf_tailroom(m));
+    if (n == 0) [[unlikely]] { /* larger than an mbuf: transmit() counts and drops it */
+        rte_pktmbuf_free(m);
+        *why = qp::TxPort::Straight::Unserved;
+        return nullptr;
+    }
+    m->data_len = static_cast<uint16_t>(n);
+    m->pkt_len = static_cast<uint32_t>(n);
+    ec.tx_bytes_copied += d.len;
+    ++ec.tx_straight;
+    return m;
+}
+
+qp::TxPort::Straight Shard::send_straight(const wire::DataFrame &d,
+                                          const wire::HeaderTemplate &tmpl) {
+    using S = qp::TxPort::Straight;
+    if (budget_ == 0)
+        return S::Blocked; /* the quantum, as transmit() */
+    if (paused_mask_ != 0 || (dev_.zc_on_ && d.len >= dev_.zc_min_ && d.len != 0) ||
+        !tmpl.serves(d)) [[unlikely]]
+        return S::Unserved;
+    if (ntx_ == kTxQueueCap) {
+        ++ec.tx_queue_full;
+        return S::Blocked;
+    }
+    S why;
+    rte_mbuf *m = straight_frame(d, tmpl, &why);
+    if (m == nullptr)
+        return why;
+    queue_tx(m);
+    --budget_;
+    return S::Sent;
+}
+
+qp::TxPort::Straight Shard::send_straight_loopback(const wire::DataFrame &d,
+                                                   const wire::HeaderTemplate &tmpl, Shard &to) {
+    using S = qp::TxPort::Straight;
+    if (budget_ == 0)
+        return S::Blocked;
+    if ((dev_.zc_on_ && &to == this && d.len >= dev_.zc_min_ && d.len != 0) || !tmpl.serves(d))
+        [[unlikely]]
+        return S::Unserved;
+    S why;
+    rte_mbuf *m = straight_frame(d, tmpl, &why);
+    if (m == nullptr)
+        return why;
+    --budget_;
+    const uint32_t len = rte_pktmbuf_pkt_len(m);
+    m->port = kLoopbackPort;
+    if (rte_ring_mp_enqueue(to.rx_in_, m) != 0) [[unlikely]] {
+        ++ec.tx_loopback_dropped; /* lost as on a wire: the transport retransmits */
+        rte_pktmbuf_free(m);
+        return S::Sent;
+    }
+    ++ec.tx_loopback_packets;
+    ec.tx_loopback_bytes += len;
+    return S::Sent;
+}
+
 void Shard::set_loopback(QpCtx &q, bool on, uint32_t dest_qpn) {
     q.tx.detour =
         static_cast<uint8_t>(on ? q.tx.detour | QpTx::kLoopback : q.tx.detour & ~QpTx::kLoopback);

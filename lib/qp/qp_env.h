@@ -10,6 +10,7 @@
 
 #include "vocab_verbs.h"
 
+#include "wire_data_template.h"
 #include "wire_packet.h"
 
 namespace droce::qp {
@@ -45,8 +46,19 @@ using Time = uint64_t;
  */
 class TxPort {
   public:
+    /** What became of a DataFrame offered to transmit_data(). */
+    enum class Straight : uint8_t {
+        Sent,     /* queued, as transmit() true */
+        Blocked,  /* no room now, as transmit() false */
+        Unserved, /* the port cannot take it as a DataFrame: build a FrameSpec and transmit() */
+    };
     virtual ~TxPort() = default;
     virtual bool transmit(const wire::FrameSpec &frame) = 0;
+    /** The straight path of a one-packet RC request (wire_data_template.h): the same frame
+     * transmit() would send for the FrameSpec the QP builds otherwise, from a few words.
+     * A port without one says Unserved, and so does one that has not learnt the QP's
+     * headers yet (the FrameSpec transmit() that follows teaches it). */
+    virtual Straight transmit_data(const wire::DataFrame &) { return Straight::Unserved; }
 };
 
 /** A completion queue as the transport sees it. push() false = CQ overflow: the QP

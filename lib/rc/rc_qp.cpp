@@ -3,6 +3,7 @@
 #include "rc_qp.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -98,6 +99,7 @@ Qp::Qp(const QpConfig &cfg) : cfg_(cfg), resp_(cfg) {
     req_.sq.resize(sq);
     req_.sq_mask = sq - 1;
     resp_.rd_res.resize(kMaxDestRdAtomic);
+    renew_path_gen();
     if (cfg.cc) { /* validated by the owner (QpConfig::cc) */
         cc_ = std::make_unique<QpCc>(*cfg.cc,
                                      cfg.line_rate_bps ? cfg.line_rate_bps : kDefaultLineRateBps);
@@ -199,6 +201,15 @@ void Qp::apply_path_attrs(const QpAttr &a, uint32_t mask, const Path *path) {
     }
     if (mask & kQpDestQpn)
         attr_.dest_qp_num = a.dest_qp_num;
+    if (mask & (kQpAv | kQpPkeyIndex | kQpDestQpn))
+        renew_path_gen();
+}
+
+void Qp::renew_path_gen() {
+    /* Process-wide, so that no QP (a new one at a freed one's address included) ever gets a
+     * generation some port learnt for another: written only when a path changes. */
+    static std::atomic<uint64_t> last{0};
+    path_gen_ = last.fetch_add(1, std::memory_order_relaxed) + 1;
 }
 
 /* modify(), step 3b: the responder's attributes (the RTR group). */
@@ -529,6 +540,7 @@ void Qp::base_frame(wire::FrameSpec &f, uint8_t opcode, uint32_t psn) const {
     f.bth.pkey = pkey_;
     f.bth.dest_qp = attr_.dest_qp_num;
     f.bth.psn = psn;
+    f.path_gen = path_gen_;
 }
 
 /* from_peer() compares the two GIDs as one block. */

@@ -159,7 +159,10 @@ class alignas(64) Qp {
     const QpAttr &attr() const { return attr_; }
     const Path &path() const { return path_; }
     /** The next hop's MAC, learned after the QP went to RTR (non-blocking RTR). */
-    void set_next_hop_mac(const uint8_t mac[6]) { std::memcpy(path_.eth.dst, mac, 6); }
+    void set_next_hop_mac(const uint8_t mac[6]) {
+        std::memcpy(path_.eth.dst, mac, 6);
+        renew_path_gen();
+    }
     /** The P_Key this QP sends and accepts (from the P_Key table entry it was given). */
     uint16_t pkey() const { return pkey_; }
     uint32_t send_queue_depth() const { return req_.sq_tail - req_.sq_head; }
@@ -244,6 +247,10 @@ class alignas(64) Qp {
     /* Fills every member of f (path, BTH, the rest zero). Into the caller's spec rather
      * than returned: `f = base_frame(...)` copied the ~200-byte spec per packet. */
     void base_frame(wire::FrameSpec &f, uint8_t opcode, uint32_t psn) const;
+    /* A new path generation (wire_data_template.h): after anything base_frame bakes into
+     * every frame of the QP but the TOS (the path, the P_Key, the destination QP) may
+     * have changed, so that no port serves a DataFrame from headers learnt before. */
+    void renew_path_gen();
     /* IP TOS of data frames: with DCQCN the DSCP of the path and the ECN bits of
      * ecn_mode; without, the path's TOS as it is (ACKs/NAKs always use the path's). */
     uint8_t data_tos() const {
@@ -269,6 +276,9 @@ class alignas(64) Qp {
     bool start_wqe(SendWqe &w);
     bool start_wqe_psns(SendWqe &w);
     bool send_next_packet(SendWqe &w, Time now);
+    TxPort::Straight send_straight(const SendWqe &w);
+    void packet_sent(const SendWqe &w, uint32_t psn, bool ack_req, uint32_t chunk, bool done_wqe,
+                     Time now);
     bool gather(const SendWqe &w, uint32_t off, uint32_t len, wire::FrameSpec::Seg *segs,
                 uint32_t *nsegs) const;
     void arm_retransmit(Time now);
@@ -323,6 +333,7 @@ class alignas(64) Qp {
     QpState state_ = QpState::Reset;
     QpAttr attr_;
     Path path_;
+    uint64_t path_gen_ = 0; /* renew_path_gen() */
     uint32_t mtu_bytes_ = 1024;
     uint16_t pkey_ = wire::kDefaultPkey;
     /* The (source, destination) GIDs a packet of this QP's peer carries: the path's dgid,

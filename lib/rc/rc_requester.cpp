@@ -197,8 +197,69 @@ bool Qp::gather(const SendWqe &w, uint32_t off, uint32_t len, wire::FrameSpec::S
     return true;
 }
 
+/* The straight path (wire_data_template.h) of a one-packet WRITE or SEND sent for the
+ * first time: its payload inline or in one SGE, the QP not paced (the caller checks the
+ * rest). Unserved: the caller builds the FrameSpec, as for every other packet, and
+ * reports what gather finds wrong. */
+TxPort::Straight Qp::send_straight(const SendWqe &w) {
+    wire::DataFrame d;
+    switch (w.wr.opcode) {
+    case WrOpcode::Send:
+        d.opcode = wire::kRcSendOnly;
+        break;
+    case WrOpcode::SendWithImm:
+        d.opcode = wire::kRcSendOnlyImm;
+        break;
+    case WrOpcode::RdmaWrite:
+        d.opcode = wire::kRcWriteOnly;
+        break;
+    case WrOpcode::RdmaWriteWithImm:
+        d.opcode = wire::kRcWriteOnlyImm;
+        break;
+    default:
+        return TxPort::Straight::Unserved;
+    }
+    d.payload = nullptr;
+    d.mr_key = 0;
+    if (w.wr.send_flags & kSendInline) {
+        d.payload = w.inline_data;
+    } else if (w.length != 0) {
+        if (w.wr.num_sge != 1)
+            return TxPort::Straight::Unserved;
+        const Sge &s = w.wr.sg_list[0];
+        uint8_t *host;
+        if (cfg_.mrs->check(s.lkey, cfg_.pd, s.addr, w.length, 0, &host) != mem::AccessResult::Ok)
+            [[unlikely]]
+            return TxPort::Straight::Unserved;
+        d.payload = host;
+        d.mr_key = s.lkey;
+    }
+    d.path_gen = path_gen_;
+    d.tos = data_tos();
+    d.se = (w.wr.send_flags & kSendSolicited) != 0;
+    d.ack_req = true; /* the last packet of its message */
+    d.psn = w.first_psn;
+    d.reth = {w.wr.remote_addr, w.wr.rkey, w.length};
+    d.imm = w.wr.imm_data;
+    d.len = w.length;
+    return cfg_.port->transmit_data(d);
+}
+
 bool Qp::send_next_packet(SendWqe &w, Time now) {
     const uint32_t m = mtu();
+    if (req_.cur_off == 0 && w.length <= m && !paced_ &&
+        wire::psn_diff(w.first_psn, req_.sent_hi_psn) >= 0) {
+        switch (send_straight(w)) {
+        case TxPort::Straight::Sent:
+            packet_sent(w, w.first_psn, true, w.length, true, now);
+            return true;
+        case TxPort::Straight::Blocked:
+            ++cfg_.counters->tx_blocked;
+            return false;
+        case TxPort::Straight::Unserved:
+            break;
+        }
+    }
     wire::FrameSpec::Seg segs[kMaxSge];
     wire::FrameSpec f;
     uint32_t psn;
@@ -284,7 +345,15 @@ bool Qp::send_next_packet(SendWqe &w, Time now) {
     }
     if (wire_bytes != 0)
         cc_sent(wire_bytes, now);
-    if (f.bth.ack_req)
+    packet_sent(w, psn, f.bth.ack_req, chunk, done_wqe, now);
+    return true;
+}
+
+/* What a packet of w that left (PSN psn, chunk payload bytes) moves on: PSNs, the WQE,
+ * the retransmission timer. */
+void Qp::packet_sent(const SendWqe &w, uint32_t psn, bool ack_req, uint32_t chunk, bool done_wqe,
+                     Time now) {
+    if (ack_req)
         req_.ackreq_psn = psn;
     /* PSNs the packet consumes: a READ request takes one per response packet. */
     const uint32_t next =
@@ -302,7 +371,6 @@ bool Qp::send_next_packet(SendWqe &w, Time now) {
     }
     if (comp_.retrans_deadline == 0)
         arm_retransmit(now);
-    return true;
 }
 
 void Qp::arm_retransmit(Time now) {

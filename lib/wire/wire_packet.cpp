@@ -525,23 +525,6 @@ uint8_t *write_transport_headers(const FrameSpec &s, const OpcodeInfo &op, uint3
     return bth + op.hdr_len;
 }
 
-namespace {
-/* A small message's payload (16..64 bytes: the 64 B write_bw's) as two fixed-size,
- * possibly overlapping copies the compiler inlines, not a call into libc's memcpy
- * (4 ns of the 64 B client's message on the AMD VM, most of it the call). */
-inline void copy_payload(uint8_t *d, const uint8_t *src, uint32_t n) {
-    if (n >= 32 && n <= 64) {
-        std::memcpy(d, src, 32);
-        std::memcpy(d + n - 32, src + n - 32, 32);
-    } else if (n >= 16 && n < 32) {
-        std::memcpy(d, src, 16);
-        std::memcpy(d + n - 16, src + n - 16, 16);
-    } else {
-        std::memcpy(d, src, n);
-    }
-}
-} // namespace
-
 size_t finish_frame(const FrameSpec &s, uint8_t *l3, uint8_t *p) {
     uint8_t *const start = p;
     const uint32_t pad = pad_len(s.payload_len);

@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include "wire_headers.h"
 #include "wire_icrc.h"
@@ -165,6 +166,9 @@ struct FrameSpec {
     /* RoCEv1: a GRH (from src_gid, dst_gid, tos, ttl, flow_label) instead of IP/UDP;
      * ipv6, ip_id and udp_sport are then ignored. */
     bool rocev1 = false;
+    /* The sender's path generation (wire_data_template.h), 0 for none: a one-packet RC
+     * request built from this spec teaches the QP's DataTemplate its headers. */
+    uint64_t path_gen = 0;
 };
 
 /* Bytes of headers (L2..last extended header) for this spec. */
@@ -191,6 +195,20 @@ uint8_t *write_transport_headers(const FrameSpec &s, const OpcodeInfo &op, uint3
  * returns the bytes written from p (payload + pad + ICRC), 0 when segs hold fewer than
  * payload_len bytes. */
 size_t finish_frame(const FrameSpec &s, uint8_t *l3, uint8_t *p);
+/* A small message's payload (16..64 bytes: the 64 B write_bw's) as two fixed-size,
+ * possibly overlapping copies the compiler inlines, not a call into libc's memcpy
+ * (most of the copy's cost on the 64 B client, where it was a call). */
+inline void copy_payload(uint8_t *d, const uint8_t *src, uint32_t n) {
+    if (n >= 32 && n <= 64) {
+        std::memcpy(d, src, 32);
+        std::memcpy(d + n - 32, src + n - 32, 32);
+    } else if (n >= 16 && n < 32) {
+        std::memcpy(d, src, 16);
+        std::memcpy(d + n - 16, src + n - 16, 16);
+    } else {
+        std::memcpy(d, src, n);
+    }
+}
 } // namespace detail
 
 /* Converts between IPv4 addresses (host order) and IPv4-mapped GIDs. */

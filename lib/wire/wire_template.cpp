@@ -176,6 +176,8 @@ size_t HeaderTemplate::build_frame(const FrameSpec &s, uint8_t *out, size_t cap)
         return 0;
     if (ack) /* the next ACK of this QP is a copy of this one with 8 bytes patched */
         ack_.learn(s, rebuilds_, out, h + tail);
+    else if (s.path_gen != 0 && DataTemplate::eligible(s)) [[unlikely]]
+        data_.learn(s, out, h); /* the QP's next one-packet requests take the straight path */
     return h + tail;
 }
 

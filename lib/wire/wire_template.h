@@ -19,6 +19,7 @@
 #include <cstdint>
 
 #include "wire_ack_template.h"
+#include "wire_data_template.h"
 #include "wire_packet.h"
 
 namespace droce::wire {
@@ -37,6 +38,14 @@ class HeaderTemplate {
     uint64_t rebuilds() const { return rebuilds_; }
     /* The prebuilt plain ACK build_frame serves ACKs from (wire_ack_template.h). */
     const AckTemplate &ack_template() const { return ack_; }
+    /* A one-packet RC request from the headers learnt of an earlier build_frame of the
+     * same path generation and TOS (wire_data_template.h): its length, or 0 when the
+     * caller must build it from a FrameSpec. */
+    size_t build_data(const DataFrame &d, uint8_t *out, size_t cap) const {
+        return data_.build(d, out, cap);
+    }
+    bool serves(const DataFrame &d) const { return data_.serves(d); }
+    const DataTemplate &data_template() const { return data_; }
 
   private:
     /* Everything of a FrameSpec the prebuilt bytes depend on (MACs, VLAN, IP version,
@@ -69,6 +78,7 @@ class HeaderTemplate {
     uint64_t rebuilds_ = 0;
     uint8_t hdr_[kMaxL4] = {};
     AckTemplate ack_;
+    DataTemplate data_;
 };
 
 } // namespace droce::wire

@@ -11,7 +11,7 @@ Endpoint::Endpoint(Fabric &f, uint32_t ip_, uint8_t mac_last) : fabric(f), ip(ip
     f.attach(this);
 }
 
-bool Endpoint::transmit(const wire::FrameSpec &frame) {
+bool Endpoint::tx_admit() {
     if (paused) {
         ++tx_refused_paused;
         return false;
@@ -22,13 +22,37 @@ bool Endpoint::transmit(const wire::FrameSpec &frame) {
         link_free_at > fabric.now + fabric.faults.link_backlog_ns)
         return false;
     ++tx_used;
+    return true;
+}
+
+bool Endpoint::transmit(const wire::FrameSpec &frame) {
+    if (!tx_admit())
+        return false;
     std::vector<uint8_t> buf(wire::frame_len(frame));
     const size_t n = wire::build_frame(frame, buf.data(), buf.size());
     if (n == 0)
         return false;
     buf.resize(n);
+    if (wire::DataTemplate::eligible(frame))
+        data_templates[frame.path_gen].learn(frame, buf.data(), wire::headers_len(frame));
     fabric.send(std::move(buf));
     return true;
+}
+
+qp::TxPort::Straight Endpoint::transmit_data(const wire::DataFrame &d) {
+    const auto t = data_templates.find(d.path_gen);
+    if (!straight || t == data_templates.end() || !t->second.serves(d))
+        return Straight::Unserved;
+    if (!tx_admit())
+        return Straight::Blocked;
+    std::vector<uint8_t> buf(2048 + d.len);
+    const size_t n = t->second.build(d, buf.data(), buf.size());
+    if (n == 0)
+        return Straight::Unserved;
+    buf.resize(n);
+    ++tx_straight;
+    fabric.send(std::move(buf));
+    return Straight::Sent;
 }
 
 rc::Qp &Endpoint::create_qp(uint32_t qpn, qp::CqSink *scq, qp::CqSink *rcq, QpCap cap,

@@ -18,6 +18,7 @@
 #include "fabric_bottleneck.h"
 #include "mem_mr.h"
 #include "rc_qp.h"
+#include "wire_data_template.h"
 #include "wire_packet.h"
 
 namespace droce::sim {
@@ -86,6 +87,11 @@ class Endpoint : public qp::TxPort {
   public:
     Endpoint(Fabric &f, uint32_t ip, uint8_t mac_last);
     bool transmit(const wire::FrameSpec &frame) override;
+    /* The straight path as the engine's: from headers learnt of an earlier transmit() of
+     * the same path generation (one template per generation), Unserved before that. */
+    Straight transmit_data(const wire::DataFrame &d) override;
+    /* The link takes one more frame now (pause, budget, backlog). */
+    bool tx_admit();
 
     /** A QP in protection domain pd (the endpoint's MRs carry their own PD ids). */
     rc::Qp &create_qp(uint32_t qpn, qp::CqSink *scq, qp::CqSink *rcq, QpCap cap = {},
@@ -109,6 +115,10 @@ class Endpoint : public qp::TxPort {
     rc::Counters counters;
     SimEvents events; /* every QP of the endpoint reports here */
     std::map<uint32_t, std::unique_ptr<rc::Qp>> qps;
+    /* transmit_data() serves DataFrames (false: Unserved, every frame from a FrameSpec). */
+    bool straight = true;
+    uint64_t tx_straight = 0;                              /* frames transmit_data() sent */
+    std::map<uint64_t, wire::DataTemplate> data_templates; /* by path generation */
     uint32_t tx_budget = 64; /* frames per step before transmit() refuses */
     uint32_t tx_used = 0;
     uint64_t rx_drop_bad = 0; /* frames the parser refused (corruption) */
