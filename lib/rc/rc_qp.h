@@ -273,10 +273,12 @@ class alignas(64) Qp {
     /* rc_requester.cpp */
     void requester_progress(Time now);
     bool requester_can_send() const;
-    bool start_wqe(SendWqe &w);
+    /* Checks the WQE's local keys; *host0: where its first SGE lies, when it has bytes. */
+    bool start_wqe(SendWqe &w, uint8_t **host0);
     bool start_wqe_psns(SendWqe &w);
-    bool send_next_packet(SendWqe &w, Time now);
-    TxPort::Straight send_straight(const SendWqe &w);
+    /* host0: the first SGE's host address if start_wqe checked it in this same call. */
+    bool send_next_packet(SendWqe &w, Time now, uint8_t *host0 = nullptr);
+    TxPort::Straight send_straight(const SendWqe &w, uint8_t *host0);
     void packet_sent(const SendWqe &w, uint32_t psn, bool ack_req, uint32_t chunk, bool done_wqe,
                      Time now);
     bool gather(const SendWqe &w, uint32_t off, uint32_t len, wire::FrameSpec::Seg *segs,

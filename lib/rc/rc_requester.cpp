@@ -89,6 +89,9 @@ void Qp::requester_progress(Time now) {
         return; /* paused by an RNR NAK until on_timer() */
     if (pace_until_ > now)
         return; /* held by the pacer until on_timer() */
+    /* The host address of the first SGE of a WQE started in this very call: its region
+     * was checked there, so the packet that follows at once needs no second lookup. */
+    uint8_t *host0 = nullptr;
     while (req_.sq_cur != req_.sq_tail && state_ != QpState::Err) {
         SendWqe &w = req_.sq[req_.sq_cur & req_.sq_mask];
         if (!w.started) {
@@ -109,18 +112,19 @@ void Qp::requester_progress(Time now) {
                     requester_error(req_.sq_cur, WcStatus::LocLenErr);
                 return;
             }
-            if (!start_wqe(w))
+            if (!start_wqe(w, &host0))
                 return;
         }
         if (static_cast<uint32_t>(wire::psn_diff(req_.npsn, comp_.una_psn)) >=
             cfg_.tuning.max_inflight_pkts)
             return;
-        if (!send_next_packet(w, now))
+        if (!send_next_packet(w, now, host0))
             return;
+        host0 = nullptr; /* checked for that WQE, and only just now */
     }
 }
 
-bool Qp::start_wqe(SendWqe &w) {
+bool Qp::start_wqe(SendWqe &w, uint8_t **host0) {
     /* Local access is checked when the WR starts, so that a bad lkey fails before any
      * packet leaves, and again for every packet that reads or writes the region (gather
      * below, scatter for READ responses and atomic results): a region deregistered while
@@ -137,6 +141,8 @@ bool Qp::start_wqe(SendWqe &w) {
             requester_error(req_.sq_cur, WcStatus::LocProtErr);
             return false;
         }
+        if (i == 0 && s.length != 0)
+            *host0 = host;
     }
     return start_wqe_psns(w);
 }
@@ -201,7 +207,7 @@ bool Qp::gather(const SendWqe &w, uint32_t off, uint32_t len, wire::FrameSpec::S
  * first time: its payload inline or in one SGE, the QP not paced (the caller checks the
  * rest). Unserved: the caller builds the FrameSpec, as for every other packet, and
  * reports what gather finds wrong. */
-TxPort::Straight Qp::send_straight(const SendWqe &w) {
+TxPort::Straight Qp::send_straight(const SendWqe &w, uint8_t *host0) {
     wire::DataFrame d;
     switch (w.wr.opcode) {
     case WrOpcode::Send:
@@ -227,8 +233,9 @@ TxPort::Straight Qp::send_straight(const SendWqe &w) {
         if (w.wr.num_sge != 1)
             return TxPort::Straight::Unserved;
         const Sge &s = w.wr.sg_list[0];
-        uint8_t *host;
-        if (cfg_.mrs->check(s.lkey, cfg_.pd, s.addr, w.length, 0, &host) != mem::AccessResult::Ok)
+        uint8_t *host = host0;
+        if (host == nullptr &&
+            cfg_.mrs->check(s.lkey, cfg_.pd, s.addr, w.length, 0, &host) != mem::AccessResult::Ok)
             [[unlikely]]
             return TxPort::Straight::Unserved;
         d.payload = host;
@@ -245,11 +252,11 @@ TxPort::Straight Qp::send_straight(const SendWqe &w) {
     return cfg_.port->transmit_data(d);
 }
 
-bool Qp::send_next_packet(SendWqe &w, Time now) {
+bool Qp::send_next_packet(SendWqe &w, Time now, uint8_t *host0) {
     const uint32_t m = mtu();
     if (req_.cur_off == 0 && w.length <= m && !paced_ &&
         wire::psn_diff(w.first_psn, req_.sent_hi_psn) >= 0) {
-        switch (send_straight(w)) {
+        switch (send_straight(w, host0)) {
         case TxPort::Straight::Sent:
             packet_sent(w, w.first_psn, true, w.length, true, now);
             return true;
