@@ -104,7 +104,7 @@ inline constexpr uint16_t kLoopbackPort = 0xFFFE;
     X(tx_straight)              /* one-packet requests built by the straight path (DataFrame) */   \
     X(rx_multiseg_packets)      /* chained RoCE frames accepted (headers in the first segment) */  \
     X(rx_rocev1_packets)        /* RoCEv1 frames (0x8915) accepted for one of our v1 GIDs */       \
-    X(rx_fast_path)             /* small ACK / WRITE ONLY frames taken by the RX fast path */      \
+    X(rx_fast_path)             /* small ACK, SEND / WRITE ONLY frames taken by the RX fast path */\
     X(rx_drop_multiseg)         /* chained frame not handled: headers not in the first segment, */ \
                                 /* too many segments, or chained ARP/ICMP */                       \
     X(mr_extmem_register_failed) /* rte_extmem_register refused a region (note, not an error) */   \

@@ -160,8 +160,8 @@ template <bool Cap> void Shard::rx_one_t(rte_mbuf *m, uint64_t now) {
     const bool chained = m->nb_segs != 1;
     uint8_t *p = rte_pktmbuf_mtod(m, uint8_t *);
     wire::ParsedPacket pp;
-    /* Fast path: an untagged IPv4 ACK or WRITE ONLY to our MAC and address on an untagged
-     * port (the two frames of a small RC exchange). Every test of the generic path below
+    /* Fast path: an untagged IPv4 ACK, SEND ONLY or WRITE ONLY to our MAC and address on
+     * an untagged port (the frames of a small RC exchange). Every test of the generic path below
      * holds for it (not MAC Control, our unicast MAC, VID 0 == the port's, not ARP/ICMP,
      * parse Ok with the same ParsedPacket, our IPv4 address on the port's VLAN), so it
      * goes straight to the QP; anything else takes the generic path, which counts. */

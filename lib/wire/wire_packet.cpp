@@ -374,22 +374,40 @@ uint32_t AckIcrcCache::compute(const uint8_t *l3) {
     return slice8::crc32_continue8(crc_fixed, l3 + kFixed);
 }
 
+namespace {
+/* Header bytes (BTH and extended headers) of the opcodes parse_frame_rc_small takes, 0 for
+ * the rest. */
+constexpr std::array<uint8_t, kRcAcknowledge + 1> small_hdr_lens() {
+    std::array<uint8_t, kRcAcknowledge + 1> t{};
+    t[kRcSendOnly] = kBthLen;
+    t[kRcSendOnlyImm] = kBthLen + 4;
+    t[kRcWriteOnly] = kBthLen + kRethLen;
+    t[kRcWriteOnlyImm] = kBthLen + kRethLen + 4;
+    t[kRcAcknowledge] = kBthLen + kAethLen;
+    return t;
+}
+constexpr auto kSmallHdrLen = small_hdr_lens();
+} // namespace
+
 bool parse_frame_rc_small(const uint8_t *f, size_t len, ParsedPacket &out, AckIcrcCache *acks) {
     /* Offsets of an untagged IPv4 frame without options: L3 at 14, UDP at 34, BTH at 42.
      * Each test below is one parse_impl makes (or implies) on the way to Ok for such a
      * frame; the generic path's other branches cannot be taken by it. */
     constexpr size_t l2 = kEthLen, bo = kEthLen + kIpv4Len + kUdpLen;
-    if (len < bo + kBthLen + 4 + kIcrcLen) /* the shortest of the two: an ACK, 62 bytes */
+    if (len < bo + kBthLen + kIcrcLen) /* the shortest: an empty SEND ONLY, 58 bytes */
         return false;
     if (f[12] != 0x08 || f[13] != 0x00 || f[l2] != 0x45 || f[l2 + 9] != kIpProtoUdp)
         return false;
     const uint8_t *bth = f + bo;
     const uint8_t opc = bth[0];
+    /* The write_bw and write_lat frames first, as two compares. */
     size_t hdr_len;
-    if (opc == kRcAcknowledge)
-        hdr_len = kBthLen + 4;
-    else if (opc == kRcWriteOnly)
-        hdr_len = kBthLen + 16;
+    if (opc == kRcWriteOnly)
+        hdr_len = kBthLen + kRethLen;
+    else if (opc == kRcAcknowledge)
+        hdr_len = kBthLen + kAethLen;
+    else if (opc < kRcAcknowledge && kSmallHdrLen[opc] != 0)
+        hdr_len = kSmallHdrLen[opc];
     else
         return false;
     const uint16_t total = load_be16(f + l2 + 2);
@@ -447,16 +465,23 @@ bool parse_frame_rc_small(const uint8_t *f, size_t len, ParsedPacket &out, AckIc
     zero(out.atomic);
     zero(out.deth);
     zero(out.atomic_ack);
-    out.imm = 0;
     out.ieth = 0;
+    const uint8_t *ext = bth + kBthLen;
+    out.imm = 0;
     if (opc == kRcAcknowledge) {
         out.reth = Reth{};
-        out.aeth = Aeth{bth[kBthLen], load_be24(bth + kBthLen + 1)};
+        out.aeth = Aeth{ext[0], load_be24(ext + 1)};
     } else {
-        const uint8_t *r = bth + kBthLen;
-        out.reth = Reth{(uint64_t{load_be32(r)} << 32) | load_be32(r + 4), load_be32(r + 8),
-                        load_be32(r + 12)};
         out.aeth = Aeth{};
+        if (opc == kRcWriteOnly || opc == kRcWriteOnlyImm) {
+            out.reth = Reth{(uint64_t{load_be32(ext)} << 32) | load_be32(ext + 4),
+                            load_be32(ext + 8), load_be32(ext + 12)};
+            ext += kRethLen;
+        } else {
+            out.reth = Reth{};
+        }
+        if (opc == kRcWriteOnlyImm || opc == kRcSendOnlyImm)
+            out.imm = load_be32(ext);
     }
     out.payload = bth + hdr_len;
     out.payload_len = static_cast<uint32_t>(data_area - pad);

@@ -80,9 +80,10 @@ struct ParsedPacket {
  * fields the parse did not reach keep whatever out held before. */
 ParseResult parse_frame(const uint8_t *frame, size_t len, ParsedPacket &out, bool verify_icrc);
 
-/* The receive fast path for the two frames of a small RC exchange: an untagged IPv4
- * RoCEv2 ACKNOWLEDGE or RDMA WRITE ONLY, contiguous at frame, ICRC verified. true: the
- * frame is one of those, well formed, and out holds exactly what
+/* The receive fast path for the frames of a small RC exchange: an untagged IPv4 RoCEv2
+ * ACKNOWLEDGE, SEND ONLY or RDMA WRITE ONLY (either with immediate or without), contiguous
+ * at frame, ICRC verified. true: the frame is one of those, well formed, and out holds
+ * exactly what
  * parse_frame(frame, len, out, true) would give (it returns Ok then). false: anything
  * else, bad ICRC included; out is then garbage and the caller must run parse_frame, which
  * classifies (and the engine counts) the frame as before. Straight-line loads at fixed

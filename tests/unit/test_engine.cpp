@@ -709,6 +709,13 @@ TEST_P(EngineE2E, SmallWritesTakeTheStraightPath) {
     ASSERT_TRUE(a.qp->post_send(w));
     ASSERT_EQ(wait(*a.scq, 1).size(), 1u);
     EXPECT_EQ(counter_map(*a.dev).at("tx_straight"), a1.at("tx_straight"));
+    /* One-packet SENDs, with immediate and without, straight out and fast in (untagged
+     * IPv4): each lands in its receive with its immediate. */
+    const uint64_t fast0 = counter_map(*b.dev).at("rx_fast_path");
+    for (bool imm : {false, true})
+        for (uint32_t len : {0u, 3u, 64u})
+            ASSERT_NO_FATAL_FAILURE(send_recv(len, imm));
+    EXPECT_GE(counter_map(*b.dev).at("rx_fast_path") - fast0, 6u);
 }
 
 /* The same pair with zero-copy off: everything copied, nothing chained. */

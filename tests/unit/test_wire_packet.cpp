@@ -787,7 +787,7 @@ TEST(WireParse, ReusedParsedPacketEqualsFresh) {
 
 /* parse_frame_rc_small (the engine's RX fast path) may only say yes where parse_frame says
  * Ok, with the very same ParsedPacket; it must say yes for every well-formed untagged IPv4
- * ACK and WRITE ONLY; everything else (other opcodes, VLAN, IPv6, RoCEv1, any malformed
+ * ACK, SEND ONLY and WRITE ONLY (with immediate or without); everything else (other opcodes, VLAN, IPv6, RoCEv1, any malformed
  * header, a bad ICRC) it leaves to parse_frame. Mutations keep the ICRC valid where it can
  * be (resealed at the end the IP header declares), so header checks are what is tested. */
 TEST(WireParse, RcSmallFastPathEqualsGeneric) {
@@ -812,12 +812,14 @@ TEST(WireParse, RcSmallFastPathEqualsGeneric) {
         }
         return ok;
     };
-    /* Every opcode and path: yes exactly for the two opcodes, untagged IPv4. */
+    /* Every opcode and path: yes exactly for those five opcodes, untagged IPv4. */
     for (uint8_t opc : kAllOpcodes)
         for (int path = 0; path < 3; ++path)
             for (uint32_t plen : {0u, 1u, 2u, 3u, 4u, 61u, 64u, 1024u}) {
                 Built b = build(opc, path == 1, path == 2, plen);
-                const bool want = path == 0 && (opc == kRcAcknowledge || opc == kRcWriteOnly);
+                const bool want = path == 0 && (opc == kRcAcknowledge || opc == kRcWriteOnly ||
+                                                opc == kRcWriteOnlyImm || opc == kRcSendOnly ||
+                                                opc == kRcSendOnlyImm);
                 const bool ok = check(b.frame.data(), b.frame.size(), want,
                                       "op " + std::to_string(opc) + " path " +
                                           std::to_string(path) + " len " + std::to_string(plen));
@@ -829,9 +831,10 @@ TEST(WireParse, RcSmallFastPathEqualsGeneric) {
     /* Each byte of the headers changed (ICRC resealed), and each truncation. */
     std::mt19937 rng(4791);
     int fast_yes = 0, fast_no = 0;
-    for (uint8_t opc : {kRcAcknowledge, kRcWriteOnly}) {
+    for (uint8_t opc :
+         {kRcAcknowledge, kRcWriteOnly, kRcWriteOnlyImm, kRcSendOnly, kRcSendOnlyImm}) {
         const Built b = build(opc, false, false, 64);
-        const size_t hdr_end = opc == kRcAcknowledge ? 58 : 70;
+        const size_t hdr_end = 42 + opcode_info(opc).hdr_len;
         for (size_t pos = 0; pos < hdr_end; ++pos)
             for (int k = 0; k < 24; ++k) {
                 std::vector<uint8_t> f = b.frame;
