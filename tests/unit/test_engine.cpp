@@ -675,39 +675,33 @@ INSTANTIATE_TEST_SUITE_P(Modes, EngineE2E, ::testing::Values(true, false),
  * does not. */
 TEST_P(EngineE2E, SmallWritesTakeTheStraightPath) {
     ASSERT_NO_FATAL_FAILURE(connect());
-    const auto a0 = counter_map(*a.dev);
-    for (uint32_t i = 0; i < 20 * 64; ++i)
-        a.buf[0x3000 + i] = static_cast<uint8_t>(i * 13 + 1);
-    for (uint32_t i = 0; i < 20; ++i) {
+    /* One signaled WRITE of len bytes from A at off to B at remote_off, completed. */
+    const auto write = [&](uint64_t id, uint64_t off, uint32_t len, uint64_t remote_off) {
         SendWr w;
-        w.wr_id = i;
+        w.wr_id = id;
         w.opcode = WrOpcode::RdmaWrite;
         w.send_flags = kSendSignaled;
-        w.sg_list[0] = a.sge(0x3000 + i * 64, 64);
+        w.sg_list[0] = a.sge(off, len);
         w.num_sge = 1;
-        w.remote_addr = b.addr(0x30000 + i * 128);
+        w.remote_addr = b.addr(remote_off);
         w.rkey = b.mr->rkey();
         ASSERT_TRUE(a.qp->post_send(w));
         auto sc = wait(*a.scq, 1);
         ASSERT_EQ(sc.size(), 1u);
         EXPECT_EQ(sc[0].status, WcStatus::Success) << wc_status_str(sc[0].status);
-    }
+    };
+    const auto a0 = counter_map(*a.dev);
+    for (uint32_t i = 0; i < 20 * 64; ++i)
+        a.buf[0x3000 + i] = static_cast<uint8_t>(i * 13 + 1);
     for (uint32_t i = 0; i < 20; ++i)
-        EXPECT_EQ(0,
-                  std::memcmp(a.buf.data() + 0x3000 + i * 64, b.buf.data() + 0x30000 + i * 128, 64))
+        ASSERT_NO_FATAL_FAILURE(write(i, 0x3000 + i * 64, 64, 0x30000 + i * 128));
+    for (uint32_t i = 0; i < 20; ++i)
+        EXPECT_EQ(0, std::memcmp(a.buf.data() + 0x3000 + i * 64, b.buf.data() + 0x30000 + i * 128,
+                                 64))
             << "write " << i;
     const auto a1 = counter_map(*a.dev);
     EXPECT_EQ(a1.at("tx_straight") - a0.at("tx_straight"), 19u) << "the first one teaches it";
-    SendWr w;
-    w.wr_id = 99;
-    w.opcode = WrOpcode::RdmaWrite;
-    w.send_flags = kSendSignaled;
-    w.sg_list[0] = a.sge(0, 4096);
-    w.num_sge = 1;
-    w.remote_addr = b.addr(0x40000);
-    w.rkey = b.mr->rkey();
-    ASSERT_TRUE(a.qp->post_send(w));
-    ASSERT_EQ(wait(*a.scq, 1).size(), 1u);
+    ASSERT_NO_FATAL_FAILURE(write(99, 0, 4096, 0x40000)); /* four packets: not straight */
     EXPECT_EQ(counter_map(*a.dev).at("tx_straight"), a1.at("tx_straight"));
     /* One-packet SENDs, with immediate and without, straight out and fast in (untagged
      * IPv4): each lands in its receive with its immediate. */

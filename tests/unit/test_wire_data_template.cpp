@@ -16,6 +16,7 @@
 #include "wire_data_template.h"
 #include "wire_opcode.h"
 #include "wire_packet.h"
+#include "wire_random_path.h"
 #include "wire_template.h"
 
 using namespace droce::wire;
@@ -26,28 +27,7 @@ constexpr uint8_t kOps[] = {kRcSendOnly, kRcSendOnlyImm, kRcWriteOnly, kRcWriteO
 
 /* A path as Qp::base_frame fills a spec (IP id 0, BTH flags clear). */
 FrameSpec path_spec(std::mt19937 &rng, int layout, uint64_t gen) {
-    FrameSpec s{};
-    for (auto &b : s.eth.dst)
-        b = static_cast<uint8_t>(rng());
-    for (auto &b : s.eth.src)
-        b = static_cast<uint8_t>(rng());
-    s.eth.has_vlan = layout & 1;
-    s.eth.vlan_tci = static_cast<uint16_t>(rng());
-    s.ipv6 = layout & 2;
-    for (int i = 0; i < 16; ++i) {
-        s.src_gid[i] = static_cast<uint8_t>(rng());
-        s.dst_gid[i] = static_cast<uint8_t>(rng());
-    }
-    if (!s.ipv6) {
-        gid_from_ipv4(static_cast<uint32_t>(rng()), s.src_gid);
-        gid_from_ipv4(static_cast<uint32_t>(rng()), s.dst_gid);
-    }
-    s.tos = static_cast<uint8_t>(rng());
-    s.ttl = static_cast<uint8_t>(rng());
-    s.flow_label = static_cast<uint32_t>(rng()) & 0xFFFFF;
-    s.udp_sport = static_cast<uint16_t>(rng());
-    s.bth.pkey = static_cast<uint16_t>(rng());
-    s.bth.dest_qp = static_cast<uint32_t>(rng()) & kQpnMask;
+    FrameSpec s = random_path_spec(rng, layout);
     s.path_gen = gen;
     return s;
 }
