@@ -5,11 +5,28 @@
  * restarts from any PSN (go-back-N) when the completer rewinds it. */
 #include <algorithm>
 
+#include "rc_cc.h"
 #include "rc_qp.h"
 
 namespace droce::rc {
 
 namespace {
+
+/* The opcode of a one-packet message of op on the straight path, 0 for none. */
+uint8_t straight_opcode(WrOpcode op) {
+    switch (op) {
+    case WrOpcode::Send:
+        return wire::kRcSendOnly;
+    case WrOpcode::SendWithImm:
+        return wire::kRcSendOnlyImm;
+    case WrOpcode::RdmaWrite:
+        return wire::kRcWriteOnly;
+    case WrOpcode::RdmaWriteWithImm:
+        return wire::kRcWriteOnlyImm;
+    default:
+        return 0;
+    }
+}
 
 bool is_read_or_atomic(WrOpcode op) {
     return op == WrOpcode::RdmaRead || op == WrOpcode::AtomicCmpAndSwp ||
@@ -204,27 +221,12 @@ bool Qp::gather(const SendWqe &w, uint32_t off, uint32_t len, wire::FrameSpec::S
 }
 
 /* The straight path (wire_data_template.h) of a one-packet WRITE or SEND sent for the
- * first time: its payload inline or in one SGE, the QP not paced (the caller checks the
- * rest). Unserved: the caller builds the FrameSpec, as for every other packet, and
+ * first time (opcode: its one-packet opcode): its payload inline or in one SGE (the
+ * caller checks the rest). Unserved: the caller builds the FrameSpec, as for every other packet, and
  * reports what gather finds wrong. */
-TxPort::Straight Qp::send_straight(const SendWqe &w, uint8_t *host0) {
+TxPort::Straight Qp::send_straight(const SendWqe &w, uint8_t opcode, uint8_t *host0) {
     wire::DataFrame d;
-    switch (w.wr.opcode) {
-    case WrOpcode::Send:
-        d.opcode = wire::kRcSendOnly;
-        break;
-    case WrOpcode::SendWithImm:
-        d.opcode = wire::kRcSendOnlyImm;
-        break;
-    case WrOpcode::RdmaWrite:
-        d.opcode = wire::kRcWriteOnly;
-        break;
-    case WrOpcode::RdmaWriteWithImm:
-        d.opcode = wire::kRcWriteOnlyImm;
-        break;
-    default:
-        return TxPort::Straight::Unserved;
-    }
+    d.opcode = opcode;
     d.payload = nullptr;
     d.mr_key = 0;
     if (w.wr.send_flags & kSendInline) {
@@ -252,12 +254,33 @@ TxPort::Straight Qp::send_straight(const SendWqe &w, uint8_t *host0) {
     return cfg_.port->transmit_data(d);
 }
 
+/* pace_bytes() of the FrameSpec the straight packet of w (opcode op) stands for: a RoCEv2
+ * frame on the QP's path. */
+uint32_t Qp::straight_pace_bytes(const SendWqe &w, uint8_t op) const {
+    const size_t headers = wire::encoded_len(path_.eth) +
+                           (path_.ipv6 ? wire::kIpv6Len : wire::kIpv4Len) + wire::kUdpLen +
+                           wire::opcode_info(op).hdr_len;
+    return static_cast<uint32_t>(headers + w.length + wire::pad_len(w.length) + wire::kIcrcLen) +
+           kEthWireOverhead;
+}
+
 bool Qp::send_next_packet(SendWqe &w, Time now, uint8_t *host0) {
     const uint32_t m = mtu();
-    if (req_.cur_off == 0 && w.length <= m && !paced_ &&
+    const uint8_t op = straight_opcode(w.wr.opcode);
+    if (op != 0 && req_.cur_off == 0 && w.length <= m && !path_.rocev1 &&
         wire::psn_diff(w.first_psn, req_.sent_hi_psn) >= 0) {
-        switch (send_straight(w, host0)) {
+        /* Paced as the FrameSpec path paces (an Unserved frame is admitted there again,
+         * with the same bytes: admitting has no effect but to clear the hold). */
+        uint32_t wire_bytes = 0;
+        if (paced_) [[unlikely]] {
+            wire_bytes = straight_pace_bytes(w, op);
+            if (!cc_pace_admit(wire_bytes, now))
+                return false;
+        }
+        switch (send_straight(w, op, host0)) {
         case TxPort::Straight::Sent:
+            if (wire_bytes != 0)
+                cc_sent(wire_bytes, now);
             packet_sent(w, w.first_psn, true, w.length, true, now);
             return true;
         case TxPort::Straight::Blocked:

@@ -2,9 +2,9 @@
 /* The requester's straight path (Qp::send_straight, wire_data_template.h) against the
  * FrameSpec path it short-cuts: the same seeded workload (SENDs and WRITEs with and
  * without immediate, inline, one and two SGEs, zero to multi-packet lengths, lost frames
- * and so retransmissions, a path change half-way) run once with the endpoint serving
- * DataFrames and once without must put the very same frames on the wire in the same
- * order, and leave the same memory and completions. */
+ * and so retransmissions, a path change half-way), unpaced and paced by DCQCN, run once
+ * with the endpoint serving DataFrames and once without must put the very same frames on
+ * the wire in the same order, and leave the same memory and completions. */
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -23,18 +23,25 @@ struct Trace {
     std::vector<std::vector<uint8_t>> frames;
     std::vector<uint8_t> mem_b;
     std::vector<Wc> recvs;
-    uint64_t straight_a = 0, straight_b = 0, retransmitted = 0;
+    uint64_t straight_a = 0, straight_b = 0, retransmitted = 0, paced_defers = 0;
 };
 
 /* Both runs use the same buffers: a WRITE's RETH carries the remote address. */
 std::vector<uint8_t> g_buf_a(1 << 20), g_buf_b(1 << 20);
 
-Trace run(bool straight, uint64_t seed) {
+Trace run(bool straight, uint64_t seed, bool paced) {
     Faults f;
     f.loss = 0.02;
     Fabric fab(seed, f);
     Endpoint a(fab, 0x0A000001, 1), b(fab, 0x0A000002, 2);
     a.straight = b.straight = straight;
+    /* DCQCN capped under the line rate: the requester is paced from its first frame. */
+    cc::CcParams capped;
+    capped.rpg_max_rate_bps = 2'000'000'000;
+    if (paced) {
+        a.cc = &capped;
+        a.line_rate_bps = 10'000'000'000;
+    }
     SimCq scq_a, rcq_a, scq_b, rcq_b;
     QpCap cap;
     cap.max_send_wr = 64;
@@ -103,34 +110,46 @@ Trace run(bool straight, uint64_t seed) {
     out.straight_a = a.tx_straight;
     out.straight_b = b.tx_straight;
     out.retransmitted = a.counters.retransmitted_packets;
+    out.paced_defers = a.counters.paced_defers;
     return out;
+}
+
+/* Both runs of one seed, compared. */
+void expect_same_runs(uint64_t seed, bool paced) {
+    SCOPED_TRACE(testing::Message() << "seed " << seed << ", paced " << paced);
+    const Trace s = run(true, seed, paced);
+    const Trace g = run(false, seed, paced);
+    if (paced) {
+        EXPECT_GT(s.paced_defers, 0u) << "the pacer holds frames back";
+    }
+    EXPECT_GT(s.straight_a, 60u) << "most one-packet requests take the straight path";
+    EXPECT_EQ(s.straight_b, 0u) << "the responder sends ACKs only";
+    EXPECT_EQ(g.straight_a, 0u);
+    EXPECT_GT(s.retransmitted, 0u) << "the loss exercises retransmission";
+    ASSERT_EQ(s.frames.size(), g.frames.size());
+    for (size_t i = 0; i < s.frames.size(); ++i) {
+        ASSERT_EQ(s.frames[i].size(), g.frames[i].size()) << "frame " << i;
+        const auto d = std::mismatch(s.frames[i].begin(), s.frames[i].end(), g.frames[i].begin());
+        ASSERT_TRUE(d.first == s.frames[i].end())
+            << "frame " << i << " differs at byte " << (d.first - s.frames[i].begin());
+    }
+    EXPECT_EQ(s.mem_b, g.mem_b);
+    ASSERT_EQ(s.recvs.size(), g.recvs.size());
+    for (size_t i = 0; i < s.recvs.size(); ++i) {
+        EXPECT_EQ(s.recvs[i].wr_id, g.recvs[i].wr_id);
+        EXPECT_EQ(s.recvs[i].byte_len, g.recvs[i].byte_len);
+        EXPECT_EQ(s.recvs[i].imm_data, g.recvs[i].imm_data);
+    }
 }
 
 } // namespace
 
 TEST(RcStraight, SameFramesAsTheFrameSpecPath) {
-    for (uint64_t seed : {1u, 2u, 3u}) {
-        SCOPED_TRACE(testing::Message() << "seed " << seed);
-        const Trace s = run(true, seed);
-        const Trace g = run(false, seed);
-        EXPECT_GT(s.straight_a, 60u) << "most one-packet requests take the straight path";
-        EXPECT_EQ(s.straight_b, 0u) << "the responder sends ACKs only";
-        EXPECT_EQ(g.straight_a, 0u);
-        EXPECT_GT(s.retransmitted, 0u) << "the loss exercises retransmission";
-        ASSERT_EQ(s.frames.size(), g.frames.size());
-        for (size_t i = 0; i < s.frames.size(); ++i) {
-            ASSERT_EQ(s.frames[i].size(), g.frames[i].size()) << "frame " << i;
-            const auto d =
-                std::mismatch(s.frames[i].begin(), s.frames[i].end(), g.frames[i].begin());
-            ASSERT_TRUE(d.first == s.frames[i].end())
-                << "frame " << i << " differs at byte " << (d.first - s.frames[i].begin());
-        }
-        EXPECT_EQ(s.mem_b, g.mem_b);
-        ASSERT_EQ(s.recvs.size(), g.recvs.size());
-        for (size_t i = 0; i < s.recvs.size(); ++i) {
-            EXPECT_EQ(s.recvs[i].wr_id, g.recvs[i].wr_id);
-            EXPECT_EQ(s.recvs[i].byte_len, g.recvs[i].byte_len);
-            EXPECT_EQ(s.recvs[i].imm_data, g.recvs[i].imm_data);
-        }
-    }
+    for (uint64_t seed : {1u, 2u, 3u, 4u})
+        expect_same_runs(seed, false);
+}
+
+TEST(RcStraight, SameFramesAsTheFrameSpecPathWhenPaced) {
+    for (uint64_t seed : {1u, 2u, 3u, 4u})
+        expect_same_runs(seed, true);
 }
