@@ -454,7 +454,8 @@ class alignas(64) Shard final : public qp::TxPort, public qp::AsyncEventSink {
     TxResult transmit_loopback(const wire::FrameSpec &frame, wire::HeaderTemplate &tmpl, Shard &to);
     /* A DataFrame (wire_data_template.h) from a QP's template into the TX queue, or to
      * `to`'s RX ring: Unserved where transmit() would do more than copy one frame (a
-     * paused priority, zero-copy) or the template has not learnt the QP's headers. */
+     * paused priority, zero-copy) or the template has not learnt the QP's headers (the
+     * mbuf taken for it then goes back: once per path). */
     qp::TxPort::Straight send_straight(const wire::DataFrame &d, const wire::HeaderTemplate &tmpl);
     qp::TxPort::Straight send_straight_loopback(const wire::DataFrame &d,
                                                 const wire::HeaderTemplate &tmpl, Shard &to);
@@ -532,7 +533,12 @@ class alignas(64) Shard final : public qp::TxPort, public qp::AsyncEventSink {
     void ud_counters(std::vector<std::pair<std::string, uint64_t>> &v) const;
     /* 1: built (*out), 0: no mbuf, -1: not eligible (copy it instead). */
     int transmit_zc(const wire::FrameSpec &frame, wire::HeaderTemplate &tmpl, rte_mbuf **out);
-    /* send_straight*'s frame in an mbuf, or nullptr and why (Blocked: no mbuf). */
+    /* An mbuf for a copied frame (from the stash where the peer reads TX in place). */
+    rte_mbuf *alloc_tx(); /* engine_tx.cpp, inline there */
+    /* m to `to`'s RX ring (loopback), counted; false: the ring was full, m is freed. */
+    bool loop_to(rte_mbuf *m, Shard &to);
+    /* send_straight*'s frame in an mbuf, or nullptr and why (Blocked: no mbuf, Unserved:
+     * the template has not learnt the QP's headers). */
     rte_mbuf *straight_frame(const wire::DataFrame &d, const wire::HeaderTemplate &tmpl,
                              qp::TxPort::Straight *why);
     /* A frame into an mbuf (zero-copy only if zc), for transmit*: the mbuf, or nullptr

@@ -14,6 +14,10 @@
 
 namespace droce::engine {
 
+inline rte_mbuf *Shard::alloc_tx() {
+    return dev_.caps().peer_reads_tx ? tx_stash_.take(pool_) : rte_pktmbuf_alloc(pool_);
+}
+
 bool Shard::queue_tx(rte_mbuf *m) {
     if (ntx_ == kTxQueueCap)
         return false;
@@ -144,7 +148,7 @@ Shard::build_tx(const wire::FrameSpec &frame, wire::HeaderTemplate &tmpl, bool z
         }
     }
     /* One mbuf holding the whole frame, built by the template (inline: the common case). */
-    rte_mbuf *m = dev_.caps().peer_reads_tx ? tx_stash_.take(pool_) : rte_pktmbuf_alloc(pool_);
+    rte_mbuf *m = alloc_tx();
     if (m == nullptr) {
         ++ec.tx_no_mbuf;
         *why = TxStatus::NoMbuf;
@@ -178,29 +182,33 @@ TxResult Shard::transmit_loopback(const wire::FrameSpec &frame, wire::HeaderTemp
     if (m == nullptr)
         return {why};
     --budget_;
+    return {loop_to(m, to) ? TxStatus::Sent : TxStatus::Dropped};
+}
+
+bool Shard::loop_to(rte_mbuf *m, Shard &to) {
     const uint32_t len = rte_pktmbuf_pkt_len(m);
     m->port = kLoopbackPort; /* tells rx_handoff that no port received it */
     if (rte_ring_mp_enqueue(to.rx_in_, m) != 0) [[unlikely]] {
         /* Full: lost as on a wire; the transport retransmits. */
         ++ec.tx_loopback_dropped;
         rte_pktmbuf_free(m);
-        return {TxStatus::Dropped};
+        return false;
     }
     ++ec.tx_loopback_packets;
     ec.tx_loopback_bytes += len;
-    return {TxStatus::Sent};
+    return true;
 }
 
 rte_mbuf *Shard::straight_frame(const wire::DataFrame &d, const wire::HeaderTemplate &tmpl,
                                 qp::TxPort::Straight *why) {
-    rte_mbuf *m = dev_.caps().peer_reads_tx ? tx_stash_.take(pool_) : rte_pktmbuf_alloc(pool_);
+    rte_mbuf *m = alloc_tx();
     if (m == nullptr) [[unlikely]] {
         ++ec.tx_no_mbuf;
         *why = qp::TxPort::Straight::Blocked;
         return nullptr;
     }
     const size_t n = tmpl.build_data(d, rte_pktmbuf_mtod(m, uint8_t *), rte_pktmbuf_tailroom(m));
-    if (n == 0) [[unlikely]] { /* larger than an mbuf: transmit() counts and drops it */
+    if (n == 0) [[unlikely]] { /* not learnt yet (or larger than an mbuf): transmit()'s */
         rte_pktmbuf_free(m);
         *why = qp::TxPort::Straight::Unserved;
         return nullptr;
@@ -217,8 +225,7 @@ qp::TxPort::Straight Shard::send_straight(const wire::DataFrame &d,
     using S = qp::TxPort::Straight;
     if (budget_ == 0)
         return S::Blocked; /* the quantum, as transmit() */
-    if (paused_mask_ != 0 || (dev_.zc_on_ && d.len >= dev_.zc_min_ && d.len != 0) ||
-        !tmpl.serves(d)) [[unlikely]]
+    if (paused_mask_ != 0 || (dev_.zc_on_ && d.len >= dev_.zc_min_ && d.len != 0)) [[unlikely]]
         return S::Unserved;
     if (ntx_ == kTxQueueCap) {
         ++ec.tx_queue_full;
@@ -238,23 +245,14 @@ qp::TxPort::Straight Shard::send_straight_loopback(const wire::DataFrame &d,
     using S = qp::TxPort::Straight;
     if (budget_ == 0)
         return S::Blocked;
-    if ((dev_.zc_on_ && &to == this && d.len >= dev_.zc_min_ && d.len != 0) || !tmpl.serves(d))
-        [[unlikely]]
+    if (dev_.zc_on_ && &to == this && d.len >= dev_.zc_min_ && d.len != 0) [[unlikely]]
         return S::Unserved;
     S why;
     rte_mbuf *m = straight_frame(d, tmpl, &why);
     if (m == nullptr)
         return why;
     --budget_;
-    const uint32_t len = rte_pktmbuf_pkt_len(m);
-    m->port = kLoopbackPort;
-    if (rte_ring_mp_enqueue(to.rx_in_, m) != 0) [[unlikely]] {
-        ++ec.tx_loopback_dropped; /* lost as on a wire: the transport retransmits */
-        rte_pktmbuf_free(m);
-        return S::Sent;
-    }
-    ++ec.tx_loopback_packets;
-    ec.tx_loopback_bytes += len;
+    loop_to(m, to); /* a full ring loses it as a wire would: taken all the same */
     return S::Sent;
 }
 
