@@ -468,9 +468,10 @@ class alignas(64) Shard final : public qp::TxPort, public qp::AsyncEventSink {
     void rx_one(rte_mbuf *m, uint64_t now);
     /** rx_one; Cap: a frame accepted for a QP is also copied to the capture. */
     template <bool Cap> void rx_one_t(rte_mbuf *m, uint64_t now);
-    /** rx_one_t's tail: a frame parsed, for our address, to its QP. */
-    template <bool Cap>
-    void rx_deliver(rte_mbuf *m, const wire::ParsedPacket &pp, uint32_t len, uint64_t now);
+    /** rx_one_t's tail: a frame parsed (P: a ParsedPacket, or the fast parse's
+     * SmallFrame), for our address, to its QP. */
+    template <bool Cap, class P>
+    void rx_deliver(rte_mbuf *m, const P &pkt, uint32_t len, uint64_t now);
     /** Offers the TX queue to the port; frames it refuses stay queued, in order. */
     uint32_t flush_tx();
     /** Embedded mode, the application just posted to a QP whose ACK is held: what the

@@ -3,6 +3,7 @@
  * a small RC frame, the classified generic path (net::classify_frame), the RoCE parse and
  * the delivery to a QP or to the worker that owns it. */
 #include <cstring>
+#include <type_traits>
 
 #include <rte_ethdev.h>
 #include <rte_mbuf.h>
@@ -159,16 +160,16 @@ template <bool Cap> void Shard::rx_one_t(rte_mbuf *m, uint64_t now) {
     ec.port_rcv_bytes += len;
     const bool chained = m->nb_segs != 1;
     uint8_t *p = rte_pktmbuf_mtod(m, uint8_t *);
-    wire::ParsedPacket pp;
     /* Fast path: an untagged IPv4 ACK, SEND ONLY or WRITE ONLY to our MAC and address on
      * an untagged port (the frames of a small RC exchange). Every test of the generic path below
      * holds for it (not MAC Control, our unicast MAC, VID 0 == the port's, not ARP/ICMP,
-     * parse Ok with the same ParsedPacket, our IPv4 address on the port's VLAN), so it
-     * goes straight to the QP; anything else takes the generic path, which counts. */
-    if (!chained && dev_.vlan_ == 0 && wire::parse_frame_rc_small(p, len, pp, &ack_icrc_) &&
-        pp.ip4.dst == dev_.ifc_.ip && std::memcmp(p, dev_.ifc_.mac.data(), 6) == 0) [[likely]] {
+     * parse Ok, our IPv4 address on the port's VLAN), so it goes straight to the QP as
+     * the fast parse's view; anything else takes the generic path, which counts. */
+    wire::SmallFrame sf;
+    if (!chained && dev_.vlan_ == 0 && wire::parse_small_frame(p, len, sf, &ack_icrc_) &&
+        sf.dst_ip == dev_.ifc_.ip && std::memcmp(p, dev_.ifc_.mac.data(), 6) == 0) [[likely]] {
         ++ec.rx_fast_path;
-        rx_deliver<Cap>(m, pp, len, now);
+        rx_deliver<Cap>(m, sf, len, now);
         return;
     }
     const net::RxL2Addrs addrs{dev_.ifc_.mac, dev_.vlan_, dev_.gid_vlans_, dev_.ngid_vlans_,
@@ -308,10 +309,12 @@ template <bool Cap> void Shard::rx_roce(rte_mbuf *m, uint16_t vid, uint64_t now)
 }
 
 /* A parsed frame for our address: to its QP (or its owner's worker). */
-template <bool Cap>
-void Shard::rx_deliver(rte_mbuf *m, const wire::ParsedPacket &pp, uint32_t len, uint64_t now) {
-    ec.rx_rocev1_packets += pp.rocev1;
-    const uint32_t qpn = pp.bth.dest_qp;
+template <bool Cap, class P>
+void Shard::rx_deliver(rte_mbuf *m, const P &pkt, uint32_t len, uint64_t now) {
+    constexpr bool small = std::is_same_v<P, wire::SmallFrame>;
+    if constexpr (!small)
+        ec.rx_rocev1_packets += pkt.rocev1;
+    const uint32_t qpn = pkt.bth.dest_qp;
     if (qpn >= dev_.max_qps_) {
         if (qpn == ud::kMulticastQpn) /* a UD multicast datagram: named, not "unknown" */
             ++udc.rx_multicast;
@@ -346,7 +349,19 @@ void Shard::rx_deliver(rte_mbuf *m, const wire::ParsedPacket &pp, uint32_t len, 
         ++ec.rx_foreign_pool;
     /* lib/rc or lib/ud checks and counts everything (state, opcode, PSN, P_Key, Q_Key,
      * size, receive WQE) and copies the payload before the mbuf goes. */
-    q->visit([&](auto &t) { t.on_packet(pp, now); });
+    q->visit([&](auto &t) {
+        if constexpr (small) {
+            /* The responder's straight path takes the common request from the view; the
+             * rest (ACKs too) gets the ParsedPacket the generic parse would give. */
+            if (t.on_small_frame(pkt, now))
+                return;
+            wire::ParsedPacket pp;
+            wire::expand_small_frame(pkt, pp);
+            t.on_packet(pp, now);
+        } else {
+            t.on_packet(pkt, now);
+        }
+    });
     rx_done(m);
     schedule(*q);
 }

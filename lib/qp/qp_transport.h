@@ -20,10 +20,11 @@
 namespace droce::qp {
 
 template <class Q>
-concept TransportQp = requires(Q &q, const Q &cq, const wire::ParsedPacket &p, Time now,
-                               const RecvWr &rwr) {
+concept TransportQp = requires(Q &q, const Q &cq, const wire::ParsedPacket &p,
+                               const wire::SmallFrame &f, Time now, const RecvWr &rwr) {
     /* driver */
     q.on_packet(p, now);
+    { q.on_small_frame(f, now) } -> std::same_as<bool>; /* false: give on_packet the packet */
     q.progress(now);
     q.on_timer(now);
     { cq.has_tx_work() } -> std::same_as<bool>;

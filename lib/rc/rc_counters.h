@@ -22,6 +22,7 @@ namespace droce::rc {
     X(rx_atomic_requests)                                                                          \
     X(rx_write_requests)                                                                           \
     X(rx_send_requests)                                                                            \
+    X(resp_straight) /* of those: SEND/WRITE ONLY run by the responder's straight path */          \
     X(resp_cqe_error)                                                                              \
     X(resp_busy_drop) /* new request while READ responses were queued: dropped, NAKed after */     \
     X(duplicate_ack_suppressed) /* duplicate not re-ACKed/replayed: one answered < interval ago */ \

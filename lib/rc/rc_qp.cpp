@@ -194,6 +194,11 @@ void Qp::apply_path_attrs(const QpAttr &a, uint32_t mask, const Path *path) {
         path_ = *path;
         std::memcpy(peer_gids_, path_.dgid, 16);
         std::memcpy(peer_gids_ + 16, path_.sgid, 16);
+        static constexpr uint8_t kV4Mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF};
+        peer_v4_ = std::memcmp(path_.dgid, kV4Mapped, 12) == 0 &&
+                   std::memcmp(path_.sgid, kV4Mapped, 12) == 0;
+        std::memcpy(&peer_ip_pair_[0], path_.dgid + 12, 4);
+        std::memcpy(&peer_ip_pair_[1], path_.sgid + 12, 4);
     }
     if (mask & kQpPathMtu) {
         attr_.path_mtu = a.path_mtu;

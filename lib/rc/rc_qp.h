@@ -136,6 +136,11 @@ class alignas(64) Qp {
     /* ---- driver ---- */
     /** A parsed packet whose BTH DestQP is this QP. */
     void on_packet(const wire::ParsedPacket &p, Time now);
+    /** The responder's straight path (rc_responder.cpp): a request the fast parse read
+     * (SEND ONLY, WRITE ONLY) that the responder would accept and execute, executed
+     * from the view. false: not such a request, nothing changed; the caller hands the
+     * packet to on_packet, which answers it. */
+    bool on_small_frame(const wire::SmallFrame &f, Time now);
     /** Sends what the window allows, and any ACK/NAK/READ response still owed. */
     void progress(Time now);
     /** When on_timer() must be called next (0 = no timer armed). */
@@ -302,12 +307,13 @@ class alignas(64) Qp {
     Verdict check_request(const wire::ParsedPacket &p, uint8_t **host);
     void count_request(const wire::OpcodeInfo &op);
     Verdict execute(const wire::ParsedPacket &p, uint8_t *host);
-    Verdict execute_send(const wire::ParsedPacket &p);
-    void execute_write(const wire::ParsedPacket &p, uint8_t *dst);
+    /* The steps both paths run: P is a ParsedPacket or a SmallFrame. */
+    template <class P> Verdict execute_send(const P &p, const wire::OpcodeInfo &op);
+    template <class P> void execute_write(const P &p, const wire::OpcodeInfo &op, uint8_t *dst);
     void execute_read(const wire::ParsedPacket &p);
     void execute_atomic(const wire::ParsedPacket &p, uint8_t *host);
     void queue_response(const ReadResource &res);
-    void acknowledge(const wire::ParsedPacket &p);
+    template <class P> void acknowledge(const P &p);
     void respond(const wire::ParsedPacket &p, const Verdict &v, Time now);
     void responder_duplicate(const wire::ParsedPacket &p, Time now);
     void responder_ahead(const wire::ParsedPacket &p, Time now);
@@ -329,7 +335,10 @@ class alignas(64) Qp {
     bool conflicts_with_pending_read(const wire::ParsedPacket &p) const;
     void nak_and_error(uint8_t syndrome, uint32_t psn, bool raise_ev = true);
     bool send_read_responses(ReadResource &r);
-    bool copy_to_recv(const wire::ParsedPacket &p);
+    template <class P> bool copy_to_recv(const P &p);
+    template <uint8_t Opc>
+    bool straight_request_ok(const wire::SmallFrame &f, uint8_t **host) const;
+    template <uint8_t Opc> bool responder_straight(const wire::SmallFrame &f, Time now);
     ReadResource *alloc_read_resource();
 
     QpConfig cfg_;
@@ -343,6 +352,10 @@ class alignas(64) Qp {
      * then its sgid; set with the path. One 32-byte compare against the ParsedPacket's
      * src_gid/dst_gid (adjacent there too) per packet: from_peer(). */
     uint8_t peer_gids_[32] = {};
+    /* The same as the IPv4 (source, destination) pair of a frame, as on the wire, when
+     * both GIDs are IPv4-mapped (peer_v4_): the straight path's from_peer. */
+    uint32_t peer_ip_pair_[2] = {};
+    bool peer_v4_ = false;
 
     /* ---- requester (rc_requester.cpp): the send queue and what of it has been sent ---- */
     struct Requester {

@@ -115,6 +115,27 @@ inline Verdict check_resource(const wire::OpcodeInfo &op, bool recv_empty) {
     return {};
 }
 
+/** check_rkey of a WRITE packet (below), from the fields it reads. Inlined: the
+ * responder's straight path calls it with the opcode's flags as constants. */
+[[gnu::always_inline]] inline Verdict check_write_rkey(const wire::OpcodeInfo &op,
+                                                       const wire::Reth &reth, uint32_t payload_len,
+                                                       const mem::MrTable &mrs, uint32_t pd,
+                                                       const WriteCursor &w, uint8_t **host) {
+    const bool first = op.is(wire::kOpFirst);
+    if (first && reth.dma_len > 0 &&
+        mrs.check(reth.rkey, pd, reth.va, reth.dma_len, kAccessRemoteWrite, host) !=
+            mem::AccessResult::Ok)
+        return Verdict::access_error();
+    const uint32_t left = first ? reth.dma_len : w.left;
+    if (payload_len > left || (op.is(wire::kOpLast) && payload_len != left))
+        return Verdict::invalid_request(); /* the packets do not add up to the RETH length */
+    /* A FIRST packet's bytes lie inside the message just checked (*host is its start). */
+    if (!first && payload_len != 0 &&
+        mrs.check(w.rkey, pd, w.va, payload_len, kAccessRemoteWrite, host) != mem::AccessResult::Ok)
+        return Verdict::access_error();
+    return {};
+}
+
 /** The region a READ, atomic or WRITE names: its size and alignment, then the key
  * (bounds, PD, the MR's rights), for a WRITE then whether its packets add up to the
  * RETH length and the key for this packet's bytes (the region may have been deregistered
@@ -141,20 +162,7 @@ inline Verdict check_rkey(const wire::ParsedPacket &p, const mem::MrTable &mrs, 
     }
     if (!op.is(wire::kOpWrite))
         return {};
-    const bool first = op.is(wire::kOpFirst);
-    if (first && p.reth.dma_len > 0 &&
-        mrs.check(p.reth.rkey, pd, p.reth.va, p.reth.dma_len, kAccessRemoteWrite, host) !=
-            mem::AccessResult::Ok)
-        return Verdict::access_error();
-    const uint32_t left = first ? p.reth.dma_len : w.left;
-    if (p.payload_len > left || (op.is(wire::kOpLast) && p.payload_len != left))
-        return Verdict::invalid_request(); /* the packets do not add up to the RETH length */
-    /* A FIRST packet's bytes lie inside the message just checked (*host is its start). */
-    if (!first && p.payload_len != 0 &&
-        mrs.check(w.rkey, pd, w.va, p.payload_len, kAccessRemoteWrite, host) !=
-            mem::AccessResult::Ok)
-        return Verdict::access_error();
-    return {};
+    return check_write_rkey(op, p.reth, p.payload_len, mrs, pd, w, host);
 }
 
 } // namespace droce::rc

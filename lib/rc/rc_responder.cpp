@@ -388,7 +388,7 @@ inline Verdict Qp::check_request(const wire::ParsedPacket &p, uint8_t **host) {
 
 /* A SEND packet's payload into the receive it fills, each SGE's lkey checked. False: it
  * does not fit the receive, or an lkey failed (LOC_LEN_ERR either way). */
-bool Qp::copy_to_recv(const wire::ParsedPacket &p) {
+template <class P> bool Qp::copy_to_recv(const P &p) {
     const RecvWqe &r = resp_.cur_recv;
     if (uint64_t{resp_.recv_off} + p.payload_len > r.length)
         return false;
@@ -399,8 +399,9 @@ bool Qp::copy_to_recv(const wire::ParsedPacket &p) {
     return ok;
 }
 
-Verdict Qp::execute_send(const wire::ParsedPacket &p) {
-    const wire::OpcodeInfo &op = *p.op;
+/* Inlined: in the straight path the opcode's flags are constants. */
+template <class P>
+[[gnu::always_inline]] inline Verdict Qp::execute_send(const P &p, const wire::OpcodeInfo &op) {
     if (op.is(wire::kOpFirst)) {
         /* The receive leaves the queue now: with an SRQ, other QPs must not take it
          * while the rest of this message is on its way. */
@@ -440,8 +441,9 @@ Verdict Qp::execute_send(const wire::ParsedPacket &p) {
 }
 
 /* `dst`: where this packet's payload goes, its key checked by check_rkey. */
-inline void Qp::execute_write(const wire::ParsedPacket &p, uint8_t *dst) {
-    const wire::OpcodeInfo &op = *p.op;
+template <class P>
+[[gnu::always_inline]] inline void Qp::execute_write(const P &p, const wire::OpcodeInfo &op,
+                                                     uint8_t *dst) {
     if (op.is(wire::kOpFirst)) {
         resp_.write = {p.reth.va, p.reth.rkey, p.reth.dma_len, p.reth.dma_len};
         resp_.in_write = !op.is(wire::kOpLast);
@@ -509,9 +511,9 @@ void Qp::execute_atomic(const wire::ParsedPacket &p, uint8_t *host) {
 inline Verdict Qp::execute(const wire::ParsedPacket &p, uint8_t *host) {
     const wire::OpcodeInfo &op = *p.op;
     if (op.is(wire::kOpSend))
-        return execute_send(p);
+        return execute_send(p, op);
     if (op.is(wire::kOpWrite))
-        execute_write(p, host);
+        execute_write(p, op, host);
     else if (op.is(wire::kOpRead))
         execute_read(p);
     else if (op.is(wire::kOpAtomic))
@@ -524,7 +526,7 @@ inline Verdict Qp::execute(const wire::ParsedPacket &p, uint8_t *host) {
 /* SEND and WRITE: the ePSN moves on, and an ACK is owed on AckReq or every ack_every
  * packets (coalesced: owe_ack). READ and atomic requests are acknowledged by their
  * responses, queued by execute. */
-inline void Qp::acknowledge(const wire::ParsedPacket &p) {
+template <class P> [[gnu::always_inline]] inline void Qp::acknowledge(const P &p) {
     if (p.op->is(wire::kOpRead) || p.op->is(wire::kOpAtomic))
         return;
     if (state_ == QpState::Err)
@@ -582,6 +584,85 @@ void Qp::responder_on_packet(const wire::ParsedPacket &p, Time now) {
         acknowledge(p);
     else
         respond(p, v, now);
+}
+
+/* What check_request would say of a SEND ONLY or WRITE ONLY, true where it accepts
+ * (host: where a WRITE's payload goes); and a SEND's payload fits its receive's one SGE
+ * (more SGEs, or an SGE that could refuse the payload, are the generic path's to
+ * handle: its failure is an answer). Changes nothing. Per opcode: the checks read its
+ * row of the opcode table as constants. */
+template <uint8_t Opc>
+inline bool Qp::straight_request_ok(const wire::SmallFrame &f, uint8_t **host) const {
+    constexpr wire::OpcodeInfo op = wire::kOpcodeTable[Opc];
+    if (!check_op_seq(op, resp_.in_send, resp_.in_write).accepted() ||
+        !check_op_valid(op, attr_.qp_access_flags).accepted() ||
+        !check_length(op, f.payload_len, mtu()).accepted() ||
+        !check_resource(op, resp_.rcv->empty()).accepted())
+        return false;
+    if constexpr (op.is(wire::kOpWrite)) {
+        return check_write_rkey(op, f.reth, f.payload_len, *cfg_.mrs, cfg_.pd, resp_.write, host)
+            .accepted();
+    } else {
+        const RecvWqe &r = resp_.rcv->front();
+        if (f.payload_len == 0)
+            return true;
+        uint8_t *dst;
+        return r.wr.num_sge == 1 && r.wr.sg_list[0].length >= f.payload_len &&
+               cfg_.mrs->check(r.wr.sg_list[0].lkey, cfg_.pd, r.wr.sg_list[0].addr, f.payload_len,
+                               kAccessLocalWrite, &dst) == mem::AccessResult::Ok;
+    }
+}
+
+/* The straight path of the responder: a SEND ONLY or WRITE ONLY (either with immediate or
+ * without) read from the fast parse's view, through on_packet's header checks and the
+ * responder's steps, where it passes them all: from the QP's peer, its P_Key, not CE
+ * marked while DCQCN runs (the NP's work is on_packet's), the QP ready, in sequence,
+ * nothing queued ahead of it, check_request's verdict Accept. Then it executes and is
+ * acknowledged by the very steps responder_on_packet runs. Anything else changes nothing
+ * and returns false: the generic path, given the ParsedPacket, answers it. */
+template <uint8_t Opc> inline bool Qp::responder_straight(const wire::SmallFrame &f, Time now) {
+    constexpr wire::OpcodeInfo op = wire::kOpcodeTable[Opc];
+    if (!peer_v4_ || std::memcmp(f.ip_pair, peer_ip_pair_, sizeof peer_ip_pair_) != 0 ||
+        !pkey_match(f.bth.pkey, pkey_) || (f.ecn == 3 && cc_))
+        return false;
+    const bool ready = state_ == QpState::Rts || state_ == QpState::Sqd ||
+                       (state_ == QpState::Rtr && resp_.comm_est);
+    if (!ready || !check_psn(f.bth.psn, resp_.epsn).accepted() || read_responses_pending())
+        return false;
+    uint8_t *host = nullptr;
+    if (!straight_request_ok<Opc>(f, &host))
+        return false;
+    now_ = now;
+    resp_.nak_sent = false;
+    resp_.ahead_run = 0;
+    count_request(op);
+    ++cfg_.counters->resp_straight;
+    if constexpr (op.is(wire::kOpWrite)) {
+        execute_write(f, op, host);
+    } else if (const Verdict v = execute_send(f, op); !v.accepted()) {
+        /* The receive refused the payload (the checks above leave it no reason to): as
+         * respond() answers it. */
+        ++(cfg_.counters->*v.counter);
+        nak_and_error(v.syndrome, f.bth.psn, v.raise_event);
+        return true;
+    }
+    acknowledge(f);
+    return true;
+}
+
+bool Qp::on_small_frame(const wire::SmallFrame &f, Time now) {
+    switch (f.bth.opcode) {
+    case wire::kRcWriteOnly:
+        return responder_straight<wire::kRcWriteOnly>(f, now);
+    case wire::kRcWriteOnlyImm:
+        return responder_straight<wire::kRcWriteOnlyImm>(f, now);
+    case wire::kRcSendOnly:
+        return responder_straight<wire::kRcSendOnly>(f, now);
+    case wire::kRcSendOnlyImm:
+        return responder_straight<wire::kRcSendOnlyImm>(f, now);
+    default:
+        return false; /* an ACK: the completer's */
+    }
 }
 
 } // namespace droce::rc

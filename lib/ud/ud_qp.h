@@ -126,6 +126,8 @@ class alignas(64) Qp {
     /* ---- driver ---- */
     /** A parsed packet whose BTH DestQP is this QP. */
     void on_packet(const wire::ParsedPacket &p, Time now);
+    /* The fast parse reads RC frames only: nothing of UD's, on_packet counts them. */
+    bool on_small_frame(const wire::SmallFrame &, Time) { return false; }
     /** Transmits queued sends (as many as the port takes). */
     void progress(Time now);
     bool has_tx_work() const { return sq_head_ != sq_tail_ && state_ == QpState::Rts; }

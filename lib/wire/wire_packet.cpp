@@ -389,7 +389,7 @@ constexpr std::array<uint8_t, kRcAcknowledge + 1> small_hdr_lens() {
 constexpr auto kSmallHdrLen = small_hdr_lens();
 } // namespace
 
-bool parse_frame_rc_small(const uint8_t *f, size_t len, ParsedPacket &out, AckIcrcCache *acks) {
+bool parse_small_frame(const uint8_t *f, size_t len, SmallFrame &out, AckIcrcCache *acks) {
     /* Offsets of an untagged IPv4 frame without options: L3 at 14, UDP at 34, BTH at 42.
      * Each test below is one parse_impl makes (or implies) on the way to Ok for such a
      * frame; the generic path's other branches cannot be taken by it. */
@@ -410,14 +410,14 @@ bool parse_frame_rc_small(const uint8_t *f, size_t len, ParsedPacket &out, AckIc
         hdr_len = kSmallHdrLen[opc];
     else
         return false;
-    const uint16_t total = load_be16(f + l2 + 2);
-    const uint16_t frag = load_be16(f + l2 + 6);
+    const uint8_t *l3 = f + l2;
+    const uint16_t total = load_be16(l3 + 2);
     /* total covers IP + UDP + headers + ICRC; within len; not a fragment. */
     if (total < kIpv4Len + kUdpLen + hdr_len + kIcrcLen || total > len - l2 ||
-        (frag & kIpv4MfOffset) != 0)
+        (load_be16(l3 + 6) & kIpv4MfOffset) != 0)
         return false;
     const size_t udp_len = total - kIpv4Len;
-    const uint8_t *udp = f + l2 + kIpv4Len;
+    const uint8_t *udp = l3 + kIpv4Len;
     if (load_be16(udp + 2) != kRoceV2UdpPort || load_be16(udp + 4) != udp_len)
         return false;
     if ((bth[1] & 0x0F) != 0) /* TVer */
@@ -426,46 +426,26 @@ bool parse_frame_rc_small(const uint8_t *f, size_t len, ParsedPacket &out, AckIc
     const size_t data_area = udp_len - kUdpLen - hdr_len - kIcrcLen;
     if (pad > data_area)
         return false;
-    const uint8_t *l3 = f + l2;
     const size_t crc_len = total - kIcrcLen;
     const uint32_t crc = acks != nullptr && opc == kRcAcknowledge && crc_len == 44
                              ? acks->compute(l3)
                              : icrc_compute_contig(l3, crc_len, false);
-    const uint32_t icrc = icrc_load(l3 + crc_len);
-    if (crc != icrc)
+    out.icrc = icrc_load(l3 + crc_len);
+    if (crc != out.icrc)
         return false;
 
-    std::memcpy(out.eth.dst, f, 6);
-    std::memcpy(out.eth.src, f + 6, 6);
-    out.eth.has_vlan = false;
-    out.eth.vlan_tci = 0;
-    out.eth.ethertype = kEtherTypeIpv4;
-    out.ipv6 = out.rocev1 = false;
-    zero(out.ip6);
-    out.ip4.tos = l3[1];
-    out.ip4.total_len = total;
-    out.ip4.id = load_be16(l3 + 4);
-    out.ip4.frag = frag;
-    out.ip4.ttl = l3[8];
-    out.ip4.proto = kIpProtoUdp;
-    out.ip4.checksum = load_be16(l3 + 10);
-    out.ip4.src = load_be32(l3 + 12);
-    out.ip4.dst = load_be32(l3 + 16);
-    out.udp =
-        UdpHdr{load_be16(udp), kRoceV2UdpPort, static_cast<uint16_t>(udp_len), load_be16(udp + 6)};
-    gid_v4(l3 + 12, out.src_gid);
-    gid_v4(l3 + 16, out.dst_gid);
-    out.ecn = out.ip4.tos & 3;
-    out.dscp = out.ip4.tos >> 2;
-    out.ttl = out.ip4.ttl;
-    out.l3_off = static_cast<uint16_t>(l2);
-    out.bth_off = static_cast<uint16_t>(bo);
-    decode_bth(bth, out.bth);
+    const uint32_t w0 = load_be32(bth), w1 = load_be32(bth + 4), w2 = load_be32(bth + 8);
+    out.bth.opcode = opc;
+    out.bth.se = (w0 & 0x00800000u) != 0;      /* BTH byte 1 bit 7 */
+    out.bth.ack_req = (w2 & 0x80000000u) != 0; /* BTH byte 8 bit 7 */
+    out.bth.pkey = static_cast<uint16_t>(w0);
+    out.bth.dest_qp = w1 & 0xFFFFFF;
+    out.bth.psn = w2 & 0xFFFFFF;
     out.op = &opcode_info(opc);
-    zero(out.atomic);
-    zero(out.deth);
-    zero(out.atomic_ack);
-    out.ieth = 0;
+    out.ecn = l3[1] & 3;
+    out.hdr_len = static_cast<uint8_t>(hdr_len);
+    std::memcpy(out.ip_pair, l3 + 12, 8);
+    out.dst_ip = load_be32(l3 + 16);
     const uint8_t *ext = bth + kBthLen;
     out.imm = 0;
     if (opc == kRcAcknowledge) {
@@ -483,13 +463,64 @@ bool parse_frame_rc_small(const uint8_t *f, size_t len, ParsedPacket &out, AckIc
         if (opc == kRcWriteOnlyImm || opc == kRcSendOnlyImm)
             out.imm = load_be32(ext);
     }
+    out.frame = f;
     out.payload = bth + hdr_len;
     out.payload_len = static_cast<uint32_t>(data_area - pad);
+    return true;
+}
+
+void expand_small_frame(const SmallFrame &s, ParsedPacket &out) {
+    constexpr size_t l2 = kEthLen, bo = kEthLen + kIpv4Len + kUdpLen;
+    const uint8_t *f = s.frame, *l3 = f + l2, *udp = l3 + kIpv4Len;
+    const uint16_t total = load_be16(l3 + 2);
+    std::memcpy(out.eth.dst, f, 6);
+    std::memcpy(out.eth.src, f + 6, 6);
+    out.eth.has_vlan = false;
+    out.eth.vlan_tci = 0;
+    out.eth.ethertype = kEtherTypeIpv4;
+    out.ipv6 = out.rocev1 = false;
+    zero(out.ip6);
+    out.ip4.tos = l3[1];
+    out.ip4.total_len = total;
+    out.ip4.id = load_be16(l3 + 4);
+    out.ip4.frag = load_be16(l3 + 6);
+    out.ip4.ttl = l3[8];
+    out.ip4.proto = kIpProtoUdp;
+    out.ip4.checksum = load_be16(l3 + 10);
+    out.ip4.src = load_be32(l3 + 12);
+    out.ip4.dst = s.dst_ip;
+    out.udp = UdpHdr{load_be16(udp), kRoceV2UdpPort, static_cast<uint16_t>(total - kIpv4Len),
+                     load_be16(udp + 6)};
+    gid_v4(l3 + 12, out.src_gid);
+    gid_v4(l3 + 16, out.dst_gid);
+    out.ecn = out.ip4.tos & 3;
+    out.dscp = out.ip4.tos >> 2;
+    out.ttl = out.ip4.ttl;
+    out.l3_off = static_cast<uint16_t>(l2);
+    out.bth_off = static_cast<uint16_t>(bo);
+    decode_bth(f + bo, out.bth);
+    out.op = s.op;
+    zero(out.atomic);
+    zero(out.deth);
+    zero(out.atomic_ack);
+    out.ieth = 0;
+    out.imm = s.imm;
+    out.reth = s.reth;
+    out.aeth = s.aeth;
+    out.payload = s.payload;
+    out.payload_len = s.payload_len;
     out.payload_segs = nullptr;
     out.payload_nsegs = 0;
-    out.payload_off = static_cast<uint32_t>(bo + hdr_len);
-    out.icrc = icrc;
+    out.payload_off = static_cast<uint32_t>(bo + s.hdr_len);
+    out.icrc = s.icrc;
     out.frame_len = static_cast<uint32_t>(l2 + total);
+}
+
+bool parse_frame_rc_small(const uint8_t *f, size_t len, ParsedPacket &out, AckIcrcCache *acks) {
+    SmallFrame s;
+    if (!parse_small_frame(f, len, s, acks))
+        return false;
+    expand_small_frame(s, out);
     return true;
 }
 

@@ -80,16 +80,54 @@ struct ParsedPacket {
  * fields the parse did not reach keep whatever out held before. */
 ParseResult parse_frame(const uint8_t *frame, size_t len, ParsedPacket &out, bool verify_icrc);
 
-/* The receive fast path for the frames of a small RC exchange: an untagged IPv4 RoCEv2
- * ACKNOWLEDGE, SEND ONLY or RDMA WRITE ONLY (either with immediate or without), contiguous
- * at frame, ICRC verified. true: the frame is one of those, well formed, and out holds
- * exactly what
- * parse_frame(frame, len, out, true) would give (it returns Ok then). false: anything
- * else, bad ICRC included; out is then garbage and the caller must run parse_frame, which
- * classifies (and the engine counts) the frame as before. Straight-line loads at fixed
- * offsets instead of the generic walk: a write_lat hop parses one of each. With acks, an
- * ACK's ICRC comes from that cache (below). */
+/* A small RC frame read at fixed offsets, for the receive fast path: an untagged IPv4
+ * RoCEv2 ACKNOWLEDGE, SEND ONLY or RDMA WRITE ONLY (either with immediate or without),
+ * contiguous, its ICRC verified (parse_small_frame). Holds what the transport's straight
+ * paths read and nothing else (a ParsedPacket is ten times its size, and filling it was
+ * most of a small frame's parse); the members it has are named as ParsedPacket's, so
+ * code written for a packet type reads either. expand_small_frame() gives the
+ * ParsedPacket for the paths that need one. */
+struct SmallFrame {
+    struct Bth {
+        uint8_t opcode;
+        bool se;
+        bool ack_req;
+        uint16_t pkey;
+        uint32_t dest_qp; /* 24 bits */
+        uint32_t psn;     /* 24 bits */
+    } bth;
+    const OpcodeInfo *op;
+    uint8_t ecn;
+    uint8_t hdr_len;      /* BTH and extended headers */
+    uint32_t ip_pair[2];  /* IPv4 source, destination as on the wire (network order) */
+    uint32_t dst_ip;      /* the destination, host order */
+    Reth reth;            /* WRITE ONLY [IMM]; zero for the others */
+    Aeth aeth;            /* ACKNOWLEDGE; zero for the others */
+    uint32_t imm;         /* ImmDt, host order; 0 without one */
+    const uint8_t *frame; /* its first byte (L2) */
+    const uint8_t *payload;
+    uint32_t payload_len;
+    uint32_t icrc; /* as stored */
+    /* Contiguous always: for_each_payload_chunk reads it as a ParsedPacket's. */
+    static constexpr const ByteSpan *payload_segs = nullptr;
+    static constexpr uint32_t payload_nsegs = 0;
+};
+
+/* true: frame is one of the frames SmallFrame describes, well formed, ICRC verified, and
+ * out describes it; parse_frame(frame, len, ..., true) gives Ok for it. false: anything
+ * else (bad ICRC included); out is then garbage. With acks, an ACK's ICRC comes from
+ * that cache (below). */
 struct AckIcrcCache;
+bool parse_small_frame(const uint8_t *frame, size_t len, SmallFrame &out,
+                       AckIcrcCache *acks = nullptr);
+/* The ParsedPacket parse_frame(frame, len, out, true) gives for a frame that
+ * parse_small_frame took, from the view and the frame's bytes (no ICRC pass again). */
+void expand_small_frame(const SmallFrame &s, ParsedPacket &out);
+
+/* parse_small_frame, then expand_small_frame: true where parse_small_frame is, and out then
+ * holds exactly what parse_frame(frame, len, out, true) gives (it returns Ok then);
+ * false: out is garbage and the caller must run parse_frame, which classifies (and the
+ * engine counts) the frame as before. */
 bool parse_frame_rc_small(const uint8_t *frame, size_t len, ParsedPacket &out,
                           AckIcrcCache *acks = nullptr);
 
@@ -122,7 +160,7 @@ ParseResult parse_frame_headers(const uint8_t *frame, size_t contig_len, size_t 
                                 ParsedPacket &out);
 
 /* Calls f(const uint8_t *p, uint32_t n) for each contiguous piece of the payload, in order. */
-template <class F> void for_each_payload_chunk(const ParsedPacket &p, F &&f) {
+template <class P, class F> void for_each_payload_chunk(const P &p, F &&f) {
     if (p.payload_nsegs == 0) {
         if (p.payload_len)
             f(p.payload, p.payload_len);

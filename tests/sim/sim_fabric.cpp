@@ -211,7 +211,12 @@ void Fabric::deliver(const std::vector<uint8_t> &bytes) {
         if (qp) {
             ++e->rx_delivered;
             const std::string before = check_invariants ? qp->debug_string() : std::string();
-            qp->on_packet(p, now);
+            wire::SmallFrame sf;
+            const bool small =
+                e->rx_straight && wire::parse_small_frame(bytes.data(), bytes.size(), sf);
+            e->rx_small += small;
+            if (!small || !qp->on_small_frame(sf, now))
+                qp->on_packet(p, now);
             if (check_invariants && violation.empty()) {
                 std::string v = qp->check_invariants();
                 if (!v.empty())

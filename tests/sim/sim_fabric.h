@@ -125,6 +125,10 @@ class Endpoint : public qp::TxPort {
     uint64_t rx_drop_parse[static_cast<size_t>(wire::ParseResult::Count_)] = {}; /* by reason */
     uint64_t rx_drop_unknown_qpn = 0; /* parsed, for our IP, no such QP (engine: same name) */
     uint64_t rx_delivered = 0;
+    /* Frames the fast parse reads go to Qp::on_small_frame first, as the engine hands
+     * them (false: every frame to on_packet). */
+    bool rx_straight = true;
+    uint64_t rx_small = 0; /* frames parse_small_frame took (on_small_frame offered them) */
     Time link_free_at = 0; /* when this endpoint's link finishes its last frame */
     /* Receive processing rate in frames per second (0 = instant): frames wait in a FIFO
      * for the endpoint, as at a software peer that falls behind (rxe under emulation). */

@@ -691,6 +691,7 @@ TEST_P(EngineE2E, SmallWritesTakeTheStraightPath) {
         EXPECT_EQ(sc[0].status, WcStatus::Success) << wc_status_str(sc[0].status);
     };
     const auto a0 = counter_map(*a.dev);
+    const uint64_t resp0 = counter_map(*b.dev).at("resp_straight");
     for (uint32_t i = 0; i < 20 * 64; ++i)
         a.buf[0x3000 + i] = static_cast<uint8_t>(i * 13 + 1);
     for (uint32_t i = 0; i < 20; ++i)
@@ -701,6 +702,9 @@ TEST_P(EngineE2E, SmallWritesTakeTheStraightPath) {
             << "write " << i;
     const auto a1 = counter_map(*a.dev);
     EXPECT_EQ(a1.at("tx_straight") - a0.at("tx_straight"), 19u) << "the first one teaches it";
+    /* Every one executed by the responder's straight path, from the fast parse's view. */
+    const uint64_t resp1 = counter_map(*b.dev).at("resp_straight");
+    EXPECT_EQ(resp1 - resp0, 20u);
     ASSERT_NO_FATAL_FAILURE(write(99, 0, 4096, 0x40000)); /* four packets: not straight */
     EXPECT_EQ(counter_map(*a.dev).at("tx_straight"), a1.at("tx_straight"));
     /* One-packet SENDs, with immediate and without, straight out and fast in (untagged
@@ -710,6 +714,7 @@ TEST_P(EngineE2E, SmallWritesTakeTheStraightPath) {
         for (uint32_t len : {0u, 3u, 64u})
             ASSERT_NO_FATAL_FAILURE(send_recv(len, imm));
     EXPECT_GE(counter_map(*b.dev).at("rx_fast_path") - fast0, 6u);
+    EXPECT_EQ(counter_map(*b.dev).at("resp_straight") - resp1, 6u) << "the SENDs too";
 }
 
 /* The same pair with zero-copy off: everything copied, nothing chained. */

@@ -810,6 +810,33 @@ TEST(WireParse, RcSmallFastPathEqualsGeneric) {
             EXPECT_EQ(r, ParseResult::Ok) << what;
             EXPECT_EQ(first_difference(fast, gen), "") << what;
         }
+        /* The view (what the straight paths read) says what the ParsedPacket says. */
+        SmallFrame v;
+        std::memset(&v, 0x77, sizeof v);
+        EXPECT_EQ(parse_small_frame(f, len, v), ok) << what;
+        if (ok) {
+            EXPECT_EQ(v.bth.opcode, gen.bth.opcode) << what;
+            EXPECT_EQ(v.bth.se, gen.bth.se) << what;
+            EXPECT_EQ(v.bth.ack_req, gen.bth.ack_req) << what;
+            EXPECT_EQ(v.bth.pkey, gen.bth.pkey) << what;
+            EXPECT_EQ(v.bth.dest_qp, gen.bth.dest_qp) << what;
+            EXPECT_EQ(v.bth.psn, gen.bth.psn) << what;
+            EXPECT_EQ(v.op, gen.op) << what;
+            EXPECT_EQ(v.ecn, gen.ecn) << what;
+            EXPECT_EQ(std::memcmp(v.ip_pair, gen.src_gid + 12, 4), 0) << what;
+            EXPECT_EQ(std::memcmp(v.ip_pair + 1, gen.dst_gid + 12, 4), 0) << what;
+            EXPECT_EQ(v.dst_ip, gen.ip4.dst) << what;
+            EXPECT_EQ(v.reth.va, gen.reth.va) << what;
+            EXPECT_EQ(v.reth.rkey, gen.reth.rkey) << what;
+            EXPECT_EQ(v.reth.dma_len, gen.reth.dma_len) << what;
+            EXPECT_EQ(v.aeth.syndrome, gen.aeth.syndrome) << what;
+            EXPECT_EQ(v.aeth.msn, gen.aeth.msn) << what;
+            EXPECT_EQ(v.imm, gen.imm) << what;
+            EXPECT_EQ(v.payload, gen.payload) << what;
+            EXPECT_EQ(v.payload_len, gen.payload_len) << what;
+            EXPECT_EQ(v.icrc, gen.icrc) << what;
+            EXPECT_EQ(v.frame, f) << what;
+        }
         return ok;
     };
     /* Every opcode and path: yes exactly for those five opcodes, untagged IPv4. */
