@@ -329,7 +329,12 @@ class alignas(64) Qp {
     }
     bool answer_allowed(bool *done, Time *at, Time now, uint64_t interval) const;
     void flush_owed_ack();
-    bool read_responses_pending() const;
+    /* READ/atomic responses queued and not all sent; inline for the flag, the common
+     * answer, the walk of the resources out of line. */
+    bool read_responses_pending() const {
+        return resp_.rd_maybe_pending && read_responses_queued();
+    }
+    bool read_responses_queued() const;
     bool overlaps_pending_read(uint64_t va, uint64_t len) const;
     bool flush_read_responses();
     bool conflicts_with_pending_read(const wire::ParsedPacket &p) const;

@@ -28,9 +28,7 @@ uint32_t read_npkts(uint32_t len, uint32_t m) {
 }
 } // namespace
 
-bool Qp::read_responses_pending() const {
-    if (!resp_.rd_maybe_pending)
-        return false;
+bool Qp::read_responses_queued() const {
     for (const auto &r : resp_.rd_res)
         if (r.valid && r.sent_pkts < r.npkts)
             return true;

@@ -160,7 +160,8 @@ ParseResult parse_frame_headers(const uint8_t *frame, size_t contig_len, size_t 
                                 ParsedPacket &out);
 
 /* Calls f(const uint8_t *p, uint32_t n) for each contiguous piece of the payload, in order. */
-template <class P, class F> void for_each_payload_chunk(const P &p, F &&f) {
+template <class P, class F>
+[[gnu::always_inline]] inline void for_each_payload_chunk(const P &p, F &&f) {
     if (p.payload_nsegs == 0) {
         if (p.payload_len)
             f(p.payload, p.payload_len);
