@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The RX fast path (Shard::rx_one_t, wire::parse_frame_rc_small): an untagged IPv4 ACK or
- * WRITE ONLY to our MAC and address skips the generic classification. Whatever it takes
- * must end exactly as the generic path would (completion, NAK handling, the drop counters
- * of an ACK for no QP); whatever it does not take (bad ICRC, another MAC or address, a
- * broadcast MAC, a VLAN tag) must be left to the generic path, which counts it as before.
- * The device is on one end of a net_ring pair; the test is the raw peer on the other. */
+/* The RX fast path (Shard::rx_one_t, wire::parse_small_frame, rc::Qp::on_small_frame): an
+ * untagged IPv4 ACK or WRITE ONLY to our MAC and address skips the generic classification.
+ * Whatever it takes must end exactly as the generic path would (completion, NAK handling,
+ * the drop counters of an ACK for no QP); whatever it does not take (bad ICRC, another MAC
+ * or address, a broadcast MAC, a VLAN tag) must be left to the generic path, which counts
+ * it as before. The device is on one end of a net_ring pair; the test is the raw peer on
+ * the other. */
 #include <cstring>
 #include <string>
 #include <vector>
