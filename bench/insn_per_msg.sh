@@ -6,14 +6,19 @@
 # the same: valgrind takes a core for a minute).
 #
 #   bench/insn_per_msg.sh [--bin PATH] [--size BYTES] [--n1 N] [--n2 N] [--test write_bw]
+#                         [--qps Q]
 #
-# Prints one line: "<test> <size> B: <Ir per message> instructions per message (N1 .. N2)".
+# --qps Q runs Q QP pairs (droce-perf -q Q, N messages on each): the cost per message with
+# many QPs' state in play (issue 32: 8 workers' worth of QPs is -q 16).
+# Prints one line: "<test> <size> B: <Ir per message> instructions per message (N1 .. N2)"
+# (with " x Q QPs" after the counts when Q > 1).
 set -euo pipefail
 BIN=build/apps/droce-perf/droce-perf
 SIZE=64
 N1=20000
 N2=120000
 TEST=write_bw
+QPS=1
 while [ $# -gt 0 ]; do
     case "$1" in
     --bin) BIN=$2; shift 2 ;;
@@ -21,9 +26,11 @@ while [ $# -gt 0 ]; do
     --n1) N1=$2; shift 2 ;;
     --n2) N2=$2; shift 2 ;;
     --test) TEST=$2; shift 2 ;;
-    *) echo "usage: $0 [--bin PATH] [--size BYTES] [--n1 N] [--n2 N] [--test NAME]" >&2; exit 2 ;;
+    --qps) QPS=$2; shift 2 ;;
+    *) echo "usage: $0 [--bin PATH] [--size BYTES] [--n1 N] [--n2 N] [--test NAME] [--qps Q]" >&2; exit 2 ;;
     esac
 done
+case "$QPS" in '' | *[!0-9]* | 0) echo "$0: --qps takes a count of QPs (1 or more)" >&2; exit 2 ;; esac
 [ "$N2" -gt "$N1" ] || { echo "$0: --n2 must be larger than --n1" >&2; exit 2; }
 [ -x "$BIN" ] || { echo "$0: $BIN is not an executable (build first)" >&2; exit 2; }
 command -v valgrind >/dev/null || { echo "$0: valgrind is not installed" >&2; exit 2; }
@@ -32,10 +39,11 @@ trap 'rm -rf "$tmp"' EXIT
 
 total_ir() { # the run's total Ir, from callgrind's "totals:" (or "summary:") line
     valgrind --tool=callgrind --callgrind-out-file="$tmp/cg.$1" "$BIN" "$TEST" --loopback \
-        -s "$SIZE" -n "$1" >"$tmp/log.$1" 2>&1 || { cat "$tmp/log.$1" >&2; exit 1; }
+        -s "$SIZE" -q "$QPS" -n "$1" >"$tmp/log.$1" 2>&1 || { cat "$tmp/log.$1" >&2; exit 1; }
     awk '/^(totals|summary):/ {print $2; exit}' "$tmp/cg.$1"
 }
 ir1=$(total_ir "$N1")
 ir2=$(total_ir "$N2")
-awk -v a="$ir1" -v b="$ir2" -v n1="$N1" -v n2="$N2" -v t="$TEST" -v s="$SIZE" \
-    'BEGIN { printf "%s %s B: %.0f instructions per message (%d .. %d)\n", t, s, (b - a) / (n2 - n1), n1, n2 }'
+awk -v a="$ir1" -v b="$ir2" -v n1="$N1" -v n2="$N2" -v t="$TEST" -v s="$SIZE" -v q="$QPS" \
+    'BEGIN { printf "%s %s B: %.0f instructions per message (%d .. %d%s)\n", t, s,
+             (b - a) / ((n2 - n1) * q), n1, n2, (q > 1 ? " x " q " QPs" : "") }'

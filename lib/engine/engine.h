@@ -31,6 +31,7 @@
 #include "drivers.h"
 #include "engine_capture.h"
 #include "engine_event_queue.h"
+#include "engine_frame_free.h"
 #include "engine_tx_stash.h"
 #include "mem_mr.h"
 #include "net.h"
@@ -614,7 +615,7 @@ class alignas(64) Shard final : public qp::TxPort, public qp::AsyncEventSink {
     rte_mbuf *tx_[kTxQueueCap];
     uint16_t ntx_ = 0;
     /* Received frames the transport is done with, freed together at the end of the burst
-     * (rte_pktmbuf_free_bulk: one mempool put for all of them, not one per frame). */
+     * (free_frames: one mempool put for all of them, not one per frame). */
     rte_mbuf *rx_done_[kRxBurst];
     uint16_t nrx_done_ = 0;
     void rx_done(rte_mbuf *m) {
@@ -625,8 +626,30 @@ class alignas(64) Shard final : public qp::TxPort, public qp::AsyncEventSink {
     void flush_rx_done() {
         if (nrx_done_ == 0)
             return;
-        rte_pktmbuf_free_bulk(rx_done_, nrx_done_);
+        free_frames(rx_done_, nrx_done_);
         nrx_done_ = 0;
+    }
+    /* The QP the last delivered frame went to, not yet scheduled: a burst's run of frames
+     * for one QP (one QP's WRITEs arrive back to back) is scheduled once, when the run
+     * ends, not after every frame. Nothing between two deliveries reads what schedule()
+     * writes (the ready list, the timer), and every RX batch ends in finish_rx(). */
+    QpCtx *rx_sched_ = nullptr;
+    void schedule_after_rx(QpCtx &q) {
+        if (rx_sched_ == &q)
+            return;
+        if (rx_sched_ != nullptr)
+            schedule(*rx_sched_);
+        rx_sched_ = &q;
+    }
+    /* The end of an RX batch: the frames go back to their pool, the last run's QP is
+     * scheduled. */
+    void finish_rx() {
+        flush_rx_done();
+        if (rx_sched_ != nullptr) {
+            QpCtx &q = *rx_sched_;
+            rx_sched_ = nullptr;
+            schedule(q);
+        }
     }
     TxStash tx_stash_; /* transmit()'s copied frames (engine_tx_stash.h) */
     /* QPN allocation: never-used numbers first, then freed ones after quarantine. */

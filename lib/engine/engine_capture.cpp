@@ -175,7 +175,7 @@ void Shard::rx_burst_captured(rte_mbuf **rx, uint16_t n, uint64_t now) {
     /* No prefetch pipeline here: with capture on, the copies cost more than the misses. */
     for (uint16_t i = 0; i < n; ++i)
         rx_one_t<true>(rx[i], now);
-    flush_rx_done();
+    finish_rx();
     capture_rx_flush();
 }
 

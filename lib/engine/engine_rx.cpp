@@ -122,7 +122,7 @@ void Shard::rx_burst(rte_mbuf **rx, uint16_t n, uint64_t now) {
          * than it hides. */
         for (uint16_t i = 0; i < n; ++i)
             rx_one_t<false>(rx[i], now);
-        flush_rx_done();
+        finish_rx();
         return;
     }
     QpCtx *ahead[kRxBurst];
@@ -137,7 +137,7 @@ void Shard::rx_burst(rte_mbuf **rx, uint16_t n, uint64_t now) {
             ahead[i + 1]->visit([](const auto &t) { t.prefetch(); });
         rx_one_t<false>(rx[i], now);
     }
-    flush_rx_done();
+    finish_rx();
 }
 
 void Shard::handoff(uint32_t owner, rte_mbuf *m) {
@@ -151,7 +151,7 @@ void Shard::handoff(uint32_t owner, rte_mbuf *m) {
 
 void Shard::rx_one(rte_mbuf *m, uint64_t now) {
     rx_one_t<false>(m, now);
-    flush_rx_done();
+    finish_rx();
 }
 
 template <bool Cap> void Shard::rx_one_t(rte_mbuf *m, uint64_t now) {
@@ -363,7 +363,7 @@ void Shard::rx_deliver(rte_mbuf *m, const P &pkt, uint32_t len, uint64_t now) {
         }
     });
     rx_done(m);
-    schedule(*q);
+    schedule_after_rx(*q);
 }
 template void Shard::rx_one_t<false>(rte_mbuf *m, uint64_t now);
 template void Shard::rx_one_t<true>(rte_mbuf *m, uint64_t now);
@@ -384,7 +384,7 @@ template <bool Cap> void Shard::rx_handoff(void **objs, unsigned k, uint64_t now
         }
         rx_one_t<Cap>(m, now);
     }
-    flush_rx_done();
+    finish_rx();
     if constexpr (Cap)
         capture_rx_flush();
 }

@@ -27,6 +27,8 @@ QpCtx *Shard::ready_pop() {
 }
 
 void Shard::unschedule(QpCtx &q) {
+    if (rx_sched_ == &q)
+        rx_sched_ = nullptr; /* (only inside an RX batch; every batch ends with it null) */
     timers_.cancel(q.timer);
     if (q.pacer_holding) {
         q.pacer_holding = false;

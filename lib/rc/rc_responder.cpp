@@ -447,10 +447,11 @@ template <class P>
         resp_.in_write = !op.is(wire::kOpLast);
     }
     if (p.payload_len) {
-        wire::for_each_payload_chunk(p, [&](const uint8_t *src, uint32_t n) {
-            std::memcpy(dst, src, n);
-            dst += n;
-        });
+        wire::for_each_payload_chunk(
+            p, [&](const uint8_t *src, uint32_t n) __attribute__((always_inline)) {
+                wire::detail::copy_payload(dst, src, n);
+                dst += n;
+            });
         resp_.write.va += p.payload_len;
         resp_.write.left -= p.payload_len;
         cfg_.counters->rx_bytes_copied += p.payload_len;

@@ -165,6 +165,12 @@ constexpr IcrcMask kMask4 = make_mask(false), kMask6 = make_mask(true);
 
 } // namespace
 
+const bool kCrcSmallCpu = [] {
+    __builtin_cpu_init(); /* may run before libgcc's own initialiser */
+    return __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse4.1") &&
+           __builtin_cpu_supports("ssse3");
+}();
+
 DROCE_SMALL_TARGET uint32_t crc32_small(const uint8_t *p, size_t len) {
     return crc32_small_t<false>(p, len, nullptr);
 }

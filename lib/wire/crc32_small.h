@@ -27,4 +27,10 @@ uint32_t crc32_small(const uint8_t *p, size_t len);
  * what crc32_small needs. */
 uint32_t icrc_small(const uint8_t *l3, size_t len, bool ipv6);
 
+/* Whether this CPU has what crc32_small and icrc_small need: read once at load time
+ * (three feature tests on every frame's way in and out were a cost of their own).
+ * False until the library's initialisers have run, which only sends a frame to the
+ * general kernels. */
+extern const bool kCrcSmallCpu;
+
 } // namespace droce::wire

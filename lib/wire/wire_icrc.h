@@ -95,8 +95,7 @@ namespace detail {
  * initialisation, the checks for the wide kernels) runs only for frames it leaves. */
 inline bool icrc_small_takes(size_t len, bool ipv6) {
     const size_t hlen = (ipv6 ? kIpv6Len : kIpv4Len) + kUdpLen + kBthLen;
-    return len >= hlen && len + 8 < kCrcSmallMax && __builtin_cpu_supports("pclmul") &&
-           __builtin_cpu_supports("sse4.1") && __builtin_cpu_supports("ssse3");
+    return len >= hlen && len + 8 < kCrcSmallMax && kCrcSmallCpu;
 }
 uint32_t icrc_compute_inplace_any(uint8_t *l3, size_t len, bool ipv6);
 uint32_t icrc_compute_contig_any(const uint8_t *l3, size_t len, bool ipv6);

@@ -238,7 +238,7 @@ size_t finish_frame(const FrameSpec &s, uint8_t *l3, uint8_t *p);
 /* A small message's payload (16..64 bytes: the 64 B write_bw's) as two fixed-size,
  * possibly overlapping copies the compiler inlines, not a call into libc's memcpy
  * (most of the copy's cost on the 64 B client, where it was a call). */
-inline void copy_payload(uint8_t *d, const uint8_t *src, uint32_t n) {
+[[gnu::always_inline]] inline void copy_payload(uint8_t *d, const uint8_t *src, uint32_t n) {
     if (n >= 32 && n <= 64) {
         std::memcpy(d, src, 32);
         std::memcpy(d + n - 32, src + n - 32, 32);
