@@ -32,6 +32,7 @@
 #include "engine_capture.h"
 #include "engine_event_queue.h"
 #include "engine_frame_free.h"
+#include "engine_qpn_owner.h"
 #include "engine_tx_stash.h"
 #include "mem_mr.h"
 #include "net.h"
@@ -753,7 +754,7 @@ class Dev final {
     Shard &shard(uint32_t w) { return *shards_[w]; }
     const Shard &shard(uint32_t w) const { return *shards_[w]; }
     /** The worker that owns a QPN. */
-    uint32_t owner(uint32_t qpn) const { return qpn % workers(); }
+    uint32_t owner(uint32_t qpn) const { return owner_(qpn); }
 
     /* ---- control: on the owning worker (Runtime::exec_on) unless said otherwise ---- */
     /** On the worker of scq (== rcq's, == srq's). */
@@ -957,6 +958,7 @@ class Dev final {
     /* Indexed by QPN; entry n belongs to worker n % workers and only it touches it. */
     std::vector<std::unique_ptr<QpCtx>> qps_;
     std::vector<std::unique_ptr<Shard>> shards_;
+    QpnOwner owner_; /* qpn % workers */
     std::vector<std::unique_ptr<CqCtx>> retired_cqs_;
     EventQueue events_; /* workers and the link watch -> the application's threads */
     bool rss_ = false;

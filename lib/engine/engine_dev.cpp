@@ -107,7 +107,7 @@ Dev::Dev(Runtime &rt, uint16_t port, std::string name, const net::Iface &ifc, ui
          uint32_t arp_timeout_ms, uint32_t max_qps, uint32_t workers, uint16_t nrxq, uint16_t ntxq)
     : rt_(rt), port_(port), name_(std::move(name)), ifc_(ifc), gids_(ifc.mac, {ifc.ip}),
       eth_mtu_(eth_mtu), arp_timeout_ms_(arp_timeout_ms), max_qps_(max_qps), nrxq_(nrxq),
-      ntxq_(ntxq), tx_pool_(rt.pool()), qps_(max_qps) {
+      ntxq_(ntxq), tx_pool_(rt.pool()), qps_(max_qps), owner_(workers) {
     ifc6_ = net::make_iface6(ifc.mac); /* the link-local address; set_l3 adds the rest */
     for (uint32_t w = 0; w < workers; ++w)
         shards_.push_back(std::make_unique<Shard>(*this, w, workers, max_qps));

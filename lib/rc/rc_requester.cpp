@@ -171,8 +171,8 @@ bool Qp::start_wqe_psns(SendWqe &w) {
     case WrOpcode::AtomicFetchAndAdd:
         w.npkts = 1;
         break;
-    default:
-        w.npkts = w.length == 0 ? 1 : (w.length + m - 1) / m;
+    default: /* the path MTU is a power of two: a shift, not a division per WR */
+        w.npkts = w.length == 0 ? 1 : (w.length + m - 1) >> __builtin_ctz(m);
     }
     w.first_psn = req_.npsn;
     w.last_psn = wire::psn_add(req_.npsn, w.npkts - 1);
