@@ -164,7 +164,7 @@ bool Qp::start_wqe(SendWqe &w, uint8_t **host0) {
     return start_wqe_psns(w);
 }
 
-bool Qp::start_wqe_psns(SendWqe &w) {
+[[gnu::always_inline]] inline bool Qp::start_wqe_psns(SendWqe &w) {
     const uint32_t m = mtu();
     switch (w.wr.opcode) {
     case WrOpcode::AtomicCmpAndSwp:
@@ -381,8 +381,8 @@ bool Qp::send_next_packet(SendWqe &w, Time now, uint8_t *host0) {
 
 /* What a packet of w that left (PSN psn, chunk payload bytes) moves on: PSNs, the WQE,
  * the retransmission timer. */
-void Qp::packet_sent(const SendWqe &w, uint32_t psn, bool ack_req, uint32_t chunk, bool done_wqe,
-                     Time now) {
+[[gnu::always_inline]] inline void Qp::packet_sent(const SendWqe &w, uint32_t psn, bool ack_req,
+                                                   uint32_t chunk, bool done_wqe, Time now) {
     if (ack_req)
         req_.ackreq_psn = psn;
     /* PSNs the packet consumes: a READ request takes one per response packet. */

@@ -81,7 +81,7 @@ size_t DataTemplate::build(const DataFrame &d, uint8_t *out, size_t cap) const {
         detail::copy_payload(p, d.payload, d.len);
         p += d.len;
     }
-    std::memset(p, 0, pad);
+    store_be32(p, 0); /* the pad (0-3 bytes) as one store: the ICRC overwrites the rest */
     p += pad;
     icrc_store(icrc_compute_inplace(l3, static_cast<size_t>(p - l3), ipv6_), p);
     ++hits_;
