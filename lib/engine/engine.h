@@ -469,11 +469,15 @@ class alignas(64) Shard final : public qp::TxPort, public qp::AsyncEventSink {
     /** RX of one frame (the engine owns m afterwards). Exposed for benchmarks. */
     void rx_one(rte_mbuf *m, uint64_t now);
     /** rx_one; Cap: a frame accepted for a QP is also copied to the capture. */
-    template <bool Cap> void rx_one_t(rte_mbuf *m, uint64_t now);
+    /** found: the QpCtx the prefetch pipeline found for m (prefetch_ctx), or nullptr. */
+    template <bool Cap> void rx_one_t(rte_mbuf *m, uint64_t now, QpCtx *found = nullptr);
     /** rx_one_t's tail: a frame parsed (P: a ParsedPacket, or the fast parse's
      * SmallFrame), for our address, to its QP. */
     template <bool Cap, class P>
-    void rx_deliver(rte_mbuf *m, const P &pkt, uint32_t len, uint64_t now);
+    void rx_deliver(rte_mbuf *m, const P &pkt, uint32_t len, uint64_t now, QpCtx *found = nullptr);
+    /** The live QP of this shard pkt is for, or nullptr when the frame went elsewhere
+     * (freed and counted, or handed to its owner). */
+    template <class P> QpCtx *rx_find_qp(rte_mbuf *m, const P &pkt, uint32_t len);
     /** Offers the TX queue to the port; frames it refuses stay queued, in order. */
     uint32_t flush_tx();
     /** Embedded mode, the application just posted to a QP whose ACK is held: what the

@@ -2,6 +2,7 @@
 /* A shard's RX, the per-packet path: the burst with its prefetch pipeline, the fast path of
  * a small RC frame, the classified generic path (net::classify_frame), the RoCE parse and
  * the delivery to a QP or to the worker that owns it. */
+#include <cassert>
 #include <cstring>
 #include <type_traits>
 
@@ -135,7 +136,7 @@ void Shard::rx_burst(rte_mbuf **rx, uint16_t n, uint64_t now) {
             ahead[i + 2] = prefetch_ctx(rx[i + 2], ahead[i + 1]);
         if (i + 1 < n && ahead[i + 1] != nullptr && ahead[i + 1] != ahead[i])
             ahead[i + 1]->visit([](const auto &t) { t.prefetch(); });
-        rx_one_t<false>(rx[i], now);
+        rx_one_t<false>(rx[i], now, ahead[i]);
     }
     finish_rx();
 }
@@ -154,7 +155,7 @@ void Shard::rx_one(rte_mbuf *m, uint64_t now) {
     finish_rx();
 }
 
-template <bool Cap> void Shard::rx_one_t(rte_mbuf *m, uint64_t now) {
+template <bool Cap> void Shard::rx_one_t(rte_mbuf *m, uint64_t now, QpCtx *found) {
     const uint32_t len = rte_pktmbuf_pkt_len(m);
     ++ec.port_rcv_packets;
     ec.port_rcv_bytes += len;
@@ -169,7 +170,7 @@ template <bool Cap> void Shard::rx_one_t(rte_mbuf *m, uint64_t now) {
     if (!chained && dev_.vlan_ == 0 && wire::parse_small_frame(p, len, sf, &ack_icrc_) &&
         sf.dst_ip == dev_.ifc_.ip && std::memcmp(p, dev_.ifc_.mac.data(), 6) == 0) [[likely]] {
         ++ec.rx_fast_path;
-        rx_deliver<Cap>(m, sf, len, now);
+        rx_deliver<Cap>(m, sf, len, now, found);
         return;
     }
     const net::RxL2Addrs addrs{dev_.ifc_.mac, dev_.vlan_, dev_.gid_vlans_, dev_.ngid_vlans_,
@@ -308,12 +309,7 @@ template <bool Cap> void Shard::rx_roce(rte_mbuf *m, uint16_t vid, uint64_t now)
     rx_deliver<Cap>(m, pp, len, now);
 }
 
-/* A parsed frame for our address: to its QP (or its owner's worker). */
-template <bool Cap, class P>
-void Shard::rx_deliver(rte_mbuf *m, const P &pkt, uint32_t len, uint64_t now) {
-    constexpr bool small = std::is_same_v<P, wire::SmallFrame>;
-    if constexpr (!small)
-        ec.rx_rocev1_packets += pkt.rocev1;
+template <class P> QpCtx *Shard::rx_find_qp(rte_mbuf *m, const P &pkt, uint32_t len) {
     const uint32_t qpn = pkt.bth.dest_qp;
     if (qpn >= dev_.max_qps_) {
         if (qpn == ud::kMulticastQpn) /* a UD multicast datagram: named, not "unknown" */
@@ -321,7 +317,7 @@ void Shard::rx_deliver(rte_mbuf *m, const P &pkt, uint32_t len, uint64_t now) {
         else
             ++ec.rx_drop_unknown_qpn;
         rte_pktmbuf_free(m);
-        return;
+        return nullptr;
     }
     const uint32_t owner = dev_.owner(qpn);
     if (owner != index_) {
@@ -330,14 +326,28 @@ void Shard::rx_deliver(rte_mbuf *m, const P &pkt, uint32_t len, uint64_t now) {
         --ec.port_rcv_packets;
         ec.port_rcv_bytes -= len;
         handoff(owner, m);
-        return;
+        return nullptr;
     }
     QpCtx *q = dev_.qp(qpn);
     if (q == nullptr) {
         ++ec.rx_drop_unknown_qpn;
         rte_pktmbuf_free(m);
-        return;
     }
+    return q;
+}
+
+/* A parsed frame for our address: to its QP (or its owner's worker). found: the QpCtx the
+ * prefetch pipeline found for the frame's DestQP bytes, which the fast parse read as
+ * pkt.bth.dest_qp (the same three bytes of an untagged IPv4 frame), so no second lookup. */
+template <bool Cap, class P>
+void Shard::rx_deliver(rte_mbuf *m, const P &pkt, uint32_t len, uint64_t now, QpCtx *found) {
+    constexpr bool small = std::is_same_v<P, wire::SmallFrame>;
+    if constexpr (!small)
+        ec.rx_rocev1_packets += pkt.rocev1;
+    assert(found == nullptr || found == dev_.qp(pkt.bth.dest_qp));
+    QpCtx *q = found != nullptr ? found : rx_find_qp(m, pkt, len);
+    if (q == nullptr)
+        return;
     /* The transport copies what it keeps (payload into MRs/receive buffers), so the
      * mbuf can go right after. */
     if constexpr (Cap)
@@ -365,8 +375,8 @@ void Shard::rx_deliver(rte_mbuf *m, const P &pkt, uint32_t len, uint64_t now) {
     rx_done(m);
     schedule_after_rx(*q);
 }
-template void Shard::rx_one_t<false>(rte_mbuf *m, uint64_t now);
-template void Shard::rx_one_t<true>(rte_mbuf *m, uint64_t now);
+template void Shard::rx_one_t<false>(rte_mbuf *m, uint64_t now, QpCtx *found);
+template void Shard::rx_one_t<true>(rte_mbuf *m, uint64_t now, QpCtx *found);
 
 template <bool Cap> void Shard::rx_handoff(void **objs, unsigned k, uint64_t now) {
     for (unsigned i = 0; i < k; ++i) {

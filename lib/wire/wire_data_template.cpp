@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include "wire_data_template.h"
 
+#include <array>
 #include <cstring>
 
 #include "wire_bytes.h"
@@ -38,12 +39,29 @@ void DataTemplate::learn(const FrameSpec &s, const uint8_t *frame, size_t h) {
     gen_ = s.path_gen;
 }
 
+namespace {
+/* The extended headers' bytes after the BTH of each opcode a DataFrame may carry (RETH,
+ * ImmDt), kNotTaken for the others: one load decides both. */
+constexpr uint8_t kNotTaken = 0xFF;
+constexpr std::array<uint8_t, 16> ext_lens() {
+    std::array<uint8_t, 16> t{};
+    t.fill(kNotTaken);
+    t[kRcSendOnly] = 0;
+    t[kRcSendOnlyImm] = 4;
+    t[kRcWriteOnly] = kRethLen;
+    t[kRcWriteOnlyImm] = kRethLen + 4;
+    return t;
+}
+constexpr auto kExtLen = ext_lens();
+static_assert(kRcWriteOnlyImm < 16);
+} // namespace
+
 size_t DataTemplate::build(const DataFrame &d, uint8_t *out, size_t cap) const {
-    if (!serves(d) || !takes(d.opcode))
+    const uint32_t ext = d.opcode < kExtLen.size() ? kExtLen[d.opcode] : kNotTaken;
+    if (!serves(d) || ext == kNotTaken) /* not takes(d.opcode) */
         return 0;
-    const bool write = d.opcode >= kRcWriteOnly;
-    const bool imm = (d.opcode & 1) != 0; /* SEND_ONLY_IMM, WRITE_ONLY_IMM */
-    const uint32_t ext = (write ? kRethLen : 0) + (imm ? 4 : 0);
+    const bool write = ext >= kRethLen;
+    const bool imm = (ext & 4) != 0; /* SEND_ONLY_IMM, WRITE_ONLY_IMM */
     const uint32_t pad = pad_len(d.len);
     const uint32_t udp_len = kUdpLen + kBthLen + ext + d.len + pad + kIcrcLen;
     const size_t total = bth_off_ - kUdpLen + udp_len;
