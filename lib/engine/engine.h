@@ -972,6 +972,9 @@ class Dev final {
     bool zc_on_ = false;
     ZcReach zc_reach_ = ZcReach::Copy;
     uint32_t zc_min_ = 0;
+    /* The shortest payload attached zero-copy (zc_min_, at least 1), UINT32_MAX when zero
+     * copy is off: the straight path's one compare. */
+    uint32_t zc_from_ = UINT32_MAX;
     std::vector<std::unique_ptr<ZcRegion>> zc_;         /* by MR slot */
     std::vector<std::unique_ptr<ZcRegion>> zc_retired_; /* deregistered, mbufs still out */
     /* IP policy (engine_l3.cpp), last: only IPv6 frames and the control path read it. */

@@ -6,6 +6,7 @@
 #ifndef ALLOW_EXPERIMENTAL_API
 #define ALLOW_EXPERIMENTAL_API
 #endif
+#include <algorithm>
 #include <cstring>
 
 #include <rte_dev.h>
@@ -60,6 +61,7 @@ void Dev::set_zero_copy(ZcReach reach, uint32_t min_bytes) {
     zc_on_ = reach != ZcReach::Copy;
     zc_reach_ = reach;
     zc_min_ = min_bytes;
+    zc_from_ = zc_on_ ? std::max<uint32_t>(min_bytes, 1) : UINT32_MAX;
 }
 
 Result<mem::MemoryRegion> Dev::reg_mr(uint32_t pd, const void *addr, uint64_t length,

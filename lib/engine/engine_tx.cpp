@@ -225,7 +225,7 @@ qp::TxPort::Straight Shard::send_straight(const wire::DataFrame &d,
     using S = qp::TxPort::Straight;
     if (budget_ == 0)
         return S::Blocked; /* the quantum, as transmit() */
-    if (paused_mask_ != 0 || (dev_.zc_on_ && d.len >= dev_.zc_min_ && d.len != 0)) [[unlikely]]
+    if (paused_mask_ != 0 || d.len >= dev_.zc_from_) [[unlikely]]
         return S::Unserved;
     if (ntx_ == kTxQueueCap) {
         ++ec.tx_queue_full;
@@ -245,7 +245,7 @@ qp::TxPort::Straight Shard::send_straight_loopback(const wire::DataFrame &d,
     using S = qp::TxPort::Straight;
     if (budget_ == 0)
         return S::Blocked;
-    if (dev_.zc_on_ && &to == this && d.len >= dev_.zc_min_ && d.len != 0) [[unlikely]]
+    if (&to == this && d.len >= dev_.zc_from_) [[unlikely]]
         return S::Unserved;
     S why;
     rte_mbuf *m = straight_frame(d, tmpl, &why);
