@@ -468,8 +468,8 @@ class alignas(64) Shard final : public qp::TxPort, public qp::AsyncEventSink {
     void on_async_event(const qp::AsyncEvent &ev) override;
     /** RX of one frame (the engine owns m afterwards). Exposed for benchmarks. */
     void rx_one(rte_mbuf *m, uint64_t now);
-    /** rx_one; Cap: a frame accepted for a QP is also copied to the capture. */
-    /** found: the QpCtx the prefetch pipeline found for m (prefetch_ctx), or nullptr. */
+    /** rx_one; Cap: a frame accepted for a QP is also copied to the capture. found: the
+     * QpCtx the prefetch pipeline found for m (prefetch_ctx), or nullptr. */
     template <bool Cap> void rx_one_t(rte_mbuf *m, uint64_t now, QpCtx *found = nullptr);
     /** rx_one_t's tail: a frame parsed (P: a ParsedPacket, or the fast parse's
      * SmallFrame), for our address, to its QP. */
@@ -973,7 +973,7 @@ class Dev final {
     ZcReach zc_reach_ = ZcReach::Copy;
     uint32_t zc_min_ = 0;
     /* The shortest payload attached zero-copy (zc_min_, at least 1), UINT32_MAX when zero
-     * copy is off: the straight path's one compare. */
+     * copy is off: the one compare both transmit paths make. */
     uint32_t zc_from_ = UINT32_MAX;
     std::vector<std::unique_ptr<ZcRegion>> zc_;         /* by MR slot */
     std::vector<std::unique_ptr<ZcRegion>> zc_retired_; /* deregistered, mbufs still out */

@@ -122,8 +122,7 @@ void Dev::set_rss(const uint8_t *key, uint32_t reta_size) {
 uint16_t Dev::udp_sport_for(uint32_t dst_ip, uint32_t dest_qpn, uint16_t fallback) const {
     if (!rss_)
         return fallback;
-    return rss_pick_sport(rss_key_, ifc_.ip, dst_ip, dest_qpn % workers(), nrxq_, reta_size_,
-                          fallback);
+    return rss_pick_sport(rss_key_, ifc_.ip, dst_ip, owner(dest_qpn), nrxq_, reta_size_, fallback);
 }
 
 Dev::~Dev() {

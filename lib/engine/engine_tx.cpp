@@ -139,7 +139,7 @@ TxResult Shard::transmit(const wire::FrameSpec &frame, wire::HeaderTemplate &tmp
 Shard::build_tx(const wire::FrameSpec &frame, wire::HeaderTemplate &tmpl, bool zc, TxStatus *why) {
     /* Zero-copy where the port takes chains, the memory is a usable registered region
      * and the payload is large enough to be worth three mbufs; else one copied frame. */
-    if (zc && frame.payload_len >= dev_.zc_min_ && frame.payload_len != 0) {
+    if (zc && frame.payload_len >= dev_.zc_from_) {
         rte_mbuf *h = nullptr;
         const int r = transmit_zc(frame, tmpl, &h);
         if (r >= 0) {

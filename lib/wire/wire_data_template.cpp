@@ -53,7 +53,15 @@ constexpr std::array<uint8_t, 16> ext_lens() {
     return t;
 }
 constexpr auto kExtLen = ext_lens();
-static_assert(kRcWriteOnlyImm < 16);
+/* The table takes exactly the opcodes takes() names. */
+constexpr bool ext_lens_match_takes() {
+    for (unsigned op = 0; op < 256; ++op)
+        if ((op < kExtLen.size() && kExtLen[op] != kNotTaken) !=
+            DataTemplate::takes(static_cast<uint8_t>(op)))
+            return false;
+    return true;
+}
+static_assert(ext_lens_match_takes());
 } // namespace
 
 size_t DataTemplate::build(const DataFrame &d, uint8_t *out, size_t cap) const {

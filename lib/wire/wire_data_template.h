@@ -44,7 +44,7 @@ struct DataFrame {
 class DataTemplate {
   public:
     /* True for the opcodes a DataFrame may carry. */
-    static bool takes(uint8_t opcode) {
+    static constexpr bool takes(uint8_t opcode) {
         return opcode == kRcSendOnly || opcode == kRcSendOnlyImm || opcode == kRcWriteOnly ||
                opcode == kRcWriteOnlyImm;
     }

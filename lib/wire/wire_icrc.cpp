@@ -396,10 +396,6 @@ bool have_pclmul() {
     static const bool yes = __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse4.1");
     return yes;
 }
-bool have_pclmul_ssse3() {
-    static const bool yes = have_pclmul() && __builtin_cpu_supports("ssse3");
-    return yes;
-}
 bool have_vpclmul256() {
     static const bool yes =
         have_pclmul() && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("vpclmulqdq");
@@ -419,7 +415,7 @@ uint32_t crc32_eth_kernel(const uint8_t *p, size_t len, CrcKernel k) {
     crc_init_once();
     /* Short runs (small messages' frames, ACKs): rte_net_crc's serial chain costs ~2x. */
     if ((k == CrcKernel::Auto || k == CrcKernel::Small) && len < kAutoFoldMin &&
-        len >= kCrcSmallMin && have_pclmul_ssse3())
+        len >= kCrcSmallMin && kCrcSmallCpu)
         return crc32_small(p, len);
     if (k == CrcKernel::Auto)
         k = len < kAutoFoldMin                        ? CrcKernel::Dpdk
@@ -447,7 +443,7 @@ bool crc_kernel_available(CrcKernel k) {
     case CrcKernel::Fold128:
         return have_pclmul();
     case CrcKernel::Small:
-        return have_pclmul_ssse3();
+        return kCrcSmallCpu;
     default:
         return true;
     }
@@ -644,7 +640,7 @@ uint32_t icrc_compute(const uint8_t *l3, size_t len, bool ipv6) {
      * stack, the rest CRC'd where it lies, joined by crc32_combine. */
     constexpr size_t kCopyMax = 1024;
     const size_t hlen = ip_len(ipv6) + kUdpLen + kBthLen;
-    if (len >= hlen && len + 8 < kCrcSmallMax && have_pclmul_ssse3()) { /* no copy */
+    if (detail::icrc_small_takes(len, ipv6)) { /* no copy */
         crc_init_once();
         return icrc_small(l3, len, ipv6);
     }
