@@ -526,7 +526,15 @@ class alignas(64) Shard final : public qp::TxPort, public qp::AsyncEventSink {
 
   private:
     friend class Dev;
-    bool queue_tx(rte_mbuf *m);
+    /* m to the TX queue, false (m still the caller's) when it is full. */
+    bool queue_tx(rte_mbuf *m) {
+        if (ntx_ == kTxQueueCap)
+            return false;
+        tx_[ntx_++] = m;
+        if (ntx_ > ec.tx_queue_depth_max)
+            ec.tx_queue_depth_max = ntx_;
+        return true;
+    }
     void ready_push(QpCtx &q);
     QpCtx *ready_pop();
     uint32_t drain_doorbells();
@@ -547,7 +555,7 @@ class alignas(64) Shard final : public qp::TxPort, public qp::AsyncEventSink {
     /* send_straight*'s frame in an mbuf, or nullptr and why (Blocked: no mbuf, Unserved:
      * the template has not learnt the QP's headers). */
     rte_mbuf *straight_frame(const wire::DataFrame &d, const wire::HeaderTemplate &tmpl,
-                             qp::TxPort::Straight *why);
+                             qp::TxPort::Straight *why); /* engine_tx.cpp, inline there */
     /* A frame into an mbuf (zero-copy only if zc), for transmit*: the mbuf, or nullptr
      * with *why (NoMbuf, Dropped). */
     rte_mbuf *build_tx(const wire::FrameSpec &frame, wire::HeaderTemplate &tmpl, bool zc,

@@ -282,8 +282,9 @@ class alignas(64) Qp {
     bool start_wqe(SendWqe &w, uint8_t **host0);
     bool start_wqe_psns(SendWqe &w);
     /* host0: the first SGE's host address if start_wqe checked it in this same call. */
-    bool send_next_packet(SendWqe &w, Time now, uint8_t *host0 = nullptr);
+    TxPort::Straight send_first_straight(SendWqe &w, Time now, uint8_t *host0);
     TxPort::Straight send_straight(const SendWqe &w, uint8_t opcode, uint8_t *host0);
+    bool send_next_packet(SendWqe &w, Time now);
     uint32_t straight_pace_bytes(const SendWqe &w, uint8_t opcode) const;
     void packet_sent(const SendWqe &w, uint32_t psn, bool ack_req, uint32_t chunk, bool done_wqe,
                      Time now);

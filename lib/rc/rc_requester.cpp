@@ -135,7 +135,9 @@ void Qp::requester_progress(Time now) {
         if (static_cast<uint32_t>(wire::psn_diff(req_.npsn, comp_.una_psn)) >=
             cfg_.tuning.max_inflight_pkts)
             return;
-        if (!send_next_packet(w, now, host0))
+        const TxPort::Straight st = send_first_straight(w, now, host0);
+        if (st == TxPort::Straight::Blocked ||
+            (st == TxPort::Straight::Unserved && !send_next_packet(w, now)))
             return;
         host0 = nullptr; /* checked for that WQE, and only just now */
     }
@@ -224,7 +226,8 @@ bool Qp::gather(const SendWqe &w, uint32_t off, uint32_t len, wire::FrameSpec::S
  * first time (opcode: its one-packet opcode): its payload inline or in one SGE (the
  * caller checks the rest). Unserved: the caller builds the FrameSpec, as for every other packet, and
  * reports what gather finds wrong. */
-TxPort::Straight Qp::send_straight(const SendWqe &w, uint8_t opcode, uint8_t *host0) {
+[[gnu::always_inline]] inline TxPort::Straight Qp::send_straight(const SendWqe &w, uint8_t opcode,
+                                                                 uint8_t *host0) {
     wire::DataFrame d;
     d.opcode = opcode;
     d.payload = nullptr;
@@ -264,32 +267,38 @@ uint32_t Qp::straight_pace_bytes(const SendWqe &w, uint8_t op) const {
            kEthWireOverhead;
 }
 
-bool Qp::send_next_packet(SendWqe &w, Time now, uint8_t *host0) {
-    const uint32_t m = mtu();
+/* The next packet of w on the straight path, if it is a one-packet WRITE or SEND sent for
+ * the first time: Sent, Blocked (nothing left, as send_next_packet false), or Unserved
+ * (send_next_packet builds it). Inline in requester_progress: the generic path's frame
+ * (a FrameSpec and its segments on the stack) is not set up for the packets that never
+ * take it. */
+[[gnu::always_inline]] inline TxPort::Straight Qp::send_first_straight(SendWqe &w, Time now,
+                                                                       uint8_t *host0) {
     const uint8_t op = straight_opcode(w.wr.opcode);
-    if (op != 0 && req_.cur_off == 0 && w.length <= m && !path_.rocev1 &&
-        wire::psn_diff(w.first_psn, req_.sent_hi_psn) >= 0) {
-        /* Paced as the FrameSpec path paces (an Unserved frame is admitted there again,
-         * with the same bytes: admitting has no effect but to clear the hold). */
-        uint32_t wire_bytes = 0;
-        if (paced_) [[unlikely]] {
-            wire_bytes = straight_pace_bytes(w, op);
-            if (!cc_pace_admit(wire_bytes, now))
-                return false;
-        }
-        switch (send_straight(w, op, host0)) {
-        case TxPort::Straight::Sent:
-            if (wire_bytes != 0)
-                cc_sent(wire_bytes, now);
-            packet_sent(w, w.first_psn, true, w.length, true, now);
-            return true;
-        case TxPort::Straight::Blocked:
-            ++cfg_.counters->tx_blocked;
-            return false;
-        case TxPort::Straight::Unserved:
-            break;
-        }
+    if (op == 0 || req_.cur_off != 0 || w.length > mtu() || path_.rocev1 ||
+        wire::psn_diff(w.first_psn, req_.sent_hi_psn) < 0)
+        return TxPort::Straight::Unserved;
+    /* Paced as the FrameSpec path paces (an Unserved frame is admitted there again, with
+     * the same bytes: admitting has no effect but to clear the hold). */
+    uint32_t wire_bytes = 0;
+    if (paced_) [[unlikely]] {
+        wire_bytes = straight_pace_bytes(w, op);
+        if (!cc_pace_admit(wire_bytes, now))
+            return TxPort::Straight::Blocked;
     }
+    const TxPort::Straight st = send_straight(w, op, host0);
+    if (st == TxPort::Straight::Sent) [[likely]] {
+        if (wire_bytes != 0)
+            cc_sent(wire_bytes, now);
+        packet_sent(w, w.first_psn, true, w.length, true, now);
+    } else if (st == TxPort::Straight::Blocked) {
+        ++cfg_.counters->tx_blocked;
+    }
+    return st;
+}
+
+bool Qp::send_next_packet(SendWqe &w, Time now) {
+    const uint32_t m = mtu();
     wire::FrameSpec::Seg segs[kMaxSge];
     wire::FrameSpec f;
     uint32_t psn;

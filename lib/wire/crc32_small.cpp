@@ -39,6 +39,40 @@ alignas(16) constexpr uint8_t kShift[32] = {
  * bytes at kInit + o (for o < 4 some of them fall in the second head block). */
 alignas(16) constexpr uint8_t kInit[32] = {0xFF, 0xFF, 0xFF, 0xFF};
 
+/* The ICRC's ones, from the 8-byte prefix on: the prefix itself, then the variant fields
+ * of IPv4 (TOS, TTL, checksum) or IPv6 (traffic class, flow label, hop limit), the UDP
+ * checksum and BTH byte 4; zeros up to kCrcSmallMax + 16. */
+struct IcrcMask {
+    alignas(16) uint8_t b[kCrcSmallMax + 16];
+};
+constexpr IcrcMask make_mask(bool ipv6) {
+    IcrcMask m{};
+    for (size_t i = 0; i < 8; ++i)
+        m.b[i] = 0xFF;
+    uint8_t *ip = m.b + 8;
+    if (ipv6) {
+        ip[0] = 0x0F;
+        ip[1] = ip[2] = ip[3] = ip[7] = 0xFF;
+    } else {
+        ip[1] = ip[8] = ip[10] = ip[11] = 0xFF;
+    }
+    uint8_t *udp = ip + (ipv6 ? kIpv6Len : kIpv4Len);
+    udp[6] = udp[7] = 0xFF;
+    udp[kUdpLen + 4] = 0xFF;
+    return m;
+}
+constexpr IcrcMask kMask4 = make_mask(false), kMask6 = make_mask(true);
+/* One past the mask's last one: blocks wholly past it are not ORed (masked kernels are
+ * instantiated per address family). */
+constexpr size_t mask_end(const IcrcMask &m) {
+    size_t e = 0;
+    for (size_t i = 0; i < sizeof m.b; ++i)
+        if (m.b[i] != 0)
+            e = i + 1;
+    return e;
+}
+constexpr size_t kMaskEnd4 = mask_end(kMask4), kMaskEnd6 = mask_end(kMask6);
+
 #define DROCE_SMALL_TARGET __attribute__((target("pclmul,ssse3,sse4.1")))
 
 DROCE_SMALL_TARGET inline __m128i kv(const FoldK &k) {
@@ -72,13 +106,14 @@ DROCE_SMALL_TARGET inline __m128i block(const uint8_t *p, const uint8_t *mask, s
  * prefix), as integers: the bases may lie before the frame (or, with the plain kernel's
  * null mask, be meaningless), only q + 16 * i and mq + 16 * i are ever used as pointers,
  * and each block is then one load at a constant offset from a base. */
-template <bool Masked>
+template <bool Masked, size_t MaskEnd>
 DROCE_SMALL_TARGET inline __m128i tail_block(uintptr_t q, uintptr_t mq, size_t i) {
     const auto at = [](uintptr_t a) { return reinterpret_cast<const uint8_t *>(a); };
-    if constexpr (Masked)
+    /* Block i starts at message offset 16 * i - lead, lead < 16: past the mask's ones when
+     * 16 * i - 15 >= MaskEnd. i is a constant once the kernel's loops are unrolled. */
+    if (Masked && 16 * i < MaskEnd + 15)
         return _mm_or_si128(ld(at(q + 16 * i)), ld(at(mq + 16 * i)));
-    else
-        return ld(at(q + 16 * i));
+    return ld(at(q + 16 * i));
 }
 
 /* The CRC of a message of B 16-byte blocks once `lead` zeros are put in front (B * 16 ==
@@ -86,7 +121,7 @@ DROCE_SMALL_TARGET inline __m128i tail_block(uintptr_t q, uintptr_t mq, size_t i
  * lanes of 64 bytes while at least four blocks are left, then one 16 bytes at a time,
  * with no counter, no bound test and no offset arithmetic per block. (blk is a macro: a
  * lambda calling the intrinsics lacks the target attribute and would not be inlined.) */
-template <bool Masked, size_t B>
+template <bool Masked, size_t MaskEnd, size_t B>
 DROCE_SMALL_TARGET uint32_t crc32_blocks(const uint8_t *p, size_t lead, const uint8_t *mask) {
     static_assert(B >= 2);
     /* The init (~0) is the init-0 CRC of the message with its first four bytes inverted;
@@ -98,7 +133,7 @@ DROCE_SMALL_TARGET uint32_t crc32_blocks(const uint8_t *p, size_t lead, const ui
     const __m128i l1 = _mm_xor_si128(block<Masked>(p, mask, 16 - lead), ld(kInit + 16 - lead));
     const uintptr_t q = reinterpret_cast<uintptr_t>(p) - lead - (Masked ? 8 : 0);
     const uintptr_t mq = reinterpret_cast<uintptr_t>(mask) - lead;
-#define blk(i) tail_block<Masked>(q, mq, (i))
+#define blk(i) tail_block<Masked, MaskEnd>(q, mq, (i))
     const __m128i k1 = kv(kK128);
     __m128i acc;
     size_t i;
@@ -124,44 +159,22 @@ DROCE_SMALL_TARGET uint32_t crc32_blocks(const uint8_t *p, size_t lead, const ui
 }
 
 using BlocksFn = uint32_t (*)(const uint8_t *, size_t, const uint8_t *);
-template <bool Masked, size_t... I> constexpr auto blocks_table(std::index_sequence<I...>) {
-    return std::array<BlocksFn, sizeof...(I)>{&crc32_blocks<Masked, I + 2>...};
+template <bool Masked, size_t MaskEnd, size_t... I>
+constexpr auto blocks_table(std::index_sequence<I...>) {
+    return std::array<BlocksFn, sizeof...(I)>{&crc32_blocks<Masked, MaskEnd, I + 2>...};
 }
 /* Index B - 2: every block count of a length below kCrcSmallMax. */
 constexpr size_t kMaxBlocks = kCrcSmallMax / 16;
-constexpr auto kBlocksMasked = blocks_table<true>(std::make_index_sequence<kMaxBlocks - 1>{});
-constexpr auto kBlocksPlain = blocks_table<false>(std::make_index_sequence<kMaxBlocks - 1>{});
+using Blocks = std::make_index_sequence<kMaxBlocks - 1>;
+constexpr auto kBlocksMasked4 = blocks_table<true, kMaskEnd4>(Blocks{});
+constexpr auto kBlocksMasked6 = blocks_table<true, kMaskEnd6>(Blocks{});
+constexpr auto kBlocksPlain = blocks_table<false, 0>(Blocks{});
 
-template <bool Masked>
-inline uint32_t crc32_small_t(const uint8_t *p, size_t len, const uint8_t *mask) {
+inline uint32_t crc32_small_t(const std::array<BlocksFn, kMaxBlocks - 1> &table, const uint8_t *p,
+                              size_t len, const uint8_t *mask) {
     const size_t lead = (16 - (len & 15)) & 15;
-    const auto &table = Masked ? kBlocksMasked : kBlocksPlain;
     return table[(len + lead) / 16 - 2](p, lead, mask);
 }
-
-/* The ICRC's ones, from the 8-byte prefix on: the prefix itself, then the variant fields
- * of IPv4 (TOS, TTL, checksum) or IPv6 (traffic class, flow label, hop limit), the UDP
- * checksum and BTH byte 4; zeros up to kCrcSmallMax + 16. */
-struct IcrcMask {
-    alignas(16) uint8_t b[kCrcSmallMax + 16];
-};
-constexpr IcrcMask make_mask(bool ipv6) {
-    IcrcMask m{};
-    for (size_t i = 0; i < 8; ++i)
-        m.b[i] = 0xFF;
-    uint8_t *ip = m.b + 8;
-    if (ipv6) {
-        ip[0] = 0x0F;
-        ip[1] = ip[2] = ip[3] = ip[7] = 0xFF;
-    } else {
-        ip[1] = ip[8] = ip[10] = ip[11] = 0xFF;
-    }
-    uint8_t *udp = ip + (ipv6 ? kIpv6Len : kIpv4Len);
-    udp[6] = udp[7] = 0xFF;
-    udp[kUdpLen + 4] = 0xFF;
-    return m;
-}
-constexpr IcrcMask kMask4 = make_mask(false), kMask6 = make_mask(true);
 
 } // namespace
 
@@ -172,11 +185,12 @@ const bool kCrcSmallCpu = [] {
 }();
 
 DROCE_SMALL_TARGET uint32_t crc32_small(const uint8_t *p, size_t len) {
-    return crc32_small_t<false>(p, len, nullptr);
+    return crc32_small_t(kBlocksPlain, p, len, nullptr);
 }
 
 DROCE_SMALL_TARGET uint32_t icrc_small(const uint8_t *l3, size_t len, bool ipv6) {
-    return crc32_small_t<true>(l3, len + 8, ipv6 ? kMask6.b : kMask4.b);
+    return ipv6 ? crc32_small_t(kBlocksMasked6, l3, len + 8, kMask6.b)
+                : crc32_small_t(kBlocksMasked4, l3, len + 8, kMask4.b);
 }
 
 } // namespace droce::wire
