@@ -14,7 +14,7 @@
 
 namespace droce::engine {
 
-inline rte_mbuf *Shard::alloc_tx() {
+[[gnu::always_inline]] inline rte_mbuf *Shard::alloc_tx() {
     return dev_.caps().peer_reads_tx ? tx_stash_.take(pool_) : rte_pktmbuf_alloc(pool_);
 }
 
