@@ -239,8 +239,12 @@ class QpImpl final : public QueuePair {
     Status post_send(const SendWr &wr) override {
         if (rt_.embedded())
             return post_send_here(wr);
-        /* Worker mode: check here what can be checked here, so that the caller gets
-         * errors as values; the worker completes anything it still refuses in error. */
+        return post_send_to_worker(wr);
+    }
+    /* Worker mode: check here what can be checked here, so that the caller gets errors
+     * as values; the worker completes anything it still refuses in error. Out of line:
+     * its messages are not set up on an embedded post. */
+    [[gnu::noinline]] Status post_send_to_worker(const SendWr &wr) {
         if (state_ == QpState::Reset || state_ == QpState::Init || state_ == QpState::Rtr)
             return Status(EINVAL, "post_send: QP " + std::to_string(qpn_) + " is in " +
                                       qp_state_str(state_) + ", needs RTS");

@@ -310,19 +310,35 @@ Status Qp::modify(const QpAttr &a, uint32_t mask, const Path *path) {
     return {};
 }
 
-Status Qp::post_send(const SendWr &wr) {
+/* Why post_send refuses a WR, found by check_post_send on the posting path without
+ * building a message; post_send_refused (out of line, cold) words it. */
+enum class Qp::PostRefusal : uint8_t {
+    None,
+    NotRts,
+    Full,
+    NumSge,
+    TooLong,
+    ReadPsns,
+    AtomicShape,
+    AtomicAlign,
+    Opcode,
+    InlineOpcode,
+    InlineLen,
+};
+
+inline Qp::PostRefusal Qp::check_post_send(const SendWr &wr, uint64_t *len_out) const {
+    using R = PostRefusal;
     if (state_ == QpState::Reset || state_ == QpState::Init || state_ == QpState::Rtr)
-        return Status(EINVAL, std::string("post_send: QP ") + std::to_string(cfg_.qpn) + " is in " +
-                                  qp_state_str(state_) + ", needs RTS");
+        return R::NotRts;
     if (req_.sq_tail - req_.sq_head >= cfg_.cap.max_send_wr)
-        return Status(ENOMEM, "post_send: send queue full (" +
-                                  std::to_string(cfg_.cap.max_send_wr) + " WRs)");
+        return R::Full;
     if (wr.num_sge < 0 || wr.num_sge > static_cast<int>(cfg_.cap.max_send_sge) ||
         wr.num_sge > kMaxSge)
-        return Status(EINVAL, "post_send: num_sge " + std::to_string(wr.num_sge) + " out of range");
+        return R::NumSge;
     uint64_t len = 0;
     for (int i = 0; i < wr.num_sge; ++i)
         len += wr.sg_list[i].length;
+    *len_out = len;
     switch (wr.opcode) {
     case WrOpcode::Send:
     case WrOpcode::SendWithImm:
@@ -331,41 +347,78 @@ Status Qp::post_send(const SendWr &wr) {
     case WrOpcode::RdmaWriteWithImm:
     case WrOpcode::RdmaRead:
         if (len > (1ull << 31))
-            return Status(EINVAL, "post_send: message longer than 2 GiB");
+            return R::TooLong;
         /* A READ request takes one PSN per response: at most half the 24-bit PSN space
          * minus one, or PSN comparisons invert (only 2^31 bytes at MTU 256 reaches it). */
         if (wr.opcode == WrOpcode::RdmaRead && (len + mtu() - 1) / mtu() >= kPsnWindow)
-            return Status(EINVAL, "post_send: an RDMA READ of " + std::to_string(len) +
-                                      " bytes takes 2^23 response PSNs at path MTU " +
-                                      std::to_string(mtu()) + " (half the PSN space); at most " +
-                                      std::to_string((kPsnWindow - 1) * uint64_t{mtu()}) +
-                                      " bytes");
+            return R::ReadPsns;
         break;
     case WrOpcode::AtomicCmpAndSwp:
     case WrOpcode::AtomicFetchAndAdd:
         if (len != 8 || wr.num_sge != 1)
-            return Status(EINVAL, "post_send: atomics take exactly one 8-byte SGE");
+            return R::AtomicShape;
         if (wr.remote_addr & 7)
-            return Status(EINVAL, "post_send: atomic remote_addr must be 8-byte aligned");
+            return R::AtomicAlign;
         break;
     default:
-        return Status(EINVAL, "post_send: unsupported opcode " +
-                                  std::to_string(static_cast<int>(wr.opcode)));
+        return R::Opcode;
     }
-    const bool inl = (wr.send_flags & kSendInline) != 0;
-    if (inl) {
+    if (wr.send_flags & kSendInline) {
         if (wr.opcode != WrOpcode::Send && wr.opcode != WrOpcode::SendWithImm &&
             wr.opcode != WrOpcode::SendWithInv && wr.opcode != WrOpcode::RdmaWrite &&
             wr.opcode != WrOpcode::RdmaWriteWithImm)
-            return Status(EINVAL, "post_send: IBV_SEND_INLINE only with SEND and RDMA WRITE");
-        const uint32_t cap = std::min(cfg_.cap.max_inline_data, kMaxInlineData);
-        if (len > cap)
-            return Status(EINVAL, "post_send: inline data of " + std::to_string(len) +
-                                      " bytes above max_inline_data " + std::to_string(cap));
+            return R::InlineOpcode;
+        if (len > std::min(cfg_.cap.max_inline_data, kMaxInlineData))
+            return R::InlineLen;
     }
+    return R::None;
+}
+
+Status Qp::post_send_refused(PostRefusal why, const SendWr &wr, uint64_t len) const {
+    using R = PostRefusal;
+    switch (why) {
+    case R::NotRts:
+        return Status(EINVAL, std::string("post_send: QP ") + std::to_string(cfg_.qpn) + " is in " +
+                                  qp_state_str(state_) + ", needs RTS");
+    case R::Full:
+        return Status(ENOMEM, "post_send: send queue full (" +
+                                  std::to_string(cfg_.cap.max_send_wr) + " WRs)");
+    case R::NumSge:
+        return Status(EINVAL, "post_send: num_sge " + std::to_string(wr.num_sge) + " out of range");
+    case R::TooLong:
+        return Status(EINVAL, "post_send: message longer than 2 GiB");
+    case R::ReadPsns:
+        return Status(EINVAL, "post_send: an RDMA READ of " + std::to_string(len) +
+                                  " bytes takes 2^23 response PSNs at path MTU " +
+                                  std::to_string(mtu()) + " (half the PSN space); at most " +
+                                  std::to_string((kPsnWindow - 1) * uint64_t{mtu()}) + " bytes");
+    case R::AtomicShape:
+        return Status(EINVAL, "post_send: atomics take exactly one 8-byte SGE");
+    case R::AtomicAlign:
+        return Status(EINVAL, "post_send: atomic remote_addr must be 8-byte aligned");
+    case R::Opcode:
+        return Status(EINVAL, "post_send: unsupported opcode " +
+                                  std::to_string(static_cast<int>(wr.opcode)));
+    case R::InlineOpcode:
+        return Status(EINVAL, "post_send: IBV_SEND_INLINE only with SEND and RDMA WRITE");
+    case R::InlineLen:
+        return Status(EINVAL,
+                      "post_send: inline data of " + std::to_string(len) +
+                          " bytes above max_inline_data " +
+                          std::to_string(std::min(cfg_.cap.max_inline_data, kMaxInlineData)));
+    case R::None:
+        break;
+    }
+    return {};
+}
+
+Status Qp::post_send(const SendWr &wr) {
+    uint64_t len = 0;
+    if (const PostRefusal why = check_post_send(wr, &len); why != PostRefusal::None) [[unlikely]]
+        return post_send_refused(why, wr, len);
     SendWqe &w = req_.sq[req_.sq_tail & req_.sq_mask];
     w.wr = wr;
-    if (inl) {
+    if (wr.send_flags & kSendInline) {
         /* Verbs: inline payload is copied now, the buffer is reusable on return, and the
          * lkeys are not looked at. */
         mem::gather_inline(wr, w.inline_data);
@@ -375,7 +428,7 @@ Status Qp::post_send(const SendWr &wr) {
     w.read_off = 0;
     w.signaled = cfg_.sq_sig_all || (wr.send_flags & kSendSignaled);
     ++req_.sq_tail;
-    if (state_ == QpState::Err)
+    if (state_ == QpState::Err) [[unlikely]]
         flush_queues();
     return {};
 }

@@ -275,6 +275,14 @@ class alignas(64) Qp {
     static uint32_t pace_bytes(const wire::FrameSpec &f);
     uint32_t mtu() const { return mtu_bytes_; }
 
+    /* post_send's checks: the first that refuses wr (its total length in *len), without
+     * building a message; post_send_refused words it (out of line: the posting path
+     * carries no string). */
+    enum class PostRefusal : uint8_t;
+    PostRefusal check_post_send(const SendWr &wr, uint64_t *len) const;
+    [[gnu::cold, gnu::noinline]] Status post_send_refused(PostRefusal why, const SendWr &wr,
+                                                          uint64_t len) const;
+
     /* rc_requester.cpp */
     void requester_progress(Time now);
     bool requester_can_send() const;
