@@ -143,7 +143,7 @@ void Qp::requester_progress(Time now) {
     }
 }
 
-bool Qp::start_wqe(SendWqe &w, uint8_t **host0) {
+[[gnu::always_inline]] inline bool Qp::start_wqe(SendWqe &w, uint8_t **host0) {
     /* Local access is checked when the WR starts, so that a bad lkey fails before any
      * packet leaves, and again for every packet that reads or writes the region (gather
      * below, scatter for READ responses and atomic results): a region deregistered while
