@@ -69,7 +69,7 @@ wire::ParseResult Shard::parse_chain(rte_mbuf *m, wire::ParsedPacket &pp, wire::
     return wire::ParseResult::Ok;
 }
 
-void Shard::prefetch_frame(const rte_mbuf *m) {
+[[gnu::always_inline]] inline void Shard::prefetch_frame(const rte_mbuf *m) {
     /* The first three lines unconditionally (a small RC frame, 58 to 150 bytes, and an ACK
      * lie in them; a prefetch never faults, so one past a short frame costs only the
      * fetch), the rest up to kRxPrefetchBytes only for a longer frame. */
@@ -88,7 +88,7 @@ void Shard::prefetch_frame(const rte_mbuf *m) {
  * its way already), with the QpCtx fetch started unless the packet before it (prev) is
  * for the same QP (a burst of one QP's packets asks for its lines once). nullptr when it
  * is not a plain IPv4 RoCEv2 frame for a QP of this shard: rx_one() sorts those out. */
-QpCtx *Shard::prefetch_ctx(rte_mbuf *m, const QpCtx *prev) const {
+[[gnu::always_inline]] inline QpCtx *Shard::prefetch_ctx(rte_mbuf *m, const QpCtx *prev) const {
     const uint8_t *p = rte_pktmbuf_mtod(m, const uint8_t *);
     /* Untagged IPv4/UDP RoCEv2 only (the common case); the BTH DestQP is at byte 47. */
     if (rte_pktmbuf_data_len(m) < 50 || p[12] != 0x08 || p[13] != 0x00 || p[23] != 17)

@@ -100,7 +100,7 @@ bool Qp::send_ack(uint8_t syndrome, uint32_t psn) {
     return transmit_ack(syndrome, psn);
 }
 
-void Qp::owe_ack(uint32_t psn) {
+[[gnu::always_inline]] inline void Qp::owe_ack(uint32_t psn) {
     /* Coalescing (IBTA 9.7.5.1.1: an ACK acknowledges every earlier request): the ACK
      * leaves when the QP is next served for TX, after the whole RX burst, so a burst
      * of requests costs one ACK for its last PSN. A NAK still owed for a later PSN
