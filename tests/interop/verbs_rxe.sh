@@ -97,10 +97,15 @@ run_pair_cm() { # ROLE DIR GUEST_NAME
 }
 
 ROW='^ *[0-9]+ +[0-9]+ +[0-9]+\.[0-9]+'
+# The guest's perftest may print its latency row as "inf": the VM's cycle counter is not
+# always calibrated (perftest_rxe.sh accepts it the same way). droce's own row must hold
+# numbers.
+ROW_GUEST='^ *[0-9]+ +[0-9]+ +([0-9]+\.[0-9]+|inf)'
 # case_args CASE: sets tool, srv_args, cli_args (the server's address appended by run_case
-# where the tool takes it last), ok_re (what both logs must hold) and cm (1: rdma_cm).
+# where the tool takes it last), ok_re (what droce's log must hold), guest_re (the guest's)
+# and cm (1: rdma_cm).
 case_args() {
-  cm=0 ok_re=$ROW srv_args=
+  cm=0 ok_re=$ROW guest_re=$ROW_GUEST srv_args=
   case $1 in
     rc_pingpong) tool=ibv_rc_pingpong; srv_args="-g 1 -s 4096 -n 200 -c"; ok_re='200 iters in';;
     rc_events) tool=ibv_rc_pingpong; srv_args="-g 1 -s 4096 -n 200 -c -e"; ok_re='200 iters in';;
@@ -118,6 +123,7 @@ case_args() {
     udaddy) tool=udaddy; cm=1; ok_re='return status 0';;
     *) return 1;;
   esac
+  [[ $ok_re == "$ROW" ]] || guest_re=$ok_re
   cli_args=$srv_args
   case $1 in ucmatose) srv_args="-c 2"; cli_args="-c 2 -s";; udaddy) cli_args="-s";; esac
 }
@@ -125,7 +131,7 @@ case_args() {
 # The argument strings above are split into words on purpose; il_case reads CASE_DIR.
 # shellcheck disable=SC2206,SC2034
 run_case() { # CASE ROLE -> CASE_OK, CASE_WHY, CASE_DIR
-  local c=$1 role=$2 dir=$OUT/$1-droce_$2 tool srv_args cli_args ok_re cm t0 side
+  local c=$1 role=$2 dir=$OUT/$1-droce_$2 tool srv_args cli_args ok_re guest_re cm t0
   CASE_OK=0; CASE_WHY=""; CASE_DIR=$dir
   rm -rf "$dir"; mkdir -p "$dir"
   case_args "$c" || { CASE_WHY="unknown case $c"; return; }
@@ -158,9 +164,8 @@ run_case() { # CASE ROLE -> CASE_OK, CASE_WHY, CASE_DIR
     [ "$n" = 20 ] || CASE_WHY+="client showed $n of 20 pings; "
     grep -qi 'mismatch\|invalid' "$dir/droce.log" "$dir/guest.log" && CASE_WHY+="data mismatch; "
   else
-    for side in droce guest; do
-      grep -Eq "$ok_re" "$dir/$side.log" || CASE_WHY+="$side printed no result; "
-    done
+    grep -Eq "$ok_re" "$dir/droce.log" || CASE_WHY+="droce printed no result; "
+    grep -Eq "$guest_re" "$dir/guest.log" || CASE_WHY+="guest printed no result; "
     grep -qi 'invalid data\|data mismatch' "$dir/droce.log" "$dir/guest.log" && CASE_WHY+="data mismatch; "
   fi
   if [ -z "$CASE_WHY" ]; then
