@@ -192,9 +192,11 @@ void Qp::ack_through(uint32_t psn, Time now) {
         /* Retired before its completion is written: a completion the CQ has no room for
          * puts the QP in ERR, whose flush must not see this WQE again. */
         ++req_.sq_head;
-        complete_send(w, WcStatus::Success);
-        if (state_ == QpState::Err)
-            return;
+        if (w.signaled) { /* an unsignaled success leaves no completion (complete_send) */
+            complete_send(w, WcStatus::Success);
+            if (state_ == QpState::Err)
+                return;
+        }
     }
     check_sq_drained();
     uint32_t una = wire::psn_add(psn, 1);
