@@ -3,6 +3,7 @@
  * real frames. Each failure message carries the seed; the same seed replays it. */
 #include <gtest/gtest.h>
 
+#include <cerrno>
 #include <cstring>
 #include <numeric>
 #include <string>
@@ -542,6 +543,60 @@ TEST(RcSim, InlineDataIsCopiedAtPost) {
     ASSERT_TRUE(q.run([&] { return q.rcq_b.q.size() == 1; }));
     EXPECT_EQ(q.rcq_b.q.front().status, WcStatus::Success);
     EXPECT_EQ(0, std::memcmp(q.buf_b.data(), expect.data(), 64));
+}
+
+/* Every refusal of post_send (rc::Qp::check_post_send's reasons): its errno, its message,
+ * and nothing queued for it; the WRs it took all complete. */
+TEST(RcSim, PostSendRefusalsQueueNothing) {
+    QpCap cap;
+    cap.max_send_wr = 4;
+    cap.max_inline_data = 64;
+    Pair q(29, {}, {}, Mtu::Mtu1024, 0x100, 0x200, cap);
+    const auto write_wr = [&](uint64_t id) {
+        SendWr w = make_wr(WrOpcode::RdmaWrite, id, q.mr_a, 0, 64);
+        w.remote_addr = q.mr_b.addr;
+        w.rkey = q.mr_b.key;
+        return w;
+    };
+    const auto refused = [&](const SendWr &w, int code, const std::string &what) {
+        const Status s = q.qa->post_send(w);
+        EXPECT_FALSE(s) << what;
+        EXPECT_EQ(s.code(), code) << what << ": " << s.message();
+        EXPECT_NE(s.message().find(what), std::string::npos) << s.message();
+    };
+    SendWr w = write_wr(100);
+    w.num_sge = kMaxSge + 1;
+    refused(w, EINVAL, "num_sge 5 out of range");
+    w = write_wr(101);
+    w.opcode = WrOpcode::AtomicFetchAndAdd;
+    refused(w, EINVAL, "atomics take exactly one 8-byte SGE");
+    w.sg_list[0].length = 8;
+    w.remote_addr += 4;
+    refused(w, EINVAL, "atomic remote_addr must be 8-byte aligned");
+    w = write_wr(102);
+    w.opcode = static_cast<WrOpcode>(200);
+    refused(w, EINVAL, "unsupported opcode 200");
+    w = write_wr(103);
+    w.opcode = WrOpcode::RdmaRead;
+    w.send_flags |= kSendInline;
+    refused(w, EINVAL, "IBV_SEND_INLINE only with SEND and RDMA WRITE");
+    w = write_wr(104);
+    w.sg_list[0].length = 65;
+    w.send_flags |= kSendInline;
+    refused(w, EINVAL, "inline data of 65 bytes above max_inline_data 64");
+    w = write_wr(105);
+    w.sg_list[0].length = 0x80000001u;
+    refused(w, EINVAL, "message longer than 2 GiB");
+    for (uint64_t id = 1; id <= 4; ++id)
+        ASSERT_TRUE(q.qa->post_send(write_wr(id)));
+    refused(write_wr(5), ENOMEM, "send queue full (4 WRs)");
+    ASSERT_TRUE(q.run([&] { return q.scq_a.q.size() == 4; }));
+    q.fab.run_until([] { return false; }, q.fab.now + 1'000'000);
+    ASSERT_EQ(q.scq_a.q.size(), 4u) << "a refused WR left a completion";
+    for (uint64_t id = 1; id <= 4; ++id) {
+        EXPECT_EQ(q.scq_a.q[id - 1].wr_id, id);
+        EXPECT_EQ(q.scq_a.q[id - 1].status, WcStatus::Success);
+    }
 }
 
 /* SEND with Invalidate received: droce has no key a peer may invalidate, so it must not
