@@ -368,7 +368,7 @@ inline Qp::PostRefusal Qp::check_post_send(const SendWr &wr, uint64_t *len_out) 
             wr.opcode != WrOpcode::SendWithInv && wr.opcode != WrOpcode::RdmaWrite &&
             wr.opcode != WrOpcode::RdmaWriteWithImm)
             return R::InlineOpcode;
-        if (len > std::min(cfg_.cap.max_inline_data, kMaxInlineData))
+        if (len > inline_cap())
             return R::InlineLen;
     }
     return R::None;
@@ -402,10 +402,8 @@ Status Qp::post_send_refused(PostRefusal why, const SendWr &wr, uint64_t len) co
     case R::InlineOpcode:
         return Status(EINVAL, "post_send: IBV_SEND_INLINE only with SEND and RDMA WRITE");
     case R::InlineLen:
-        return Status(EINVAL,
-                      "post_send: inline data of " + std::to_string(len) +
-                          " bytes above max_inline_data " +
-                          std::to_string(std::min(cfg_.cap.max_inline_data, kMaxInlineData)));
+        return Status(EINVAL, "post_send: inline data of " + std::to_string(len) +
+                                  " bytes above max_inline_data " + std::to_string(inline_cap()));
     case R::None:
         break;
     }

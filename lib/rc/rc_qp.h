@@ -6,6 +6,7 @@
  * Sans-I/O: packets in through on_packet(), out through TxPort; time is an argument. */
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -279,6 +280,8 @@ class alignas(64) Qp {
      * building a message; post_send_refused words it (out of line: the posting path
      * carries no string). */
     enum class PostRefusal : uint8_t;
+    /* The most inline data a WR may carry: the QP's max_inline_data, within the WQE's. */
+    uint32_t inline_cap() const { return std::min(cfg_.cap.max_inline_data, kMaxInlineData); }
     PostRefusal check_post_send(const SendWr &wr, uint64_t *len) const;
     [[gnu::cold, gnu::noinline]] Status post_send_refused(PostRefusal why, const SendWr &wr,
                                                           uint64_t len) const;

@@ -72,6 +72,7 @@ constexpr size_t mask_end(const IcrcMask &m) {
     return e;
 }
 constexpr size_t kMaskEnd4 = mask_end(kMask4), kMaskEnd6 = mask_end(kMask6);
+static_assert(kMaskEnd4 != 0 && kMaskEnd6 != 0, "0 names the plain kernels");
 
 #define DROCE_SMALL_TARGET __attribute__((target("pclmul,ssse3,sse4.1")))
 
@@ -106,12 +107,12 @@ DROCE_SMALL_TARGET inline __m128i block(const uint8_t *p, const uint8_t *mask, s
  * prefix), as integers: the bases may lie before the frame (or, with the plain kernel's
  * null mask, be meaningless), only q + 16 * i and mq + 16 * i are ever used as pointers,
  * and each block is then one load at a constant offset from a base. */
-template <bool Masked, size_t MaskEnd>
+template <size_t MaskEnd>
 DROCE_SMALL_TARGET inline __m128i tail_block(uintptr_t q, uintptr_t mq, size_t i) {
     const auto at = [](uintptr_t a) { return reinterpret_cast<const uint8_t *>(a); };
     /* Block i starts at message offset 16 * i - lead, lead < 16: past the mask's ones when
      * 16 * i - 15 >= MaskEnd. i is a constant once the kernel's loops are unrolled. */
-    if (Masked && 16 * i < MaskEnd + 15)
+    if (MaskEnd != 0 && 16 * i < MaskEnd + 15)
         return _mm_or_si128(ld(at(q + 16 * i)), ld(at(mq + 16 * i)));
     return ld(at(q + 16 * i));
 }
@@ -121,9 +122,10 @@ DROCE_SMALL_TARGET inline __m128i tail_block(uintptr_t q, uintptr_t mq, size_t i
  * lanes of 64 bytes while at least four blocks are left, then one 16 bytes at a time,
  * with no counter, no bound test and no offset arithmetic per block. (blk is a macro: a
  * lambda calling the intrinsics lacks the target attribute and would not be inlined.) */
-template <bool Masked, size_t MaskEnd, size_t B>
+template <size_t MaskEnd, size_t B>
 DROCE_SMALL_TARGET uint32_t crc32_blocks(const uint8_t *p, size_t lead, const uint8_t *mask) {
     static_assert(B >= 2);
+    constexpr bool Masked = MaskEnd != 0;
     /* The init (~0) is the init-0 CRC of the message with its first four bytes inverted;
      * zeros in front do not change an init-0 CRC. The first two blocks may reach into
      * the prefix or in front of the message: block() builds them. */
@@ -133,7 +135,7 @@ DROCE_SMALL_TARGET uint32_t crc32_blocks(const uint8_t *p, size_t lead, const ui
     const __m128i l1 = _mm_xor_si128(block<Masked>(p, mask, 16 - lead), ld(kInit + 16 - lead));
     const uintptr_t q = reinterpret_cast<uintptr_t>(p) - lead - (Masked ? 8 : 0);
     const uintptr_t mq = reinterpret_cast<uintptr_t>(mask) - lead;
-#define blk(i) tail_block<Masked, MaskEnd>(q, mq, (i))
+#define blk(i) tail_block<MaskEnd>(q, mq, (i))
     const __m128i k1 = kv(kK128);
     __m128i acc;
     size_t i;
@@ -159,16 +161,16 @@ DROCE_SMALL_TARGET uint32_t crc32_blocks(const uint8_t *p, size_t lead, const ui
 }
 
 using BlocksFn = uint32_t (*)(const uint8_t *, size_t, const uint8_t *);
-template <bool Masked, size_t MaskEnd, size_t... I>
-constexpr auto blocks_table(std::index_sequence<I...>) {
-    return std::array<BlocksFn, sizeof...(I)>{&crc32_blocks<Masked, MaskEnd, I + 2>...};
+/* MaskEnd: the ICRC's kernels (one past the mask's last one); 0: the plain CRC's. */
+template <size_t MaskEnd, size_t... I> constexpr auto blocks_table(std::index_sequence<I...>) {
+    return std::array<BlocksFn, sizeof...(I)>{&crc32_blocks<MaskEnd, I + 2>...};
 }
 /* Index B - 2: every block count of a length below kCrcSmallMax. */
 constexpr size_t kMaxBlocks = kCrcSmallMax / 16;
 using Blocks = std::make_index_sequence<kMaxBlocks - 1>;
-constexpr auto kBlocksMasked4 = blocks_table<true, kMaskEnd4>(Blocks{});
-constexpr auto kBlocksMasked6 = blocks_table<true, kMaskEnd6>(Blocks{});
-constexpr auto kBlocksPlain = blocks_table<false, 0>(Blocks{});
+constexpr auto kBlocksMasked4 = blocks_table<kMaskEnd4>(Blocks{});
+constexpr auto kBlocksMasked6 = blocks_table<kMaskEnd6>(Blocks{});
+constexpr auto kBlocksPlain = blocks_table<0>(Blocks{});
 
 inline uint32_t crc32_small_t(const std::array<BlocksFn, kMaxBlocks - 1> &table, const uint8_t *p,
                               size_t len, const uint8_t *mask) {
