@@ -98,7 +98,7 @@ BwReport compute_bw(const Options &opt, const std::vector<const Side *> &sides) 
         start = std::min(start, s->started_at());
         end = std::max(end, s->ended_at());
         const auto &tp = s->tposted();
-        const auto &tc = s->tcompleted();
+        const std::vector<double> tc = s->tcompleted();
         if (s->completed() == 0)
             continue; // -D: a side that completed nothing adds no stamps
         if (tp.empty() || tc.empty() || tc.size() != s->completed()) {
@@ -122,13 +122,13 @@ BwReport compute_bw(const Options &opt, const std::vector<const Side *> &sides) 
     if (!stamped)
         return r;
     /* One side's completion stamps as they are; several sides' merged in time order. */
-    std::vector<double> merged;
-    if (sides.size() > 1) {
-        for (const Side *s : sides)
-            merged.insert(merged.end(), s->tcompleted().begin(), s->tcompleted().end());
-        std::sort(merged.begin(), merged.end());
+    std::vector<double> tc;
+    for (const Side *s : sides) {
+        const std::vector<double> t = s->tcompleted();
+        tc.insert(tc.end(), t.begin(), t.end());
     }
-    const std::vector<double> &tc = sides.size() > 1 ? merged : sides.front()->tcompleted();
+    if (sides.size() > 1)
+        std::sort(tc.begin(), tc.end());
     // Peak: the best window of tx_depth x qps consecutive completions.
     if (tc.size() == r.iters && r.iters >= 2) {
         // One window = what all QPs keep in flight, in whole -Q batches: a batch's

@@ -55,6 +55,19 @@ bool Side::is_passive() const {
     return cfg_.verb == Verb::Read || cfg_.verb == Verb::Atomic;
 }
 
+std::vector<double> Side::tcompleted() const {
+    std::vector<double> t;
+    t.reserve(ccnt_);
+    for (const CompletionStamp &c : tcompleted_)
+        t.insert(t.end(), c.wrs, c.t);
+    return t;
+}
+
+void Side::stamp_first_post() {
+    if (tposted_.empty() && tposted_.capacity() != 0)
+        tposted_.push_back(now_ns());
+}
+
 double Side::now_ns() const {
     return std::chrono::duration<double, std::nano>(Clock::now() - t0_).count();
 }
@@ -285,13 +298,17 @@ Status Side::post_list(uint32_t q) {
     for (uint32_t k = 0; k < n; ++k) {
         SendWr &wr = list_[k];
         fill_wr(wr, q);
-        set_signaled(wr, qp_scnt_[q] + k + 1);
+        set_signaled(wr, q, qp_scnt_[q] + k + 1);
     }
     return qps_[q]->post_send(list_.data(), n);
 }
 
-void Side::set_signaled(SendWr &wr, uint64_t nth) const {
-    const bool sig = nth % cfg_.cq_mod == 0 || nth == qp_target_;
+void Side::set_signaled(SendWr &wr, uint32_t q, uint64_t nth) {
+    /* A countdown per QP, not nth % cq_mod: no 64-bit division per WR. */
+    const bool batch_end = --sig_left_[q] == 0;
+    if (batch_end)
+        sig_left_[q] = cfg_.cq_mod;
+    const bool sig = batch_end || nth == qp_target_;
     wr.send_flags = sig ? wr.send_flags | kSendSignaled : wr.send_flags & ~kSendSignaled;
 }
 
@@ -319,6 +336,7 @@ bool Side::start(uint64_t size) {
     target_ = timed ? std::numeric_limits<uint64_t>::max() : uint64_t{cfg_.iters} * cfg_.num_qps;
     std::fill(qp_scnt_.begin(), qp_scnt_.end(), 0);
     std::fill(qp_ccnt_.begin(), qp_ccnt_.end(), 0);
+    sig_left_.assign(qp_scnt_.size(), cfg_.cq_mod);
     room_.assign(qp_scnt_.size(), 0);
     queued_.assign(qp_scnt_.size(), 0);
     room_head_ = room_count_ = 0;
@@ -327,7 +345,7 @@ bool Side::start(uint64_t size) {
     tposted_.clear();
     tcompleted_.clear();
     if (!timed && target_ <= kMaxStamps) {
-        tposted_.reserve(target_);
+        tposted_.reserve(cfg_.kind == Kind::Bw ? 1 : target_); /* bw: the first post */
         tcompleted_.reserve(target_);
     }
     t_start_ = t_period_ = Clock::now();
@@ -415,9 +433,8 @@ Side::Step Side::step_bw_client() {
         /* A QP's completions come in order, so a signaled one retires every WR up to it:
          * cq_mod of them, fewer only for a run's last (partial) batch. */
         const uint64_t k = std::min<uint64_t>(mod, qp_scnt_[q] - qp_ccnt_[q]);
-        const double t = tcompleted_.capacity() != 0 ? now_ns() : 0;
-        for (uint64_t j = 0; j < k && tcompleted_.size() < tcompleted_.capacity(); ++j)
-            tcompleted_.push_back(t);
+        if (tcompleted_.size() < tcompleted_.capacity())
+            tcompleted_.push_back({now_ns(), k});
         qp_ccnt_[q] += k;
         ccnt_ += k;
         room_push(q);
@@ -436,8 +453,7 @@ Side::Step Side::step_bw_client() {
             const uint32_t n = cfg_.post_list;
             while (!stop && qp_scnt_[q] + n <= qp_target_ &&
                    qp_scnt_[q] - qp_ccnt_[q] + n <= cfg_.tx_depth) {
-                for (uint32_t k = 0; k < n && tposted_.size() < tposted_.capacity(); ++k)
-                    tposted_.push_back(now_ns());
+                stamp_first_post();
                 if (Status st = post_list(q); !st) {
                     fail("Couldn't post send list: qp %u scnt=%llu: %s", q,
                          static_cast<unsigned long long>(qp_scnt_[q]), st.message().c_str());
@@ -451,9 +467,8 @@ Side::Step Side::step_bw_client() {
         }
         while ((!stop || qp_scnt_[q] % mod != 0) && qp_scnt_[q] < qp_target_ &&
                qp_scnt_[q] - qp_ccnt_[q] < cfg_.tx_depth) {
-            if (tposted_.size() < tposted_.capacity())
-                tposted_.push_back(now_ns());
-            set_signaled(wr_, qp_scnt_[q] + 1);
+            stamp_first_post();
+            set_signaled(wr_, q, qp_scnt_[q] + 1);
             if (Status st = post_one(q); !st) {
                 fail("Couldn't post send: qp %u scnt=%llu: %s", q,
                      static_cast<unsigned long long>(qp_scnt_[q]), st.message().c_str());
@@ -486,7 +501,7 @@ Side::Step Side::step_send_server() {
         if (ccnt_ == 0 && tposted_.size() < tposted_.capacity())
             tposted_.push_back(now_ns());
         if (tcompleted_.size() < tcompleted_.capacity())
-            tcompleted_.push_back(now_ns());
+            tcompleted_.push_back({now_ns(), 1});
         const uint32_t q = wrid_qp(wc[i]);
         ++qp_ccnt_[q];
         ++ccnt_;

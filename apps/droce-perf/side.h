@@ -108,9 +108,11 @@ class alignas(64) Side {
     MemoryRegion &mr() const { return *mr_; }
     QueuePair &qp(uint32_t i) const { return *qps_[i]; }
 
-    /** Timestamps of the last run (ns since an arbitrary origin). */
+    /** Timestamps of the last run (ns since an arbitrary origin). tposted: one per post of
+     * a latency test; a bw client's first post only (its report reads no other). */
     const std::vector<double> &tposted() const { return tposted_; }
-    const std::vector<double> &tcompleted() const { return tcompleted_; }
+    /** When each WR completed, one entry per WR (a batch's share its CQE's stamp). */
+    std::vector<double> tcompleted() const;
     /** Completions of all QPs in the last run. */
     uint64_t completed() const { return ccnt_; }
     uint64_t size() const { return size_; }
@@ -128,7 +130,7 @@ class alignas(64) Side {
     uint8_t *recv_buf(uint32_t i) const { return buf() + (size_t{cfg_.num_qps} + i) * half_; }
     Status post_one(uint32_t qp);
     /* A QP's nth WR (from 1) is signaled every cq_mod-th and at its last (perftest's -Q). */
-    void set_signaled(SendWr &wr, uint64_t nth) const;
+    void set_signaled(SendWr &wr, uint32_t q, uint64_t nth);
     /* The per-QP fields of wr (prepare_wr built the rest). */
     void fill_wr(SendWr &wr, uint32_t qp);
     /* -l: posts one list of cfg_.post_list WRs on QP q (signaling every cq_mod-th). */
@@ -165,6 +167,7 @@ class alignas(64) Side {
     std::vector<Dest> local_;
     std::vector<Dest> remote_;
     std::vector<uint64_t> qp_scnt_, qp_ccnt_; /**< per QP, this run */
+    std::vector<uint32_t> sig_left_;          /**< per QP: WRs to its next signaled one */
     /** QPs that may take another WR, each at most once, in the order room appeared: the
      * client's post loop visits only these (a pass over all QPs per poll, as perftest
      * makes, costs more than the transport at 16,384 QPs). */
@@ -181,7 +184,18 @@ class alignas(64) Side {
     uint64_t qp_target_ = 0; /**< per QP */
     uint64_t scnt_ = 0, ccnt_ = 0, rcnt_ = 0, consumed_ = 0; /**< all QPs */
     int lat_state_ = 0;
-    std::vector<double> tposted_, tcompleted_;
+    /* A bw client stamps its run's first post alone; the per-post stamps perftest keeps
+     * fed a peak the report computes from completions, and cost the client loop a clock
+     * read per WR. */
+    void stamp_first_post();
+    std::vector<double> tposted_;
+    /* One per CQE, not per WR: a signaled WR's completion retires its whole batch, and
+     * perftest too takes one clock read per completion. */
+    struct CompletionStamp {
+        double t;
+        uint64_t wrs;
+    };
+    std::vector<CompletionStamp> tcompleted_;
     Clock::time_point t0_, t_start_, t_end_, t_deadline_, t_period_;
     uint64_t period_ccnt_ = 0;
 };
