@@ -81,3 +81,5 @@ class DataTemplate {
 };
 
 } // namespace droce::wire
+
+#include "wire_data_template_build.h" /* build(), inline */
