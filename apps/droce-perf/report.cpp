@@ -15,6 +15,7 @@ const char kResultLine[] =
 std::string g_json;
 
 double format_factor(const Options &opt) { return opt.report_gbits ? 125000000.0 : 1048576.0; }
+
 } // namespace
 
 void print_line() { std::fputs(kResultLine, stdout); }
@@ -98,15 +99,15 @@ BwReport compute_bw(const Options &opt, const std::vector<const Side *> &sides) 
         start = std::min(start, s->started_at());
         end = std::max(end, s->ended_at());
         const auto &tp = s->tposted();
-        const std::vector<double> tc = s->tcompleted();
+        const auto &tc = s->tcompleted();
         if (s->completed() == 0)
             continue; // -D: a side that completed nothing adds no stamps
-        if (tp.empty() || tc.empty() || tc.size() != s->completed()) {
+        if (tp.empty() || tc.empty() || s->stamped_wrs() != s->completed()) {
             stamped = false;
             continue;
         }
         first_post = any ? std::min(first_post, tp.front()) : tp.front();
-        last_completion = any ? std::max(last_completion, tc.back()) : tc.back();
+        last_completion = any ? std::max(last_completion, tc.back().t) : tc.back().t;
         any = true;
     }
     stamped = stamped && any;
@@ -122,27 +123,24 @@ BwReport compute_bw(const Options &opt, const std::vector<const Side *> &sides) 
     if (!stamped)
         return r;
     /* One side's completion stamps as they are; several sides' merged in time order. */
-    std::vector<double> tc;
-    for (const Side *s : sides) {
-        const std::vector<double> t = s->tcompleted();
-        tc.insert(tc.end(), t.begin(), t.end());
+    std::vector<CompletionStamp> merged;
+    if (sides.size() > 1) {
+        for (const Side *s : sides)
+            merged.insert(merged.end(), s->tcompleted().begin(), s->tcompleted().end());
+        std::stable_sort(merged.begin(), merged.end(),
+                         [](const auto &a, const auto &b) { return a.t < b.t; });
     }
-    if (sides.size() > 1)
-        std::sort(tc.begin(), tc.end());
-    // Peak: the best window of tx_depth x qps consecutive completions.
-    if (tc.size() == r.iters && r.iters >= 2) {
-        // One window = what all QPs keep in flight, in whole -Q batches: a batch's
-        // completions share one timestamp, and a window cutting one would count its
-        // messages with no time for them.
-        const size_t mod = std::max<size_t>(1, opt.cq_mod);
-        const size_t w = std::max<size_t>(
-            1, std::min<size_t>((size_t{opt.tx_depth} * opt.num_qps + mod - 1) / mod * mod,
-                                tc.size() - 1));
-        for (size_t i = w; i < tc.size(); i += w) {
-            const double dt = (tc[i] - tc[i - w]) / 1e9;
-            if (dt > 0)
-                r.bw_peak = std::max(r.bw_peak, static_cast<double>(r.size) * w / dt / ff);
-        }
+    const auto &stamps = sides.size() > 1 ? merged : sides.front()->tcompleted();
+    // Peak: the best window of tx_depth x qps consecutive completions. One window = what
+    // all QPs keep in flight, in whole -Q batches: a batch's completions share one
+    // timestamp, and a window cutting one would count its messages with no time for them.
+    if (r.iters >= 2) {
+        const uint64_t mod = std::max<uint64_t>(1, opt.cq_mod);
+        const uint64_t w = std::max<uint64_t>(
+            1, std::min<uint64_t>((uint64_t{opt.tx_depth} * opt.num_qps + mod - 1) / mod * mod,
+                                  r.iters - 1));
+        const double rate = best_window_rate(stamps, r.iters, w);
+        r.bw_peak = std::max(r.bw_peak, static_cast<double>(r.size) * rate / ff);
     }
     return r;
 }

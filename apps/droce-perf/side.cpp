@@ -55,12 +55,11 @@ bool Side::is_passive() const {
     return cfg_.verb == Verb::Read || cfg_.verb == Verb::Atomic;
 }
 
-std::vector<double> Side::tcompleted() const {
-    std::vector<double> t;
-    t.reserve(ccnt_);
-    for (const CompletionStamp &c : tcompleted_)
-        t.insert(t.end(), c.wrs, c.t);
-    return t;
+void Side::stamp_completion(uint64_t wrs) {
+    if (tcompleted_.size() == tcompleted_.capacity())
+        return;
+    tcompleted_.push_back({now_ns(), wrs});
+    stamped_wrs_ += wrs;
 }
 
 void Side::stamp_first_post() {
@@ -344,6 +343,7 @@ bool Side::start(uint64_t size) {
         room_push(q);
     tposted_.clear();
     tcompleted_.clear();
+    stamped_wrs_ = 0;
     if (!timed && target_ <= kMaxStamps) {
         tposted_.reserve(cfg_.kind == Kind::Bw ? 1 : target_); /* bw: the first post */
         tcompleted_.reserve(target_);
@@ -433,8 +433,7 @@ Side::Step Side::step_bw_client() {
         /* A QP's completions come in order, so a signaled one retires every WR up to it:
          * cq_mod of them, fewer only for a run's last (partial) batch. */
         const uint64_t k = std::min<uint64_t>(mod, qp_scnt_[q] - qp_ccnt_[q]);
-        if (tcompleted_.size() < tcompleted_.capacity())
-            tcompleted_.push_back({now_ns(), k});
+        stamp_completion(k);
         qp_ccnt_[q] += k;
         ccnt_ += k;
         room_push(q);
@@ -500,8 +499,7 @@ Side::Step Side::step_send_server() {
             continue;
         if (ccnt_ == 0 && tposted_.size() < tposted_.capacity())
             tposted_.push_back(now_ns());
-        if (tcompleted_.size() < tcompleted_.capacity())
-            tcompleted_.push_back({now_ns(), 1});
+        stamp_completion(1);
         const uint32_t q = wrid_qp(wc[i]);
         ++qp_ccnt_[q];
         ++ccnt_;

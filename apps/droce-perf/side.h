@@ -23,6 +23,7 @@
 #include <droce/droce.h>
 
 #include "options.h"
+#include "peak.h"
 #include "proto.h"
 #include "qp_resources.h"
 #include "tsc_clock.h"
@@ -111,8 +112,11 @@ class alignas(64) Side {
     /** Timestamps of the last run (ns since an arbitrary origin). tposted: one per post of
      * a latency test; a bw client's first post only (its report reads no other). */
     const std::vector<double> &tposted() const { return tposted_; }
-    /** When each WR completed, one entry per WR (a batch's share its CQE's stamp). */
-    std::vector<double> tcompleted() const;
+    /** When WRs completed: one stamp per completion read, with the WRs it retired (a
+     * signaled WR's CQE retires its whole -Q batch; perftest too stamps per CQE). */
+    const std::vector<CompletionStamp> &tcompleted() const { return tcompleted_; }
+    /** WRs the stamps of tcompleted() account for (all completed, unless they ran out). */
+    uint64_t stamped_wrs() const { return stamped_wrs_; }
     /** Completions of all QPs in the last run. */
     uint64_t completed() const { return ccnt_; }
     uint64_t size() const { return size_; }
@@ -189,13 +193,9 @@ class alignas(64) Side {
      * read per WR. */
     void stamp_first_post();
     std::vector<double> tposted_;
-    /* One per CQE, not per WR: a signaled WR's completion retires its whole batch, and
-     * perftest too takes one clock read per completion. */
-    struct CompletionStamp {
-        double t;
-        uint64_t wrs;
-    };
     std::vector<CompletionStamp> tcompleted_;
+    uint64_t stamped_wrs_ = 0;
+    void stamp_completion(uint64_t wrs);
     Clock::time_point t0_, t_start_, t_end_, t_deadline_, t_period_;
     uint64_t period_ccnt_ = 0;
 };

@@ -7,12 +7,14 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <random>
 #include <string>
 #include <vector>
 
 #include "../../apps/droce-fabric/fabric_options.h"
 #include "../../apps/droce-nvmf/nvmf_options.h"
 #include "../../apps/droce-perf/options.h"
+#include "../../apps/droce-perf/peak.h"
 #include "../../apps/droce-pingpong/options.h"
 
 using droce::app::ParseResult;
@@ -552,4 +554,42 @@ TEST(FabricOptions, HelpAndErrors) {
         droce::fabric_app::CommandLine cl;
         EXPECT_EQ(fabric(words, cl), ParseResult::ExitError) << words[1] << " " << words.back();
     }
+}
+
+/* droce-perf's peak from one stamp per CQE equals the peak over one stamp per WR (every WR
+ * of a batch at its CQE's time), which the report computed before: random batches, full
+ * and partial, several window sizes. */
+TEST(PerfPeak, PerCqeStampsGiveThePerWrPeak) {
+    std::mt19937_64 rng(7);
+    for (int round = 0; round < 200; ++round) {
+        std::vector<droce::perf::CompletionStamp> stamps;
+        std::vector<double> per_wr;
+        double t = 1000;
+        uint64_t wrs = 0;
+        const int n = 1 + static_cast<int>(rng() % 40);
+        for (int i = 0; i < n; ++i) {
+            t += static_cast<double>(rng() % 5000); /* 0 too: two CQEs in one tick */
+            const uint64_t k = 1 + rng() % 100;
+            stamps.push_back({t, k});
+            per_wr.insert(per_wr.end(), k, t);
+            wrs += k;
+        }
+        for (uint64_t w : {uint64_t{1}, uint64_t{7}, uint64_t{100}, wrs / 2 + 1}) {
+            double want = 0;
+            for (uint64_t i = w; i < wrs; i += w) {
+                const double dt = (per_wr[i] - per_wr[i - w]) / 1e9;
+                if (dt > 0)
+                    want = std::max(want, static_cast<double>(w) / dt);
+            }
+            EXPECT_DOUBLE_EQ(droce::perf::best_window_rate(stamps, wrs, w), want)
+                << "round " << round << " window " << w;
+        }
+    }
+}
+
+TEST(PerfPeak, NoWindowNoRate) {
+    EXPECT_EQ(droce::perf::best_window_rate({}, 0, 1), 0);
+    EXPECT_EQ(droce::perf::best_window_rate({{5, 10}}, 10, 4), 0); /* one stamp: dt 0 */
+    /* 100 WRs at t=0 and 100 at t=1 ms: the window of 100 from WR 100 spans 1 ms */
+    EXPECT_DOUBLE_EQ(droce::perf::best_window_rate({{0, 100}, {1e6, 100}}, 200, 100), 1e5);
 }
