@@ -12,7 +12,8 @@
  *                       connected QP pairs alongside; K pairs are created and connected
  *                       for their rounds and destroyed after.
  *   bench_scale workers 64 B WRITE message rate with W embedded workers for each W of a
- *                       list (default 1,2), P QP pairs per worker (weak scaling); thread
+ *                       list (default 1,2), P QP pairs per worker (weak scaling) or N
+ *                       pairs in all, spread over the workers (strong scaling); thread
  *                       w, pinned to CPU w, polls worker w and drives the QPs of its CQs;
  *                       ring pair with max(2, W) queues; a fresh Engine per round. Per-
  *                       worker rates, ratios to the list's first W in the same round, and
@@ -70,6 +71,7 @@ struct Args {
     bool register_threads = true;           /* workers: threads 1.. become EAL threads */
     std::vector<uint32_t> workers = {1, 2}; /* workers: worker counts (rounds alternate) */
     uint32_t pairs = 2;                     /* workers: QP pairs per worker (weak scaling) */
+    uint32_t total_pairs = 0; /* workers: QP pairs in all (strong scaling); 0: weak scaling */
     std::vector<uint32_t> cpus;             /* workers: worker w on cpus[w] (default CPU w) */
     bool counters = false;                  /* print device counters per message (first round) */
     std::string csv;
@@ -751,20 +753,28 @@ struct WorkersRound {
     uint64_t completed = 0;
 };
 
-/* Weak scaling: nw workers, args.pairs QP pairs on each (pair q on worker q % nw, both
- * sides), one thread per worker polling it and driving the QPs of its CQ. */
+/* QP pairs of a round with nw workers: args.pairs on each (weak scaling), or
+ * args.total_pairs over them all (strong scaling). */
+uint32_t round_pairs(const Args &args, uint32_t nw) {
+    return args.total_pairs != 0 ? args.total_pairs : nw * args.pairs;
+}
+
+/* nw workers, round_pairs() QP pairs (pair q on worker q % nw, both sides), one thread
+ * per worker polling it and driving the QPs of its CQ. */
 WorkersRound run_workers_round(const Args &args, uint32_t nw) {
+    const uint32_t n = round_pairs(args, nw);
+    const uint32_t most = (n + nw - 1) / nw; /* pairs of the busiest worker */
     Bed bed;
-    bed.open(nw, static_cast<uint16_t>(std::max(2u, nw)), 4096, 4 * args.window * args.pairs + 64);
+    bed.open(nw, static_cast<uint16_t>(std::max(2u, nw)), 4096, 4 * args.window * most + 64);
     Pairs p;
-    for (uint32_t q = 0; q < nw * args.pairs; ++q)
+    for (uint32_t q = 0; q < n; ++q)
         p.add(bed, q % nw, args.window);
     std::vector<Driver> drivers;
     for (uint32_t w = 0; w < nw; ++w) {
         Driver d(bed.engine.get(), nw > 1 ? static_cast<int>(w) : -1, bed.a.cqs[w].get(), &bed.a,
                  &bed.b, 0);
-        d.slot0 = w * args.pairs;
-        for (uint32_t q = w; q < nw * args.pairs; q += nw) {
+        d.slot0 = w * most;
+        for (uint32_t q = w; q < n; q += nw) {
             d.qps.push_back(p.a[q].get());
             d.depth.push_back(args.window);
             d.window += args.window;
@@ -831,14 +841,18 @@ int run_workers(const Args &args) {
             rate[k].push_back(w.mpps);
             for (double x : w.per_worker)
                 per_worker[k].push_back(x);
-            csv_row(csv, "workers,loopback,%u,%u,%.4f", ws[k], r + 1, w.mpps);
+            csv_row(csv, "%s,loopback,%u,%u,%.4f",
+                    args.total_pairs != 0 ? "workers_strong" : "workers", ws[k], r + 1, w.mpps);
         }
         for (size_t k = 0; k < ws.size(); ++k)
             ratio[k].push_back(this_round[k] / this_round[0]);
     }
-    std::printf("\n64 B RDMA WRITE, %u QP pairs per worker, window %u per QP, embedded workers "
+    const std::string pairs = args.total_pairs != 0
+                                  ? std::to_string(args.total_pairs) + " QP pairs in all"
+                                  : std::to_string(args.pairs) + " QP pairs per worker";
+    std::printf("\n64 B RDMA WRITE, %s, window %u per QP, embedded workers "
                 "(worker w on CPU w), ring pair with max(2, W) queues, %u rounds x %.1f s%s\n",
-                args.pairs, args.window, args.rounds, args.seconds,
+                pairs.c_str(), args.window, args.rounds, args.seconds,
                 args.register_threads ? "" : ", worker threads NOT EAL threads");
     std::printf("| workers | Mpps min | Mpps median | Mpps max | x W=%u, same round: min / median "
                 "/ max | per worker median (min-max) |\n",
@@ -882,7 +896,9 @@ void usage() {
         "  --seconds=S       measured seconds per setting and round (default 1)\n"
         "  --counters        print device counter deltas per completed WR (first round)\n"
         "  --workers=LIST    workers: worker counts (default 1,2; the first is the ratios' base)\n"
-        "  --pairs=P         workers: QP pairs per worker (default 2)\n"
+        "  --pairs=P         workers: QP pairs per worker (default 2; weak scaling)\n"
+        "  --total-pairs=N   workers: N QP pairs in all, pair q on worker q %% W (strong\n"
+        "                    scaling; N at least the largest W)\n"
         "  --cpus=LIST       workers: worker w runs on the w-th CPU of LIST, CPUs of this machine\n"
         "                    (default: CPU w; --workers=1 --cpus=1 tells a slow CPU from a slow\n"
         "                    second worker)\n"
@@ -927,7 +943,12 @@ int main(int argc, char **argv) {
             args.workers = parse_list(v);
         else if ((v = val("--pairs")))
             args.pairs = static_cast<uint32_t>(std::atoi(v));
-        else if ((v = val("--cpus")))
+        else if ((v = val("--total-pairs"))) {
+            const std::vector<uint32_t> n = parse_list(v);
+            if (n.size() != 1)
+                die("--total-pairs takes one count of QP pairs");
+            args.total_pairs = n[0];
+        } else if ((v = val("--cpus")))
             args.cpus = parse_list(v, 0, std::max(1u, std::thread::hardware_concurrency()) - 1);
         else if ((v = val("--csv")))
             args.csv = v;
@@ -943,9 +964,13 @@ int main(int argc, char **argv) {
     if (args.window == 0 || args.depth == 0 || args.rounds == 0 || args.iters == 0 ||
         args.pairs == 0 || args.seconds <= 0)
         die("window, depth, rounds, iters, pairs and seconds must be positive");
-    for (uint32_t w : args.workers)
+    for (uint32_t w : args.workers) {
         if (w > 16)
             die("at most 16 workers (kMaxWorkers)");
+        if (args.total_pairs != 0 && args.total_pairs < w)
+            die("--total-pairs must be at least the largest worker count (a worker without "
+                "QPs measures nothing)");
+    }
     if (args.mode == "qps")
         return run_qps(args);
     if (args.mode == "idle")

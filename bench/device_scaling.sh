@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# The worker-scaling curve of issue 32 on a machine with more CPUs than this one and no
+# DPDK (the device machine of bench/README "Workers on a larger machine"): pack the
+# benchmarks here, run them there in one call.
+#
+#   bench/device_scaling.sh pack DIR       (here, after a release build) copies bench_scale,
+#       droce-perf, every shared library they and the DPDK plugins they load need (glibc
+#       and its loader too, so the guest's own do not matter) and this script into DIR.
+#   DIR/device_scaling.sh run OUT [SECONDS] [ROUNDS]   (there) installs the plugins where
+#       the EAL looks for them, then for W = 1, 2, 4, 8, 12, 16 (as many as the CPUs allow;
+#       16 is the engine's kMaxWorkers):
+#         - bench_scale workers, weak scaling (2 QP pairs per worker) and strong scaling
+#           (32 pairs in all), worker w on CPU w, rounds alternating over the W list;
+#         - W separate one-worker bench_scale processes at once, on CPUs 0..W-1 (what the
+#           machine gives when nothing is shared);
+#         - droce-perf write_bw --loopback --workers W --threads W -q 2W (worker mode, a
+#           posting thread per worker; only while 2W + 1 threads fit the CPUs).
+#       Everything goes to OUT: scaling.csv (rows for bench/plot_workers.py), the logs, and
+#       the machine's description. SECONDS per run (default 1), ROUNDS (default 3).
+#
+# Then here: bench/plot_workers.py OUT/scaling.csv bench/workers_scaling.png
+set -euo pipefail
+cmd=${1:-}
+here=$(cd "$(dirname "$0")" && pwd)
+
+pack() {
+    local dir=${1:?usage: $0 pack DIR} root
+    root=$(cd "$here/.." && pwd)
+    local bins=("$root/build/bench/bench_scale" "$root/build/apps/droce-perf/droce-perf")
+    local pmd_dir=/usr/lib/x86_64-linux-gnu/dpdk/pmds-23.0
+    local pmds=("$pmd_dir/librte_mempool_ring.so.23" "$pmd_dir/librte_net_ring.so.23")
+    for b in "${bins[@]}" "${pmds[@]}"; do
+        [[ -e $b ]] || { echo "$0: $b is missing (release build first)" >&2; exit 2; }
+    done
+    mkdir -p "$dir/bin" "$dir/lib"
+    cp "${bins[@]}" "$dir/bin/"
+    cp -L -n "${pmds[@]}" "$dir/lib/"
+    printf '%s\n' "${pmds[@]##*/}" >"$dir/plugins.txt"
+    cp "$0" "$dir/device_scaling.sh"
+    local f lib
+    for f in "${bins[@]}" "${pmds[@]}"; do
+        ldd "$f" | awk '/=> \// {print $3} /^\t\/.*ld-linux/ {print $1}' | while read -r lib; do
+            cp -L -n "$lib" "$dir/lib/"
+        done
+    done
+    strip --strip-unneeded "$dir"/bin/* "$dir"/lib/*.so* 2>/dev/null || true
+    du -sh "$dir"
+}
+
+run() {
+    local out=${1:?usage: $0 run OUT [SECONDS] [ROUNDS]} secs=${2:-1} rounds=${3:-3}
+    # The kit runs from a root-owned copy: the EAL refuses plugins below a world-writable
+    # directory, and the tree the kit came in may be one.
+    local d=/opt/droce-scaling ld
+    rm -rf "$d"
+    mkdir -p "$d"
+    chmod 755 "$d"
+    cp -a "$here"/bin "$here"/lib "$here"/plugins.txt "$d"/
+    ld=$(ls "$d"/lib/ld-linux-x86-64.so.* | head -1)
+    # The EAL dlopens every plugin of its directory named *.so or *.so.23.0: there they
+    # must be links to the very files the binaries load (a second copy of a driver
+    # registers it twice).
+    local pmd_dir=/usr/lib/x86_64-linux-gnu/dpdk/pmds-23.0 p
+    mkdir -p "$out" "$pmd_dir"
+    while read -r p; do
+        [[ -e $pmd_dir/$p.0 ]] || ln -s "$d/lib/$p" "$pmd_dir/$p.0"
+    done <"$d/plugins.txt"
+    x() { "$ld" --library-path "$d/lib" "$@"; }
+    local cpus ws=() w
+    cpus=$(nproc)
+    for w in 1 2 4 8 12 16; do ((w <= cpus)) && ws+=("$w"); done
+    local list
+    list=$(IFS=,; echo "${ws[*]}")
+    {
+        echo "date: $(date -u)"
+        echo "nproc: $cpus"
+        grep -m1 'model name' /proc/cpuinfo || true
+        grep -m1 -o 'avx512[a-z]*' /proc/cpuinfo | head -1 || true
+        uname -a
+    } >"$out/machine.txt"
+    local csv=$out/scaling.csv
+    : >"$csv"
+    echo "== weak scaling (2 QP pairs per worker), W = $list"
+    x "$d/bin/bench_scale" workers --workers="$list" --pairs=2 --rounds="$rounds" \
+        --seconds="$secs" --csv="$csv" | tee "$out/weak.log" | grep -v '^csv,'
+    echo "== strong scaling (32 QP pairs in all), W = $list"
+    x "$d/bin/bench_scale" workers --workers="$list" --total-pairs=32 --rounds="$rounds" \
+        --seconds="$secs" --csv="$csv" | tee "$out/strong.log" | grep -v '^csv,'
+    echo "== W one-worker processes at once"
+    local r i sum
+    for r in $(seq "$rounds"); do
+        for w in "${ws[@]}"; do
+            for i in $(seq 0 $((w - 1))); do
+                x "$d/bin/bench_scale" workers --workers=1 --rounds=1 --seconds="$secs" \
+                    --cpus="$i" >"$out/proc.$w.$i.log" 2>&1 &
+            done
+            wait
+            sum=$(cat "$out"/proc."$w".*.log | awk '/^round/ {s += $4} END {printf "%.4f", s}')
+            echo "round $r: $w processes: $sum Mpps" | tee -a "$out/procs.log"
+            echo "procs,loopback,$w,$r,$sum" >>"$csv"
+            rm -f "$out"/proc."$w".*.log
+        done
+    done
+    echo "== droce-perf --workers W --threads W -q 2W (worker mode)"
+    local m
+    for r in $(seq "$rounds"); do
+        for w in "${ws[@]}"; do
+            ((2 * w + 1 <= cpus)) || continue
+            m=$(x "$d/bin/droce-perf" write_bw -l "0-$w" --no-huge -m 2048 --no-pci --no-shconf \
+                --log-level='*:warning' -- --loopback --workers "$w" --threads "$w" -q $((2 * w)) \
+                -s 64 -D "$secs" 2>>"$out/perf.err" | awk '$1 == 64 && NF >= 5 {print $5}')
+            echo "round $r: droce-perf W=$w: ${m:-failed} Mpps" | tee -a "$out/perf.log"
+            [[ -n $m ]] && echo "perf_threads,loopback,$w,$r,$m" >>"$csv"
+        done
+    done
+}
+
+case $cmd in
+pack) shift; pack "$@" ;;
+run) shift; run "$@" ;;
+*) echo "usage: $0 pack DIR | run OUT [SECONDS] [ROUNDS]" >&2; exit 2 ;;
+esac
