@@ -15,7 +15,6 @@ const char kResultLine[] =
 std::string g_json;
 
 double format_factor(const Options &opt) { return opt.report_gbits ? 125000000.0 : 1048576.0; }
-
 } // namespace
 
 void print_line() { std::fputs(kResultLine, stdout); }
