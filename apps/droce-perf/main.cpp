@@ -166,6 +166,7 @@ SideConfig side_config(const Options &opt, bool client, std::string prefix) {
     c.num_qps = opt.num_qps;
     c.tx_depth = opt.tx_depth;
     c.cq_mod = opt.cq_mod;
+    c.no_peak = opt.no_peak;
     c.post_list = opt.post_list;
     c.rx_depth = opt.rx_depth;
     c.out_reads = opt.out_reads;
@@ -317,7 +318,8 @@ bool run_infinitely(Run &run, Side &client, std::vector<Side *> sides) {
         r.size = opt.size;
         r.iters = ops;
         const double ff = opt.report_gbits ? 125000000.0 : 1048576.0;
-        r.bw_avg = r.bw_peak = static_cast<double>(ops) * static_cast<double>(opt.size) / secs / ff;
+        r.bw_avg = static_cast<double>(ops) * static_cast<double>(opt.size) / secs / ff;
+        r.bw_peak = opt.no_peak ? 0 : r.bw_avg;
         r.msg_rate = static_cast<double>(ops) / secs / 1e6;
         print_bw_row(opt, r);
         next += std::chrono::duration_cast<Clock::duration>(

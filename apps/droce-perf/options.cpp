@@ -117,6 +117,10 @@ std::vector<app::OptionSpec> perftest_table(Options &opt, Given &given) {
                     "RC retransmission timeout, 4.096 us x 2^t, 0..31\n"
                     "(default 14; 0 = none; overrides --config's [qp])"),
         flag_option("report_gbits", 0, opt.report_gbits, "report Gb/sec instead of MB/sec"),
+        flag_option("noPeak", 'N', opt.no_peak,
+                    "bw tests: no peak bandwidth (BW peak prints 0.00, as\n"
+                    "perftest's): only the first post and the last completion\n"
+                    "are timed"),
         flag_option("out_json", 0, opt.out_json, "also write the results to a JSON file"),
         string_option("out_json_file", 0, opt.out_json_file, "<f>",
                       "its name (default perftest_out.json)")

@@ -47,6 +47,7 @@ struct Options : app::DeviceOptions {
     uint32_t post_list = 1;
     uint32_t cq_mod = 100;     /**< -Q: bw tests signal every cq_mod-th WR (perftest's default) */
     bool report_gbits = false; /**< --report_gbits */
+    bool no_peak = false;      /**< -N/--noPeak: bw tests print no peak (0.00, as perftest) */
     bool out_json = false;     /**< --out_json */
     std::string out_json_file = "perftest_out.json"; /**< --out_json_file */
     bool run_infinitely = false;                     /**< --run_infinitely */

@@ -62,6 +62,15 @@ void Side::stamp_completion(uint64_t wrs) {
     stamped_wrs_ += wrs;
 }
 
+Side::Step Side::bw_done() {
+    if (cfg_.no_peak)
+        stamp_completion(ccnt_); /* -N: the last completion is its only stamp */
+    t_end_ = Clock::now();
+    running_ = false;
+    done_ = true;
+    return Step::Done;
+}
+
 void Side::stamp_first_post() {
     if (tposted_.empty() && tposted_.capacity() != 0)
         tposted_.push_back(now_ns());
@@ -433,7 +442,8 @@ Side::Step Side::step_bw_client() {
         /* A QP's completions come in order, so a signaled one retires every WR up to it:
          * cq_mod of them, fewer only for a run's last (partial) batch. */
         const uint64_t k = std::min<uint64_t>(mod, qp_scnt_[q] - qp_ccnt_[q]);
-        stamp_completion(k);
+        if (!cfg_.no_peak)
+            stamp_completion(k);
         qp_ccnt_[q] += k;
         ccnt_ += k;
         room_push(q);
@@ -478,12 +488,8 @@ Side::Step Side::step_bw_client() {
             posted = true;
         }
     }
-    if ((ccnt_ >= target_) || (stop && ccnt_ == scnt_)) {
-        t_end_ = Clock::now();
-        running_ = false;
-        done_ = true;
-        return Step::Done;
-    }
+    if ((ccnt_ >= target_) || (stop && ccnt_ == scnt_))
+        return bw_done();
     return (n > 0 || posted) ? Step::Progress : Step::Idle;
 }
 
@@ -499,19 +505,16 @@ Side::Step Side::step_send_server() {
             continue;
         if (ccnt_ == 0 && tposted_.size() < tposted_.capacity())
             tposted_.push_back(now_ns());
-        stamp_completion(1);
+        if (!cfg_.no_peak)
+            stamp_completion(1);
         const uint32_t q = wrid_qp(wc[i]);
         ++qp_ccnt_[q];
         ++ccnt_;
         if (!post_recv(q, 1))
             return Step::Failed;
     }
-    if (ccnt_ >= target_) {
-        t_end_ = Clock::now();
-        running_ = false;
-        done_ = true;
-        return Step::Done;
-    }
+    if (ccnt_ >= target_)
+        return bw_done();
     return n > 0 ? Step::Progress : Step::Idle;
 }
 

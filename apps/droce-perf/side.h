@@ -44,6 +44,8 @@ struct SideConfig {
     /** bw clients: every cq_mod-th WR of a QP (and its last) is signaled, and its
      * completion accounts for the cq_mod WRs up to it (perftest's -Q). */
     uint32_t cq_mod = 1;
+    /** bw tests (-N): stamp only the first post and the last completion (no peak). */
+    bool no_peak = false;
     /** bw clients: WRs posted per post_send call (perftest's -l); cq_mod divides it. */
     uint32_t post_list = 1;
     uint32_t rx_depth = 512;
@@ -196,6 +198,8 @@ class alignas(64) Side {
     std::vector<CompletionStamp> tcompleted_;
     uint64_t stamped_wrs_ = 0;
     void stamp_completion(uint64_t wrs);
+    /* A bw run's end (client or send_bw server). */
+    Step bw_done();
     Clock::time_point t0_, t_start_, t_end_, t_deadline_, t_period_;
     uint64_t period_ccnt_ = 0;
 };

@@ -72,6 +72,21 @@ run_q write_bw 3 20 -s 65536 --workers 1
 run_q write_bw 3 250 -s 64 -Q 100
 run_q send_bw 2 90 -s 64 -Q 16 -t 32 -r 64
 run_ok write_bw -s 64 -D 1 -Q 7 -q 2
+# -N (perftest's --noPeak): BW peak prints 0.00, the average is still measured; without it
+# the peak of a stamped run is at least the average.
+for flags in "-N" "--noPeak" ""; do
+    run_ok write_bw -s 64 -n 5000 $flags
+    [[ $(tail -1 <<<"$last") == ok:* ]] || continue
+    row=$(grep -A1 -F -- "#bytes" "$out" | tail -1)
+    read -r _ _ peak avg _ <<<"$row"
+    if [[ -n $flags ]]; then
+        [[ $peak == 0.00 ]] && awk -v a="$avg" 'BEGIN { exit !(a > 0) }' ||
+            fail "write_bw $flags: peak $peak (expected 0.00), average $avg"
+    else
+        awk -v p="$peak" -v a="$avg" 'BEGIN { exit !(a > 0 && p >= a) }' ||
+            fail "write_bw: peak $peak below average $avg"
+    fi
+done
 # -l: WRs posted in lists (one post_send call each); the CQ moderation becomes the list's
 # size (perftest's banner line) unless -Q divides it; data checked on every QP.
 run_q write_bw 2 1024 -s 64 -l 16

@@ -90,6 +90,19 @@ TEST(PerfOptions, ClientAgainstRxe) {
     EXPECT_TRUE(o.embedded);
 }
 
+/* perftest's -N / --noPeak. */
+TEST(PerfOptions, NoPeak) {
+    droce::perf::Options o;
+    ASSERT_EQ(perf({"write_bw", "--", "--loopback", "-N"}, o), ParseResult::Run);
+    EXPECT_TRUE(o.no_peak);
+    droce::perf::Options l;
+    ASSERT_EQ(perf({"write_bw", "--", "--loopback", "--noPeak"}, l), ParseResult::Run);
+    EXPECT_TRUE(l.no_peak);
+    droce::perf::Options d;
+    ASSERT_EQ(perf({"write_bw", "--", "--loopback"}, d), ParseResult::Run);
+    EXPECT_FALSE(d.no_peak);
+}
+
 /* test_perf_memif.sh / interop: post lists and several QPs. */
 TEST(PerfOptions, PostListAndQps) {
     droce::perf::Options o;
