@@ -459,6 +459,8 @@ std::string finish(Options &opt, const Given &given) {
             return err;
     if (std::string err = apply_duration_rules(opt); !err.empty())
         return err;
+    if (opt.no_peak && opt.kind != Kind::Bw)
+        return "-N/--noPeak applies to bw tests only";
     // Embedded mode has exactly one worker (the application's loop): more need lcores.
     if (opt.workers != 1) {
         if (opt.embedded_given)

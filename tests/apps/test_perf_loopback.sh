@@ -155,6 +155,7 @@ run_bad "-n not a multiple of -l" "must be a multiple of -l/--post_list" write_b
 run_bad "-l above -t" "a list must fit in the send queue" write_bw -- --loopback -l 200
 run_bad "-Q not dividing -l" "must be a multiple of -Q/--cq-mod" write_bw -- --loopback -l 8 -Q 3
 run_bad "-l on a lat test" "applies to bw tests only" write_lat -- --loopback -l 2
+run_bad "-N on a lat test" "-N/--noPeak applies to bw tests only" write_lat -- --loopback -N
 run_bad "bad qp-timeout" "invalid value '32' for -u/--qp-timeout (0..31)" write_bw -- --loopback -u 32
 run_bad "no --ip" "--ip A.B.C.D/P is required" write_bw -- 10.0.0.9
 run_bad "-e on write_lat" "Events feature not available on WRITE verb" write_lat -- --loopback --worker -e

@@ -101,6 +101,8 @@ TEST(PerfOptions, NoPeak) {
     droce::perf::Options d;
     ASSERT_EQ(perf({"write_bw", "--", "--loopback"}, d), ParseResult::Run);
     EXPECT_FALSE(d.no_peak);
+    droce::perf::Options lat; /* a latency test has no peak to drop: refused, as -l is */
+    EXPECT_EQ(perf({"write_lat", "--", "--loopback", "-N"}, lat), ParseResult::ExitError);
 }
 
 /* test_perf_memif.sh / interop: post lists and several QPs. */
