@@ -101,7 +101,10 @@ BwReport compute_bw(const Options &opt, const std::vector<const Side *> &sides) 
         const auto &tc = s->tcompleted();
         if (s->completed() == 0)
             continue; // -D: a side that completed nothing adds no stamps
-        if (tp.empty() || tc.empty() || s->stamped_wrs() != s->completed()) {
+        uint64_t wrs = 0; /* WRs the stamps account for: all, unless they ran out */
+        for (const CompletionStamp &c : tc)
+            wrs += c.wrs;
+        if (tp.empty() || tc.empty() || wrs != s->completed()) {
             stamped = false;
             continue;
         }

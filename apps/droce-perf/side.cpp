@@ -59,7 +59,6 @@ void Side::stamp_completion(uint64_t wrs) {
     if (tcompleted_.size() == tcompleted_.capacity())
         return;
     tcompleted_.push_back({now_ns(), wrs});
-    stamped_wrs_ += wrs;
 }
 
 Side::Step Side::bw_done() {
@@ -306,17 +305,13 @@ Status Side::post_list(uint32_t q) {
     for (uint32_t k = 0; k < n; ++k) {
         SendWr &wr = list_[k];
         fill_wr(wr, q);
-        set_signaled(wr, q, qp_scnt_[q] + k + 1);
+        set_signaled(wr, qp_scnt_[q] + k + 1);
     }
     return qps_[q]->post_send(list_.data(), n);
 }
 
-void Side::set_signaled(SendWr &wr, uint32_t q, uint64_t nth) {
-    /* A countdown per QP, not nth % cq_mod: no 64-bit division per WR. */
-    const bool batch_end = --sig_left_[q] == 0;
-    if (batch_end)
-        sig_left_[q] = cfg_.cq_mod;
-    const bool sig = batch_end || nth == qp_target_;
+void Side::set_signaled(SendWr &wr, uint64_t nth) const {
+    const bool sig = nth % cfg_.cq_mod == 0 || nth == qp_target_;
     wr.send_flags = sig ? wr.send_flags | kSendSignaled : wr.send_flags & ~kSendSignaled;
 }
 
@@ -344,7 +339,6 @@ bool Side::start(uint64_t size) {
     target_ = timed ? std::numeric_limits<uint64_t>::max() : uint64_t{cfg_.iters} * cfg_.num_qps;
     std::fill(qp_scnt_.begin(), qp_scnt_.end(), 0);
     std::fill(qp_ccnt_.begin(), qp_ccnt_.end(), 0);
-    sig_left_.assign(qp_scnt_.size(), cfg_.cq_mod);
     room_.assign(qp_scnt_.size(), 0);
     queued_.assign(qp_scnt_.size(), 0);
     room_head_ = room_count_ = 0;
@@ -352,7 +346,6 @@ bool Side::start(uint64_t size) {
         room_push(q);
     tposted_.clear();
     tcompleted_.clear();
-    stamped_wrs_ = 0;
     if (!timed && target_ <= kMaxStamps) {
         tposted_.reserve(cfg_.kind == Kind::Bw ? 1 : target_); /* bw: the first post */
         tcompleted_.reserve(target_);
@@ -477,7 +470,7 @@ Side::Step Side::step_bw_client() {
         while ((!stop || qp_scnt_[q] % mod != 0) && qp_scnt_[q] < qp_target_ &&
                qp_scnt_[q] - qp_ccnt_[q] < cfg_.tx_depth) {
             stamp_first_post();
-            set_signaled(wr_, q, qp_scnt_[q] + 1);
+            set_signaled(wr_, qp_scnt_[q] + 1);
             if (Status st = post_one(q); !st) {
                 fail("Couldn't post send: qp %u scnt=%llu: %s", q,
                      static_cast<unsigned long long>(qp_scnt_[q]), st.message().c_str());
@@ -503,8 +496,7 @@ Side::Step Side::step_send_server() {
     for (int i = 0; i < n; ++i) {
         if (!is_recv(wc[i]))
             continue;
-        if (ccnt_ == 0 && tposted_.size() < tposted_.capacity())
-            tposted_.push_back(now_ns());
+        stamp_first_post();
         if (!cfg_.no_peak)
             stamp_completion(1);
         const uint32_t q = wrid_qp(wc[i]);

@@ -117,8 +117,6 @@ class alignas(64) Side {
     /** When WRs completed: one stamp per completion read, with the WRs it retired (a
      * signaled WR's CQE retires its whole -Q batch; perftest too stamps per CQE). */
     const std::vector<CompletionStamp> &tcompleted() const { return tcompleted_; }
-    /** WRs the stamps of tcompleted() account for (all completed, unless they ran out). */
-    uint64_t stamped_wrs() const { return stamped_wrs_; }
     /** Completions of all QPs in the last run. */
     uint64_t completed() const { return ccnt_; }
     uint64_t size() const { return size_; }
@@ -136,7 +134,7 @@ class alignas(64) Side {
     uint8_t *recv_buf(uint32_t i) const { return buf() + (size_t{cfg_.num_qps} + i) * half_; }
     Status post_one(uint32_t qp);
     /* A QP's nth WR (from 1) is signaled every cq_mod-th and at its last (perftest's -Q). */
-    void set_signaled(SendWr &wr, uint32_t q, uint64_t nth);
+    void set_signaled(SendWr &wr, uint64_t nth) const;
     /* The per-QP fields of wr (prepare_wr built the rest). */
     void fill_wr(SendWr &wr, uint32_t qp);
     /* -l: posts one list of cfg_.post_list WRs on QP q (signaling every cq_mod-th). */
@@ -173,7 +171,6 @@ class alignas(64) Side {
     std::vector<Dest> local_;
     std::vector<Dest> remote_;
     std::vector<uint64_t> qp_scnt_, qp_ccnt_; /**< per QP, this run */
-    std::vector<uint32_t> sig_left_;          /**< per QP: WRs to its next signaled one */
     /** QPs that may take another WR, each at most once, in the order room appeared: the
      * client's post loop visits only these (a pass over all QPs per poll, as perftest
      * makes, costs more than the transport at 16,384 QPs). */
@@ -190,13 +187,12 @@ class alignas(64) Side {
     uint64_t qp_target_ = 0; /**< per QP */
     uint64_t scnt_ = 0, ccnt_ = 0, rcnt_ = 0, consumed_ = 0; /**< all QPs */
     int lat_state_ = 0;
-    /* A bw client stamps its run's first post alone; the per-post stamps perftest keeps
-     * fed a peak the report computes from completions, and cost the client loop a clock
-     * read per WR. */
+    /* A bw run stamps its first post alone (the client's first WR, the send_bw server's
+     * first receive); the per-post stamps perftest keeps fed a peak the report computes
+     * from completions, and cost the client loop a clock read per WR. */
     void stamp_first_post();
     std::vector<double> tposted_;
     std::vector<CompletionStamp> tcompleted_;
-    uint64_t stamped_wrs_ = 0;
     void stamp_completion(uint64_t wrs);
     /* A bw run's end (client or send_bw server). */
     Step bw_done();

@@ -4,7 +4,6 @@
 #include <cstring>
 
 #include "wire_bytes.h"
-#include "wire_icrc.h"
 
 namespace droce::wire {
 
