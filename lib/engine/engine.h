@@ -530,10 +530,14 @@ class alignas(64) Shard final : public qp::TxPort, public qp::AsyncEventSink {
     bool queue_tx(rte_mbuf *m) {
         if (ntx_ == kTxQueueCap)
             return false;
+        push_tx(m);
+        return true;
+    }
+    /* m to the TX queue, its room tested by the caller (before it built m). */
+    void push_tx(rte_mbuf *m) {
         tx_[ntx_++] = m;
         if (ntx_ > ec.tx_queue_depth_max)
             ec.tx_queue_depth_max = ntx_;
-        return true;
     }
     void ready_push(QpCtx &q);
     QpCtx *ready_pop();

@@ -416,7 +416,7 @@ uint32_t Shard::drain_handoff(uint64_t now) {
         const unsigned room = kTxQueueCap - ntx_;
         k = rte_ring_sc_dequeue_burst(tx_in_, objs, room < kRxBurst ? room : kRxBurst, nullptr);
         for (unsigned i = 0; i < k; ++i)
-            queue_tx(static_cast<rte_mbuf *>(objs[i]));
+            push_tx(static_cast<rte_mbuf *>(objs[i])); /* room: the dequeue took no more */
         n += k;
     }
     k = rte_ring_sc_dequeue_burst(rx_in_, objs, kRxBurst, nullptr);

@@ -120,7 +120,7 @@ TxResult Shard::transmit(const wire::FrameSpec &frame, wire::HeaderTemplate &tmp
     rte_mbuf *m = build_tx(frame, tmpl, dev_.zc_on_, &why);
     if (m == nullptr)
         return {why};
-    queue_tx(m); /* room checked above */
+    push_tx(m); /* room tested above */
     --budget_;
     return {TxStatus::Sent};
 }
@@ -235,7 +235,7 @@ qp::TxPort::Straight Shard::send_straight(const wire::DataFrame &d,
     rte_mbuf *m = straight_frame(d, tmpl, &why);
     if (m == nullptr)
         return why;
-    queue_tx(m);
+    push_tx(m); /* room tested above */
     --budget_;
     return S::Sent;
 }
