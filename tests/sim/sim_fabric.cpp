@@ -21,8 +21,12 @@ bool Endpoint::tx_admit() {
     if (fabric.faults.link_gbps > 0 && fabric.faults.link_backlog_ns > 0 &&
         link_free_at > fabric.now + fabric.faults.link_backlog_ns)
         return false;
-    ++tx_used;
     return true;
+}
+
+void Endpoint::send_built(std::vector<uint8_t> buf) {
+    ++tx_used; /* the slot goes with a frame, as the engine's quantum: not with a refusal */
+    fabric.send(std::move(buf));
 }
 
 bool Endpoint::transmit(const wire::FrameSpec &frame) {
@@ -35,7 +39,7 @@ bool Endpoint::transmit(const wire::FrameSpec &frame) {
     buf.resize(n);
     if (wire::DataTemplate::eligible(frame))
         data_templates[frame.path_gen].learn(frame, buf.data(), wire::headers_len(frame));
-    fabric.send(std::move(buf));
+    send_built(std::move(buf));
     return true;
 }
 
@@ -51,7 +55,7 @@ qp::TxPort::Straight Endpoint::transmit_data(const wire::DataFrame &d) {
         return Straight::Unserved;
     buf.resize(n);
     ++tx_straight;
-    fabric.send(std::move(buf));
+    send_built(std::move(buf));
     return Straight::Sent;
 }
 

@@ -90,8 +90,10 @@ class Endpoint : public qp::TxPort {
     /* The straight path as the engine's: from headers learnt of an earlier transmit() of
      * the same path generation (one template per generation), Unserved before that. */
     Straight transmit_data(const wire::DataFrame &d) override;
-    /* The link takes one more frame now (pause, budget, backlog). */
+    /* The link would take one more frame now (pause, budget, backlog). */
     bool tx_admit();
+    /* A frame built after tx_admit(): it takes its slot of the budget and goes out. */
+    void send_built(std::vector<uint8_t> buf);
 
     /** A QP in protection domain pd (the endpoint's MRs carry their own PD ids). */
     rc::Qp &create_qp(uint32_t qpn, qp::CqSink *scq, qp::CqSink *rcq, QpCap cap = {},

@@ -73,6 +73,30 @@ void fill(std::vector<uint8_t> &v, size_t off, size_t len, uint8_t seed) {
 
 } // namespace
 
+/* A frame the endpoint cannot build takes no slot of its per-step budget, as the
+ * engine's quantum is taken only by a frame that goes out. */
+TEST(SimEndpoint, RefusedBuildTakesNoSlot) {
+    Fabric fab(1);
+    Endpoint a(fab, kIpA, 1), b(fab, kIpB, 2);
+    a.tx_budget = 1;
+    wire::FrameSpec good{};
+    std::memcpy(good.eth.src, a.mac, 6);
+    std::memcpy(good.eth.dst, b.mac, 6);
+    wire::gid_from_ipv4(kIpA, good.src_gid);
+    wire::gid_from_ipv4(kIpB, good.dst_gid);
+    good.ttl = 64;
+    good.bth.opcode = wire::kRcSendOnly;
+    good.bth.dest_qp = 0x22;
+    wire::FrameSpec bad = good;
+    bad.payload_len = 70000; /* past IPv4's total length: build_frame refuses it */
+    EXPECT_FALSE(a.transmit(bad));
+    EXPECT_EQ(a.tx_used, 0u);
+    EXPECT_TRUE(a.transmit(good));
+    EXPECT_EQ(a.tx_used, 1u);
+    EXPECT_FALSE(a.transmit(good)); /* the budget of one is taken now */
+    EXPECT_EQ(fab.frames_sent, 1u);
+}
+
 TEST(RcModify, RejectsInvalidTransitionsAndAttributes) {
     Fabric fab(1);
     Endpoint e(fab, kIpA, 1);
