@@ -30,12 +30,10 @@ constexpr auto kLinger = std::chrono::milliseconds(200);
 uint32_t ipv4_of(const Device &dev, uint8_t &gid_index) {
     const std::vector<GidEntry> gids = dev.gids();
     for (size_t i = 0; i < gids.size(); ++i) {
-        const uint8_t *r = gids[i].gid.raw;
-        static constexpr uint8_t kMapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF};
-        if (std::memcmp(r, kMapped, 12) == 0) {
+        const CmAddr a = gid_addr(gids[i].gid.raw, 0);
+        if (a.is_v4()) {
             gid_index = static_cast<uint8_t>(i);
-            return (uint32_t{r[12]} << 24) | (uint32_t{r[13]} << 16) | (uint32_t{r[14]} << 8) |
-                   r[15];
+            return a.v4();
         }
     }
     return 0;

@@ -156,11 +156,9 @@ Status Qp::post_send(const UdSendWr &u) {
                                     std::to_string(max_msg_size()) + " bytes): UD is one packet");
     }
     const bool inl = (wr.send_flags & kSendInline) != 0;
-    if (inl && len > std::min(cfg_.cap.max_inline_data, kMaxInlineData))
-        return Status(EINVAL,
-                      "post_send: inline data of " + std::to_string(len) +
-                          " bytes above max_inline_data " +
-                          std::to_string(std::min(cfg_.cap.max_inline_data, kMaxInlineData)));
+    if (inl && len > inline_cap())
+        return Status(EINVAL, "post_send: inline data of " + std::to_string(len) +
+                                  " bytes above max_inline_data " + std::to_string(inline_cap()));
     if (sq_tail_ - sq_head_ >= cfg_.cap.max_send_wr)
         return Status(ENOMEM, "post_send: send queue full (" +
                                   std::to_string(cfg_.cap.max_send_wr) + " WRs)");

@@ -6,6 +6,7 @@
  * WQE posted is a counted drop (UD has no RNR). */
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -150,6 +151,9 @@ class alignas(64) Qp {
     const Counters &counters() const { return *ctr_; }
 
   private:
+    /* The most inline data a WR may carry: the QP's cap, at most what a WQE holds. */
+    uint32_t inline_cap() const { return std::min(cfg_.cap.max_inline_data, kMaxInlineData); }
+
     struct SendWqe {
         SendWr wr;
         AddressHandle ah;
