@@ -868,18 +868,41 @@ int run_workers(const Args &args) {
     return 0;
 }
 
-/* A comma-separated list of numbers in [lo, hi]. */
-std::vector<uint32_t> parse_list(const char *s, unsigned long lo = 1, unsigned long hi = 1u << 23) {
+/* opt's value: a comma-separated list of numbers in [lo, hi]. */
+std::vector<uint32_t> parse_list(const char *opt, const char *s, unsigned long lo = 1,
+                                 unsigned long hi = 1u << 23) {
     std::vector<uint32_t> v;
-    for (const char *p = s; *p;) {
+    for (const char *p = s;;) {
         char *end = nullptr;
         const unsigned long x = std::strtoul(p, &end, 10);
-        if (end == p || x < lo || x > hi || (*end != ',' && *end != '\0'))
-            die(std::string("bad list ") + s);
+        if (end == p || *p == '-' || x < lo || x > hi || (*end != ',' && *end != '\0'))
+            die(std::string(opt) + ": '" + s + "' is not a comma-separated list of numbers in " +
+                std::to_string(lo) + ".." + std::to_string(hi));
         v.push_back(static_cast<uint32_t>(x));
-        p = *end == ',' ? end + 1 : end;
+        if (*end == '\0')
+            return v;
+        p = end + 1;
     }
-    return v;
+}
+
+/* opt's value: one number in [lo, hi]. */
+uint32_t parse_count(const char *opt, const char *s, unsigned long lo = 1,
+                     unsigned long hi = 1u << 23) {
+    char *end = nullptr;
+    const unsigned long x = std::strtoul(s, &end, 10);
+    if (end == s || *s == '-' || *end != '\0' || x < lo || x > hi)
+        die(std::string(opt) + ": '" + s + "' is not a number in " + std::to_string(lo) + ".." +
+            std::to_string(hi));
+    return static_cast<uint32_t>(x);
+}
+
+/* opt's value: a positive number of seconds. */
+double parse_seconds(const char *opt, const char *s) {
+    char *end = nullptr;
+    const double x = std::strtod(s, &end);
+    if (end == s || *end != '\0' || !(x > 0) || x > 3600)
+        die(std::string(opt) + ": '" + s + "' is not a number of seconds in (0, 3600]");
+    return x;
 }
 
 void usage() {
@@ -924,32 +947,30 @@ int main(int argc, char **argv) {
         };
         const char *v;
         if ((v = val("--qps")))
-            args.qps = parse_list(v);
+            args.qps = parse_list("--qps", v);
         else if ((v = val("--window")))
-            args.window = static_cast<uint32_t>(std::atoi(v)), window_given = true;
+            args.window = parse_count("--window", v), window_given = true;
         else if ((v = val("--per-qp")))
-            args.per_qp = static_cast<uint32_t>(std::atoi(v));
+            args.per_qp = parse_count("--per-qp", v, 0);
         else if ((v = val("--depth")))
-            args.depth = static_cast<uint32_t>(std::atoi(v));
+            args.depth = parse_count("--depth", v);
         else if ((v = val("--idle")))
-            args.idle = static_cast<uint32_t>(std::atoi(v));
+            args.idle = parse_count("--idle", v, 0);
         else if ((v = val("--iters")))
-            args.iters = static_cast<uint32_t>(std::atoi(v));
+            args.iters = parse_count("--iters", v);
         else if ((v = val("--rounds")))
-            args.rounds = static_cast<uint32_t>(std::atoi(v));
+            args.rounds = parse_count("--rounds", v);
         else if ((v = val("--seconds")))
-            args.seconds = std::atof(v);
+            args.seconds = parse_seconds("--seconds", v);
         else if ((v = val("--workers")))
-            args.workers = parse_list(v);
+            args.workers = parse_list("--workers", v);
         else if ((v = val("--pairs")))
-            args.pairs = static_cast<uint32_t>(std::atoi(v));
-        else if ((v = val("--total-pairs"))) {
-            const std::vector<uint32_t> n = parse_list(v);
-            if (n.size() != 1)
-                die("--total-pairs takes one count of QP pairs");
-            args.total_pairs = n[0];
-        } else if ((v = val("--cpus")))
-            args.cpus = parse_list(v, 0, std::max(1u, std::thread::hardware_concurrency()) - 1);
+            args.pairs = parse_count("--pairs", v);
+        else if ((v = val("--total-pairs")))
+            args.total_pairs = parse_count("--total-pairs", v);
+        else if ((v = val("--cpus")))
+            args.cpus =
+                parse_list("--cpus", v, 0, std::max(1u, std::thread::hardware_concurrency()) - 1);
         else if ((v = val("--csv")))
             args.csv = v;
         else if (a == "--counters")
