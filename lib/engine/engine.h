@@ -471,6 +471,8 @@ class alignas(64) Shard final : public qp::TxPort, public qp::AsyncEventSink {
     /** rx_one; Cap: a frame accepted for a QP is also copied to the capture. found: the
      * QpCtx the prefetch pipeline found for m (prefetch_ctx), or nullptr. */
     template <bool Cap> void rx_one_t(rte_mbuf *m, uint64_t now, QpCtx *found = nullptr);
+    /* rx_one_t for a frame its fast path does not take: classified, then to its handler. */
+    template <bool Cap> void rx_classified(rte_mbuf *m, uint64_t now);
     /** rx_one_t's tail: a frame parsed (P: a ParsedPacket, or the fast parse's
      * SmallFrame), for our address, to its QP. */
     template <bool Cap, class P>

@@ -181,6 +181,14 @@ template <bool Cap> void Shard::rx_one_t(rte_mbuf *m, uint64_t now, QpCtx *found
         rx_deliver<Cap>(m, sf, len, now, found);
         return;
     }
+    rx_classified<Cap>(m, now);
+}
+
+/* Out of line: the fast path above then keeps its registers to itself. */
+template <bool Cap> [[gnu::noinline]] void Shard::rx_classified(rte_mbuf *m, uint64_t now) {
+    const uint32_t len = rte_pktmbuf_pkt_len(m);
+    const bool chained = m->nb_segs != 1;
+    uint8_t *p = rte_pktmbuf_mtod(m, uint8_t *);
     const net::RxL2Addrs addrs{dev_.ifc_.mac, dev_.vlan_, dev_.gid_vlans_, dev_.ngid_vlans_,
                                &dev_.ifc6_};
     const net::FrameVerdict v =
