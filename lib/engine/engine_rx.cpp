@@ -352,6 +352,18 @@ template <class P> QpCtx *Shard::rx_find_qp(rte_mbuf *m, const P &pkt, uint32_t 
     return q;
 }
 
+namespace {
+/* A frame of the fast parse that the transport's straight path did not take (an ACK,
+ * or a request it answers otherwise), as the generic parse would give it. Out of line:
+ * the ParsedPacket's room and work stay off the fast path. */
+template <class T>
+[[gnu::noinline]] void deliver_expanded(T &t, const wire::SmallFrame &sf, uint64_t now) {
+    wire::ParsedPacket pp;
+    wire::expand_small_frame(sf, pp);
+    t.on_packet(pp, now);
+}
+} // namespace
+
 /* A parsed frame for our address: to its QP (or its owner's worker). found: the QpCtx the
  * prefetch pipeline found for the frame's DestQP bytes, which the fast parse read as
  * pkt.bth.dest_qp (the same three bytes of an untagged IPv4 frame), so no second lookup. */
@@ -379,11 +391,8 @@ void Shard::rx_deliver(rte_mbuf *m, const P &pkt, uint32_t len, uint64_t now, Qp
         if constexpr (small) {
             /* The responder's straight path takes the common request from the view; the
              * rest (ACKs too) gets the ParsedPacket the generic parse would give. */
-            if (t.on_small_frame(pkt, now))
-                return;
-            wire::ParsedPacket pp;
-            wire::expand_small_frame(pkt, pp);
-            t.on_packet(pp, now);
+            if (!t.on_small_frame(pkt, now))
+                deliver_expanded(t, pkt, now);
         } else {
             t.on_packet(pkt, now);
         }
