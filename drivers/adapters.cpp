@@ -199,6 +199,7 @@ class Ring final : public Adapter {
     void refine(uint16_t, const rte_eth_dev_info &, Caps &c) const override {
         c.reach = Reach::VirtAddr;
         c.tx_passes_mbufs = true;
+        c.queue_stride = kRingQueueStride;
         c.max_frame = 0; /* no limit of its own: droce's mbuf size is the limit */
         c.notes.emplace_back("mbufs go to the peer port in this process: its thread frees "
                              "them (zero-copy only with one worker)");

@@ -29,6 +29,10 @@ enum class Reach : uint8_t {
 const char *reach_str(Reach r);
 
 /** What droce may rely on for one port. */
+/* net_ring's queue_stride: its struct ring_queue is 24 bytes, so 4 queues apart any two
+ * used queues are 72 bytes apart and never share a 64-byte line. */
+inline constexpr uint16_t kRingQueueStride = 4;
+
 struct Caps {
     std::string adapter; /* the family: "mlx5", "virtio_user", ..., "generic" */
     std::string driver;  /* rte_eth_dev_info::driver_name */
@@ -43,6 +47,11 @@ struct Caps {
      * mbuf's lines sit in its cache, so the engine prefetches them for write a few
      * frames ahead (lib/engine/engine_tx_stash.h). Elsewhere that is useless work. */
     bool peer_reads_tx = false;
+    /* Workers take every queue_stride-th queue (as the port's queue count allows): the
+     * PMD keeps per-queue state that every burst writes in one array, several queues to a
+     * cache line (net_ring in DPDK 22.11: its packet counts, 24 bytes a queue), so two
+     * workers on neighbouring queues would pass that line back and forth on every poll. */
+    uint16_t queue_stride = 1;
     Reach reach = Reach::Copy;
     /* Payloads below this are copied even where zero-copy reaches (0: the engine's
      * default): where the PMD copies each segment anyway, an attached buffer saves

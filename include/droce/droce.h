@@ -236,8 +236,9 @@ class Engine {
      * versa) and returns their DPDK names, to be opened with open_device(): the default
      * demo and test topology (one process, no hugepages, no NIC). */
     virtual Result<std::pair<std::string, std::string>> create_ring_pair() = 0;
-    /** The same with `queues` RX and TX queues per port (queue i of A feeds queue i of
-     * B), for several workers. */
+    /** The same for `queues` workers (queue i of A feeds queue i of B): each port has
+     * their queues, spaced so that no two workers' queues share the ring PMD's per-queue
+     * cache line (more queues than asked; the ones between stay idle). */
     virtual Result<std::pair<std::string, std::string>> create_ring_pair(uint16_t queues) = 0;
     /** Opens a DPDK port as a device (before start() in worker mode). The engine keeps
      * ownership: the pointer is valid until the Engine is destroyed. */

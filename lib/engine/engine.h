@@ -444,6 +444,9 @@ class alignas(64) Shard final : public qp::TxPort, public qp::AsyncEventSink {
     Shard &operator=(const Shard &) = delete;
 
     uint32_t index() const { return index_; }
+    /* The port queues this worker polls and sends on (UINT16_MAX: none, worker 0 serves). */
+    uint16_t rx_queue() const { return rxq_; }
+    uint16_t tx_queue() const { return txq_; }
     /** One iteration: doorbells, handoffs, RX, timers, ready QPs, TX. Returns packets
      * handled (received + sent); *work gets everything done, for idle detection. */
     uint32_t poll(uint64_t now, uint32_t *work);
@@ -707,8 +710,10 @@ inline qp::TxPort::Straight QpTx::transmit_data(const wire::DataFrame &d) {
 /** One DPDK port as a RoCEv2 device, split into one Shard per worker. */
 class Dev final {
   public:
+    /* queue_stride: worker w's queues are w * queue_stride (drivers::Caps::queue_stride). */
     Dev(Runtime &rt, uint16_t port, std::string name, const net::Iface &ifc, uint32_t eth_mtu,
-        uint32_t arp_timeout_ms, uint32_t max_qps, uint32_t workers, uint16_t nrxq, uint16_t ntxq);
+        uint32_t arp_timeout_ms, uint32_t max_qps, uint32_t workers, uint16_t nrxq, uint16_t ntxq,
+        uint16_t queue_stride = 1);
     ~Dev();
     Dev(const Dev &) = delete;
     Dev &operator=(const Dev &) = delete;
@@ -951,6 +956,7 @@ class Dev final {
     uint32_t arp_timeout_ms_;
     uint32_t max_qps_;
     uint16_t nrxq_, ntxq_;
+    uint16_t queue_stride_;
     rte_mempool *tx_pool_; /* frames we build: the engine's pool, or the host's */
     bool worker_rings_ = false;
     /* Worker 0: restart_port's start failed; the port is not polled (a stopped port's burst
@@ -1027,7 +1033,9 @@ class Runtime {
     ~Runtime();
 
     Result<Dev *> open_device(const DeviceConfig &cfg);
-    /** Two net_ring ports back to back (A's TX queue i is B's RX queue i and vice versa). */
+    /** Two net_ring ports back to back (A's TX queue i is B's RX queue i and vice versa),
+     * with queues for `queues` workers: more where the ring PMD wants its workers' queues
+     * spaced apart (drivers::Caps::queue_stride). */
     Result<std::pair<std::string, std::string>> create_ring_pair(uint16_t queues = 1);
     Status start();
     void stop();

@@ -104,10 +104,12 @@ QpCtx::~QpCtx() {
 /* ---------------- Dev: control ---------------- */
 
 Dev::Dev(Runtime &rt, uint16_t port, std::string name, const net::Iface &ifc, uint32_t eth_mtu,
-         uint32_t arp_timeout_ms, uint32_t max_qps, uint32_t workers, uint16_t nrxq, uint16_t ntxq)
+         uint32_t arp_timeout_ms, uint32_t max_qps, uint32_t workers, uint16_t nrxq, uint16_t ntxq,
+         uint16_t queue_stride)
     : rt_(rt), port_(port), name_(std::move(name)), ifc_(ifc), gids_(ifc.mac, {ifc.ip}),
       eth_mtu_(eth_mtu), arp_timeout_ms_(arp_timeout_ms), max_qps_(max_qps), nrxq_(nrxq),
-      ntxq_(ntxq), tx_pool_(rt.pool()), qps_(max_qps), owner_(workers) {
+      ntxq_(ntxq), queue_stride_(queue_stride), tx_pool_(rt.pool()), qps_(max_qps),
+      owner_(workers) {
     ifc6_ = net::make_iface6(ifc.mac); /* the link-local address; set_l3 adds the rest */
     for (uint32_t w = 0; w < workers; ++w)
         shards_.push_back(std::make_unique<Shard>(*this, w, workers, max_qps));
@@ -283,10 +285,18 @@ void Dev::send_arp_request(uint32_t ip) {
 
 /* ---------------- Shard ---------------- */
 
+namespace {
+/* Worker index's queue among n, UINT16_MAX where it has none. */
+uint16_t queue_of(uint32_t index, uint16_t stride, uint16_t n) {
+    const uint32_t q = index * stride;
+    return q < n ? static_cast<uint16_t>(q) : UINT16_MAX;
+}
+} // namespace
+
 Shard::Shard(Dev &dev, uint32_t index, uint32_t workers, uint32_t max_qps)
-    : dev_(dev), index_(index), rxq_(index < dev.nrxq_ ? static_cast<uint16_t>(index) : UINT16_MAX),
-      txq_(index < dev.ntxq_ ? static_cast<uint16_t>(index) : UINT16_MAX),
-      pool_(dev.rt_.pool(index)), next_fresh_(kFirstQpn) {
+    : dev_(dev), index_(index), rxq_(queue_of(index, dev.queue_stride_, dev.nrxq_)),
+      txq_(queue_of(index, dev.queue_stride_, dev.ntxq_)), pool_(dev.rt_.pool(index)),
+      next_fresh_(kFirstQpn) {
     /* First QPN of this shard's residue class at or above kFirstQpn. */
     next_fresh_ = kFirstQpn + ((index + workers - kFirstQpn % workers) % workers);
     /* A QPN and an SRQ index at most once each in the doorbell ring (the flag). */

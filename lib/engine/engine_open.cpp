@@ -39,6 +39,7 @@ struct PortPlan {
     bool port_sets_mtu = true; /* false: the MTU is droce's own, the port's is left alone */
     uint32_t mtu = 0;          /* the Ethernet MTU droce uses */
     uint16_t nrxq = 1, ntxq = 1;
+    uint16_t queue_stride = 1; /* worker w's queues are w * queue_stride */
     bool zc_ok = false;
     ZcReach reach = ZcReach::Copy;
     drivers::SteerReport steer;
@@ -161,16 +162,28 @@ Status plan_mtu(const DeviceConfig &cfg, uint32_t max_frame, PortPlan &p) {
     return {};
 }
 
-/** One RX and one TX queue per worker where the port has them; RSS over the RX queues;
- * whether zero-copy TX can work with this layout. A port with fewer RX queues is read by
- * worker 0, which hands each packet to its QP's worker; with fewer TX queues, the workers
- * without one hand their frames to worker 0. */
+/** The spacing of the workers' queues: caps.queue_stride where the port has queues for nw
+ * workers that far apart, else as far apart as they fit (1: neighbours). */
+uint16_t plan_queue_stride(uint32_t nw, const drivers::Caps &caps, const rte_eth_dev_info &info) {
+    const uint32_t maxq = std::max<uint16_t>(1, std::min(info.max_rx_queues, info.max_tx_queues));
+    /* RSS aims a flow at its worker's queue by index (rss_pick_sport): neighbours there. */
+    if (nw <= 1 || caps.queue_stride <= 1 || caps.rss_udp || maxq < nw)
+        return 1;
+    return static_cast<uint16_t>(std::min<uint32_t>(caps.queue_stride, (maxq - 1) / (nw - 1)));
+}
+
+/** One RX and one TX queue per worker where the port has them (every queue_stride-th);
+ * RSS over the RX queues; whether zero-copy TX can work with this layout. A port with
+ * fewer RX queues is read by worker 0, which hands each packet to its QP's worker; with
+ * fewer TX queues, the workers without one hand their frames to worker 0. */
 void plan_queues(uint32_t nw, bool zero_copy, PortPlan &p) {
     const drivers::Caps &caps = p.caps;
-    p.nrxq =
-        static_cast<uint16_t>(std::min<uint32_t>(nw, std::max<uint16_t>(1, p.info.max_rx_queues)));
-    p.ntxq =
-        static_cast<uint16_t>(std::min<uint32_t>(nw, std::max<uint16_t>(1, p.info.max_tx_queues)));
+    p.queue_stride = plan_queue_stride(nw, caps, p.info);
+    const uint32_t spread = (nw - 1) * p.queue_stride + 1; /* queues up to the last worker's */
+    p.nrxq = static_cast<uint16_t>(
+        std::min<uint32_t>(spread, std::max<uint16_t>(1, p.info.max_rx_queues)));
+    p.ntxq = static_cast<uint16_t>(
+        std::min<uint32_t>(spread, std::max<uint16_t>(1, p.info.max_tx_queues)));
     if (p.nrxq > 1 && caps.rss_udp) {
         /* Spread RoCE flows over the RX queues by IP/UDP: droce picks its QPs' UDP source
          * ports so that droce<->droce traffic lands on the owning worker. */
@@ -189,7 +202,7 @@ void plan_queues(uint32_t nw, bool zero_copy, PortPlan &p) {
      * net_ring, which passes mbuf pointers through); then what memory it can take
      * depends on how its PMD reaches the data (zc_reach_of). */
     p.zc_ok = zero_copy && (caps.multi_seg_tx || caps.tx_passes_mbufs) &&
-              (nw == 1 || (!caps.tx_passes_mbufs && p.ntxq == nw));
+              (nw == 1 || (!caps.tx_passes_mbufs && p.ntxq == spread));
     p.reach = p.zc_ok ? zc_reach_of(caps.reach) : ZcReach::Copy;
     if (caps.multi_seg_tx)
         p.conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
@@ -430,7 +443,7 @@ Result<std::unique_ptr<Dev>> make_device(Runtime &rt, const DeviceConfig &cfg,
     std::unique_ptr<Dev> dev;
     try {
         dev = std::make_unique<Dev>(rt, p.port, p.name, ifc, p.mtu, cfg.arp_timeout_ms, cfg.max_qps,
-                                    rt.workers(), p.nrxq, p.ntxq);
+                                    rt.workers(), p.nrxq, p.ntxq, p.queue_stride);
     } catch (const std::bad_alloc &) {
         drivers::stop_port(p.port, false, p.caps.control_on_intr_thread);
         return Status(ENOMEM, p.name + ": no memory for " + std::to_string(cfg.max_qps) +

@@ -357,15 +357,19 @@ TEST(PfcWorkers, EveryShardHoldsAPauseOneOfThemReceived) {
     ASSERT_TRUE(d) << d.status().message();
     engine::Dev *dev = *d;
     ASSERT_EQ(dev->workers(), 2u);
-    ASSERT_EQ(dev->rx_queues(), 2u);
+    const uint16_t nq = dev->rx_queues(), q1 = dev->shard(1).rx_queue();
+    ASSERT_LT(q1, nq);
+    EXPECT_EQ(dev->shard(0).rx_queue(), 0u);
+    EXPECT_EQ(q1, drivers::kRingQueueStride) << "a cache line of the ring PMD's away from 0";
+    EXPECT_EQ(dev->shard(1).tx_queue(), q1);
     uint16_t peer = 0;
     ASSERT_EQ(rte_eth_dev_get_port_by_name(ports->second.c_str(), &peer), 0);
     rte_mempool *pool = rte_pktmbuf_pool_create("test_pfc_w_pool", 255, 0, 0,
                                                 RTE_MBUF_DEFAULT_BUF_SIZE, SOCKET_ID_ANY);
     ASSERT_NE(pool, nullptr);
     rte_eth_conf conf{};
-    ASSERT_EQ(rte_eth_dev_configure(peer, 2, 2, &conf), 0);
-    for (uint16_t q = 0; q < 2; ++q) {
+    ASSERT_EQ(rte_eth_dev_configure(peer, nq, nq, &conf), 0);
+    for (uint16_t q = 0; q < nq; ++q) {
         ASSERT_EQ(rte_eth_rx_queue_setup(peer, q, 256, SOCKET_ID_ANY, nullptr, pool), 0);
         ASSERT_EQ(rte_eth_tx_queue_setup(peer, q, 256, SOCKET_ID_ANY, nullptr), 0);
     }
@@ -378,7 +382,7 @@ TEST(PfcWorkers, EveryShardHoldsAPauseOneOfThemReceived) {
         ASSERT_NE(m, nullptr);
         uint8_t *b = reinterpret_cast<uint8_t *>(rte_pktmbuf_append(m, 60));
         ASSERT_EQ(net::build_pfc(kPeerMac, p, b, 60), 60u);
-        ASSERT_EQ(rte_eth_tx_burst(peer, 1, &m, 1), 1) << "to worker 1's RX queue";
+        ASSERT_EQ(rte_eth_tx_burst(peer, q1, &m, 1), 1) << "to worker 1's RX queue";
     };
     auto poll_both = [&](uint64_t t) {
         uint32_t work = 0;
