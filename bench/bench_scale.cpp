@@ -73,6 +73,7 @@ struct Args {
     uint32_t pairs = 2;                     /* workers: QP pairs per worker (weak scaling) */
     uint32_t total_pairs = 0; /* workers: QP pairs in all (strong scaling); 0: weak scaling */
     std::vector<uint32_t> cpus;             /* workers: worker w on cpus[w] (default CPU w) */
+    uint16_t queue_stride = 0; /* workers: DeviceConfig::queue_stride (0: the adapter's) */
     bool counters = false;                  /* print device counters per message (first round) */
     std::string csv;
 };
@@ -179,7 +180,8 @@ struct Side {
 struct Bed {
     std::unique_ptr<Engine> engine;
     Side a, b;
-    void open(uint32_t workers, uint16_t queues, uint32_t max_qps, uint32_t cqe) {
+    void open(uint32_t workers, uint16_t queues, uint32_t max_qps, uint32_t cqe,
+              uint16_t queue_stride = 0) {
         engine = make_engine(workers);
         auto ports = must(engine->create_ring_pair(queues), "create_ring_pair");
         DeviceConfig ca;
@@ -188,6 +190,7 @@ struct Bed {
         ca.mac = "02:00:00:00:01:01";
         ca.mtu = 1500;
         ca.max_qps = max_qps;
+        ca.queue_stride = queue_stride;
         DeviceConfig cb = ca;
         cb.port = ports.second;
         cb.ipv4_cidr = "10.77.0.2/24";
@@ -765,7 +768,8 @@ WorkersRound run_workers_round(const Args &args, uint32_t nw) {
     const uint32_t n = round_pairs(args, nw);
     const uint32_t most = (n + nw - 1) / nw; /* pairs of the busiest worker */
     Bed bed;
-    bed.open(nw, static_cast<uint16_t>(std::max(2u, nw)), 4096, 4 * args.window * most + 64);
+    bed.open(nw, static_cast<uint16_t>(std::max(2u, nw)), 4096, 4 * args.window * most + 64,
+             args.queue_stride);
     Pairs p;
     for (uint32_t q = 0; q < n; ++q)
         p.add(bed, q % nw, args.window);
@@ -829,6 +833,10 @@ void print_workers_round(uint32_t r, uint32_t nw, const WorkersRound &w) {
 
 int run_workers(const Args &args) {
     FILE *csv = open_csv(args);
+    /* The kind of the CSV rows (bench/plot_workers.py): the spacing asked for, if any. */
+    std::string kind = args.total_pairs != 0 ? "workers_strong" : "workers";
+    if (args.queue_stride != 0)
+        kind += "_stride" + std::to_string(args.queue_stride);
     const std::vector<uint32_t> &ws = args.workers;
     std::vector<std::vector<double>> rate(ws.size()), per_worker(ws.size()), ratio(ws.size());
     for (uint32_t r = 0; r < args.rounds; ++r) {
@@ -841,8 +849,7 @@ int run_workers(const Args &args) {
             rate[k].push_back(w.mpps);
             for (double x : w.per_worker)
                 per_worker[k].push_back(x);
-            csv_row(csv, "%s,loopback,%u,%u,%.4f",
-                    args.total_pairs != 0 ? "workers_strong" : "workers", ws[k], r + 1, w.mpps);
+            csv_row(csv, "%s,loopback,%u,%u,%.4f", kind.c_str(), ws[k], r + 1, w.mpps);
         }
         for (size_t k = 0; k < ws.size(); ++k)
             ratio[k].push_back(this_round[k] / this_round[0]);
@@ -850,9 +857,12 @@ int run_workers(const Args &args) {
     const std::string pairs = args.total_pairs != 0
                                   ? std::to_string(args.total_pairs) + " QP pairs in all"
                                   : std::to_string(args.pairs) + " QP pairs per worker";
+    const std::string stride =
+        args.queue_stride != 0 ? std::to_string(args.queue_stride) : std::string("the adapter's");
     std::printf("\n64 B RDMA WRITE, %s, window %u per QP, embedded workers "
-                "(worker w on CPU w), ring pair with max(2, W) queues, %u rounds x %.1f s%s\n",
-                pairs.c_str(), args.window, args.rounds, args.seconds,
+                "(worker w on CPU w), ring pair for max(2, W) workers, queue stride %s, %u "
+                "rounds x %.1f s%s\n",
+                pairs.c_str(), args.window, stride.c_str(), args.rounds, args.seconds,
                 args.register_threads ? "" : ", worker threads NOT EAL threads");
     std::printf("| workers | Mpps min | Mpps median | Mpps max | x W=%u, same round: min / median "
                 "/ max | per worker median (min-max) |\n",
@@ -925,6 +935,8 @@ void usage() {
         "  --cpus=LIST       workers: worker w runs on the w-th CPU of LIST, CPUs of this machine\n"
         "                    (default: CPU w; --workers=1 --cpus=1 tells a slow CPU from a slow\n"
         "                    second worker)\n"
+        "  --queue-stride=N  workers: worker w on queue w x N of the ring pair (1..16; default:\n"
+        "                    the adapter's, 4 for net_ring as the queues allow; 1 = neighbours)\n"
         "  --no-register     workers: leave threads 1.. non-EAL threads (no mempool cache)\n"
         "  --csv=FILE        also append CSV rows to FILE\n");
 }
@@ -971,6 +983,8 @@ int main(int argc, char **argv) {
         else if ((v = val("--cpus")))
             args.cpus =
                 parse_list("--cpus", v, 0, std::max(1u, std::thread::hardware_concurrency()) - 1);
+        else if ((v = val("--queue-stride")))
+            args.queue_stride = static_cast<uint16_t>(parse_count("--queue-stride", v, 1, 16));
         else if ((v = val("--csv")))
             args.csv = v;
         else if (a == "--counters")
@@ -992,6 +1006,8 @@ int main(int argc, char **argv) {
             die("--total-pairs must be at least the largest worker count (a worker without "
                 "QPs measures nothing)");
     }
+    if (args.queue_stride != 0 && args.mode != "workers")
+        die("--queue-stride is for the workers mode (one worker has nothing to space)");
     if (args.mode == "qps")
         return run_qps(args);
     if (args.mode == "idle")

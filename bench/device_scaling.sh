@@ -9,8 +9,10 @@
 #   DIR/device_scaling.sh run OUT [SECONDS] [ROUNDS]   (there) installs the plugins where
 #       the EAL looks for them, then for W = 1, 2, 4, 8, 12, 16 (as many as the CPUs allow;
 #       16 is the engine's kMaxWorkers):
-#         - bench_scale workers, weak scaling (2 QP pairs per worker) and strong scaling
-#           (32 pairs in all), worker w on CPU w, rounds alternating over the W list;
+#         - bench_scale workers, weak scaling (2 QP pairs per worker), the same with the
+#           workers on neighbouring queues (--queue-stride=1: what the spacing is worth),
+#           and strong scaling (32 pairs in all), worker w on CPU w, rounds alternating
+#           over the W list;
 #         - W separate one-worker bench_scale processes at once, on CPUs 0..W-1 (what the
 #           machine gives when nothing is shared);
 #         - droce-perf write_bw --loopback --workers W --threads W -q 2W (worker mode, a
@@ -80,14 +82,23 @@ run() {
     } >"$out/machine.txt"
     local csv=$out/scaling.csv
     : >"$csv"
-    echo "== weak scaling (2 QP pairs per worker), W = $list"
-    x "$d/bin/bench_scale" workers --workers="$list" --pairs=2 --rounds="$rounds" \
-        --seconds="$secs" --csv="$csv" | tee "$out/weak.log" | grep -v '^csv,'
+    # Weak scaling with the adapter's queue spacing and with neighbouring queues (the
+    # layout before the queue stride: what the ring PMD's shared per-queue line costs),
+    # a round of each in turn.
+    echo "== weak scaling (2 QP pairs per worker), W = $list; the same, --queue-stride=1"
+    local r
+    for r in $(seq "$rounds"); do
+        x "$d/bin/bench_scale" workers --workers="$list" --pairs=2 --rounds=1 \
+            --seconds="$secs" --csv="$csv" | tee -a "$out/weak.log" | grep '^round'
+        x "$d/bin/bench_scale" workers --workers="$list" --pairs=2 --rounds=1 \
+            --seconds="$secs" --queue-stride=1 --csv="$csv" | tee -a "$out/weak_stride1.log" |
+            sed -n 's/^round/stride 1: round/p'
+    done
     echo "== strong scaling (32 QP pairs in all), W = $list"
     x "$d/bin/bench_scale" workers --workers="$list" --total-pairs=32 --rounds="$rounds" \
         --seconds="$secs" --csv="$csv" | tee "$out/strong.log" | grep -v '^csv,'
     echo "== W one-worker processes at once"
-    local r i sum
+    local i sum
     for r in $(seq "$rounds"); do
         for w in "${ws[@]}"; do
             for i in $(seq 0 $((w - 1))); do

@@ -5,6 +5,8 @@ bench/device_scaling.sh (bench_scale workers --csv and the script's own rows):
 
     workers,loopback,<W>,<round>,<Mpps>         one process, W workers, 2 QP pairs each
     workers_strong,loopback,<W>,<round>,<Mpps>  one process, W workers, N pairs in all
+    workers_stride1,loopback,<W>,<round>,<Mpps> as workers, neighbouring queues
+                                                (bench_scale --queue-stride=1)
     procs,loopback,<W>,<round>,<Mpps>           W one-worker processes at once (summed)
     perf_threads,loopback,<W>,<round>,<Mpps>    droce-perf --workers W --threads W -q 2W
     (other rows are skipped)
@@ -29,6 +31,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 KINDS = [
     ("workers", "one process, W workers (weak: 2 QP pairs each)"),
     ("workers_strong", "one process, W workers (strong: pairs in all)"),
+    ("workers_stride1", "one process, W workers (weak), neighbouring queues"),
     ("procs", "W one-worker processes"),
     ("perf_threads", "droce-perf --workers W --threads W"),
 ]

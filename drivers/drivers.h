@@ -30,8 +30,14 @@ const char *reach_str(Reach r);
 
 /** What droce may rely on for one port. */
 /* net_ring's queue_stride: its struct ring_queue is 24 bytes, so 4 queues apart any two
- * used queues are 72 bytes apart and never share a 64-byte line. */
+ * used queues' entries start 96 bytes apart and never share a 64-byte line. */
 inline constexpr uint16_t kRingQueueStride = 4;
+
+/* The queues a port needs for `workers` (>= 1) workers whose queues are `stride` apart:
+ * worker w takes queue w * stride, so up to the last worker's. */
+inline constexpr uint32_t queues_for(uint32_t workers, uint16_t stride) {
+    return (workers - 1) * stride + 1;
+}
 
 struct Caps {
     std::string adapter; /* the family: "mlx5", "virtio_user", ..., "generic" */

@@ -99,6 +99,7 @@ open_loopback_devices(Engine &engine, const DeviceOptions &o,
     ca.mtu = o.eth_mtu;
     apply_congestion_options(o, ca);
     apply_l3_options(o, ca);
+    ca.queue_stride = o.queue_stride;
     DeviceConfig cb = ca;
     cb.port = port_b;
     cb.ipv4_cidr = "10.0.0.2/24";

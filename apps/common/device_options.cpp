@@ -41,6 +41,7 @@ const struct option kDeviceLongOptions[] = {
     {"force-ttl", required_argument, nullptr, kOptForceTtl},
     {"line-rate", required_argument, nullptr, kOptLineRate},
     {"tx-burst", required_argument, nullptr, kOptTxBurst},
+    {"queue-stride", required_argument, nullptr, kOptQueueStride},
     {"gid-type", required_argument, nullptr, kOptGidType},
     {"dup-ack-interval-ns", required_argument, nullptr, kOptDupAckInterval},
     {"seq-nak-interval-ns", required_argument, nullptr, kOptSeqNakInterval},
@@ -204,6 +205,11 @@ const char *take(int c, const char *arg, DeviceOptions &o, const DeviceOptionRul
         if (!parse_u64(arg, 4096, u))
             return "frames 0..4096 (0 = off)";
         o.tx_burst = static_cast<uint32_t>(u);
+        return "";
+    case kOptQueueStride:
+        if (!parse_u64(arg, 64, u))
+            return "0..64 (0 = the port's adapter's spacing, 1 = neighbouring queues)";
+        o.queue_stride = static_cast<uint16_t>(u);
         return "";
     case kOptDupAckInterval:
     case kOptSeqNakInterval:

@@ -56,6 +56,7 @@ struct DeviceOptions {
     int pfc = -1;                   /**< --pfc PRIO (DeviceConfig::pfc_priority); -1 = none */
     uint64_t line_rate_bps = 0;     /**< --line-rate (DeviceConfig::line_rate_bps); 0 = link's */
     uint32_t tx_burst = 0;          /**< --tx-burst N (DeviceConfig::tx_burst_frames) */
+    uint16_t queue_stride = 0;      /**< --queue-stride N (DeviceConfig::queue_stride) */
     std::vector<std::string> ip6;   /**< --ip X:Y::Z/P[@VID] (DeviceConfig::ipv6_cidrs) */
     std::string gateway, gateway6;  /**< --gateway A.B.C.D | X:Y::Z */
     uint16_t vlan = 0;              /**< --vlan VID */
@@ -128,6 +129,7 @@ enum DeviceOption : int {
     kOptForceTtl,
     kOptLineRate,
     kOptTxBurst,
+    kOptQueueStride,
     kOptPfcTx,
     kOptGidType,
     kOptDupAckInterval,

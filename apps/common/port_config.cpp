@@ -40,6 +40,7 @@ DeviceConfig port_device_config(const DeviceOptions &o) {
     cfg.capture = o.capture;
     cfg.capture_snaplen = o.capture_snaplen;
     cfg.rtr_nonblocking = o.rtr_nonblocking;
+    cfg.queue_stride = o.queue_stride;
     return cfg;
 }
 

@@ -245,6 +245,8 @@ void print_usage(const char *argv0, FILE *out) {
         "                           100g when the PMD reports none, as memif does)\n"
         "  --tx-burst=N             hold every QP to the line rate with bursts of at most\n"
         "                           N frames (for ports with no wire of their own: memif)\n"
+        "  --queue-stride=N         with --workers, worker w on RX/TX queue w x N (default 0:\n"
+        "                           the port's adapter's; 1 = neighbouring queues)\n"
         "  --dup-ack-interval-ns=N  re-ACK duplicates at most once per N ns (default 50000)\n"
         "  --seq-nak-interval-ns=N  NAK a lone ahead PSN at most once per N ns (default\n"
         "                           1000000); --seq-nak-after-run=N: N ahead PSNs in a row\n"

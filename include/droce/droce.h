@@ -140,6 +140,15 @@ struct DeviceConfig {
      * ECN). A real port's wire does this; a virtual port would take a whole RC window in
      * one go. 0 = off: a QP at line rate is not paced (pays nothing). */
     uint32_t tx_burst_frames = 0;
+    /** With several workers, worker w takes RX and TX queue w * queue_stride. 0 = what the
+     * port's adapter says: every 4th queue of net_ring, whose PMD keeps all queues'
+     * packet counts in one array that every burst writes (neighbouring workers would
+     * pass its cache line back and forth on every poll), as far apart as the port's queue
+     * count allows; 1 (neighbours) everywhere else. 1..64 asks for that spacing:
+     * open_device refuses it (EINVAL) where the port has fewer queues than it needs,
+     * ((workers - 1) * queue_stride + 1), or spreads flows by RSS (which aims at
+     * queue = worker) and queue_stride is not 1. The queues between stay idle. */
+    uint16_t queue_stride = 0;
     /** How often an RC responder answers duplicate and out-of-sequence requests (a
      * forged PSN must not make it answer 1:1 toward the real peer; lib/rc QpTuning has
      * the reasoning). For QPs created from now on; the defaults are rxe-safe. */

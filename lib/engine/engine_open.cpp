@@ -25,6 +25,8 @@ constexpr uint16_t kDescriptors = 1024;
 /* Payloads below this are copied even with zero-copy on: measured with bench_zero_copy
  * (BM_WriteSize, single-packet WRITEs, zero-copy vs copy) on the development machine. */
 constexpr uint32_t kZeroCopyMinBytesDefault = 1024;
+/* DeviceConfig::queue_stride's largest: past it no port has the queues. */
+constexpr uint16_t kMaxQueueStride = 64;
 
 std::string errstr(int e) { return rte_strerror(e < 0 ? -e : e); }
 
@@ -78,6 +80,9 @@ Status check_device_config(const DeviceConfig &cfg, const cc::CcParams &ccp, net
                               "pause)");
     if (cfg.pfc_tx_xoff != 0 && cfg.pfc_tx_xon >= cfg.pfc_tx_xoff)
         return Status(EINVAL, "open_device: pfc_tx_xon must be below pfc_tx_xoff");
+    if (cfg.queue_stride > kMaxQueueStride)
+        return Status(EINVAL, "open_device: queue_stride must be 0.." +
+                                  std::to_string(kMaxQueueStride) + " (0: the port's adapter's)");
     if (cfg.ipv4_cidr.empty())
         return Status(EINVAL, "open_device: ipv4_cidr is required (e.g. 10.77.0.100/24)");
     if (Status s = net::parse_ipv4_cidr(cfg.ipv4_cidr, &ifc->ip, &ifc->prefix_len); !s)
@@ -162,13 +167,31 @@ Status plan_mtu(const DeviceConfig &cfg, uint32_t max_frame, PortPlan &p) {
     return {};
 }
 
-/** The spacing of the workers' queues: caps.queue_stride where the port has queues for nw
- * workers that far apart, else as far apart as they fit (1: neighbours). */
-uint16_t plan_queue_stride(uint32_t nw, const drivers::Caps &caps, const rte_eth_dev_info &info) {
-    const uint32_t maxq = std::max<uint16_t>(1, std::min(info.max_rx_queues, info.max_tx_queues));
-    /* RSS aims a flow at its worker's queue by index (rss_pick_sport): neighbours there. */
+/** The spacing of the workers' queues. Asked for (DeviceConfig::queue_stride): that one,
+ * or why the port cannot have it. Else the adapter's (caps.queue_stride) where the port
+ * has queues for nw workers that far apart, else as far apart as they fit (1:
+ * neighbours). */
+Result<uint16_t> plan_queue_stride(uint32_t nw, uint16_t asked, const PortPlan &p) {
+    const drivers::Caps &caps = p.caps;
+    const uint32_t maxq =
+        std::max<uint16_t>(1, std::min(p.info.max_rx_queues, p.info.max_tx_queues));
+    if (asked != 0) {
+        if (nw <= 1 || asked == 1)
+            return asked;
+        /* RSS aims a flow at its worker's queue by index (rss_pick_sport). */
+        if (caps.rss_udp)
+            return Status(EINVAL, p.name + ": queue_stride " + std::to_string(asked) +
+                                      ": the port spreads flows by RSS to queue = worker "
+                                      "(only 1 or 0 there)");
+        if (drivers::queues_for(nw, asked) > maxq)
+            return Status(EINVAL, p.name + ": queue_stride " + std::to_string(asked) + " needs " +
+                                      std::to_string(drivers::queues_for(nw, asked)) +
+                                      " queues for " + std::to_string(nw) +
+                                      " workers; the port has " + std::to_string(maxq));
+        return asked;
+    }
     if (nw <= 1 || caps.queue_stride <= 1 || caps.rss_udp || maxq < nw)
-        return 1;
+        return uint16_t{1};
     return static_cast<uint16_t>(std::min<uint32_t>(caps.queue_stride, (maxq - 1) / (nw - 1)));
 }
 
@@ -176,10 +199,13 @@ uint16_t plan_queue_stride(uint32_t nw, const drivers::Caps &caps, const rte_eth
  * RSS over the RX queues; whether zero-copy TX can work with this layout. A port with
  * fewer RX queues is read by worker 0, which hands each packet to its QP's worker; with
  * fewer TX queues, the workers without one hand their frames to worker 0. */
-void plan_queues(uint32_t nw, bool zero_copy, PortPlan &p) {
+Status plan_queues(uint32_t nw, uint16_t stride, bool zero_copy, PortPlan &p) {
     const drivers::Caps &caps = p.caps;
-    p.queue_stride = plan_queue_stride(nw, caps, p.info);
-    const uint32_t spread = (nw - 1) * p.queue_stride + 1; /* queues up to the last worker's */
+    const Result<uint16_t> planned = plan_queue_stride(nw, stride, p);
+    if (!planned.is_ok())
+        return planned.status();
+    p.queue_stride = planned.value();
+    const uint32_t spread = drivers::queues_for(nw, p.queue_stride);
     p.nrxq = static_cast<uint16_t>(
         std::min<uint32_t>(spread, std::max<uint16_t>(1, p.info.max_rx_queues)));
     p.ntxq = static_cast<uint16_t>(
@@ -206,6 +232,7 @@ void plan_queues(uint32_t nw, bool zero_copy, PortPlan &p) {
     p.reach = p.zc_ok ? zc_reach_of(caps.reach) : ZcReach::Copy;
     if (caps.multi_seg_tx)
         p.conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
+    return {};
 }
 
 /** Bifurcated steering: isolation must be asked before the port is configured. */
@@ -417,9 +444,10 @@ void log_opened(const DeviceConfig &cfg, const PortPlan &p, const net::Iface &if
                   : !p.zc_ok ? ", no chained mbufs for this port and worker layout"
                              : "");
     logger().info("{}: port {} driver {} MAC {} IP {}/{} MTU {} (RoCE active MTU {}), {} RX / {} "
-                  "TX queue(s) for {} worker(s), {} QPNs",
+                  "TX queue(s) for {} worker(s) (queue stride {}), {} QPNs",
                   p.name, p.port, p.driver(), net::mac_str(ifc.mac), net::ipv4_str(ifc.ip),
-                  ifc.prefix_len, p.mtu, dev.active_mtu(), p.nrxq, p.ntxq, nw, cfg.max_qps);
+                  ifc.prefix_len, p.mtu, dev.active_mtu(), p.nrxq, p.ntxq, nw, p.queue_stride,
+                  cfg.max_qps);
     const net::Iface6 &f6 = dev.iface6();
     std::string v6;
     for (uint32_t i = 0; i < f6.naddrs; ++i) {
@@ -535,7 +563,8 @@ Result<Dev *> Runtime::open_device(const DeviceConfig &cfg) {
     p.bond = is_bond_port(p.port);
     if (Status s = plan_mtu(cfg, max_frame_, p); !s)
         return s;
-    plan_queues(workers(), opts_.zero_copy, p);
+    if (Status s = plan_queues(workers(), cfg.queue_stride, opts_.zero_copy, p); !s)
+        return s;
     plan_steering(cfg, p);
     uint64_t line = 0;
     if (Status s = bring_up_port(*this, cfg, ccp, &ifc, &line, p); !s)

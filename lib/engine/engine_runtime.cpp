@@ -316,7 +316,7 @@ Result<std::pair<std::string, std::string>> Runtime::create_ring_pair(uint16_t q
     /* Room for `queues` workers' queues as far apart as the ring PMD wants them
      * (drivers::Caps::queue_stride), as far as it takes queues: the queues between stay
      * idle. */
-    const uint32_t spread = (queues - 1u) * drivers::kRingQueueStride + 1u;
+    const uint32_t spread = drivers::queues_for(queues, drivers::kRingQueueStride);
     queues = static_cast<uint16_t>(
         std::min<uint32_t>(spread, std::min(RTE_PMD_RING_MAX_RX_RINGS, RTE_PMD_RING_MAX_TX_RINGS)));
     std::vector<rte_ring *> a2b, b2a;

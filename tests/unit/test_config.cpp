@@ -55,7 +55,7 @@ TEST(ConfigFile, EveryKeyReachesItsField) {
                "[port]\ndevice = net_memif0\nip = 10.1.2.3/16\nmac = 02:00:00:00:00:09\n"
                "ip6 = fd00::7/64\nip6 = fd01::7/64\ngateway = 10.0.0.254\n"
                "gateway = fd00::fe\nvlan = 100\nforce_dscp = 26\nforce_ttl = 9\n"
-               "mtu = 4000\nline_rate = 2.5g\ntx_burst = 16\n"
+               "mtu = 4000\nline_rate = 2.5g\ntx_burst = 16\nqueue_stride = 3\n"
                "[qp]\ntimeout = 20\nretry_cnt = 3\nrnr_retry = 2\nmin_rnr_timer = 5\n"
                "dup_ack_interval_ns = 7000\nseq_nak_interval_ns = 0\nseq_nak_after_run = 9\n"
                "[cm]\nstateless_per_sec = 0\nstateless_burst = 2\n"
@@ -130,6 +130,7 @@ TEST(ConfigFile, EveryKeyReachesItsField) {
     EXPECT_EQ(o.force_ttl, 9);
     EXPECT_EQ(o.line_rate_bps, 2'500'000'000u);
     EXPECT_EQ(o.tx_burst, 16u);
+    EXPECT_EQ(o.queue_stride, 3u);
     EXPECT_EQ(o.dcqcn_params.rate_reduce_monitor_period_ns, 77u);
 }
 

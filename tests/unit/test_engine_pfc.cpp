@@ -415,6 +415,56 @@ TEST(PfcWorkers, EveryShardHoldsAPauseOneOfThemReceived) {
     rte_mempool_free(pool);
 }
 
+/* DeviceConfig::queue_stride: the spacing asked for is the one the workers get, and one
+ * the port has no queues for (or out of range) is refused, not shrunk. */
+TEST(QueueStride, AskedSpacingOrWhyNot) {
+    static const char *eal[] = {"test_engine_pfc", "--no-huge",   "-m",   "512",
+                                "--no-pci",        "--no-shconf", "-l",   "0",
+                                "--log-level",     "*:warning",   nullptr};
+    EngineOptions o;
+    o.embedded = true;
+    o.workers = 2;
+    o.mbufs = 2047;
+    o.log_level = "warn";
+    int consumed = 0;
+    auto rt = engine::Runtime::create(10, const_cast<char **>(eal), &consumed, o);
+    ASSERT_TRUE(rt) << rt.status().message();
+    auto ports = (*rt)->create_ring_pair(2); /* 5 queues: room for net_ring's stride 4 */
+    ASSERT_TRUE(ports);
+    DeviceConfig c;
+    c.port = ports->first;
+    c.ipv4_cidr = "10.77.0.1/24";
+    c.mac = "02:00:00:00:01:01";
+    c.dcqcn = false;
+    c.queue_stride = 2;
+    auto a = (*rt)->open_device(c);
+    ASSERT_TRUE(a) << a.status().message();
+    EXPECT_EQ((*a)->shard(0).rx_queue(), 0u);
+    EXPECT_EQ((*a)->shard(1).rx_queue(), 2u) << "the asked spacing, not the adapter's 4";
+    EXPECT_EQ((*a)->shard(1).tx_queue(), 2u);
+
+    c.port = ports->second;
+    c.ipv4_cidr = "10.77.0.2/24";
+    c.mac = "02:00:00:00:01:02";
+    c.queue_stride = 8; /* worker 1 on queue 8: the pair has 5 */
+    auto refused = (*rt)->open_device(c);
+    ASSERT_FALSE(refused);
+    EXPECT_EQ(refused.status().code(), EINVAL);
+    EXPECT_NE(refused.status().message().find("needs 9 queues for 2 workers; the port has 5"),
+              std::string::npos)
+        << refused.status().message();
+    c.queue_stride = 65;
+    auto range = (*rt)->open_device(c);
+    ASSERT_FALSE(range);
+    EXPECT_NE(range.status().message().find("queue_stride must be 0..64"), std::string::npos)
+        << range.status().message();
+    c.queue_stride = 1;
+    auto b = (*rt)->open_device(c);
+    ASSERT_TRUE(b) << b.status().message();
+    EXPECT_EQ((*b)->shard(1).rx_queue(), 1u) << "neighbours, as asked";
+    rt->reset();
+}
+
 } // namespace
 
 /* droce sending PFC (DeviceConfig::pfc_tx_xoff): net_ring has no rx_queue_count, so the
