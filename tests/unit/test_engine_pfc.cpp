@@ -332,9 +332,8 @@ TEST_F(Pfc, StormWatchdogReportsOncePerStorm) {
     dev->set_pfc(-1, engine::kPfcStormNsDefault, "test");
 }
 
-/* Several workers: the frame lands on one shard's RX queue and every shard holds the
- * pause (each transmits on the port); it is counted once. */
-TEST(PfcWorkers, EveryShardHoldsAPauseOneOfThemReceived) {
+/* An embedded engine with two workers (the EAL is the process's: a later engine reuses it). */
+Result<std::unique_ptr<engine::Runtime>> two_worker_engine() {
     static const char *eal[] = {"test_engine_pfc", "--no-huge",   "-m",   "512",
                                 "--no-pci",        "--no-shconf", "-l",   "0",
                                 "--log-level",     "*:warning",   nullptr};
@@ -344,15 +343,27 @@ TEST(PfcWorkers, EveryShardHoldsAPauseOneOfThemReceived) {
     o.mbufs = 2047;
     o.log_level = "warn";
     int consumed = 0;
-    auto rt = engine::Runtime::create(10, const_cast<char **>(eal), &consumed, o);
-    ASSERT_TRUE(rt) << rt.status().message();
-    auto ports = (*rt)->create_ring_pair(2);
-    ASSERT_TRUE(ports);
+    return engine::Runtime::create(10, const_cast<char **>(eal), &consumed, o);
+}
+
+/* Side A of a ring pair, without DCQCN. */
+DeviceConfig ring_side_a(const std::string &port) {
     DeviceConfig c;
-    c.port = ports->first;
+    c.port = port;
     c.ipv4_cidr = "10.77.0.1/24";
     c.mac = "02:00:00:00:01:01";
     c.dcqcn = false;
+    return c;
+}
+
+/* Several workers: the frame lands on one shard's RX queue and every shard holds the
+ * pause (each transmits on the port); it is counted once. */
+TEST(PfcWorkers, EveryShardHoldsAPauseOneOfThemReceived) {
+    auto rt = two_worker_engine();
+    ASSERT_TRUE(rt) << rt.status().message();
+    auto ports = (*rt)->create_ring_pair(2);
+    ASSERT_TRUE(ports);
+    DeviceConfig c = ring_side_a(ports->first);
     auto d = (*rt)->open_device(c);
     ASSERT_TRUE(d) << d.status().message();
     engine::Dev *dev = *d;
@@ -418,24 +429,11 @@ TEST(PfcWorkers, EveryShardHoldsAPauseOneOfThemReceived) {
 /* DeviceConfig::queue_stride: the spacing asked for is the one the workers get, and one
  * the port has no queues for (or out of range) is refused, not shrunk. */
 TEST(QueueStride, AskedSpacingOrWhyNot) {
-    static const char *eal[] = {"test_engine_pfc", "--no-huge",   "-m",   "512",
-                                "--no-pci",        "--no-shconf", "-l",   "0",
-                                "--log-level",     "*:warning",   nullptr};
-    EngineOptions o;
-    o.embedded = true;
-    o.workers = 2;
-    o.mbufs = 2047;
-    o.log_level = "warn";
-    int consumed = 0;
-    auto rt = engine::Runtime::create(10, const_cast<char **>(eal), &consumed, o);
+    auto rt = two_worker_engine();
     ASSERT_TRUE(rt) << rt.status().message();
     auto ports = (*rt)->create_ring_pair(2); /* 5 queues: room for net_ring's stride 4 */
     ASSERT_TRUE(ports);
-    DeviceConfig c;
-    c.port = ports->first;
-    c.ipv4_cidr = "10.77.0.1/24";
-    c.mac = "02:00:00:00:01:01";
-    c.dcqcn = false;
+    DeviceConfig c = ring_side_a(ports->first);
     c.queue_stride = 2;
     auto a = (*rt)->open_device(c);
     ASSERT_TRUE(a) << a.status().message();
