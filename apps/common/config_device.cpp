@@ -214,7 +214,7 @@ const std::vector<Key> &schema() {
          }},
         num("port", "tx_burst", 0, 4096,
             [](DeviceOptions &o, uint64_t u) { o.tx_burst = static_cast<uint32_t>(u); }),
-        num("port", "queue_stride", 0, 64,
+        num("port", "queue_stride", 0, DeviceConfig::kMaxQueueStride,
             [](DeviceOptions &o, uint64_t u) { o.queue_stride = static_cast<uint16_t>(u); }),
         num("port", "force_dscp", 0, 63,
             [](DeviceOptions &o, uint64_t u) { o.force_dscp = static_cast<int>(u); }),

@@ -207,7 +207,8 @@ const char *take(int c, const char *arg, DeviceOptions &o, const DeviceOptionRul
         o.tx_burst = static_cast<uint32_t>(u);
         return "";
     case kOptQueueStride:
-        if (!parse_u64(arg, 64, u))
+        static_assert(DeviceConfig::kMaxQueueStride == 64, "the message says 0..64");
+        if (!parse_u64(arg, DeviceConfig::kMaxQueueStride, u))
             return "0..64 (0 = the port's adapter's spacing, 1 = neighbouring queues)";
         o.queue_stride = static_cast<uint16_t>(u);
         return "";

@@ -149,6 +149,8 @@ struct DeviceConfig {
      * ((workers - 1) * queue_stride + 1), or spreads flows by RSS (which aims at
      * queue = worker) and queue_stride is not 1. The queues between stay idle. */
     uint16_t queue_stride = 0;
+    /** queue_stride's largest (open_device refuses more): past it no port has the queues. */
+    static constexpr uint16_t kMaxQueueStride = 64;
     /** How often an RC responder answers duplicate and out-of-sequence requests (a
      * forged PSN must not make it answer 1:1 toward the real peer; lib/rc QpTuning has
      * the reasoning). For QPs created from now on; the defaults are rxe-safe. */

@@ -25,8 +25,6 @@ constexpr uint16_t kDescriptors = 1024;
 /* Payloads below this are copied even with zero-copy on: measured with bench_zero_copy
  * (BM_WriteSize, single-packet WRITEs, zero-copy vs copy) on the development machine. */
 constexpr uint32_t kZeroCopyMinBytesDefault = 1024;
-/* DeviceConfig::queue_stride's largest: past it no port has the queues. */
-constexpr uint16_t kMaxQueueStride = 64;
 
 std::string errstr(int e) { return rte_strerror(e < 0 ? -e : e); }
 
@@ -80,9 +78,10 @@ Status check_device_config(const DeviceConfig &cfg, const cc::CcParams &ccp, net
                               "pause)");
     if (cfg.pfc_tx_xoff != 0 && cfg.pfc_tx_xon >= cfg.pfc_tx_xoff)
         return Status(EINVAL, "open_device: pfc_tx_xon must be below pfc_tx_xoff");
-    if (cfg.queue_stride > kMaxQueueStride)
+    if (cfg.queue_stride > DeviceConfig::kMaxQueueStride)
         return Status(EINVAL, "open_device: queue_stride must be 0.." +
-                                  std::to_string(kMaxQueueStride) + " (0: the port's adapter's)");
+                                  std::to_string(DeviceConfig::kMaxQueueStride) +
+                                  " (0: the port's adapter's)");
     if (cfg.ipv4_cidr.empty())
         return Status(EINVAL, "open_device: ipv4_cidr is required (e.g. 10.77.0.100/24)");
     if (Status s = net::parse_ipv4_cidr(cfg.ipv4_cidr, &ifc->ip, &ifc->prefix_len); !s)
@@ -183,10 +182,9 @@ Result<uint16_t> plan_queue_stride(uint32_t nw, uint16_t asked, const PortPlan &
             return Status(EINVAL, p.name + ": queue_stride " + std::to_string(asked) +
                                       ": the port spreads flows by RSS to queue = worker "
                                       "(only 1 or 0 there)");
-        if (drivers::queues_for(nw, asked) > maxq)
+        if (const uint32_t need = drivers::queues_for(nw, asked); need > maxq)
             return Status(EINVAL, p.name + ": queue_stride " + std::to_string(asked) + " needs " +
-                                      std::to_string(drivers::queues_for(nw, asked)) +
-                                      " queues for " + std::to_string(nw) +
+                                      std::to_string(need) + " queues for " + std::to_string(nw) +
                                       " workers; the port has " + std::to_string(maxq));
         return asked;
     }
