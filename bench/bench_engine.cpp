@@ -93,7 +93,7 @@ bool setup(int argc, char **argv) {
     /* A 400 Gb/s line (net_ring says 10G): PostToWirePaced's pacer never makes a packet
      * wait at the benchmark's packet rate, so it measures the pacer's cost only. */
     const cc::CcParams ccp;
-    g->a->set_cc(&ccp, 400'000'000'000);
+    g->a->qp_defaults().set_cc(&ccp, 400'000'000'000);
     g->acq = make_cq();
     g->bcq = make_cq();
     g->b2cq = make_cq();

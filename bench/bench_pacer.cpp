@@ -161,7 +161,7 @@ bool setup(Bench &g, const Opts &o, char *argv0) {
     g.a = *da;
     g.b = *db;
     const cc::CcParams ccp;
-    g.a->set_cc(&ccp, kLine);
+    g.a->qp_defaults().set_cc(&ccp, kLine);
     g.acq = bench::make_cq();
     g.bcq = bench::make_cq();
     g.bufa.assign(o.msg, 0x5a);

@@ -15,7 +15,6 @@
 
 #include <atomic>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -32,8 +31,15 @@
 #include "engine_capture.h"
 #include "engine_event_queue.h"
 #include "engine_frame_free.h"
+#include "engine_limits.h"
+#include "engine_pfc_port.h"
+#include "engine_qp_defaults.h"
+#include "engine_qp_list.h"
+#include "engine_qpn_alloc.h"
 #include "engine_qpn_owner.h"
+#include "engine_tx_queue.h"
 #include "engine_tx_stash.h"
+#include "engine_zc_registry.h"
 #include "mem_mr.h"
 #include "net.h"
 #include "net_classify.h"
@@ -51,32 +57,6 @@ struct rte_ring;
 
 namespace droce::engine {
 
-inline constexpr uint32_t kDefaultMaxQps = 65536; /* QPN space of a device by default */
-inline constexpr uint32_t kMaxQpn = 1u << 24;     /* the 24-bit QPN space */
-inline constexpr uint32_t kFirstQpn = 0x11;       /* 0 and 1 are the IB special QPs */
-inline constexpr uint32_t kMaxWorkers = 16;
-inline constexpr uint16_t kRxBurst = 32;
-/* RX prefetches a frame's lines up to this many bytes (a 64 B WRITE is 138; a larger frame's
- * ICRC streams through the rest with the hardware prefetcher). */
-inline constexpr uint32_t kRxPrefetchBytes = 256;
-inline constexpr uint32_t kMaxZcSegs = kMaxSge; /* payload segments of a zero-copy frame */
-inline constexpr uint32_t kMaxRxSegs = 32;      /* segments of a received chain */
-inline constexpr uint16_t kTxBurst = 64;        /* frames handed to one rte_eth_tx_burst */
-inline constexpr uint16_t kTxQueueCap = 512;    /* frames a shard keeps queued for its port */
-/* Packets one ready QP may emit before the next ready QP gets its turn (round-robin):
- * one busy QP cannot starve the others, and a small quantum keeps per-QP latency fair. */
-inline constexpr uint32_t kTxQuantum = 16;
-inline constexpr uint32_t kWrBurst = 32; /* WRs drained from a ring per QP per doorbell */
-inline constexpr uint64_t kArpRetryNs = 200'000'000;
-/* A destroyed QP's number is not handed out again before this long (its late packets
- * must find no QP rather than a new one) — longer than any packet lives in a fabric. */
-inline constexpr uint64_t kQpnQuarantineNs = 1'000'000'000;
-/* Doorbell ring entries: a QPN, or kDoorbellSrq | SRQ index. */
-inline constexpr uint32_t kDoorbellSrq = 0x80000000u;
-/* rte_mbuf::port of a frame looped inside the device (no port received it; a real port
- * id is below RTE_MAX_ETHPORTS, and frames we build carry RTE_MBUF_PORT_INVALID). */
-inline constexpr uint16_t kLoopbackPort = 0xFFFE;
-
 /* Engine-level counters (mlx5 names where mlx5 has one). Parse drops are kept apart,
  * indexed by wire::ParseResult, and named rx_drop_<parse_result_name>. */
 #define DROCE_ENGINE_COUNTERS(X)                                                                   \
@@ -86,7 +66,6 @@ inline constexpr uint16_t kLoopbackPort = 0xFFFE;
     X(port_xmit_bytes)                                                                             \
     X(tx_burst_refused)     /* rte_eth_tx_burst took fewer frames than offered (kept queued) */    \
     X(tx_queue_full)        /* transmit() refused: the shard's TX queue is full (QP retries) */    \
-    X(tx_queue_depth_max)   /* high-water mark of the TX queue (frames) */                         \
     X(tx_no_mbuf)           /* transmit() refused: pool empty */                                   \
     X(tx_handoff)           /* frames given to the shard that owns the single TX queue */          \
     X(tx_handoff_full)      /* ... refused by that ring: kept queued, retried */                   \
@@ -106,13 +85,9 @@ inline constexpr uint16_t kLoopbackPort = 0xFFFE;
     X(tx_straight)              /* one-packet requests built by the straight path (DataFrame) */   \
     X(rx_multiseg_packets)      /* chained RoCE frames accepted (headers in the first segment) */  \
     X(rx_rocev1_packets)        /* RoCEv1 frames (0x8915) accepted for one of our v1 GIDs */       \
-    X(rx_fast_path)             /* small ACK, SEND / WRITE ONLY frames taken by the RX fast path */\
-    X(rx_drop_multiseg)         /* chained frame not handled: headers not in the first segment, */ \
-                                /* too many segments, or chained ARP/ICMP */                       \
-    X(mr_extmem_register_failed) /* rte_extmem_register refused a region (note, not an error) */   \
-    X(mr_dma_map_failed)         /* rte_dev_dma_map refused a region: no zero-copy for it */       \
-    X(mr_dereg_inflight_refs)    /* zero-copy mbufs still out when their MR was deregistered */    \
-    X(mr_dereg_timeout)          /* ... and still out when dereg gave up waiting (kept alive) */   \
+    X(rx_fast_path)     /* small ACK, SEND / WRITE ONLY frames taken by the RX fast path */        \
+    X(rx_drop_multiseg) /* chained frame not handled: headers not in the first segment, */         \
+                        /* too many segments, or chained ARP/ICMP */                               \
     X(rx_drop_not_our_mac)                                                                         \
     X(rx_drop_unknown_ethertype)                                                                   \
     X(rx_drop_not_our_ip)    /* RoCE packet for another IPv4/IPv6 address */                       \
@@ -264,7 +239,6 @@ struct PauseTimer : QpTimer {
     uint8_t prio = 0;
     bool storm = false;
 };
-inline constexpr uint64_t kPfcStormNsDefault = 100'000'000; /* 100 ms */
 
 /* PFC state counters of a shard (Shard::counters names them as mlx5's ethtool -S). The
  * per-priority pause state (duration, transitions, storms) is counted by shard 0 only:
@@ -361,30 +335,6 @@ struct QpCtx {
     }
 };
 
-/* The shard's ready list and its held-ACK list are intrusive doubly linked lists of QpCtx
- * through ready_next / ready_prev; these keep the two lists' edits in one place. */
-inline void qp_list_append(QpCtx &q, QpCtx *&head, QpCtx *&tail) {
-    q.ready_next = nullptr;
-    q.ready_prev = tail;
-    if (tail)
-        tail->ready_next = &q;
-    else
-        head = &q;
-    tail = &q;
-}
-
-inline void qp_list_unlink(QpCtx &q, QpCtx *&head, QpCtx *&tail) {
-    if (q.ready_prev)
-        q.ready_prev->ready_next = q.ready_next;
-    else
-        head = q.ready_next;
-    if (q.ready_next)
-        q.ready_next->ready_prev = q.ready_prev;
-    else
-        tail = q.ready_prev;
-    q.ready_next = q.ready_prev = nullptr;
-}
-
 /* engine_cc.cpp: the public DCQCN types and lib/cc's. */
 DcqcnState to_dcqcn_state(const rc::CcState &c);
 /** Line rate of a port from rte_eth_link::link_speed (Mb/s; none/unknown: 100 Gb/s). */
@@ -393,41 +343,6 @@ uint64_t line_rate_from_link(uint32_t link_speed_mbps);
 class Runtime;
 class Dev;
 struct LinkWatch;
-
-/** What memory a port's TX can take as an attached (zero-copy) buffer: decided per port
- * from how its PMD reaches frame data, since rte_dev_dma_map succeeding proves nothing
- * for virtual devices (vdev's dma_map and virtio_user's over vhost-user do nothing). */
-enum class ZcReach : uint8_t {
-    Copy,      /* nothing: every payload is copied into the frame */
-    VirtAddr,  /* any registered region: the PMD copies from virtual addresses in this
-                * process (net_af_packet, net_vhost, net_memif in copy mode) or hands the
-                * mbuf to this process (net_ring) */
-    DpdkFd,    /* DPDK's own memory backed by an fd only: what the EAL shares with a
-                * vhost-user backend through its memory table (net_virtio_user); an
-                * application buffer (malloc, rte_extmem_register) is not shared */
-    DmaMapped, /* regions rte_dev_dma_map accepted, with IOVA as VA (PCI NICs) */
-};
-const char *zc_reach_str(ZcReach r);
-
-/** Zero-copy state of one registered region. shinfo[w].refcnt counts the mbufs that
- * worker w attached to the region and that are not freed yet; the free callback runs
- * when one drops to zero. Each worker has its own shared-info: DPDK's
- * rte_mbuf_ext_refcnt_update takes a non-atomic fast path, so one counter must only
- * ever be touched by one thread (zero-copy is therefore off where another thread frees
- * the frames: net_ring with several workers, or a TX queue shared through a handoff).
- * A region outlives its MR while mbufs are out. */
-struct ZcRegion {
-    rte_mbuf_ext_shared_info shinfo[kMaxWorkers]{};
-    uint32_t key = 0;
-    uint8_t *ext_addr = nullptr; /* page-aligned envelope given to rte_extmem_register */
-    size_t ext_len = 0;
-    bool extmem = false;
-    bool dma = false;
-    bool usable = false; /* zero-copy allowed for this region on this port */
-    uint64_t idle_events = 0;
-    uint32_t outstanding() const;
-    ~ZcRegion();
-};
 
 /** One worker's share of a device: its RX and TX queue of the port, the QPs, CQs and
  * SRQs it owns, its timers, ready list, TX queue and counters. Only that worker (or,
@@ -504,18 +419,14 @@ class alignas(64) Shard final : public qp::TxPort, public qp::AsyncEventSink {
     void publish_srq(SrqCtx &s);
 
     size_t num_qps() const { return nqps_; }
-    size_t ready_qps() const { return nready_; }
+    size_t ready_qps() const { return ready_.size(); }
     /** QPs whose data waits for their pacer's timer: the worker must not sleep then
      * (an idle sleep of tens of µs would overshoot the departure and cost rate). */
     uint32_t pacer_holding() const { return pacer_holding_; }
     size_t armed_timers() const { return timers_.size(); }
-    uint32_t tx_queue_depth() const { return ntx_; }
+    uint32_t tx_queue_depth() const { return tx_.size(); }
     /** This shard's counters (its worker's view). */
     std::vector<std::pair<std::string, uint64_t>> counters() const;
-
-    /* QPN allocation in this shard's residue class (qpn % workers == index). */
-    uint32_t alloc_qpn(uint64_t now);
-    void free_qpn(uint32_t qpn, uint64_t now);
 
     /** A received PFC frame's pauses (the port's, every shard applies them). */
     void on_pfc(const net::PfcFrame &f, uint64_t now);
@@ -532,18 +443,7 @@ class alignas(64) Shard final : public qp::TxPort, public qp::AsyncEventSink {
   private:
     friend class Dev;
     /* m to the TX queue, false (m still the caller's) when it is full. */
-    bool queue_tx(rte_mbuf *m) {
-        if (ntx_ == kTxQueueCap)
-            return false;
-        push_tx(m);
-        return true;
-    }
-    /* m to the TX queue, its room tested by the caller (before it built m). */
-    void push_tx(rte_mbuf *m) {
-        tx_[ntx_++] = m;
-        if (ntx_ > ec.tx_queue_depth_max)
-            ec.tx_queue_depth_max = ntx_;
-    }
+    bool queue_tx(rte_mbuf *m) { return tx_.try_push(m); }
     void ready_push(QpCtx &q);
     QpCtx *ready_pop();
     uint32_t drain_doorbells();
@@ -599,6 +499,7 @@ class alignas(64) Shard final : public qp::TxPort, public qp::AsyncEventSink {
     void on_pause_timer(PauseTimer &t, uint64_t now);
     /* PFC sent when this shard's RX queue fills (engine_pfc_tx.cpp) */
     void pfc_tx_check(uint16_t nrx, uint64_t now);
+    uint32_t parked_qps() const;
     bool pfc_tx_send(uint16_t quanta);
 
     Dev &dev_;
@@ -613,11 +514,9 @@ class alignas(64) Shard final : public qp::TxPort, public qp::AsyncEventSink {
     bool handoffs_ = true;
     sched::TimerWheel timers_;
     wire::HeaderTemplate tmpl_; /* for transmit() without a QP's own (QpTx) */
-    QpCtx *ready_head_ = nullptr, *ready_tail_ = nullptr;
-    uint32_t nready_ = 0;
+    QpList<QpCtx> ready_;       /* QPs with TX work, served round-robin (engine_sched.cpp) */
     /* QPs whose only TX work was an ACK, held for one poll (engine_ack_hold.cpp). */
-    QpCtx *held_head_ = nullptr, *held_tail_ = nullptr;
-    uint32_t nheld_ = 0;
+    QpList<QpCtx> held_;
     uint32_t pacer_holding_ = 0;
     uint32_t budget_ = UINT32_MAX; /* packets the QP being served may still emit */
     rte_mempool *pool_;            /* this worker's mbufs (Runtime::pool(index)) */
@@ -625,8 +524,7 @@ class alignas(64) Shard final : public qp::TxPort, public qp::AsyncEventSink {
     uint8_t paused_mask_ = 0;     /* bit n: priority n is paused */
     uint8_t storm_mask_ = 0;      /* bit n: priority n's pauses are ignored (storm, see on_pfc) */
     wire::AckIcrcCache ack_icrc_; /* RX fast path: ICRC of the last ACK's fixed part */
-    uint32_t nparked_ = 0;
-    QpCtx *parked_head_[net::kPfcPriorities] = {}, *parked_tail_[net::kPfcPriorities] = {};
+    QpList<QpCtx> parked_[net::kPfcPriorities]; /* QPs held by a paused priority */
     uint64_t paused_since_[net::kPfcPriorities] = {};
     PauseTimer pause_end_[net::kPfcPriorities];
     PauseTimer pause_storm_[net::kPfcPriorities];
@@ -634,23 +532,9 @@ class alignas(64) Shard final : public qp::TxPort, public qp::AsyncEventSink {
     bool pfc_tx_paused_ = false;  /* our XOFF stands */
     uint64_t pfc_tx_sent_at_ = 0; /* last XOFF, for the refresh */
     uint64_t pfc_tx_since_ = 0;   /* start of the pause time not yet counted */
-    rte_mbuf *tx_[kTxQueueCap];
-    uint16_t ntx_ = 0;
-    /* Received frames the transport is done with, freed together at the end of the burst
-     * (free_frames: one mempool put for all of them, not one per frame). */
-    rte_mbuf *rx_done_[kRxBurst];
-    uint16_t nrx_done_ = 0;
-    void rx_done(rte_mbuf *m) {
-        rx_done_[nrx_done_++] = m;
-        if (nrx_done_ == kRxBurst) [[unlikely]]
-            flush_rx_done();
-    }
-    void flush_rx_done() {
-        if (nrx_done_ == 0)
-            return;
-        free_frames(rx_done_, nrx_done_);
-        nrx_done_ = 0;
-    }
+    TxQueue<kTxQueueCap> tx_;     /* built frames the port has not taken (engine_tx_queue.h) */
+    /* Received frames the transport is done with, freed together at the end of the burst. */
+    FrameFreeBatch<kRxBurst> rx_done_;
     /* The QP the last delivered frame went to, not yet scheduled: a burst's run of frames
      * for one QP (one QP's WRITEs arrive back to back) is scheduled once, when the run
      * ends, not after every frame. Nothing between two deliveries reads what schedule()
@@ -666,7 +550,7 @@ class alignas(64) Shard final : public qp::TxPort, public qp::AsyncEventSink {
     /* The end of an RX batch: the frames go back to their pool, the last run's QP is
      * scheduled. */
     void finish_rx() {
-        flush_rx_done();
+        rx_done_.flush();
         if (rx_sched_ != nullptr) {
             QpCtx &q = *rx_sched_;
             rx_sched_ = nullptr;
@@ -674,9 +558,7 @@ class alignas(64) Shard final : public qp::TxPort, public qp::AsyncEventSink {
         }
     }
     TxStash tx_stash_; /* transmit()'s copied frames (engine_tx_stash.h) */
-    /* QPN allocation: never-used numbers first, then freed ones after quarantine. */
-    uint32_t next_fresh_;
-    std::deque<std::pair<uint32_t, uint64_t>> freed_;
+    QpnAllocator qpns_; /* this shard's residue class (qpn % workers == index) */
     /* ---- capture (engine_capture.cpp): set on this shard's worker only ---- */
     Capture *cap_ = nullptr;   /* nullptr: capture off (one branch per burst) */
     uint64_t cap_tx_mark_ = 0; /* see capture_tx() */
@@ -730,43 +612,14 @@ class Dev final {
     uint32_t workers() const { return static_cast<uint32_t>(shards_.size()); }
     uint16_t rx_queues() const { return nrxq_; }
     uint16_t tx_queues() const { return ntxq_; }
-    /** Set once, before any QP exists (QPs keep a pointer to the table). */
-    void set_pkeys(std::vector<uint16_t> pkeys) { pkeys_ = std::move(pkeys); }
-    const std::vector<uint16_t> &pkeys() const { return pkeys_; }
-    /** DCQCN for QPs created from now on (nullptr = none; copied) and the port's line
-     * rate, the reaction point's maximum. Set once at open, before any QP exists. */
-    void set_cc(const cc::CcParams *p, uint64_t line_rate_bps) {
-        cc_on_ = p != nullptr;
-        if (p)
-            cc_ = *p;
-        line_rate_bps_ = line_rate_bps;
-    }
-    uint64_t line_rate_bps() const { return line_rate_bps_; }
-    /** The DCQCN parameters new QPs get (set_cc); nullptr = DCQCN off. Immutable after
-     * open, so the telemetry thread may read them. */
-    const cc::CcParams *cc_params() const { return cc_on_ ? &cc_ : nullptr; }
-    /** DeviceConfig::tx_burst_frames for QPs created from now on (0 = off). */
-    void set_tx_burst(uint32_t frames) { tx_burst_frames_ = frames; }
-    /** DeviceConfig::rc_pacing for QPs created from now on. */
-    void set_rc_pacing(const DeviceConfig::RcPacing &p) { rc_pacing_ = p; }
-    /** PFC as configured at open: the lossless priority (-1: none asked), the pause-storm
-     * watchdog, and what the PMD said to rte_eth_dev_priority_flow_ctrl_set (droce-info). */
-    void set_pfc(int lossless_prio, uint64_t storm_ns, std::string status) {
-        pfc_prio_ = lossless_prio;
-        pfc_storm_ns_ = storm_ns;
-        pfc_status_ = std::move(status);
-    }
-    int pfc_prio() const { return pfc_prio_; }
-    /** PFC sent by droce (DeviceConfig::pfc_tx_xoff): thresholds in frames; count: the
-     * PMD implements rte_eth_rx_queue_count (else the burst's fill is the level). */
-    void set_pfc_tx(uint32_t xoff, uint32_t xon, bool count) {
-        pfc_tx_xoff_ = xoff;
-        pfc_tx_xon_ = xon;
-        pfc_tx_count_ = count;
-    }
-    uint32_t pfc_tx_xoff() const { return pfc_tx_xoff_; }
-    uint64_t pfc_storm_ns() const { return pfc_storm_ns_; }
-    const std::string &pfc_status() const { return pfc_status_; }
+    /** What new QPs take from the configuration (engine_qp_defaults.h): set once at
+     * open, before any QP exists. */
+    QpDefaults &qp_defaults() { return qpd_; }
+    const QpDefaults &qp_defaults() const { return qpd_; }
+    uint64_t line_rate_bps() const { return qpd_.line_rate_bps; }
+    /** PFC as configured at open (engine_pfc_port.h); set before any worker polls. */
+    PfcSettings &pfc() { return pfc_; }
+    const PfcSettings &pfc() const { return pfc_; }
     /** The port's adapter and capabilities, and what its steering set up (droce-info). */
     void set_port_info(drivers::Caps caps, drivers::SteerReport steer) {
         caps_ = std::move(caps);
@@ -827,12 +680,9 @@ class Dev final {
     /** Releases deregistered regions whose mbufs are all back; true when the one of key
      * (if any) is gone. give_up: keep it alive for good and count a timeout. */
     bool zc_reap(uint32_t key, bool give_up = false);
-    void set_zero_copy(ZcReach reach, uint32_t min_bytes);
-    bool zero_copy() const { return zc_on_; }
-    ZcRegion *zc_region(uint32_t slot) const {
-        return slot < zc_.size() ? zc_[slot].get() : nullptr;
-    }
-    uint32_t zc_min() const { return zc_min_; }
+    /** Zero-copy: the port's reach and threshold (configure at open), the regions. */
+    ZcRegistry &zero_copy() { return zc_; }
+    const ZcRegistry &zero_copy() const { return zc_; }
     /** Every counter, all shards summed (every worker parked, or inline). */
     std::vector<std::pair<std::string, uint64_t>> counters() const;
     /** Port-level counters and gauges (any thread). */
@@ -966,17 +816,8 @@ class Dev final {
     uint16_t vlan_ = 0;         /* VID; 0 = untagged (read per frame: in the padding here) */
 
     mem::MrTable mrs_;
-    std::vector<uint16_t> pkeys_ = {wire::kDefaultPkey};
-    bool cc_on_ = false;
-    cc::CcParams cc_;
-    uint64_t line_rate_bps_ = 0;
-    uint32_t tx_burst_frames_ = 0;
-    DeviceConfig::RcPacing rc_pacing_;
-    int pfc_prio_ = -1;
-    uint32_t pfc_tx_xoff_ = 0, pfc_tx_xon_ = 0; /* 0: droce sends no pause */
-    bool pfc_tx_count_ = false;
-    uint64_t pfc_storm_ns_ = kPfcStormNsDefault;
-    std::string pfc_status_ = "not requested";
+    QpDefaults qpd_;
+    PfcSettings pfc_;
     drivers::Caps caps_;
     drivers::SteerReport steer_;
     /* Indexed by QPN; entry n belongs to worker n % workers and only it touches it. */
@@ -989,14 +830,7 @@ class Dev final {
     uint8_t rss_key_[40] = {};
     uint32_t reta_size_ = 0;
 
-    bool zc_on_ = false;
-    ZcReach zc_reach_ = ZcReach::Copy;
-    uint32_t zc_min_ = 0;
-    /* The shortest payload attached zero-copy (zc_min_, at least 1), UINT32_MAX when zero
-     * copy is off: the one compare both transmit paths make. */
-    uint32_t zc_from_ = UINT32_MAX;
-    std::vector<std::unique_ptr<ZcRegion>> zc_;         /* by MR slot */
-    std::vector<std::unique_ptr<ZcRegion>> zc_retired_; /* deregistered, mbufs still out */
+    ZcRegistry zc_; /* zero-copy regions by MR slot (engine_zc_registry.h) */
     /* IP policy (engine_l3.cpp), last: only IPv6 frames and the control path read it. */
     net::Iface6 ifc6_;        /* link-local + configured IPv6 addresses */
     net::NeighTable6 neigh6_; /* worker 0 */

@@ -23,25 +23,15 @@ bool Shard::ack_hold(QpCtx &q) {
     /* in_ready stays set: schedule() (a post meanwhile) must not queue it twice. */
     q.in_ready = true;
     q.ack_held = q.ack_waited = true;
-    qp_list_append(q, held_head_, held_tail_);
-    ++nheld_;
+    held_.push_back(q);
     ++ec.tx_ack_held;
     return true;
 }
 
 void Shard::ack_release() {
     /* Ahead of the QPs that became ready since: they were held for their turn. */
-    for (QpCtx *q = held_head_; q != nullptr; q = q->ready_next)
-        q->ack_held = false;
-    held_tail_->ready_next = ready_head_;
-    if (ready_head_)
-        ready_head_->ready_prev = held_tail_;
-    else
-        ready_tail_ = held_tail_;
-    ready_head_ = held_head_;
-    nready_ += nheld_;
-    held_head_ = held_tail_ = nullptr;
-    nheld_ = 0;
+    held_.for_each([](QpCtx &q) { q.ack_held = false; });
+    ready_.splice_front(held_);
 }
 
 void Shard::answer_held(uint64_t now) {

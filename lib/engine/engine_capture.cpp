@@ -187,12 +187,12 @@ void Shard::capture_tx() {
     const uint64_t done = ec.port_xmit_packets;
     uint16_t from = 0;
     if (cap_tx_mark_ > done)
-        from = static_cast<uint16_t>(std::min<uint64_t>(cap_tx_mark_ - done, ntx_));
+        from = static_cast<uint16_t>(std::min<uint64_t>(cap_tx_mark_ - done, tx_.size()));
     rte_mbuf *copies[kTxBurst];
     unsigned nc = 0;
     const uint64_t now = dev_.rt_.now_ns();
-    for (uint16_t i = from; i < ntx_; ++i) {
-        if (rte_mbuf *c = cap_->copy(tx_[i], dev_.port_, txq_, false, now))
+    for (uint16_t i = from; i < tx_.size(); ++i) {
+        if (rte_mbuf *c = cap_->copy(tx_.frames()[i], dev_.port_, txq_, false, now))
             copies[nc++] = c;
         if (nc == kTxBurst) {
             cap_->submit(copies, nc);
@@ -200,7 +200,7 @@ void Shard::capture_tx() {
         }
     }
     cap_->submit(copies, nc);
-    cap_tx_mark_ = done + ntx_;
+    cap_tx_mark_ = done + tx_.size();
 }
 
 /* ---- the device's start/stop ---- */

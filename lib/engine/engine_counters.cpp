@@ -24,8 +24,9 @@ std::vector<std::pair<std::string, uint64_t>> Shard::counters() const {
                        ec.rx_drop_parse[r]);
     v.emplace_back("rx_ack_icrc_cached", ack_icrc_.hits); /* ACK ICRCs from the cache */
     /* Gauges of this worker's scheduling state. */
-    v.emplace_back("tx_queue_depth", ntx_);
-    v.emplace_back("ready_qps", nready_);
+    v.emplace_back("tx_queue_depth", tx_.size());
+    v.emplace_back("tx_queue_depth_max", tx_.high_water()); /* (the most, when merged) */
+    v.emplace_back("ready_qps", ready_.size());
     v.emplace_back("armed_timers", timers_.size());
     v.emplace_back("qps", nqps_);
     /* PFC, named as mlx5's ethtool -S names them (durations in microseconds). */
@@ -47,7 +48,7 @@ std::vector<std::pair<std::string, uint64_t>> Shard::counters() const {
     v.emplace_back("rx_pfc_pause_storm", pfc_.storms);
     v.emplace_back("rx_pfc_pause_other_prio", pfc_.other_prio);
     ud_counters(v);
-    v.emplace_back("pfc_paused_qps", nparked_); /* gauges */
+    v.emplace_back("pfc_paused_qps", parked_qps()); /* gauges */
     v.emplace_back("pfc_paused_prios", paused_mask_);
     v.emplace_back("pfc_storm_prios", storm_mask_);
     nc.for_each([&](const char *n, uint64_t x) { v.emplace_back(n, x); });
@@ -118,13 +119,12 @@ std::vector<std::pair<std::string, uint64_t>> Dev::counters() const {
     for (const auto &sh : shards_)
         parts.push_back(sh->counters());
     std::vector<std::pair<std::string, uint64_t>> v = merge_counters(parts);
-    uint64_t zc_out = 0;
-    for (const auto &z : zc_)
-        if (z)
-            zc_out += z->outstanding();
-    for (const auto &z : zc_retired_)
-        zc_out += z->outstanding();
-    v.emplace_back("zc_mbufs_outstanding", zc_out);
+    v.emplace_back("zc_mbufs_outstanding", zc_.outstanding());
+    const ZcCounters &z = zc_.counters();
+    v.emplace_back("mr_extmem_register_failed", z.extmem_register_failed);
+    v.emplace_back("mr_dma_map_failed", z.dma_map_failed);
+    v.emplace_back("mr_dereg_inflight_refs", z.dereg_inflight_refs);
+    v.emplace_back("mr_dereg_timeout", z.dereg_timeout);
     return v;
 }
 

@@ -166,7 +166,7 @@ Result<uint32_t> Dev::create_qp(uint32_t pd, const QpInitAttr &attr, CqCtx *scq,
         return Status(EINVAL, "create_qp: CQ of worker " + std::to_string(w) + " but " + name_ +
                                   " has " + std::to_string(workers()) + " worker(s)");
     Shard &sh = *shards_[w];
-    const uint32_t qpn = sh.alloc_qpn(rt_.now_ns());
+    const uint32_t qpn = sh.qpns_.alloc(rt_.now_ns());
     if (qpn == 0)
         return Status(ENOSPC, "create_qp: no free QPN on worker " + std::to_string(w) + " of " +
                                   name_ + " (QPN space " + std::to_string(max_qps_) + ", " +
@@ -186,21 +186,7 @@ Result<uint32_t> Dev::create_qp(uint32_t pd, const QpInitAttr &attr, CqCtx *scq,
     cfg.counters = &sh.rcc;
     cfg.events = &sh;
     cfg.srq = srq ? srq->q.get() : nullptr;
-    cfg.pkey_table = pkeys_.data();
-    cfg.pkey_table_len = static_cast<uint32_t>(pkeys_.size());
-    cfg.cc = cc_on_ ? &cc_ : nullptr;
-    cfg.line_rate_bps = line_rate_bps_;
-    cfg.tx_burst_frames = tx_burst_frames_;
-    /* DeviceConfig's defaults are the library's: a device that sets nothing changes nothing */
-    static_assert(
-        DeviceConfig::RcPacing{}.dup_ack_interval_ns == rc::QpTuning{}.dup_ack_interval_ns &&
-        DeviceConfig::RcPacing{}.seq_nak_interval_ns == rc::QpTuning{}.seq_nak_interval_ns &&
-        DeviceConfig::RcPacing{}.seq_nak_after_run == rc::QpTuning{}.seq_nak_after_run);
-    cfg.tuning.dup_ack_interval_ns = rc_pacing_.dup_ack_interval_ns;
-    cfg.tuning.seq_nak_interval_ns = rc_pacing_.seq_nak_interval_ns;
-    cfg.tuning.seq_nak_after_run = rc_pacing_.seq_nak_after_run;
-    if (!cc_on_ && tx_burst_frames_ != 0)
-        cfg.cc = &rc::kShapeOnlyCc; /* held to the line rate, but DCQCN stays off */
+    qpd_.apply(cfg);
     ctx->qp = std::make_unique<rc::Qp>(cfg);
     ctx->srq = srq;
     if (srq)
@@ -250,7 +236,7 @@ void Dev::destroy_qp(uint32_t qpn) {
     --sh.nqps_;
     qps_[qpn].reset();
     if (qpn >= kFirstQpn) /* QP1 (GSI) is bound by number, never allocated */
-        sh.free_qpn(qpn, rt_.now_ns());
+        sh.qpns_.free(qpn, rt_.now_ns());
 }
 
 net::ResolveStep Dev::resolve(uint32_t ip, uint64_t now, net::Mac *mac) {
@@ -296,9 +282,7 @@ uint16_t queue_of(uint32_t index, uint16_t stride, uint16_t n) {
 Shard::Shard(Dev &dev, uint32_t index, uint32_t workers, uint32_t max_qps)
     : dev_(dev), index_(index), rxq_(queue_of(index, dev.queue_stride_, dev.nrxq_)),
       txq_(queue_of(index, dev.queue_stride_, dev.ntxq_)), pool_(dev.rt_.pool(index)),
-      next_fresh_(kFirstQpn) {
-    /* First QPN of this shard's residue class at or above kFirstQpn. */
-    next_fresh_ = kFirstQpn + ((index + workers - kFirstQpn % workers) % workers);
+      qpns_(index, workers, kFirstQpn, max_qps, kQpnQuarantineNs) {
     /* A QPN and an SRQ index at most once each in the doorbell ring (the flag). */
     const uint32_t per_worker = max_qps / workers + 1;
     uint32_t db = 1024;
@@ -322,10 +306,9 @@ Shard::Shard(Dev &dev, uint32_t index, uint32_t workers, uint32_t max_qps)
 }
 
 Shard::~Shard() {
-    flush_rx_done();
-    for (uint16_t i = 0; i < ntx_; ++i)
-        rte_pktmbuf_free(tx_[i]);
-    ntx_ = 0;
+    rx_done_.flush();
+    rte_pktmbuf_free_bulk(tx_.frames(), tx_.size());
+    tx_.taken(tx_.size());
     void *m;
     while (rte_ring_sc_dequeue(rx_in_, &m) == 0)
         rte_pktmbuf_free(static_cast<rte_mbuf *>(m));
@@ -336,23 +319,6 @@ Shard::~Shard() {
     ring_release(rx_in_);
     ring_release(tx_in_);
 }
-
-uint32_t Shard::alloc_qpn(uint64_t now) {
-    const uint32_t nw = dev_.workers();
-    if (next_fresh_ < dev_.max_qps_) {
-        const uint32_t q = next_fresh_;
-        next_fresh_ += nw;
-        return q;
-    }
-    if (!freed_.empty() && now - freed_.front().second >= kQpnQuarantineNs) {
-        const uint32_t q = freed_.front().first;
-        freed_.pop_front();
-        return q;
-    }
-    return 0;
-}
-
-void Shard::free_qpn(uint32_t qpn, uint64_t now) { freed_.emplace_back(qpn, now); }
 
 void Shard::publish_retired(QpCtx &q) {
     /* What left the queues since the application posted it: it may post again. */

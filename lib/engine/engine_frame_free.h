@@ -39,4 +39,31 @@ inline void free_frames(rte_mbuf *const *m, uint16_t n) {
     rte_mempool_put_bulk(pool, reinterpret_cast<void *const *>(m), n);
 }
 
+/* Frames the transport is done with, gathered and freed together by free_frames (one
+ * mempool put for all of them, not one per frame): at flush(), or when Cap are held. */
+template <uint16_t Cap> class FrameFreeBatch {
+  public:
+    FrameFreeBatch() = default;
+    FrameFreeBatch(const FrameFreeBatch &) = delete;
+    FrameFreeBatch &operator=(const FrameFreeBatch &) = delete;
+    ~FrameFreeBatch() { flush(); }
+
+    void add(rte_mbuf *m) {
+        m_[n_++] = m;
+        if (n_ == Cap) [[unlikely]]
+            flush();
+    }
+    void flush() {
+        if (n_ == 0)
+            return;
+        free_frames(m_, n_);
+        n_ = 0;
+    }
+    uint16_t held() const { return n_; }
+
+  private:
+    rte_mbuf *m_[Cap];
+    uint16_t n_ = 0;
+};
+
 } // namespace droce::engine

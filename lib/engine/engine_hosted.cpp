@@ -87,22 +87,21 @@ Result<Dev *> Runtime::open_hosted(const DeviceConfig &cfg, uint16_t port, const
     dev->set_hosted(cfg.host_rx_queue, cfg.host_tx_queue, pool);
     if (Status s = dev->set_l3(cfg); !s)
         return s;
-    dev->set_pkeys(cfg.pkeys);
+    dev->qp_defaults() = QpDefaults::from(cfg, ccp, line);
     drivers::SteerReport steer;
     steer.mode = "off";
     dev->set_port_info(drivers::probe(port, info), std::move(steer));
     /* PFC frames the port hands up are still honoured in software; the port's own
      * setting is the host's. */
-    dev->set_pfc(cfg.pfc_priority, uint64_t{cfg.pfc_storm_ms} * 1'000'000,
-                 cfg.pfc_priority < 0 ? "not requested" : "the host's port: not set by droce");
-    dev->set_cc(cfg.dcqcn ? &ccp : nullptr, line);
-    dev->set_tx_burst(cfg.tx_burst_frames);
-    dev->set_rc_pacing(cfg.rc_pacing);
+    dev->pfc().prio = cfg.pfc_priority;
+    dev->pfc().storm_ns = uint64_t{cfg.pfc_storm_ms} * 1'000'000;
+    dev->pfc().status =
+        cfg.pfc_priority < 0 ? "not requested" : "the host's port: not set by droce";
     dev->set_rtr_nonblocking(cfg.rtr_nonblocking);
     dev->set_worker_rings(!opts_.embedded);
     /* Zero-copy attaches droce's own small mbufs to frames that the host's queue and pool
      * would then free: copy only. */
-    dev->set_zero_copy(ZcReach::Copy, 0);
+    dev->zero_copy().configure(ZcReach::Copy, 0);
     if (!cfg.capture.empty())
         if (Status s = dev->capture_at_open(cfg.capture, cfg.capture_snaplen); !s)
             return s;

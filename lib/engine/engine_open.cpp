@@ -407,9 +407,13 @@ void apply_pfc(const DeviceConfig &cfg, const PortPlan &p, Dev &dev) {
             (count ? "rte_eth_rx_queue_count" : "burst fill: the PMD has no rx_queue_count") + ")";
         logger().info("{}: PFC{}", p.name, tx);
         status += tx;
-        dev.set_pfc_tx(cfg.pfc_tx_xoff, cfg.pfc_tx_xon, count);
+        dev.pfc().tx_xoff = cfg.pfc_tx_xoff;
+        dev.pfc().tx_xon = cfg.pfc_tx_xon;
+        dev.pfc().tx_count = count;
     }
-    dev.set_pfc(cfg.pfc_priority, uint64_t{cfg.pfc_storm_ms} * 1'000'000, std::move(status));
+    dev.pfc().prio = cfg.pfc_priority;
+    dev.pfc().storm_ns = uint64_t{cfg.pfc_storm_ms} * 1'000'000;
+    dev.pfc().status = std::move(status);
 }
 
 /** The RSS key the port really uses (a PMD may keep its own), for the QPs' UDP source
@@ -480,12 +484,9 @@ Result<std::unique_ptr<Dev>> make_device(Runtime &rt, const DeviceConfig &cfg,
     /* Neighbour solicitations go to solicited-node multicast groups. */
     if (const int rc = rte_eth_allmulticast_enable(p.port); rc != 0 && rc != -ENOTSUP)
         logger().warn("{}: all-multicast mode: {}", p.name, errstr(rc));
-    dev->set_pkeys(cfg.pkeys);
+    dev->qp_defaults() = QpDefaults::from(cfg, ccp, line);
     dev->set_port_info(drivers::Caps(p.caps), std::move(p.steer)); /* p.caps: for the log */
     apply_pfc(cfg, p, *dev);
-    dev->set_cc(cfg.dcqcn ? &ccp : nullptr, line);
-    dev->set_tx_burst(cfg.tx_burst_frames);
-    dev->set_rc_pacing(cfg.rc_pacing);
     dev->set_rtr_nonblocking(cfg.rtr_nonblocking);
     logger().info("{}: DCQCN {} (line rate {} Mb/s{}, data ECN {}, TX burst {})", p.name,
                   cfg.dcqcn ? "on" : "off", line / 1'000'000,
@@ -495,9 +496,9 @@ Result<std::unique_ptr<Dev>> make_device(Runtime &rt, const DeviceConfig &cfg,
                                            : std::string("unlimited"));
     apply_rss(p, *dev);
     dev->set_worker_rings(!rt.embedded());
-    dev->set_zero_copy(p.reach, zc_min_bytes          ? zc_min_bytes
-                                : p.caps.zc_min_bytes ? p.caps.zc_min_bytes
-                                                      : kZeroCopyMinBytesDefault);
+    dev->zero_copy().configure(p.reach, zc_min_bytes          ? zc_min_bytes
+                                        : p.caps.zc_min_bytes ? p.caps.zc_min_bytes
+                                                              : kZeroCopyMinBytesDefault);
     if (!cfg.capture.empty())
         if (Status s = dev->capture_at_open(cfg.capture, cfg.capture_snaplen); !s)
             return s;

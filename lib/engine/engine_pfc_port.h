@@ -8,6 +8,21 @@
 
 namespace droce::engine {
 
+inline constexpr uint64_t kPfcStormNsDefault = 100'000'000; /* 100 ms */
+
+/** PFC as configured at open (Dev::pfc()): set before any worker polls the device, then
+ * only read (by every shard, and by droce-info). */
+struct PfcSettings {
+    int prio = -1;                          /* the lossless priority; -1: none asked */
+    uint64_t storm_ns = kPfcStormNsDefault; /* pause-storm watchdog (0: off) */
+    std::string status = "not requested";   /* what the PMD said, for droce-info */
+    /* PFC droce sends (DeviceConfig::pfc_tx_xoff): thresholds in frames of an RX queue
+     * (0: droce sends no pause); tx_count: the PMD implements rte_eth_rx_queue_count,
+     * else the burst's fill is the level. */
+    uint32_t tx_xoff = 0, tx_xon = 0;
+    bool tx_count = false;
+};
+
 enum class PfcApi : uint8_t {
     None,  /* the PMD implements neither */
     Port,  /* rte_eth_dev_priority_flow_ctrl_set */

@@ -34,15 +34,15 @@ uint8_t Shard::frame_prio(const wire::FrameSpec &f) const {
 void Shard::park(QpCtx &q, uint8_t p) {
     ready_remove(q);
     q.parked_prio = p;
-    q.ready_next = nullptr;
-    q.ready_prev = parked_tail_[p];
-    if (parked_tail_[p])
-        parked_tail_[p]->ready_next = &q;
-    else
-        parked_head_[p] = &q;
-    parked_tail_[p] = &q;
-    ++nparked_;
+    parked_[p].push_back(q);
     ++pfc_.qps_parked;
+}
+
+uint32_t Shard::parked_qps() const {
+    uint32_t n = 0;
+    for (const QpList<QpCtx> &l : parked_)
+        n += l.size();
+    return n;
 }
 
 void Shard::resume(uint8_t p, uint64_t now) {
@@ -58,14 +58,10 @@ void Shard::resume(uint8_t p, uint64_t now) {
         ++pfc_.rx_transition[p];
     }
     /* Wake the parked QPs in the order they were parked. */
-    while (QpCtx *q = parked_head_[p]) {
-        parked_head_[p] = q->ready_next;
-        q->ready_next = q->ready_prev = nullptr;
+    while (QpCtx *q = parked_[p].pop_front()) {
         q->parked_prio = kNoPrio;
-        --nparked_;
         ready_push(*q);
     }
-    parked_tail_[p] = nullptr;
 }
 
 void Shard::on_pfc(const net::PfcFrame &f, uint64_t now) {
@@ -79,17 +75,18 @@ void Shard::on_pfc(const net::PfcFrame &f, uint64_t now) {
         }
         if (storm_mask_ & bit) {
             /* Ignored (storm): only when it would end is tracked, to end the storm. */
-            timers_.arm(pause_end_[i], now + net::pfc_pause_ns(f.quanta[i], dev_.line_rate_bps_));
+            timers_.arm(pause_end_[i],
+                        now + net::pfc_pause_ns(f.quanta[i], dev_.qpd_.line_rate_bps));
             continue;
         }
         if (!(paused_mask_ & bit)) {
             paused_mask_ |= bit;
             paused_since_[i] = now;
-            if (dev_.pfc_storm_ns_ != 0)
-                timers_.arm(pause_storm_[i], now + dev_.pfc_storm_ns_);
+            if (dev_.pfc_.storm_ns != 0)
+                timers_.arm(pause_storm_[i], now + dev_.pfc_.storm_ns);
         }
         /* A new time replaces the running one, shorter or longer (802.1Qbb). */
-        timers_.arm(pause_end_[i], now + net::pfc_pause_ns(f.quanta[i], dev_.line_rate_bps_));
+        timers_.arm(pause_end_[i], now + net::pfc_pause_ns(f.quanta[i], dev_.qpd_.line_rate_bps));
     }
 }
 
@@ -104,7 +101,7 @@ void Shard::on_pause_timer(PauseTimer &t, uint64_t now) {
     if (!(paused_mask_ & (1u << p)))
         return;
     const uint64_t held_ms = (now - paused_since_[p]) / 1'000'000;
-    const uint32_t held_qps = nparked_;
+    const uint32_t held_qps = parked_qps();
     const bool armed = pause_end_[p].armed();
     const uint64_t until = pause_end_[p].deadline;
     resume(p, now);
@@ -134,7 +131,7 @@ void Shard::rx_mac_control(rte_mbuf *m, uint64_t now, bool forwarded) {
             for (unsigned i = 0; i < net::kPfcPriorities; ++i)
                 if (f.enable & (1u << i))
                     ++pfc_.rx_pause[i];
-            if (dev_.pfc_prio_ >= 0 && (f.enable & ~(1u << dev_.pfc_prio_)))
+            if (dev_.pfc_.prio >= 0 && (f.enable & ~(1u << dev_.pfc_.prio)))
                 ++pfc_.other_prio;
         }
     }

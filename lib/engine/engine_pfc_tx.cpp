@@ -20,7 +20,7 @@ constexpr uint16_t kXoffQuanta = 0xFFFF; /* the full pause time, as ConnectX sen
 }
 
 bool Shard::pfc_tx_send(uint16_t quanta) {
-    const auto prio = static_cast<uint8_t>(dev_.pfc_prio_);
+    const auto prio = static_cast<uint8_t>(dev_.pfc_.prio);
     rte_mbuf *m = rte_pktmbuf_alloc(pool_);
     char *d = m ? rte_pktmbuf_append(m, static_cast<uint16_t>(net::kMinFrameLen)) : nullptr;
     net::PfcFrame f;
@@ -41,20 +41,20 @@ bool Shard::pfc_tx_send(uint16_t quanta) {
 
 void Shard::pfc_tx_check(uint16_t nrx, uint64_t now) {
     uint32_t level = nrx;
-    if (dev_.pfc_tx_count_) {
+    if (dev_.pfc_.tx_count) {
         const int c = rte_eth_rx_queue_count(dev_.port_, rxq_);
         if (c > 0)
             level += static_cast<uint32_t>(c);
     }
-    const auto prio = static_cast<size_t>(dev_.pfc_prio_);
+    const auto prio = static_cast<size_t>(dev_.pfc_.prio);
     if (!pfc_tx_paused_) {
-        if (level >= dev_.pfc_tx_xoff_ && pfc_tx_send(kXoffQuanta)) {
+        if (level >= dev_.pfc_.tx_xoff && pfc_tx_send(kXoffQuanta)) {
             pfc_tx_paused_ = true;
             pfc_tx_sent_at_ = pfc_tx_since_ = now;
         }
         return;
     }
-    if (level <= dev_.pfc_tx_xon_) {
+    if (level <= dev_.pfc_.tx_xon) {
         if (pfc_tx_send(0)) {
             pfc_tx_paused_ = false;
             pfc_.tx_pause_ns[prio] += now - pfc_tx_since_;
@@ -62,7 +62,7 @@ void Shard::pfc_tx_check(uint16_t nrx, uint64_t now) {
         return;
     }
     /* a standing XOFF is repeated before the partner's pause runs out */
-    if (now - pfc_tx_sent_at_ >= net::pfc_pause_ns(kXoffQuanta, dev_.line_rate_bps_) / 2 &&
+    if (now - pfc_tx_sent_at_ >= net::pfc_pause_ns(kXoffQuanta, dev_.qpd_.line_rate_bps) / 2 &&
         pfc_tx_send(kXoffQuanta)) {
         pfc_.tx_pause_ns[prio] += now - pfc_tx_since_;
         pfc_tx_sent_at_ = pfc_tx_since_ = now;

@@ -22,7 +22,7 @@ uint32_t Shard::poll(uint64_t now, uint32_t *work) {
     /* What was posted since the last poll (and the ACKs held for it) leaves before this
      * poll's RX: in ping-pong the reply is then not behind an RX burst. */
     uint32_t ntx = 0;
-    if (nready_ + nheld_ != 0) {
+    if (ready_.size() + held_.size() != 0) {
         serve_ready(now);
         ntx = flush_tx();
     }
@@ -32,7 +32,7 @@ uint32_t Shard::poll(uint64_t now, uint32_t *work) {
         rte_mbuf *rx[kRxBurst];
         nrx = rte_eth_rx_burst(dev_.port_, rxq_, rx, kRxBurst);
         rx_burst(rx, nrx, now);
-        if (dev_.pfc_tx_xoff_ != 0) [[unlikely]] /* one test per poll when off */
+        if (dev_.pfc_.tx_xoff != 0) [[unlikely]] /* one test per poll when off */
             pfc_tx_check(nrx, now);
     }
 
@@ -52,11 +52,11 @@ uint32_t Shard::poll(uint64_t now, uint32_t *work) {
         dev_.neigh_step(now); /* QPs in RTR waiting for their next hop's MAC */
 
     /* Both cost a call per poll when idle: only with something to send. */
-    if (nready_ + nheld_ != 0)
+    if (ready_.size() + held_.size() != 0)
         serve_ready(now);
-    if (ntx_ != 0)
+    if (!tx_.empty())
         ntx += flush_tx();
-    *work = w + nrx + ntx + nheld_; /* a held ACK leaves at the next poll: not idle */
+    *work = w + nrx + ntx + held_.size(); /* a held ACK leaves at the next poll: not idle */
     /* Idle: the stash's mbufs go back, so mbufs_in_use drops to what the ports hold. */
     if (*work == 0 && tx_stash_.held() != 0) [[unlikely]]
         tx_stash_.release();

@@ -397,7 +397,7 @@ void Shard::rx_deliver(rte_mbuf *m, const P &pkt, uint32_t len, uint64_t now, Qp
             t.on_packet(pkt, now);
         }
     });
-    rx_done(m);
+    rx_done_.add(m);
     schedule_after_rx(*q);
 }
 template void Shard::rx_one_t<false>(rte_mbuf *m, uint64_t now, QpCtx *found);
@@ -430,10 +430,10 @@ uint32_t Shard::drain_handoff(uint64_t now) {
     unsigned k;
     if (tx_in_ != nullptr) {
         /* Frames of the shards without a TX queue: into ours, in order, as room allows. */
-        const unsigned room = kTxQueueCap - ntx_;
+        const unsigned room = tx_.room();
         k = rte_ring_sc_dequeue_burst(tx_in_, objs, room < kRxBurst ? room : kRxBurst, nullptr);
         for (unsigned i = 0; i < k; ++i)
-            push_tx(static_cast<rte_mbuf *>(objs[i])); /* room: the dequeue took no more */
+            tx_.push(static_cast<rte_mbuf *>(objs[i])); /* room: the dequeue took no more */
         n += k;
     }
     k = rte_ring_sc_dequeue_burst(rx_in_, objs, kRxBurst, nullptr);

@@ -7,22 +7,13 @@ namespace droce::engine {
 
 void Shard::ready_push(QpCtx &q) {
     q.in_ready = true;
-    qp_list_append(q, ready_head_, ready_tail_);
-    ++nready_;
+    ready_.push_back(q);
 }
 
 QpCtx *Shard::ready_pop() {
-    QpCtx *q = ready_head_;
-    if (q == nullptr)
-        return nullptr;
-    ready_head_ = q->ready_next;
-    if (ready_head_)
-        ready_head_->ready_prev = nullptr;
-    else
-        ready_tail_ = nullptr;
-    q->ready_next = q->ready_prev = nullptr;
-    q->in_ready = false;
-    --nready_;
+    QpCtx *q = ready_.pop_front();
+    if (q != nullptr)
+        q->in_ready = false;
     return q;
 }
 
@@ -35,18 +26,8 @@ void Shard::unschedule(QpCtx &q) {
         --pacer_holding_;
     }
     if (q.parked_prio != kNoPrio) {
-        const uint8_t p = q.parked_prio;
-        if (q.ready_prev)
-            q.ready_prev->ready_next = q.ready_next;
-        else
-            parked_head_[p] = q.ready_next;
-        if (q.ready_next)
-            q.ready_next->ready_prev = q.ready_prev;
-        else
-            parked_tail_[p] = q.ready_prev;
-        q.ready_next = q.ready_prev = nullptr;
+        parked_[q.parked_prio].unlink(q);
         q.parked_prio = kNoPrio;
-        --nparked_;
         return;
     }
     ready_remove(q);
@@ -56,14 +37,12 @@ void Shard::ready_remove(QpCtx &q) {
     if (!q.in_ready)
         return;
     if (q.ack_held) {
-        qp_list_unlink(q, held_head_, held_tail_);
+        held_.unlink(q);
         q.in_ready = q.ack_held = false;
-        --nheld_;
         return;
     }
-    qp_list_unlink(q, ready_head_, ready_tail_);
+    ready_.unlink(q);
     q.in_ready = false;
-    --nready_;
 }
 
 void Shard::schedule(QpCtx &q) {

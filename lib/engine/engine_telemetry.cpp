@@ -137,10 +137,10 @@ int cmd_info(const char *, const char *params, rte_tel_data *d) {
     rte_tel_data_add_dict_u64(d, "max_mtu", 4096);
     rte_tel_data_add_dict_string(d, "link_layer", "Ethernet");
     rte_tel_data_add_dict_string(d, "mode", rt->embedded() ? "embedded" : "worker");
-    rte_tel_data_add_dict_string(d, "pfc", dev->pfc_status().c_str());
+    rte_tel_data_add_dict_string(d, "pfc", dev->pfc().status.c_str());
     /* DCQCN as new QPs get it: off, or the named profile its parameters are ("custom" when
      * [dcqcn] keys changed a profile's values), so a device's fairness setup is visible. */
-    const cc::CcParams *ccp = dev->cc_params();
+    const cc::CcParams *ccp = dev->qp_defaults().cc_params();
     rte_tel_data_add_dict_string(d, "dcqcn", ccp ? "on" : "off");
     rte_tel_data_add_dict_string(d, "dcqcn_profile", ccp ? cc::profile_name(*ccp) : "none");
     rte_tel_data_add_dict_string(d, "adapter", dev->caps().adapter.c_str());

@@ -27,7 +27,7 @@ int Shard::transmit_zc(const wire::FrameSpec &f, wire::HeaderTemplate &tmpl, rte
         const wire::FrameSpec::Seg &g = f.segs[i];
         if (g.mr_key == 0 || g.len == 0 || g.len > UINT16_MAX)
             return -1;
-        ZcRegion *z = dev_.zc_region(g.mr_key >> 8);
+        ZcRegion *z = dev_.zc_.region(g.mr_key >> 8);
         if (z == nullptr || z->key != g.mr_key || !z->usable)
             return -1;
         regs[i] = z;
@@ -110,17 +110,17 @@ TxResult Shard::transmit(const wire::FrameSpec &frame, wire::HeaderTemplate &tmp
             return {TxStatus::Paused, frame.bth.opcode == wire::kCnp ? kNoPrio : p};
         }
     }
-    if (ntx_ == kTxQueueCap) {
+    if (tx_.full()) {
         /* Backpressure: the QP keeps the work and is served again when the port has
          * taken frames. Nothing built is ever dropped here. */
         ++ec.tx_queue_full;
         return {TxStatus::QueueFull};
     }
     TxStatus why;
-    rte_mbuf *m = build_tx(frame, tmpl, dev_.zc_on_, &why);
+    rte_mbuf *m = build_tx(frame, tmpl, dev_.zc_.on(), &why);
     if (m == nullptr)
         return {why};
-    push_tx(m); /* room tested above */
+    tx_.push(m); /* room tested above */
     --budget_;
     return {TxStatus::Sent};
 }
@@ -130,7 +130,7 @@ TxResult Shard::transmit(const wire::FrameSpec &frame, wire::HeaderTemplate &tmp
 Shard::build_tx(const wire::FrameSpec &frame, wire::HeaderTemplate &tmpl, bool zc, TxStatus *why) {
     /* Zero-copy where the port takes chains, the memory is a usable registered region
      * and the payload is large enough to be worth three mbufs; else one copied frame. */
-    if (zc && frame.payload_len >= dev_.zc_from_) {
+    if (zc && frame.payload_len >= dev_.zc_.from()) {
         rte_mbuf *h = nullptr;
         const int r = transmit_zc(frame, tmpl, &h);
         if (r >= 0) {
@@ -169,7 +169,7 @@ TxResult Shard::transmit_loopback(const wire::FrameSpec &frame, wire::HeaderTemp
      * worker also receives it: a region's shared-info count is per worker and not atomic,
      * and the receiver frees the mbuf. */
     TxStatus why;
-    rte_mbuf *m = build_tx(frame, tmpl, dev_.zc_on_ && &to == this, &why);
+    rte_mbuf *m = build_tx(frame, tmpl, dev_.zc_.on() && &to == this, &why);
     if (m == nullptr)
         return {why};
     --budget_;
@@ -225,9 +225,9 @@ qp::TxPort::Straight Shard::send_straight(const wire::DataFrame &d,
     using S = qp::TxPort::Straight;
     if (budget_ == 0)
         return S::Blocked; /* the quantum, as transmit() */
-    if (paused_mask_ != 0 || d.len >= dev_.zc_from_) [[unlikely]]
+    if (paused_mask_ != 0 || d.len >= dev_.zc_.from()) [[unlikely]]
         return S::Unserved;
-    if (ntx_ == kTxQueueCap) {
+    if (tx_.full()) {
         ++ec.tx_queue_full;
         return S::Blocked;
     }
@@ -235,7 +235,7 @@ qp::TxPort::Straight Shard::send_straight(const wire::DataFrame &d,
     rte_mbuf *m = straight_frame(d, tmpl, &why);
     if (m == nullptr)
         return why;
-    push_tx(m); /* room tested above */
+    tx_.push(m); /* room tested above */
     --budget_;
     return S::Sent;
 }
@@ -245,7 +245,7 @@ qp::TxPort::Straight Shard::send_straight_loopback(const wire::DataFrame &d,
     using S = qp::TxPort::Straight;
     if (budget_ == 0)
         return S::Blocked;
-    if (&to == this && d.len >= dev_.zc_from_) [[unlikely]]
+    if (&to == this && d.len >= dev_.zc_.from()) [[unlikely]]
         return S::Unserved;
     S why;
     rte_mbuf *m = straight_frame(d, tmpl, &why);
@@ -267,7 +267,8 @@ void Shard::set_loopback(QpCtx &q, bool on, uint32_t dest_qpn) {
 }
 
 uint32_t Shard::flush_tx() {
-    if (ntx_ == 0)
+    const uint16_t n = tx_.size();
+    if (n == 0)
         return 0;
     uint16_t sent = 0;
     if (txq_ != UINT16_MAX) {
@@ -275,26 +276,24 @@ uint32_t Shard::flush_tx() {
             return 0; /* queued until the port starts again (restart_port) */
         if (cap_ != nullptr) [[unlikely]]
             capture_tx(); /* just before the port takes them (and may free them) */
-        sent = rte_eth_tx_burst(dev_.port_, txq_, tx_, ntx_);
-        if (sent < ntx_)
+        sent = rte_eth_tx_burst(dev_.port_, txq_, tx_.frames(), n);
+        if (sent < n)
             ++ec.tx_burst_refused;
         uint64_t bytes = 0;
         for (uint16_t i = 0; i < sent; ++i)
-            bytes += rte_pktmbuf_pkt_len(tx_[i]);
+            bytes += rte_pktmbuf_pkt_len(tx_.frames()[i]);
         ec.port_xmit_packets += sent;
         ec.port_xmit_bytes += bytes;
     } else {
         /* The port has fewer TX queues than workers: shard 0 sends for us. */
         Shard &s0 = *dev_.shards_[0];
-        sent = static_cast<uint16_t>(
-            rte_ring_mp_enqueue_burst(s0.tx_in_, reinterpret_cast<void **>(tx_), ntx_, nullptr));
+        sent = static_cast<uint16_t>(rte_ring_mp_enqueue_burst(
+            s0.tx_in_, reinterpret_cast<void **>(tx_.frames()), n, nullptr));
         ec.tx_handoff += sent;
-        if (sent < ntx_)
+        if (sent < n)
             ++ec.tx_handoff_full;
     }
-    if (sent != 0 && sent < ntx_)
-        std::memmove(tx_, tx_ + sent, (ntx_ - sent) * sizeof(tx_[0]));
-    ntx_ = static_cast<uint16_t>(ntx_ - sent);
+    tx_.taken(sent);
     return sent;
 }
 
@@ -303,22 +302,22 @@ uint32_t Shard::serve_ready(uint64_t now) {
      * still has work goes to the back. Stops when the TX queue is full (backpressure:
      * the QPs keep their work) or after one pass over those ready at the start plus a
      * few extra turns (one busy QP alone may fill a burst). */
-    if (nheld_ != 0)
+    if (!held_.empty())
         ack_release();
-    uint32_t turns = nready_ + 8;
+    uint32_t turns = ready_.size() + 8;
     uint32_t sent = 0;
-    while (turns-- != 0 && ntx_ < kTxQueueCap) {
+    while (turns-- != 0 && !tx_.full()) {
         QpCtx *q = ready_pop();
         if (q == nullptr)
             break;
         if (ack_hold(*q))
             continue;
         q->ack_waited = false;
-        const uint16_t before = ntx_;
+        const uint16_t before = tx_.size();
         budget_ = kTxQuantum;
         q->visit([&](auto &t) { t.progress(now); });
         budget_ = UINT32_MAX;
-        sent += static_cast<uint32_t>(ntx_ - before);
+        sent += static_cast<uint32_t>(tx_.size() - before);
         schedule(*q);
     }
     return sent;

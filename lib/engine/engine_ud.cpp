@@ -40,7 +40,7 @@ Result<uint32_t> Dev::create_ud_qp(uint32_t pd, const QpInitAttr &attr, CqCtx *s
             return Status(EBUSY, "create_qp (UD): QP1 of " + name_ + " is already bound");
         qpn = 1;
     } else {
-        qpn = sh.alloc_qpn(rt_.now_ns());
+        qpn = sh.qpns_.alloc(rt_.now_ns());
         if (qpn == 0)
             return Status(ENOSPC, "create_qp (UD): no free QPN on worker " + std::to_string(w) +
                                       " of " + name_);
@@ -58,8 +58,8 @@ Result<uint32_t> Dev::create_ud_qp(uint32_t pd, const QpInitAttr &attr, CqCtx *s
     cfg.mrs = &mrs_;
     cfg.counters = &sh.udc;
     cfg.mtu = static_cast<Mtu>(wire::ib_mtu_for_eth_mtu(eth_mtu_));
-    cfg.pkey_table = pkeys_.data();
-    cfg.pkey_table_len = static_cast<uint32_t>(pkeys_.size());
+    cfg.pkey_table = qpd_.pkeys.data();
+    cfg.pkey_table_len = static_cast<uint32_t>(qpd_.pkeys.size());
     ctx->ud = std::make_unique<ud::Qp>(cfg);
     return install_qp(std::move(ctx), qpn, w, attr, scq, rcq, sq, rq, out);
 }

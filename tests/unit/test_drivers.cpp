@@ -383,6 +383,6 @@ TEST_F(Drivers, ZeroCopyThresholdIsThePorts) {
     auto d = rt_->open_device(cfg);
     ASSERT_TRUE(d) << d.status().message();
     EXPECT_EQ((*d)->caps().zc_min_bytes, 2048u);
-    EXPECT_EQ((*d)->zc_min(), 2048u);
+    EXPECT_EQ((*d)->zero_copy().min_bytes(), 2048u);
     unlink(sock.c_str());
 }

@@ -87,3 +87,32 @@ TEST_F(FrameFree, FramesOfAnotherPoolGoBackToTheirOwn) {
 }
 
 } // namespace
+
+namespace {
+
+/* FrameFreeBatch: frames wait until flush() or until Cap are held, then go back in one
+ * free_frames; what it holds at its end goes back too. */
+TEST_F(FrameFree, BatchFreesAtFlushAtCapacityAndAtItsEnd) {
+    const unsigned a0 = avail(0);
+    {
+        engine::FrameFreeBatch<4> b;
+        b.add(alloc(0));
+        b.add(alloc(0));
+        EXPECT_EQ(b.held(), 2u);
+        EXPECT_EQ(avail(0), a0 - 2); /* held, not freed yet */
+        b.flush();
+        EXPECT_EQ(b.held(), 0u);
+        EXPECT_EQ(avail(0), a0);
+        for (int i = 0; i < 3; ++i)
+            b.add(alloc(0));
+        EXPECT_EQ(avail(0), a0 - 3);
+        b.add(alloc(0)); /* the fourth fills it: all four go back */
+        EXPECT_EQ(b.held(), 0u);
+        EXPECT_EQ(avail(0), a0);
+        b.add(alloc(0));
+        EXPECT_EQ(avail(0), a0 - 1);
+    }
+    EXPECT_EQ(avail(0), a0); /* the destructor gave back the last one */
+}
+
+} // namespace

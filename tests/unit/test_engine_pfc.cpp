@@ -300,7 +300,7 @@ TEST_F(Pfc, MalformedAndOtherMacControlFramesAreCountedAndPauseNothing) {
 }
 
 TEST_F(Pfc, StormWatchdogReportsOncePerStorm) {
-    dev->set_pfc(-1, 1'000'000, "test"); /* 1 ms watchdog */
+    dev->pfc().storm_ns = 1'000'000; /* 1 ms watchdog */
     ASSERT_NO_FATAL_FAILURE(post_writes(q3, 1));
     /* A peer refreshing the pause every 200 us, for 3 ms. */
     uint64_t t = kT0;
@@ -329,7 +329,7 @@ TEST_F(Pfc, StormWatchdogReportsOncePerStorm) {
     while (dev->next_event(&ev))
         storm |= ev.type == AsyncEventType::PauseStorm;
     EXPECT_TRUE(storm);
-    dev->set_pfc(-1, engine::kPfcStormNsDefault, "test");
+    dev->pfc().storm_ns = engine::kPfcStormNsDefault;
 }
 
 /* An embedded engine with two workers (the EAL is the process's: a later engine reuses it). */
@@ -520,13 +520,13 @@ class PfcTx : public Pfc {
 
 TEST_F(PfcTx, RxQueueAtXoffSendsPauseRefreshesAndResumesAtXon) {
     const uint64_t refresh = net::pfc_pause_ns(0xFFFF, dev->line_rate_bps()) / 2;
-    EXPECT_NE(dev->pfc_status().find("droce sends PFC for priority 3"), std::string::npos)
-        << dev->pfc_status();
+    EXPECT_NE(dev->pfc().status.find("droce sends PFC for priority 3"), std::string::npos)
+        << dev->pfc().status;
     /* net_ring has neither DPDK PFC API: the status says so, naming both */
-    EXPECT_NE(dev->pfc_status().find("implements neither rte_eth_dev_priority_flow_ctrl_set "
+    EXPECT_NE(dev->pfc().status.find("implements neither rte_eth_dev_priority_flow_ctrl_set "
                                      "nor the queue-based"),
               std::string::npos)
-        << dev->pfc_status();
+        << dev->pfc().status;
     ASSERT_NO_FATAL_FAILURE(inject_junk(15));
     poll_at(kT0);
     EXPECT_TRUE(frames().empty()) << "15 frames: below XOFF (16)";
