@@ -12,7 +12,7 @@
  * post to the held QP itself) sends at once what the next poll would have sent first, so the
  * reply does not wait for the application's loop to come back into the engine. The frames
  * and their order are those of that next poll; only the hand-off is shorter. */
-#include "engine.h"
+#include "engine_runtime.h"
 #include "poll_gate.h"
 
 namespace droce::engine {

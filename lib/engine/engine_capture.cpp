@@ -24,8 +24,8 @@
 #include <rte_pcapng.h>
 #include <rte_ring.h>
 
-#include "engine.h"
 #include "engine_log.h"
+#include "engine_runtime.h"
 
 namespace droce::engine {
 

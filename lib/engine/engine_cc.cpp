@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The public DCQCN state (droce/dcqcn.h) from lib/rc's; the parameters' conversion is
  * lib/cc's params_from. */
-#include "engine.h"
+#include "engine_cc.h"
 
 namespace droce::engine {
 

@@ -8,7 +8,7 @@
 
 #include <rte_ethdev.h>
 
-#include "engine.h"
+#include "engine_counters.h"
 #include "engine_ud.h"
 
 namespace droce::engine {

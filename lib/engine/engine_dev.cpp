@@ -27,7 +27,7 @@
 #include <rte_ring.h>
 #include <rte_ring_elem.h>
 
-#include "engine.h"
+#include "engine_dev.h"
 #include "engine_dpdk_mem.h"
 #include "engine_log.h"
 #include "engine_rss.h"

@@ -8,7 +8,7 @@
 #include <rte_mbuf.h>
 #include <spdlog/spdlog.h>
 
-#include "engine.h"
+#include "engine_dev.h"
 
 namespace droce::engine {
 

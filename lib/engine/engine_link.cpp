@@ -25,8 +25,8 @@
 #include <rte_ethdev.h>
 #include <rte_mbuf.h>
 
-#include "engine.h"
 #include "engine_log.h"
+#include "engine_runtime.h"
 
 namespace droce::engine {
 

@@ -5,7 +5,7 @@
  * the port still held at deregistration. */
 #include <rte_ethdev.h>
 
-#include "engine.h"
+#include "engine_dev.h"
 
 namespace droce::engine {
 

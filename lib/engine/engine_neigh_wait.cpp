@@ -12,7 +12,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "engine.h"
+#include "engine_dev.h"
 #include "engine_log.h"
 
 namespace droce::engine {

@@ -7,7 +7,7 @@
 #include <rte_mbuf.h>
 #include <rte_ring.h>
 
-#include "engine.h"
+#include "engine_dev.h"
 #include "engine_log.h"
 
 namespace droce::engine {

@@ -11,7 +11,7 @@
 #include <rte_ethdev.h>
 #include <rte_mbuf.h>
 
-#include "engine.h"
+#include "engine_dev.h"
 
 namespace droce::engine {
 

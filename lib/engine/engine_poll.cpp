@@ -8,7 +8,7 @@
 #include <rte_prefetch.h>
 #include <rte_ring.h>
 
-#include "engine.h"
+#include "engine_dev.h"
 
 namespace droce::engine {
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* A shard's QP scheduler: the ready list of QPs with work to send, and schedule(), which
  * puts a QP on it, parks it behind a PFC pause or arms its timer. */
-#include "engine.h"
+#include "engine_dev.h"
 
 namespace droce::engine {
 

@@ -32,7 +32,7 @@
 #include <rte_telemetry.h>
 
 #include "cc_profile.h"
-#include "engine.h"
+#include "engine_runtime.h"
 
 namespace droce::engine {
 

@@ -9,7 +9,7 @@
 #include <rte_prefetch.h>
 #include <rte_ring.h>
 
-#include "engine.h"
+#include "engine_runtime.h"
 #include "wire_rocev1.h"
 
 namespace droce::engine {
