@@ -670,9 +670,14 @@ int main(int argc, char **argv) {
         std::fclose(f.csv);
     droce::drivers::poll_gate_leave(gate);
     for (Port &p : f.ports) {
-        /* frames still held are freed with the pool at exit; a memif peer that ends at
-         * the same time must not be handled beside our stop (drivers::stop_port) */
-        droce::drivers::stop_port(p.id, false, p.hold_intr_on_stop);
+        /* Stopped and closed, the interrupt thread held: a memif peer that ends at the
+         * same time must not be handled beside our stop (drivers::stop_port). Closed, not
+         * only stopped: a memif server's listening socket stays registered with the
+         * interrupt thread until its port closes, and its interrupt handle lives in the
+         * EAL's memory, which rte_eal_cleanup unmaps while that thread still runs (it
+         * crashed reading that handle: rte_intr_fd_get). Frames still held are freed
+         * with the pool at exit. */
+        droce::drivers::stop_port(p.id, true, p.hold_intr_on_stop);
     }
     rte_eal_cleanup();
     return 0;

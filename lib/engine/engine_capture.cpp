@@ -192,7 +192,7 @@ void Shard::capture_tx() {
     unsigned nc = 0;
     const uint64_t now = dev_.rt_.now_ns();
     for (uint16_t i = from; i < tx_.size(); ++i) {
-        if (rte_mbuf *c = cap_->copy(tx_.frames()[i], dev_.port_, txq_, false, now))
+        if (rte_mbuf *c = cap_->copy(tx_.at(i), dev_.port_, txq_, false, now))
             copies[nc++] = c;
         if (nc == kTxBurst) {
             cap_->submit(copies, nc);

@@ -307,8 +307,12 @@ Shard::Shard(Dev &dev, uint32_t index, uint32_t workers, uint32_t max_qps)
 
 Shard::~Shard() {
     rx_done_.flush();
-    rte_pktmbuf_free_bulk(tx_.frames(), tx_.size());
-    tx_.taken(tx_.size());
+    while (!tx_.empty()) {
+        uint16_t n;
+        rte_mbuf **frames = tx_.front(&n);
+        rte_pktmbuf_free_bulk(frames, n);
+        tx_.taken(n);
+    }
     void *m;
     while (rte_ring_sc_dequeue(rx_in_, &m) == 0)
         rte_pktmbuf_free(static_cast<rte_mbuf *>(m));

@@ -135,6 +135,10 @@ class alignas(64) Shard final : public qp::TxPort, public qp::AsyncEventSink {
     friend class Dev;
     /* m to the TX queue, false (m still the caller's) when it is full. */
     bool queue_tx(rte_mbuf *m) { return tx_.try_push(m); }
+    uint32_t flush_wrapped(); /* flush_tx's second run, past the TX ring's end */
+    /* One run of the TX queue to the port, or to shard 0 (tx_in_): how many it took. */
+    uint16_t tx_burst(rte_mbuf **frames, uint16_t n);
+    uint16_t tx_to_shard0(rte_mbuf **frames, uint16_t n);
     void ready_push(QpCtx &q);
     QpCtx *ready_pop();
     uint32_t drain_doorbells();

@@ -266,33 +266,58 @@ void Shard::set_loopback(QpCtx &q, bool on, uint32_t dest_qpn) {
         q.tx.loop_to->handoffs_ = true;
 }
 
+/* n frames to the port's TX queue: how many it took (the rest stay queued, in order). */
+[[gnu::always_inline]] inline uint16_t Shard::tx_burst(rte_mbuf **frames, uint16_t n) {
+    const uint16_t sent = rte_eth_tx_burst(dev_.port_, txq_, frames, n);
+    if (sent < n)
+        ++ec.tx_burst_refused;
+    uint64_t bytes = 0;
+    for (uint16_t i = 0; i < sent; ++i)
+        bytes += rte_pktmbuf_pkt_len(frames[i]);
+    ec.port_xmit_packets += sent;
+    ec.port_xmit_bytes += bytes;
+    return sent;
+}
+
+/* The port has fewer TX queues than workers: shard 0 sends for us. */
+uint16_t Shard::tx_to_shard0(rte_mbuf **frames, uint16_t n) {
+    Shard &s0 = *dev_.shards_[0];
+    const auto sent = static_cast<uint16_t>(
+        rte_ring_mp_enqueue_burst(s0.tx_in_, reinterpret_cast<void **>(frames), n, nullptr));
+    ec.tx_handoff += sent;
+    if (sent < n)
+        ++ec.tx_handoff_full;
+    return sent;
+}
+
 uint32_t Shard::flush_tx() {
-    const uint16_t n = tx_.size();
-    if (n == 0)
+    if (tx_.empty())
         return 0;
+    uint16_t n;
+    rte_mbuf **frames = tx_.front(&n);
     uint16_t sent = 0;
     if (txq_ != UINT16_MAX) {
         if (dev_.port_stopped_) [[unlikely]]
             return 0; /* queued until the port starts again (restart_port) */
         if (cap_ != nullptr) [[unlikely]]
             capture_tx(); /* just before the port takes them (and may free them) */
-        sent = rte_eth_tx_burst(dev_.port_, txq_, tx_.frames(), n);
-        if (sent < n)
-            ++ec.tx_burst_refused;
-        uint64_t bytes = 0;
-        for (uint16_t i = 0; i < sent; ++i)
-            bytes += rte_pktmbuf_pkt_len(tx_.frames()[i]);
-        ec.port_xmit_packets += sent;
-        ec.port_xmit_bytes += bytes;
+        sent = tx_burst(frames, n);
     } else {
-        /* The port has fewer TX queues than workers: shard 0 sends for us. */
-        Shard &s0 = *dev_.shards_[0];
-        sent = static_cast<uint16_t>(rte_ring_mp_enqueue_burst(
-            s0.tx_in_, reinterpret_cast<void **>(tx_.frames()), n, nullptr));
-        ec.tx_handoff += sent;
-        if (sent < n)
-            ++ec.tx_handoff_full;
+        sent = tx_to_shard0(frames, n);
     }
+    tx_.taken(sent);
+    /* The port took every frame up to the ring's end: those past its wrap, if any. */
+    if (sent == n && !tx_.empty()) [[unlikely]]
+        return sent + flush_wrapped();
+    return sent;
+}
+
+/* The frames past the TX ring's end, once the port took all those before it: a second
+ * run, out of line (once per kTxQueueCap frames at most). */
+[[gnu::noinline]] uint32_t Shard::flush_wrapped() {
+    uint16_t n;
+    rte_mbuf **frames = tx_.front(&n);
+    const uint16_t sent = txq_ != UINT16_MAX ? tx_burst(frames, n) : tx_to_shard0(frames, n);
     tx_.taken(sent);
     return sent;
 }

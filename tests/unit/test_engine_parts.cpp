@@ -151,19 +151,78 @@ TEST(TxQueue, BackpressureOrderAndHighWater) {
     EXPECT_FALSE(q.try_push(fake(5))); /* full: the caller keeps its frame */
     EXPECT_EQ(q.size(), 4u);
     EXPECT_EQ(q.high_water(), 4u);
-    q.taken(3); /* the port took three: the fourth moves to the front */
+    q.taken(3); /* the port took three: the fourth is the oldest now */
     ASSERT_EQ(q.size(), 1u);
-    EXPECT_EQ(q.frames()[0], fake(4));
+    EXPECT_EQ(q.at(0), fake(4));
     q.push(fake(5));
     q.push(fake(6));
-    EXPECT_EQ(q.frames()[1], fake(5));
-    EXPECT_EQ(q.frames()[2], fake(6));
-    q.taken(0); /* the port took none: nothing moves */
-    EXPECT_EQ(q.frames()[0], fake(4));
+    EXPECT_EQ(q.at(1), fake(5));
+    EXPECT_EQ(q.at(2), fake(6));
+    q.taken(0); /* the port took none: nothing changes */
+    EXPECT_EQ(q.at(0), fake(4));
     EXPECT_EQ(q.size(), 3u);
     q.taken(3);
     EXPECT_TRUE(q.empty());
     EXPECT_EQ(q.high_water(), 4u); /* the most it held, kept */
+}
+
+/* What flush_tx relies on: front() is a run of the oldest frames in order, up to the
+ * array's end; after a wrap the rest is the next run; every frame comes out once, in the
+ * order pushed, however the bursts fall. */
+TEST(TxQueue, RunsAcrossTheWrap) {
+    TxQueue<8> q;
+    uintptr_t next_in = 1, next_out = 1;
+    /* Bursts of odd sizes against a port that takes a varying part of each run. */
+    for (int step = 0; step < 200; ++step) {
+        const int add = (step * 5) % 7;
+        for (int i = 0; i < add && !q.full(); ++i)
+            q.push(fake(next_in++));
+        for (int run = 0; run < 2 && !q.empty(); ++run) {
+            uint16_t n;
+            rte_mbuf **f = q.front(&n);
+            ASSERT_GE(n, 1u);
+            ASSERT_LE(n, q.size());
+            const uint16_t took = static_cast<uint16_t>(step % 3 == 0 ? n : n / 2);
+            for (uint16_t i = 0; i < took; ++i)
+                ASSERT_EQ(f[i], fake(next_out++)) << "step " << step;
+            q.taken(took);
+            if (took < n)
+                break;
+        }
+        ASSERT_EQ(q.size(), next_in - next_out);
+    }
+    EXPECT_GT(next_out, 100u); /* the ring wrapped many times */
+    /* A queue wrapping the end: two runs, in order. */
+    while (!q.empty()) {
+        uint16_t n;
+        q.front(&n);
+        q.taken(n);
+    }
+    uint16_t n0;
+    EXPECT_EQ(q.front(&n0), q.front(&n0)); /* drained: back to the array's start */
+    for (uintptr_t i = 0; i < 6; ++i)
+        q.push(fake(1000 + i));
+    EXPECT_EQ(q.front(&n0)[0], fake(1000));
+    q.taken(5); /* one left, in slot 5 */
+    for (uintptr_t i = 0; i < 4; ++i)
+        q.push(fake(2000 + i)); /* slots 6, 7, 0, 1 */
+    uint16_t n1;
+    rte_mbuf **r1 = q.front(&n1);
+    ASSERT_EQ(n1, 3u); /* slots 5 to 7, up to the end */
+    EXPECT_EQ(r1[0], fake(1005));
+    EXPECT_EQ(r1[2], fake(2001));
+    q.taken(n1);
+    uint16_t n2;
+    rte_mbuf **r2 = q.front(&n2);
+    ASSERT_EQ(n2, 2u); /* past the wrap, from slot 0 */
+    EXPECT_EQ(r2, r1 - 5);
+    EXPECT_EQ(r2[0], fake(2002));
+    EXPECT_EQ(r2[1], fake(2003));
+    q.taken(n2);
+    /* Drained in the middle of the array: the next push goes to its start. */
+    q.push(fake(3000));
+    EXPECT_EQ(q.front(&n0), r2);
+    EXPECT_EQ(n0, 1u);
 }
 
 } // namespace
