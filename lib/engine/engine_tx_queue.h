@@ -67,9 +67,8 @@ template <uint16_t Cap> class TxQueue {
             high_ = n_;
         n_ = static_cast<uint16_t>(n_ - taken);
         /* Drained: the next frames start at the array's start again, so a queue the port
-         * keeps up with stays on its first lines instead of walking all Cap slots (the
-         * latency path pushes one frame per flush, and lines touched that rarely leave
-         * L1 between two of them). */
+         * keeps up with uses only its first lines, as the array it replaced did, instead
+         * of walking all Cap slots one flush at a time. */
         head_ = n_ == 0 ? 0 : static_cast<uint16_t>(head_ + taken);
     }
 
