@@ -15,10 +15,17 @@
 #           over the W list;
 #         - W separate one-worker bench_scale processes at once, on CPUs 0..W-1 (what the
 #           machine gives when nothing is shared);
-#         - droce-perf write_bw --loopback --workers W --threads W -q 2W (worker mode, a
-#           posting thread per worker; only while 2W + 1 threads fit the CPUs).
-#       Everything goes to OUT: scaling.csv (rows for bench/plot_workers.py), the logs, and
-#       the machine's description. SECONDS per run (default 1), ROUNDS (default 3).
+#         - droce-perf write_bw --loopback --worker --workers W --threads W -q 2W (worker
+#           mode at every W, 1 too; a posting thread per worker, on the main lcore's CPU
+#           and the CPUs after the workers'; while 2W threads fit the CPUs, and at the
+#           largest such W);
+#         - where the kit holds perf (packed from here when linux-perf is installed):
+#           bench/profile_workers.sh at W = 8 against W = 1 (PROFILE_W, PROFILE_ROUNDS,
+#           PROFILE_SECONDS override), its table in OUT/profile.md, its per-function
+#           samples in OUT/profile.tgz.
+#       Everything goes to OUT: scaling.csv (rows for bench/plot_workers.py), the logs (as
+#       logs.tgz), and the machine's description (machine.txt). SECONDS per run (default
+#       1), ROUNDS (default 3).
 #
 # Then here: bench/plot_workers.py OUT/scaling.csv bench/workers_scaling.png
 set -euo pipefail
@@ -39,13 +46,19 @@ pack() {
     cp -L -n "${pmds[@]}" "$dir/lib/"
     printf '%s\n' "${pmds[@]##*/}" >"$dir/plugins.txt"
     cp "$0" "$dir/device_scaling.sh"
+    cp "$here/profile_workers.sh" "$dir/profile_workers.sh"
+    # perf, when installed here, for the per-function profile there (the guest has none).
+    # The benchmarks keep their symbols for it.
+    local perf_bin
+    perf_bin=$(command -v perf || true)
+    [[ -n $perf_bin ]] && cp -L "$perf_bin" "$dir/bin/perf.real" && bins+=("$perf_bin")
     local f lib
     for f in "${bins[@]}" "${pmds[@]}"; do
         ldd "$f" | awk '/=> \// {print $3} /^\t\/.*ld-linux/ {print $1}' | while read -r lib; do
             cp -L -n "$lib" "$dir/lib/"
         done
     done
-    strip --strip-unneeded "$dir"/bin/* "$dir"/lib/*.so* 2>/dev/null || true
+    strip --strip-unneeded "$dir"/bin/perf.real "$dir"/lib/*.so* 2>/dev/null || true
     du -sh "$dir"
 }
 
@@ -57,7 +70,7 @@ run() {
     rm -rf "$d"
     mkdir -p "$d"
     chmod 755 "$d"
-    cp -a "$here"/bin "$here"/lib "$here"/plugins.txt "$d"/
+    cp -a "$here"/bin "$here"/lib "$here"/plugins.txt "$here"/profile_workers.sh "$d"/
     ld=$(ls "$d"/lib/ld-linux-x86-64.so.* | head -1)
     # The EAL dlopens every plugin of its directory named *.so or *.so.23.0: there they
     # must be links to the very files the binaries load (a second copy of a driver
@@ -79,6 +92,12 @@ run() {
         grep -m1 'model name' /proc/cpuinfo || true
         grep -m1 -o 'avx512[a-z]*' /proc/cpuinfo | head -1 || true
         uname -a
+        # Which CPUs are hyperthreads of one core: a worker's rate depends on its sibling.
+        local c
+        for c in /sys/devices/system/cpu/cpu[0-9]*; do
+            echo "${c##*/}: siblings $(cat "$c/topology/thread_siblings_list" 2>/dev/null)" \
+                "core $(cat "$c/topology/core_id" 2>/dev/null)"
+        done | sort -V
     } >"$out/machine.txt"
     local csv=$out/scaling.csv
     : >"$csv"
@@ -113,17 +132,44 @@ run() {
         done
     done
     echo "== droce-perf --workers W --threads W -q 2W (worker mode)"
-    local m
+    local m pws=() top=$((cpus / 2))
+    for w in "${ws[@]}"; do ((2 * w <= cpus)) && pws+=("$w"); done
+    ((top >= 1)) && [[ " ${pws[*]} " != *" $top "* ]] && pws+=("$top")
     for r in $(seq "$rounds"); do
-        for w in "${ws[@]}"; do
-            ((2 * w + 1 <= cpus)) || continue
+        for w in "${pws[@]}"; do
             m=$(x "$d/bin/droce-perf" write_bw -l "0-$w" --no-huge -m 2048 --no-pci --no-shconf \
-                --log-level='*:warning' -- --loopback --workers "$w" --threads "$w" -q $((2 * w)) \
-                -s 64 -D "$secs" 2>>"$out/perf.err" | awk '$1 == 64 && NF >= 5 {print $5}')
+                --log-level='*:warning' -- --loopback --worker --workers "$w" --threads "$w" -q $((2 * w)) \
+                -s 64 -D "$secs" 2>>"$out/perf.err" | tee -a "$out/perf_runs.log" |
+                awk '$1 == 64 && NF >= 5 {print $5}')
             echo "round $r: droce-perf W=$w: ${m:-failed} Mpps" | tee -a "$out/perf.log"
             [[ -n $m ]] && echo "perf_threads,loopback,$w,$r,$m" >>"$csv"
         done
     done
+    [[ -x $d/bin/perf.real ]] && profile "$d" "$ld" "$out" "$cpus"
+    # The device tool brings back few files: the logs travel as one archive.
+    (cd "$out" && shopt -s nullglob && logs=(./*.log ./*.err) && ((${#logs[@]})) &&
+        tar -czf logs.tgz "${logs[@]}" && rm -f "${logs[@]}") || true
+    return 0
+}
+
+# The per-function shares at PROFILE_W workers against one, with the kit's perf and
+# bench_scale run through the kit's loader (wrappers named as the script expects).
+profile() {
+    local d=$1 ld=$2 out=$3 cpus=$4 w=${PROFILE_W:-8}
+    ((w <= cpus)) || w=$cpus
+    ((w >= 2)) || return 0
+    mkdir -p "$d/wrap"
+    printf '#!/bin/sh\nexec %s --library-path %s %s "$@"\n' "$ld" "$d/lib" "$d/bin/perf.real" \
+        >"$d/wrap/perf"
+    printf '#!/bin/sh\nexec %s --library-path %s %s "$@"\n' "$ld" "$d/lib" "$d/bin/bench_scale" \
+        >"$d/wrap/bench_scale"
+    chmod +x "$d/wrap/perf" "$d/wrap/bench_scale"
+    echo "== profile: W=$w against W=1 (bench/profile_workers.sh)"
+    PATH="$d/wrap:$PATH" bash "$d/profile_workers.sh" --bin "$d/wrap/bench_scale" --workers "$w" \
+        --rounds "${PROFILE_ROUNDS:-2}" --seconds "${PROFILE_SECONDS:-3}" --out "$out/profile" \
+        2>&1 | tee "$out/profile.md" || echo "profile: failed (see $out/profile.md)"
+    tar -C "$out/profile" -czf "$out/profile.tgz" --exclude='*.data' . 2>/dev/null || true
+    rm -rf "$out/profile"
 }
 
 case $cmd in

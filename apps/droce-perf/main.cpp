@@ -33,6 +33,7 @@
 #include "report.h"
 #include "side.h"
 #include "side_group.h"
+#include "thread_cpus.h"
 
 using namespace droce;
 using namespace droce::perf;
@@ -135,6 +136,7 @@ constexpr uint32_t kClockSpins = 64;
 
 struct Run : app::EngineRun {
     Options &opt; /* -c UD: size limited to the MTU once it is known (ud_limit_size) */
+    ThreadCpus thread_cpus; /* --threads: where each posting thread runs */
 };
 
 /** perftest's rule for UD: a message is one packet, so a size above the MTU becomes the
@@ -245,11 +247,12 @@ template <class Pred> bool drive(Run &run, std::vector<Side *> sides, Pred until
 class PartThreads {
   public:
     using Body = std::function<bool(uint32_t, const std::atomic<bool> &)>;
-    void start(uint32_t n, Body body) {
+    void start(uint32_t n, const ThreadCpus &cpus, Body body) {
         body_ = std::move(body);
         ok_.assign(n, 0);
         for (uint32_t t = 0; t < n; ++t)
-            threads_.emplace_back([this, n, t] {
+            threads_.emplace_back([this, n, t, &cpus] {
+                cpus.apply(t);
                 ready_.fetch_add(1);
                 while (ready_.load() < n)
                     std::this_thread::yield();
@@ -285,15 +288,16 @@ class PartThreads {
     std::atomic<bool> abort_{false};
 };
 
-/** body(t, abort) for every thread's part: on this thread with one (as before --threads),
- * else on PartThreads. */
-bool on_threads(uint32_t n, const PartThreads::Body &body) {
+/** body(t, abort) for every thread's part (--threads): on this thread with one (as before
+ * --threads), else on PartThreads, each thread where run.thread_cpus places it. */
+bool on_threads(const Run &run, const PartThreads::Body &body) {
+    const uint32_t n = run.opt.threads;
     if (n == 1) {
         const std::atomic<bool> never{false};
         return body(0, never);
     }
     PartThreads threads;
-    threads.start(n, body);
+    threads.start(n, run.thread_cpus, body);
     return threads.join();
 }
 
@@ -355,7 +359,7 @@ int run_loopback(Run &run) {
     if (!server.setup(side_config(opt, false, "[server] "), opt.threads, *dev_s, workers) ||
         !client.setup(side_config(opt, true, "[client] "), opt.threads, *dev_c, workers))
         return finish(1);
-    print_banner(opt, dev_c->name(), mtu_bytes(mtu), false);
+    print_banner(opt, dev_c->name(), mtu_bytes(mtu), false, run.thread_cpus.describe());
     print_dests("local", client.locals(), opt.verb);
     print_dests("remote", server.locals(), opt.verb);
     if (!server.connect(client.locals(), mtu) || !client.connect(server.locals(), mtu))
@@ -368,7 +372,7 @@ int run_loopback(Run &run) {
     }
     for (uint64_t sz : sizes(opt)) {
         /* Thread t runs server part t and client part t (each other's peers). */
-        const bool ok = on_threads(opt.threads, [&](uint32_t t, const std::atomic<bool> &abort) {
+        const bool ok = on_threads(run, [&](uint32_t t, const std::atomic<bool> &abort) {
             Side &srv = server.part(t), &cli = client.part(t);
             if (!srv.start(sz) || !cli.start(sz))
                 return false;
@@ -426,7 +430,7 @@ int run_server(Run &run, Device &dev) {
         return 1;
     const Mtu mtu = static_cast<Mtu>(mtu_enum);
     ud_limit_size(run, mtu);
-    print_banner(opt, dev.name(), mtu_bytes(mtu), false);
+    print_banner(opt, dev.name(), mtu_bytes(mtu), false, run.thread_cpus.describe());
     std::vector<Dest> remote(opt.num_qps);
     for (uint32_t i = 0; i < opt.num_qps; ++i)
         if (!conn.hand_shake(false, record_for(records, i), remote[i], run.waiter))
@@ -446,7 +450,7 @@ int run_server(Run &run, Device &dev) {
     std::atomic<bool> stop_parts{false};
     PartThreads parts;
     if (threaded)
-        parts.start(group.size(), [&](uint32_t t, const std::atomic<bool> &abort) {
+        parts.start(group.size(), run.thread_cpus, [&](uint32_t t, const std::atomic<bool> &abort) {
             Side &s = group.part(t);
             auto stopped = [&] {
                 return stop_parts.load(std::memory_order_relaxed) ||
@@ -589,7 +593,7 @@ int run_client(Run &run, Device &dev) {
         return 1;
     const Mtu mtu = static_cast<Mtu>(mtu_enum);
     ud_limit_size(run, mtu);
-    print_banner(opt, dev.name(), mtu_bytes(mtu), false);
+    print_banner(opt, dev.name(), mtu_bytes(mtu), false, run.thread_cpus.describe());
     std::vector<Dest> remote(opt.num_qps);
     for (uint32_t i = 0; i < opt.num_qps; ++i)
         if (!conn.hand_shake(true, record_for(records, i), remote[i], run.waiter))
@@ -610,8 +614,7 @@ int run_client(Run &run, Device &dev) {
             return 1;
     } else {
         for (uint64_t sz : sizes(opt)) {
-            const bool ok = on_threads(opt.threads, [&](uint32_t t,
-                                                        const std::atomic<bool> &abort) {
+            const bool ok = on_threads(run, [&](uint32_t t, const std::atomic<bool> &abort) {
                 Side &s = group.part(t);
                 return s.start(sz) &&
                        drive(run, {&s},
@@ -704,12 +707,15 @@ int main(int argc, char **argv) {
      * MSG_NOSIGNAL. */
     std::signal(SIGPIPE, SIG_IGN);
 
+    ThreadCpus thread_cpus = ThreadCpus::at_start(); /* before the EAL pins this thread */
     app::EalArgv eal(argv[0], opt.eal_args);
     std::unique_ptr<Engine> engine = app::create_engine(eal, opt, opt.workers);
     if (!engine)
         return 1;
     TscClock::init(); /* the EAL knows the TSC rate now */
-    Run run{{*engine, {}}, opt};
+    if (opt.threads > 1)
+        thread_cpus.plan(opt.threads);
+    Run run{{*engine, {}}, opt, std::move(thread_cpus)};
     app::arm_waiter(run, opt.timeout_s, 0);
     const int rc = opt.loopback ? run_loopback(run) : run_tcp(run);
     json_write(opt);

@@ -145,7 +145,9 @@ std::vector<app::OptionSpec> droce_table(Options &opt) {
                     "bw tests in worker mode: n posting threads (default 1);\n"
                     "thread t takes a contiguous block of the -q QPs (q/n\n"
                     "each, the first q%n threads one more), their CQ on\n"
-                    "worker t % workers; the row sums all threads")
+                    "worker t % workers; the row sums all threads; thread t\n"
+                    "runs alone on the t-th CPU that no worker lcore takes\n"
+                    "(shared when too few; the banner says where)")
             .set_why("1..16384 and at most -q"),
         uint_option("cm-response-timeout", 0, opt.cm_response_timeout, 0, 31, "<n>",
                     "-R: the CM's response timeout, 4.096 us x 2^n (default\n"

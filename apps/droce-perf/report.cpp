@@ -19,7 +19,8 @@ double format_factor(const Options &opt) { return opt.report_gbits ? 125000000.0
 
 void print_line() { std::fputs(kResultLine, stdout); }
 
-void print_banner(const Options &opt, const std::string &dev, uint32_t mtu, bool server) {
+void print_banner(const Options &opt, const std::string &dev, uint32_t mtu, bool server,
+                  const std::string &thread_cpus) {
     if (server) {
         std::printf("\n************************************\n");
         std::printf("* Waiting for client to connect... *\n");
@@ -54,6 +55,8 @@ void print_banner(const Options &opt, const std::string &dev, uint32_t mtu, bool
     std::printf(" Data ex. method : %s\n", opt.loopback  ? "in-process (--loopback)"
                                            : opt.rdma_cm ? "rdma_cm"
                                                          : "Ethernet");
+    if (!thread_cpus.empty())
+        std::printf(" Posting threads : %u, %s\n", opt.threads, thread_cpus.c_str());
     std::fputs(kResultLine, stdout);
 }
 

@@ -13,7 +13,9 @@
 
 namespace droce::perf {
 
-void print_banner(const Options &opt, const std::string &dev, uint32_t mtu_bytes, bool server);
+/** perftest's banner; thread_cpus (--threads: where the posting threads run) adds a line. */
+void print_banner(const Options &opt, const std::string &dev, uint32_t mtu_bytes, bool server,
+                  const std::string &thread_cpus = {});
 void print_dest(const char *side, const Dest &d, Verb verb);
 void print_line();
 void print_header(const Options &opt);

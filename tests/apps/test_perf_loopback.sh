@@ -112,6 +112,10 @@ run_q read_bw 2 50 -s 8192 --workers 2 --threads 2
 run_q atomic_bw 4 30 --workers 2 --threads 4
 run_q send_bw 2 100 -s 1024 -t 16 -r 32 --worker --threads 2
 grep -qF " Number of qps   : 2	" "$out" || fail "send_bw --threads 2: banner lacks 'Number of qps : 2'"
+# The posting threads are placed off the worker lcores' CPUs (rte_eal_init pinned the
+# main thread, which they would inherit) and the banner says where.
+grep -qE "^ Posting threads : 2, (on CPUs [0-9]+,[0-9]+ \(one each\)|sharing CPUs [0-9,]+ \()" "$out" ||
+    fail "send_bw --threads 2: banner lacks where the posting threads run"
 run_ok write_bw -s 64 -D 1 -q 4 --workers 2 --threads 2
 eal=(-l 0 --no-huge -m 512 --no-pci --no-shconf --log-level='*:warning')
 

@@ -15,6 +15,7 @@
 #include "../../apps/droce-nvmf/nvmf_options.h"
 #include "../../apps/droce-perf/options.h"
 #include "../../apps/droce-perf/peak.h"
+#include "../../apps/droce-perf/thread_cpus.h"
 #include "../../apps/droce-pingpong/options.h"
 
 using droce::app::ParseResult;
@@ -607,4 +608,18 @@ TEST(PerfPeak, NoWindowNoRate) {
     EXPECT_EQ(droce::perf::best_window_rate({{5, 10}}, 10, 4), 0); /* one stamp: dt 0 */
     /* 100 WRs at t=0 and 100 at t=1 ms: the window of 100 from WR 100 spans 1 ms */
     EXPECT_DOUBLE_EQ(droce::perf::best_window_rate({{0, 100}, {1e6, 100}}, 200, 100), 1e5);
+}
+
+/* droce-perf --threads: each posting thread on a CPU of its own that no worker lcore
+ * takes, the first free CPU first; too few free CPUs: all threads share the free ones;
+ * none: the process's set (rather than no CPU at all). */
+TEST(PerfThreadCpus, OneFreeCpuEachElseShared) {
+    using droce::perf::ThreadCpus;
+    using Cpus = std::vector<std::vector<int>>;
+    EXPECT_EQ(ThreadCpus::place({0, 1, 2, 3, 4, 5, 6, 7}, {1, 2}, 3), (Cpus{{0}, {3}, {4}}));
+    EXPECT_EQ(ThreadCpus::place({0, 2, 4, 6}, {2}, 3), (Cpus{{0}, {4}, {6}}));
+    EXPECT_EQ(ThreadCpus::place({0, 1, 2, 3}, {1, 2}, 3), (Cpus{{0, 3}, {0, 3}, {0, 3}}));
+    EXPECT_EQ(ThreadCpus::place({1, 2}, {1, 2}, 2), (Cpus{{1, 2}, {1, 2}}));
+    /* A worker lcore's CPU outside the allowed set changes nothing. */
+    EXPECT_EQ(ThreadCpus::place({0, 1}, {5}, 2), (Cpus{{0}, {1}}));
 }
