@@ -411,8 +411,13 @@ class SrqImpl final : public SharedReceiveQueue {
             return post_recv_here(wr);
         if (Status s = check_num_sge(wr.num_sge, attr_.max_sge, "post_srq_recv"); !s)
             return s;
-        const WrRing r{ctx_->ring,     ctx_->posted, ctx_->retired,
-                       ctx_->doorbell, ctx_->worker, engine::kDoorbellSrq | ctx_->index};
+        const WrRing r{ctx_->ring,
+                       ctx_->posted,
+                       ctx_->retired,
+                       ctx_->retired_seen,
+                       ctx_->doorbell,
+                       ctx_->worker,
+                       engine::kDoorbellSrq | ctx_->index};
         return enqueue_wr(dev_, r, attr_.max_wr, wr, "post_srq_recv: shared receive queue");
     }
 

@@ -29,16 +29,29 @@ inline rte_ring *make_elem_ring(engine::Runtime &rt, const char *prefix, unsigne
                               RING_F_SP_ENQ | RING_F_SC_DEQ | RING_F_EXACT_SZ);
 }
 
-/* Where a worker-mode WR goes: the ring, the producer's count and the worker's count of
- * what has left it, and the doorbell (flag, worker, value: a QPN or kDoorbellSrq | index). */
+/* Where a worker-mode WR goes: the ring, the producer's count, the worker's count of
+ * what has left it and the producer's last reading of that, and the doorbell (flag,
+ * worker, value: a QPN or kDoorbellSrq | index). */
 struct WrRing {
     rte_ring *ring;
     uint64_t &posted;
     const std::atomic<uint64_t> &retired;
+    uint64_t &retired_seen;
     std::atomic<bool> &doorbell;
     uint32_t worker;
     uint32_t doorbell_value;
 };
+
+/* Room for one more WR: fewer than max_wr outstanding. The worker writes `retired` as
+ * WRs complete, so its line moves to the worker's core after each; the last reading is
+ * enough while it leaves room (retired only grows: an old reading can only be short of
+ * room, never over), and only a full-looking queue reads the line again. */
+inline bool ring_has_room(const WrRing &r, uint32_t max_wr) {
+    if (r.posted - r.retired_seen < max_wr)
+        return true;
+    r.retired_seen = r.retired.load(std::memory_order_acquire);
+    return r.posted - r.retired_seen < max_wr;
+}
 
 /* A WR into its ring: exactly max_wr outstanding, counting what the ring and the worker's
  * queue hold together. The worker learns of it through its doorbell ring, once per drain:
@@ -47,7 +60,7 @@ struct WrRing {
 template <class Wr>
 Status enqueue_wr(engine::Dev &dev, const WrRing &r, uint32_t max_wr, const Wr &wr,
                   const char *what) {
-    if (r.posted - r.retired.load(std::memory_order_acquire) >= max_wr ||
+    if (!ring_has_room(r, max_wr) ||
         rte_ring_sp_enqueue_elem(r.ring, const_cast<Wr *>(&wr), sizeof(Wr)) != 0)
         return Status(ENOMEM, std::string(what) + " full (" + std::to_string(max_wr) + " WRs)");
     ++r.posted;
@@ -91,7 +104,7 @@ class InlineSlots {
             return Status(EINVAL, "post_send: inline data of " + std::to_string(len) +
                                       " bytes above max_inline_data " + std::to_string(bytes_));
         /* The room first: the slot of a WR that would not fit may still be read. */
-        if (r.posted - r.retired.load(std::memory_order_acquire) >= max_wr)
+        if (!ring_has_room(r, max_wr))
             return Status(ENOMEM,
                           "post_send: send queue full (" + std::to_string(max_wr) + " WRs)");
         uint8_t *slot = buf_.data() + (r.posted % slots_) * bytes_;
@@ -110,10 +123,10 @@ class InlineSlots {
 
 /* A QP's send and receive rings. */
 inline WrRing send_ring(engine::QpCtx &c, uint32_t qpn) {
-    return {c.sq, c.sq_posted, c.sq_retired, c.doorbell, c.worker, qpn};
+    return {c.sq, c.sq_posted, c.sq_retired, c.sq_retired_seen, c.doorbell, c.worker, qpn};
 }
 inline WrRing recv_ring(engine::QpCtx &c, uint32_t qpn) {
-    return {c.rq, c.rq_posted, c.rq_retired, c.doorbell, c.worker, qpn};
+    return {c.rq, c.rq_posted, c.rq_retired, c.rq_retired_seen, c.doorbell, c.worker, qpn};
 }
 
 /* The SGE count of a WR against kMaxSge and the QP's capability (`call`: "post_send"). */

@@ -28,6 +28,8 @@ namespace droce::engine {
     X(rx_drop_handoff_full) /* ... and dropped: that worker's ring was full */                     \
     X(rx_foreign_pool)      /* received frames another worker's pool built (zero-copy aside) */    \
     X(doorbells)            /* QPs and SRQs woken by the application (worker mode) */              \
+    X(ring_watch_released)  /* watched QPs idle long enough: their doorbell needed again */        \
+    X(ring_watch_full)      /* doorbells served unwatched: the watch was full */                   \
     X(timer_expirations)    /* QP timers fired (retransmission, RNR) */                            \
     X(async_events)         /* asynchronous events queued for the application */                   \
     X(async_event_dropped)  /* ... and dropped: the application does not read them */              \

@@ -372,11 +372,51 @@ uint32_t Shard::drain_doorbells() {
             QpCtx *q = dev_.qp(v); /* a QP destroyed since it rang: nothing */
             if (q == nullptr || q->worker != index_)
                 continue;
-            q->doorbell.exchange(false, std::memory_order_acq_rel);
+            /* Watched, its flag stays set and posts skip the doorbell (RingWatch). Else
+             * clear it first: a WR posted after the drain below rings again. */
+            if (!ring_watch_.add(v)) {
+                ++ec.ring_watch_full;
+                q->doorbell.exchange(false, std::memory_order_acq_rel);
+            }
             n += drain_rings(*q);
             schedule(*q);
         }
     }
+    return n;
+}
+
+namespace {
+
+bool rings_empty(const QpCtx &q) {
+    return rte_ring_empty(q.sq) && (q.srq != nullptr || rte_ring_empty(q.rq));
+}
+
+} // namespace
+
+uint32_t Shard::poll_ring_watch() {
+    uint32_t n = 0;
+    auto drain = [&](QpCtx &q) {
+        const uint32_t k = drain_rings(q);
+        if (k != 0)
+            schedule(q);
+        n += k;
+        return k;
+    };
+    ring_watch_.poll(
+        [&](uint32_t qpn) {
+            QpCtx *q = dev_.qp(qpn);
+            if (q == nullptr || q->worker != index_)
+                return RingWatch::Seen::Gone;
+            if (rings_empty(*q) || drain(*q) == 0)
+                return RingWatch::Seen::Empty;
+            return RingWatch::Seen::Busy;
+        },
+        [&](uint32_t qpn) {
+            QpCtx &q = *dev_.qp(qpn); /* seen just now */
+            ++ec.ring_watch_released;
+            q.doorbell.exchange(false, std::memory_order_acq_rel);
+            drain(q);
+        });
     return n;
 }
 

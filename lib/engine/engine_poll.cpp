@@ -14,8 +14,11 @@ namespace droce::engine {
 
 uint32_t Shard::poll(uint64_t now, uint32_t *work) {
     uint32_t w = 0;
-    if (dev_.worker_rings_)
+    if (dev_.worker_rings_) {
         w += drain_doorbells();
+        if (!ring_watch_.empty())
+            w += poll_ring_watch();
+    }
     if (handoffs_)
         w += drain_handoff(now);
 

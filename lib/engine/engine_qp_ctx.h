@@ -87,9 +87,12 @@ struct QpCtx {
      * that the application admits exactly max_send_wr / max_recv_wr outstanding. */
     alignas(64) std::atomic<uint64_t> sq_retired{0};
     std::atomic<uint64_t> rq_retired{0};
-    /* Application only. */
+    /* Application only: what it posted, and the last retired counts it read (a post
+     * reads the worker's line only when these leave no room). */
     alignas(64) uint64_t sq_posted = 0;
     uint64_t rq_posted = 0;
+    uint64_t sq_retired_seen = 0;
+    uint64_t rq_retired_seen = 0;
     ~QpCtx();
 
     /** Calls f with the QP's transport, rc::Qp& or ud::Qp& (both qp::TransportQp): the

@@ -17,6 +17,7 @@
 #include "engine_qp_ctx.h"
 #include "engine_qp_list.h"
 #include "engine_qpn_alloc.h"
+#include "engine_ring_watch.h"
 #include "engine_tx_queue.h"
 #include "engine_tx_stash.h"
 #include "net.h"
@@ -142,6 +143,8 @@ class alignas(64) Shard final : public qp::TxPort, public qp::AsyncEventSink {
     void ready_push(QpCtx &q);
     QpCtx *ready_pop();
     uint32_t drain_doorbells();
+    /* The watched QPs' rings (RingWatch): WRs posted without a doorbell. */
+    uint32_t poll_ring_watch();
     uint32_t drain_handoff(uint64_t now);
     uint32_t serve_ready(uint64_t now);
     uint32_t drain_rings(QpCtx &q);
@@ -202,6 +205,7 @@ class alignas(64) Shard final : public qp::TxPort, public qp::AsyncEventSink {
     uint16_t rxq_;                  /* the port's RX queue this shard polls; UINT16_MAX: none */
     uint16_t txq_;                  /* its TX queue; UINT16_MAX: through shard 0's tx_in_ ring */
     rte_ring *doorbells_ = nullptr; /* MP/SC: QPNs and SRQ indices with posted WRs */
+    RingWatch ring_watch_;          /* QPs drained without a doorbell for now */
     rte_ring *rx_in_ = nullptr;     /* MP/SC: mbufs for this shard's QPs from others */
     rte_ring *tx_in_ = nullptr;     /* shard 0 of a port with fewer TX queues: frames */
     /* Other shards may hand frames in (more than one worker, or tx_in_): else poll()

@@ -26,6 +26,7 @@ struct SrqCtx {
     alignas(64) std::atomic<bool> doorbell{false};
     alignas(64) std::atomic<uint64_t> retired{0};
     alignas(64) uint64_t posted = 0;
+    uint64_t retired_seen = 0; /* application only: the last `retired` it read */
     ~SrqCtx();
 };
 

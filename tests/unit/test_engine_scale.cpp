@@ -375,6 +375,61 @@ TEST(EngineWorkers, WorkerModeQueueDepthIsExact) {
     p.close();
 }
 
+/* Worker mode: after a doorbell the worker watches the QP's rings itself (RingWatch), so
+ * a steady poster rings it about once, not once per WR; a QP idle long enough is let go
+ * (its flag cleared), and its next post rings again and completes. */
+TEST(EngineWorkers, SteadyPosterRingsTheDoorbellOnce) {
+    Pair p;
+    ASSERT_TRUE(p.open(false, 1, 1));
+    Conn a, b;
+    ASSERT_NO_FATAL_FAILURE(a.init(p.a, 0, 4));
+    ASSERT_NO_FATAL_FAILURE(b.init(p.b, 0, 4));
+    ASSERT_NO_FATAL_FAILURE(connect(p.a, a, p.b, b));
+    SendWr w;
+    w.opcode = WrOpcode::RdmaWrite;
+    w.send_flags = kSendSignaled;
+    w.num_sge = 1;
+    w.sg_list[0] = p.a.sge(0, 64);
+    w.remote_addr = p.b.addr(0);
+    w.rkey = p.b.mr->rkey();
+    auto doorbells = [&] { return counter_map(*p.a.dev).at("doorbells"); };
+    const uint64_t before = doorbells();
+    constexpr int kWrs = 4000;
+    int outstanding = 0, done = 0;
+    for (int i = 0; i < kWrs;) {
+        while (outstanding < 4 && i < kWrs) {
+            w.wr_id = static_cast<uint64_t>(i++);
+            ASSERT_TRUE(a.qp->post_send(w));
+            ++outstanding;
+        }
+        Wc wc[4];
+        const int k = a.cq->poll(wc, 4);
+        for (int j = 0; j < k; ++j)
+            ASSERT_EQ(wc[j].status, WcStatus::Success);
+        outstanding -= k;
+        done += k;
+    }
+    done += static_cast<int>(p.wait(*a.cq, outstanding).size());
+    EXPECT_EQ(done, kWrs);
+    /* Unwatched, nearly every post finds the flag cleared by the last drain. A sanitizer
+     * build or a preempted poster may let the watch lapse now and then: far fewer still. */
+    EXPECT_LT(doorbells() - before, uint64_t{kWrs / 20});
+
+    /* Idle: the watch lets the QP go; the next post rings again and completes. */
+    const auto idle_until = std::chrono::steady_clock::now() + 5s;
+    while (counter_map(*p.a.dev).at("ring_watch_released") == 0 &&
+           std::chrono::steady_clock::now() < idle_until)
+        std::this_thread::sleep_for(10ms);
+    ASSERT_GT(counter_map(*p.a.dev).at("ring_watch_released"), 0u);
+    const uint64_t rung = doorbells();
+    ASSERT_TRUE(a.qp->post_send(w));
+    ASSERT_EQ(p.wait(*a.cq, 1).size(), 1u);
+    EXPECT_EQ(doorbells(), rung + 1);
+    a.reset();
+    b.reset();
+    p.close();
+}
+
 /* A port that refuses frames (the peer's ring is full because the peer is not polling)
  * makes the engine keep them queued, in order: every WR completes without a single
  * retransmission, and the refusals are counted. */
