@@ -212,6 +212,31 @@ void write_read(Pair &p, Conn &ca, size_t off, uint32_t len, uint8_t tag) {
     EXPECT_EQ(0, std::memcmp(p.a.buf.data() + off, p.a.buf.data() + off + (1 << 20), len));
 }
 
+/* n signaled copies of w on a's QP, at most `window` outstanding, each completion polled
+ * as it comes (a polled completion frees its slot at once: a post never finds the queue
+ * full); every one must succeed. */
+void post_windowed(Pair &p, Conn &a, SendWr w, int n, int window) {
+    w.send_flags = kSendSignaled;
+    int outstanding = 0, done = 0;
+    for (int i = 0; i < n;) {
+        while (outstanding < window && i < n) {
+            w.wr_id = static_cast<uint64_t>(i++);
+            Status s = a.qp->post_send(w);
+            ASSERT_TRUE(s) << "post " << i << " with " << outstanding
+                           << " outstanding: " << s.message();
+            ++outstanding;
+        }
+        Wc wc[16];
+        const int k = a.cq->poll(wc, 16);
+        for (int j = 0; j < k; ++j)
+            ASSERT_EQ(wc[j].status, WcStatus::Success);
+        outstanding -= k;
+        done += k;
+    }
+    done += static_cast<int>(p.wait(*a.cq, outstanding).size());
+    EXPECT_EQ(done, n);
+}
+
 } // namespace
 
 /* Two workers, each port with two queues: QPs on both workers carry traffic, and since
@@ -351,25 +376,7 @@ TEST(EngineWorkers, WorkerModeQueueDepthIsExact) {
      * fails on a full queue. */
     ASSERT_NO_FATAL_FAILURE(a.init(p.a, 0, 4));
     ASSERT_NO_FATAL_FAILURE(connect(p.a, a, p.b, b));
-    w.send_flags = kSendSignaled;
-    int outstanding = 0, done = 0;
-    for (int i = 0; i < 2000;) {
-        while (outstanding < 4 && i < 2000) {
-            w.wr_id = static_cast<uint64_t>(i++);
-            Status s = a.qp->post_send(w);
-            ASSERT_TRUE(s) << "post " << i << " with " << outstanding
-                           << " outstanding: " << s.message();
-            ++outstanding;
-        }
-        Wc wc[4];
-        const int k = a.cq->poll(wc, 4);
-        for (int j = 0; j < k; ++j)
-            ASSERT_EQ(wc[j].status, WcStatus::Success);
-        outstanding -= k;
-        done += k;
-    }
-    done += static_cast<int>(p.wait(*a.cq, outstanding).size());
-    EXPECT_EQ(done, 2000);
+    ASSERT_NO_FATAL_FAILURE(post_windowed(p, a, w, 2000, 4));
     a.reset();
     b.reset();
     p.close();
@@ -395,22 +402,7 @@ TEST(EngineWorkers, SteadyPosterRingsTheDoorbellOnce) {
     auto doorbells = [&] { return counter_map(*p.a.dev).at("doorbells"); };
     const uint64_t before = doorbells();
     constexpr int kWrs = 4000;
-    int outstanding = 0, done = 0;
-    for (int i = 0; i < kWrs;) {
-        while (outstanding < 4 && i < kWrs) {
-            w.wr_id = static_cast<uint64_t>(i++);
-            ASSERT_TRUE(a.qp->post_send(w));
-            ++outstanding;
-        }
-        Wc wc[4];
-        const int k = a.cq->poll(wc, 4);
-        for (int j = 0; j < k; ++j)
-            ASSERT_EQ(wc[j].status, WcStatus::Success);
-        outstanding -= k;
-        done += k;
-    }
-    done += static_cast<int>(p.wait(*a.cq, outstanding).size());
-    EXPECT_EQ(done, kWrs);
+    ASSERT_NO_FATAL_FAILURE(post_windowed(p, a, w, kWrs, 4));
     /* Unwatched, nearly every post finds the flag cleared by the last drain. A sanitizer
      * build or a preempted poster may let the watch lapse now and then: far fewer still. */
     EXPECT_LT(doorbells() - before, uint64_t{kWrs / 20});
