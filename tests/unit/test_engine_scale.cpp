@@ -212,6 +212,17 @@ void write_read(Pair &p, Conn &ca, size_t off, uint32_t len, uint8_t tag) {
     EXPECT_EQ(0, std::memcmp(p.a.buf.data() + off, p.a.buf.data() + off + (1 << 20), len));
 }
 
+/* A 64 B RDMA WRITE from the start of A's buffer to the start of B's. */
+SendWr write_64(Pair &p) {
+    SendWr w;
+    w.opcode = WrOpcode::RdmaWrite;
+    w.num_sge = 1;
+    w.sg_list[0] = p.a.sge(0, 64);
+    w.remote_addr = p.b.addr(0);
+    w.rkey = p.b.mr->rkey();
+    return w;
+}
+
 /* n signaled copies of w on a's QP, at most `window` outstanding, each completion polled
  * as it comes (a polled completion frees its slot at once: a post never finds the queue
  * full); every one must succeed. */
@@ -346,12 +357,7 @@ TEST(EngineWorkers, WorkerModeQueueDepthIsExact) {
     ASSERT_TRUE(to_init(*a.qp));
     ASSERT_TRUE(to_rtr(*a.qp, p.b.dev->gids().at(1).gid, 0x7777, 0));
     ASSERT_TRUE(to_rts(*a.qp, 0));
-    SendWr w;
-    w.opcode = WrOpcode::RdmaWrite;
-    w.num_sge = 1;
-    w.sg_list[0] = p.a.sge(0, 64);
-    w.remote_addr = p.b.addr(0);
-    w.rkey = p.b.mr->rkey();
+    SendWr w = write_64(p);
     int accepted = 0;
     for (int i = 0; i < 16; ++i) {
         w.wr_id = static_cast<uint64_t>(i);
@@ -392,13 +398,8 @@ TEST(EngineWorkers, SteadyPosterRingsTheDoorbellOnce) {
     ASSERT_NO_FATAL_FAILURE(a.init(p.a, 0, 4));
     ASSERT_NO_FATAL_FAILURE(b.init(p.b, 0, 4));
     ASSERT_NO_FATAL_FAILURE(connect(p.a, a, p.b, b));
-    SendWr w;
-    w.opcode = WrOpcode::RdmaWrite;
+    SendWr w = write_64(p);
     w.send_flags = kSendSignaled;
-    w.num_sge = 1;
-    w.sg_list[0] = p.a.sge(0, 64);
-    w.remote_addr = p.b.addr(0);
-    w.rkey = p.b.mr->rkey();
     auto doorbells = [&] { return counter_map(*p.a.dev).at("doorbells"); };
     const uint64_t before = doorbells();
     constexpr int kWrs = 4000;
