@@ -20,8 +20,11 @@ std::vector<int> cpus_of(const cpu_set_t &set) {
 /* "0,5,6" */
 std::string list(const std::vector<int> &cpus) {
     std::string s;
-    for (int c : cpus)
-        s += (s.empty() ? "" : ",") + std::to_string(c);
+    for (int c : cpus) {
+        if (!s.empty())
+            s += ',';
+        s += std::to_string(c);
+    }
     return s;
 }
 
