@@ -18,7 +18,8 @@
 #         - droce-perf write_bw --loopback --worker --workers W --threads W -q 2W (worker
 #           mode at every W, 1 too; a posting thread per worker, on the main lcore's CPU
 #           and the CPUs after the workers'; while 2W threads fit the CPUs, and at the
-#           largest such W);
+#           largest such W), and in the same round W one-worker droce-perf processes at
+#           once, process i on CPUs 2i and 2i+1 (its poster and its worker);
 #         - where the kit holds perf (packed from here when linux-perf is installed):
 #           bench/profile_workers.sh at W = 8 against W = 1 (PROFILE_W, PROFILE_ROUNDS,
 #           PROFILE_SECONDS override), its table in OUT/profile.md, its per-function
@@ -131,18 +132,34 @@ run() {
             rm -f "$out"/proc."$w".*.log
         done
     done
-    echo "== droce-perf --workers W --threads W -q 2W (worker mode)"
+    echo "== droce-perf --workers W --threads W -q 2W (worker mode); W one-worker droce-perf processes"
     local m pws=() top=$((cpus / 2))
     for w in "${ws[@]}"; do ((2 * w <= cpus)) && pws+=("$w"); done
     ((top >= 1)) && [[ " ${pws[*]} " != *" $top "* ]] && pws+=("$top")
+    # One droce-perf in worker mode: lcores $1 (the main lcore's CPU first, then the
+    # workers'), $2 workers, as many posting threads, 2 QP pairs per worker.
+    perf_run() {
+        x "$d/bin/droce-perf" write_bw -l "$1" --no-huge -m 1024 --no-pci --no-shconf \
+            --log-level='*:warning' -- --loopback --worker --workers "$2" --threads "$2" \
+            -q $((2 * $2)) -s 64 -D "$secs" 2>>"$out/perf.err" | tee -a "$out/perf_runs.log" |
+            awk '$1 == 64 && NF >= 5 {print $5}'
+    }
     for r in $(seq "$rounds"); do
         for w in "${pws[@]}"; do
-            m=$(x "$d/bin/droce-perf" write_bw -l "0-$w" --no-huge -m 2048 --no-pci --no-shconf \
-                --log-level='*:warning' -- --loopback --worker --workers "$w" --threads "$w" -q $((2 * w)) \
-                -s 64 -D "$secs" 2>>"$out/perf.err" | tee -a "$out/perf_runs.log" |
-                awk '$1 == 64 && NF >= 5 {print $5}')
+            m=$(perf_run "0-$w" "$w")
             echo "round $r: droce-perf W=$w: ${m:-failed} Mpps" | tee -a "$out/perf.log"
             [[ -n $m ]] && echo "perf_threads,loopback,$w,$r,$m" >>"$csv"
+            # The same work as W processes of one worker and one poster, on two CPUs each:
+            # what the machine gives droce-perf when the process shares nothing.
+            for i in $(seq 0 $((w - 1))); do
+                perf_run "$((2 * i))-$((2 * i + 1))" 1 >"$out/perf_proc.$i" &
+            done
+            wait
+            # The sum, where every process reported its rate.
+            m=$(cat "$out"/perf_proc.* | awk -v w="$w" 'NF {s += $1; n++} END {if (n == w) printf "%.4f", s}')
+            echo "round $r: $w droce-perf processes: ${m:-failed} Mpps" | tee -a "$out/perf.log"
+            [[ -n $m ]] && echo "perf_procs,loopback,$w,$r,$m" >>"$csv"
+            rm -f "$out"/perf_proc.*
         done
     done
     [[ -x $d/bin/perf.real ]] && profile "$d" "$ld" "$out" "$cpus"

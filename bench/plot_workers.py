@@ -9,6 +9,7 @@ bench/device_scaling.sh (bench_scale workers --csv and the script's own rows):
                                                 (bench_scale --queue-stride=1)
     procs,loopback,<W>,<round>,<Mpps>           W one-worker processes at once (summed)
     perf_threads,loopback,<W>,<round>,<Mpps>    droce-perf --workers W --threads W -q 2W
+    perf_procs,loopback,<W>,<round>,<Mpps>      W one-worker droce-perf processes at once
     (other rows are skipped)
 
 Draws the message rate against W (median, min-max bars) with W x the one-worker rate
@@ -34,6 +35,7 @@ KINDS = [
     ("workers_stride1", "one process, W workers (weak), neighbouring queues"),
     ("procs", "W one-worker processes"),
     ("perf_threads", "droce-perf --workers W --threads W"),
+    ("perf_procs", "W one-worker droce-perf processes"),
 ]
 
 
