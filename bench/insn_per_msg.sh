@@ -6,12 +6,14 @@
 # the same: valgrind takes a core for a minute).
 #
 #   bench/insn_per_msg.sh [--bin PATH] [--size BYTES] [--n1 N] [--n2 N] [--test write_bw]
-#                         [--qps Q]
+#                         [--qps Q] [--functions K]
 #
 # --qps Q runs Q QP pairs (droce-perf -q Q, N messages on each): the cost per message with
 # many QPs' state in play (issue 32: 8 workers' worth of QPs is -q 16).
 # Prints one line: "<test> <size> B: <Ir per message> instructions per message (N1 .. N2)"
 # (with " x Q QPs" after the counts when Q > 1).
+# --functions K then lists the K functions that cost the most per message, exclusive
+# (callgrind_annotate of both runs, the same difference): where the count goes.
 set -euo pipefail
 BIN=build/apps/droce-perf/droce-perf
 SIZE=64
@@ -19,6 +21,7 @@ N1=20000
 N2=120000
 TEST=write_bw
 QPS=1
+FUNCS=0
 while [ $# -gt 0 ]; do
     case "$1" in
     --bin) BIN=$2; shift 2 ;;
@@ -27,10 +30,12 @@ while [ $# -gt 0 ]; do
     --n2) N2=$2; shift 2 ;;
     --test) TEST=$2; shift 2 ;;
     --qps) QPS=$2; shift 2 ;;
-    *) echo "usage: $0 [--bin PATH] [--size BYTES] [--n1 N] [--n2 N] [--test NAME] [--qps Q]" >&2; exit 2 ;;
+    --functions) FUNCS=$2; shift 2 ;;
+    *) echo "usage: $0 [--bin PATH] [--size BYTES] [--n1 N] [--n2 N] [--test NAME] [--qps Q] [--functions K]" >&2; exit 2 ;;
     esac
 done
 case "$QPS" in '' | *[!0-9]* | 0) echo "$0: --qps takes a count of QPs (1 or more)" >&2; exit 2 ;; esac
+case "$FUNCS" in '' | *[!0-9]*) echo "$0: --functions takes a count of functions" >&2; exit 2 ;; esac
 [ "$N2" -gt "$N1" ] || { echo "$0: --n2 must be larger than --n1" >&2; exit 2; }
 [ -x "$BIN" ] || { echo "$0: $BIN is not an executable (build first)" >&2; exit 2; }
 command -v valgrind >/dev/null || { echo "$0: valgrind is not installed" >&2; exit 2; }
@@ -47,3 +52,27 @@ ir2=$(total_ir "$N2")
 awk -v a="$ir1" -v b="$ir2" -v n1="$N1" -v n2="$N2" -v t="$TEST" -v s="$SIZE" -v q="$QPS" \
     'BEGIN { printf "%s %s B: %.0f instructions per message (%d .. %d%s)\n", t, s,
              (b - a) / ((n2 - n1) * q), n1, n2, (q > 1 ? " x " q " QPs" : "") }'
+[ "$FUNCS" -gt 0 ] || exit 0
+# Per function: "<Ir> (<pct>%)  file:function [object]" lines of callgrind_annotate.
+by_function() {
+    callgrind_annotate --threshold=100 "$tmp/cg.$1" 2>/dev/null | grep -v 'PROGRAM TOTALS' |
+        sed -n 's/^ *\([0-9,][0-9,]*\) ([ 0-9.]*%)  *\(.*\)$/\1\t\2/p' |
+        sed 's/^\([0-9,]*\)\t[^:]*:/\1\t/; s/ \[[^]]*\]$//' |
+        awk -F'\t' -v OFS='\t' '{gsub(",", "", $1); print}'
+}
+by_function "$N1" >"$tmp/f1"
+by_function "$N2" >"$tmp/f2"
+awk -F'\t' -v n="$(( (N2 - N1) * QPS ))" -v k="$FUNCS" '
+    NR == FNR { a[$2] += $1; next }
+    { b[$2] += $1 }
+    END {
+        for (f in b) d[f] = (b[f] - a[f]) / n
+        m = 0
+        for (f in d) if (d[f] >= 0.05) order[++m] = f
+        for (i = 2; i <= m; i++) {   # insertion sort, largest first
+            f = order[i]; j = i - 1
+            while (j >= 1 && d[order[j]] < d[f]) { order[j + 1] = order[j]; j-- }
+            order[j + 1] = f
+        }
+        for (i = 1; i <= m && i <= k; i++) printf "%8.1f  %s\n", d[order[i]], order[i]
+    }' "$tmp/f1" "$tmp/f2"
