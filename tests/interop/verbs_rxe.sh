@@ -155,6 +155,11 @@ run_case() { # CASE ROLE -> CASE_OK, CASE_WHY, CASE_DIR
   t0=$(date +%s)
   if [ "$cm" = 1 ]; then run_pair_cm "$role" "$dir" "$tool"; else il_run_pair "$role" "$dir" "$tool"; fi
   CASE_WHY+=$IL_PAIR_WHY
+  local race=""
+  if [ "$c" = rping ]; then # rping's own exit race, on either side (lib.sh)
+    il_rping_exit_race "$IL_DRC" "$dir/droce.log" && IL_DRC=0 race="; rping's exit race (rdma-core #1622)"
+    il_rping_exit_race "$IL_GRC" "$dir/guest.log" && IL_GRC=0 race="; rping's exit race (rdma-core #1622)"
+  fi
   [ "$IL_DRC" = 0 ] || CASE_WHY+="droce exit $IL_DRC; "
   [ "$IL_GRC" = 0 ] || CASE_WHY+="guest $tool exit $IL_GRC; "
   if [ "$c" = rping ]; then
@@ -170,7 +175,7 @@ run_case() { # CASE ROLE -> CASE_OK, CASE_WHY, CASE_DIR
   fi
   if [ -z "$CASE_WHY" ]; then
     CASE_OK=1
-    if [ "$c" = rping ]; then CASE_WHY="$(( $(date +%s) - t0 ))s; 20 pings validated"
+    if [ "$c" = rping ]; then CASE_WHY="$(( $(date +%s) - t0 ))s; 20 pings validated$race"
     else CASE_WHY="$(( $(date +%s) - t0 ))s; droce: $(grep -Em1 "$ok_re" "$dir/droce.log" | tr -s ' \t' ' ')"; fi
   else
     il_vm_exec --timeout 10 -- "p=\$(pidof $tool) && kill -9 \$p; true" >/dev/null 2>&1 || true
