@@ -157,8 +157,9 @@ run_case() { # CASE ROLE -> CASE_OK, CASE_WHY, CASE_DIR
   CASE_WHY+=$IL_PAIR_WHY
   local race=""
   if [ "$c" = rping ]; then # rping's own exit race, on either side (lib.sh)
-    il_rping_exit_race "$IL_DRC" "$dir/droce.log" && IL_DRC=0 race="; rping's exit race (rdma-core #1622)"
-    il_rping_exit_race "$IL_GRC" "$dir/guest.log" && IL_GRC=0 race="; rping's exit race (rdma-core #1622)"
+    il_rping_exit_race "$IL_DRC" "$dir/droce.log" && IL_DRC=0 race=1
+    il_rping_exit_race "$IL_GRC" "$dir/guest.log" && IL_GRC=0 race=1
+    [ -n "$race" ] && race="; rping's exit race (rdma-core #1622)"
   fi
   [ "$IL_DRC" = 0 ] || CASE_WHY+="droce exit $IL_DRC; "
   [ "$IL_GRC" = 0 ] || CASE_WHY+="guest $tool exit $IL_GRC; "
