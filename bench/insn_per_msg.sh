@@ -6,7 +6,7 @@
 # the same: valgrind takes a core for a minute).
 #
 #   bench/insn_per_msg.sh [--bin PATH] [--size BYTES] [--n1 N] [--n2 N] [--test write_bw]
-#                         [--qps Q] [--functions K]
+#                         [--qps Q] [--functions K] [--files K] [--lines SUBSTR]
 #
 # --qps Q runs Q QP pairs (droce-perf -q Q, N messages on each): the cost per message with
 # many QPs' state in play (issue 32: 8 workers' worth of QPs is -q 16).
@@ -14,6 +14,10 @@
 # (with " x Q QPs" after the counts when Q > 1).
 # --functions K then lists the K functions that cost the most per message, exclusive
 # (callgrind_annotate of both runs, the same difference): where the count goes.
+# --files K and --lines SUBSTR group the same difference by source line instead
+# (bench/insn_lines.py; inlined code counts where it is written): the K source files that
+# cost the most, or every line of the files whose path contains SUBSTR. They need a binary
+# with line information (meson setup B -Ddebug=true; the count is the release build's).
 set -euo pipefail
 BIN=build/apps/droce-perf/droce-perf
 SIZE=64
@@ -22,6 +26,8 @@ N2=120000
 TEST=write_bw
 QPS=1
 FUNCS=0
+FILES=0
+LINES=
 while [ $# -gt 0 ]; do
     case "$1" in
     --bin) BIN=$2; shift 2 ;;
@@ -31,11 +37,14 @@ while [ $# -gt 0 ]; do
     --test) TEST=$2; shift 2 ;;
     --qps) QPS=$2; shift 2 ;;
     --functions) FUNCS=$2; shift 2 ;;
-    *) echo "usage: $0 [--bin PATH] [--size BYTES] [--n1 N] [--n2 N] [--test NAME] [--qps Q] [--functions K]" >&2; exit 2 ;;
+    --files) FILES=$2; shift 2 ;;
+    --lines) LINES=$2; [ -n "$LINES" ] || { echo "$0: --lines takes part of a source path" >&2; exit 2; }; shift 2 ;;
+    *) echo "usage: $0 [--bin PATH] [--size BYTES] [--n1 N] [--n2 N] [--test NAME] [--qps Q] [--functions K] [--files K] [--lines SUBSTR]" >&2; exit 2 ;;
     esac
 done
 case "$QPS" in '' | *[!0-9]* | 0) echo "$0: --qps takes a count of QPs (1 or more)" >&2; exit 2 ;; esac
 case "$FUNCS" in '' | *[!0-9]*) echo "$0: --functions takes a count of functions" >&2; exit 2 ;; esac
+case "$FILES" in '' | *[!0-9]*) echo "$0: --files takes a count of source files" >&2; exit 2 ;; esac
 [ "$N2" -gt "$N1" ] || { echo "$0: --n2 must be larger than --n1" >&2; exit 2; }
 [ -x "$BIN" ] || { echo "$0: $BIN is not an executable (build first)" >&2; exit 2; }
 command -v valgrind >/dev/null || { echo "$0: valgrind is not installed" >&2; exit 2; }
@@ -52,6 +61,13 @@ ir2=$(total_ir "$N2")
 awk -v a="$ir1" -v b="$ir2" -v n1="$N1" -v n2="$N2" -v t="$TEST" -v s="$SIZE" -v q="$QPS" \
     'BEGIN { printf "%s %s B: %.0f instructions per message (%d .. %d%s)\n", t, s,
              (b - a) / ((n2 - n1) * q), n1, n2, (q > 1 ? " x " q " QPs" : "") }'
+lines_py=$(dirname "$0")/insn_lines.py
+if [ "$FILES" -gt 0 ]; then
+    python3 "$lines_py" "$tmp/cg.$N1" "$tmp/cg.$N2" "$(( (N2 - N1) * QPS ))" --files "$FILES"
+fi
+if [ -n "$LINES" ]; then
+    python3 "$lines_py" "$tmp/cg.$N1" "$tmp/cg.$N2" "$(( (N2 - N1) * QPS ))" --lines "$LINES"
+fi
 [ "$FUNCS" -gt 0 ] || exit 0
 # Per function: "<Ir> (<pct>%)  file:function [object]" lines of callgrind_annotate.
 by_function() {
