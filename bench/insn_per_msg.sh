@@ -12,12 +12,12 @@
 # many QPs' state in play (issue 32: 8 workers' worth of QPs is -q 16).
 # Prints one line: "<test> <size> B: <Ir per message> instructions per message (N1 .. N2)"
 # (with " x Q QPs" after the counts when Q > 1).
-# --functions K then lists the K functions that cost the most per message, exclusive
-# (callgrind_annotate of both runs, the same difference): where the count goes.
-# --files K and --lines SUBSTR group the same difference by source line instead
-# (bench/insn_lines.py; inlined code counts where it is written): the K source files that
-# cost the most, or every line of the files whose path contains SUBSTR. They need a binary
-# with line information (meson setup B -Ddebug=true; the count is the release build's).
+# --functions K then lists the K functions that cost the most per message, exclusive (the
+# same difference, by function: where the count goes). --files K and --lines SUBSTR group
+# it by source line instead (inlined code counts where it is written): the K source files
+# that cost the most, or every line of the files whose path contains SUBSTR. They need a
+# binary with line information (meson setup B -Ddebug=true; the count is the release
+# build's). All three are bench/insn_lines.py's.
 set -euo pipefail
 BIN=build/apps/droce-perf/droce-perf
 SIZE=64
@@ -61,34 +61,9 @@ ir2=$(total_ir "$N2")
 awk -v a="$ir1" -v b="$ir2" -v n1="$N1" -v n2="$N2" -v t="$TEST" -v s="$SIZE" -v q="$QPS" \
     'BEGIN { printf "%s %s B: %.0f instructions per message (%d .. %d%s)\n", t, s,
              (b - a) / ((n2 - n1) * q), n1, n2, (q > 1 ? " x " q " QPs" : "") }'
+# The rest regroup the same difference (bench/insn_lines.py reads both profiles).
+msgs=$(( (N2 - N1) * QPS ))
 lines_py=$(dirname "$0")/insn_lines.py
-if [ "$FILES" -gt 0 ]; then
-    python3 "$lines_py" "$tmp/cg.$N1" "$tmp/cg.$N2" "$(( (N2 - N1) * QPS ))" --files "$FILES"
-fi
-if [ -n "$LINES" ]; then
-    python3 "$lines_py" "$tmp/cg.$N1" "$tmp/cg.$N2" "$(( (N2 - N1) * QPS ))" --lines "$LINES"
-fi
-[ "$FUNCS" -gt 0 ] || exit 0
-# Per function: "<Ir> (<pct>%)  file:function [object]" lines of callgrind_annotate.
-by_function() {
-    callgrind_annotate --threshold=100 "$tmp/cg.$1" 2>/dev/null | grep -v 'PROGRAM TOTALS' |
-        sed -n 's/^ *\([0-9,][0-9,]*\) ([ 0-9.]*%)  *\(.*\)$/\1\t\2/p' |
-        sed 's/^\([0-9,]*\)\t[^:]*:/\1\t/; s/ \[[^]]*\]$//' |
-        awk -F'\t' -v OFS='\t' '{gsub(",", "", $1); print}'
-}
-by_function "$N1" >"$tmp/f1"
-by_function "$N2" >"$tmp/f2"
-awk -F'\t' -v n="$(( (N2 - N1) * QPS ))" -v k="$FUNCS" '
-    NR == FNR { a[$2] += $1; next }
-    { b[$2] += $1 }
-    END {
-        for (f in b) d[f] = (b[f] - a[f]) / n
-        m = 0
-        for (f in d) if (d[f] >= 0.05) order[++m] = f
-        for (i = 2; i <= m; i++) {   # insertion sort, largest first
-            f = order[i]; j = i - 1
-            while (j >= 1 && d[order[j]] < d[f]) { order[j + 1] = order[j]; j-- }
-            order[j + 1] = f
-        }
-        for (i = 1; i <= m && i <= k; i++) printf "%8.1f  %s\n", d[order[i]], order[i]
-    }' "$tmp/f1" "$tmp/f2"
+[ "$FILES" -eq 0 ] || python3 "$lines_py" "$tmp/cg.$N1" "$tmp/cg.$N2" "$msgs" --files "$FILES"
+[ -z "$LINES" ] || python3 "$lines_py" "$tmp/cg.$N1" "$tmp/cg.$N2" "$msgs" --lines "$LINES"
+[ "$FUNCS" -eq 0 ] || python3 "$lines_py" "$tmp/cg.$N1" "$tmp/cg.$N2" "$msgs" --functions "$FUNCS"
