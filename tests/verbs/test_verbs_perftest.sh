@@ -71,9 +71,19 @@ perf() {
     else
         for _ in $(seq 100); do listening "$port" && break; sleep 0.1; done
     fi
-    timeout 30 "$run" --config "$work/client.conf" "$tool" "${args[@]}" "$host" \
-        >"$work/cli" 2>&1
-    local rc=$?
+    # A pause is a guess: a server slower to listen than that gets the client's REQ
+    # rejected by droce's CM with reason 8 (invalid service ID: nobody listens on the
+    # port yet); the server never saw it, so the client tries again, up to 5 times.
+    local rc try
+    for try in 1 2 3 4 5; do
+        timeout 30 "$run" --config "$work/client.conf" "$tool" "${args[@]}" "$host" \
+            >"$work/cli" 2>&1
+        rc=$?
+        [[ $rc -ne 0 && $try -lt 5 && $host != 127.0.0.1 ]] && kill -0 "$srv" 2>/dev/null &&
+            grep -q "RDMA_CM_EVENT_REJECTED; error: 8\." "$work/cli" || break
+        echo "note: $tool $*: REJ (no listener yet), client try $((try + 1))"
+        sleep 1
+    done
     # A client that failed leaves the server waiting for it: end the server's run.
     [[ $rc -ne 0 ]] && kill "$srv" 2>/dev/null
     wait "$srv"
